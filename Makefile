@@ -1,0 +1,35 @@
+# Two entry points a new user needs: `make demo` and `make test`.
+# Each creates .venv on first use and installs what the project needs (torch pinned to the CPU wheel).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup demo test lint typecheck clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.deps: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+setup: $(VENV)/.deps
+
+demo: setup
+	$(BIN)/mnemo-sea demo
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+typecheck: setup
+	$(BIN)/mypy -p mnemo_sea
+
+test: lint typecheck
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) build *.egg-info

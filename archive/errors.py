@@ -1,0 +1,135 @@
+"""Typed errors of the archive layer.
+
+Every error carries structured detail so that a caller (the REST layer, the CLI, an agent)
+can say what was wrong without parsing a message. The REST layer maps them to status codes
+in one place; nothing here knows about HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+class ArchiveError(Exception):
+    """Base of every error the archive raises on purpose."""
+
+    code = "archive_error"
+
+    def __init__(self, message: str, **detail: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail: dict[str, Any] = detail
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, **self.detail}
+
+
+class InvalidInput(ArchiveError):
+    """A value the caller passed is malformed (bad id, empty note, NUL in a name, ...)."""
+
+    code = "invalid_input"
+
+    def __init__(self, field: str, problem: str, **detail: Any) -> None:
+        super().__init__(f"{field}: {problem}", field=field, problem=problem, **detail)
+        self.field = field
+        self.problem = problem
+
+
+class ContentTooLarge(InvalidInput):
+    """Content exceeds the configured size limit; nothing was stored."""
+
+    code = "content_too_large"
+
+    def __init__(self, field: str, size: int, limit: int) -> None:
+        super().__init__(field, f"{size} bytes exceeds the limit of {limit} bytes", size=size, limit=limit)
+        self.size = size
+        self.limit = limit
+
+
+class NotFound(ArchiveError):
+    """The thing does not exist *for this principal*.
+
+    Records of another tenant raise exactly this error with the same message, so the
+    answer is never an oracle for what other tenants hold.
+    """
+
+    code = "not_found"
+
+    def __init__(self, what: str, ref: str) -> None:
+        super().__init__(f"{what} {ref!r} not found", what=what, ref=ref)
+
+
+class Forbidden(ArchiveError):
+    """The principal may not do this: a missing role or insufficient clearance."""
+
+    code = "forbidden"
+
+    def __init__(self, reason: str, **detail: Any) -> None:
+        super().__init__(reason, **detail)
+
+
+class StateConflict(ArchiveError):
+    """The target exists but is in a state that forbids the operation (already archived, ...)."""
+
+    code = "state_conflict"
+
+
+class IdempotencyMismatch(StateConflict):
+    """An idempotency key was reused for a different request."""
+
+    code = "idempotency_mismatch"
+
+    def __init__(self, key: str) -> None:
+        super().__init__(
+            f"idempotency key {key!r} was already used for a different request; use a new key",
+            idempotency_key=key,
+        )
+
+
+@dataclass(frozen=True)
+class TargetStatus:
+    """Why one target of a batch is (or is not) acceptable."""
+
+    result_id: str
+    status: str  # ok | unknown | malformed | duplicate | already_archived | empty_note | note_too_long | protected
+    message: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class BatchRejected(ArchiveError):
+    """A batch was rejected whole: nothing changed. `targets` says why for each item."""
+
+    code = "batch_rejected"
+
+    def __init__(self, targets: Sequence[TargetStatus], hint: str) -> None:
+        bad = [t for t in targets if not t.ok]
+        summary = "; ".join(f"{t.result_id}: {t.status}" for t in bad)
+        super().__init__(
+            f"batch rejected, nothing was archived ({summary}). {hint}",
+            targets=[t.__dict__ for t in targets],
+        )
+        self.targets = tuple(targets)
+
+
+class ArchiveConflict(BatchRejected, StateConflict):
+    """Every rejected target was already archived (typically by a concurrent archiver)."""
+
+    code = "archive_conflict"
+
+
+class StoreUnavailable(ArchiveError):
+    """The store could not be reached or failed mid-operation. Nothing was changed (fail closed)."""
+
+    code = "store_unavailable"
+
+
+class IntegrityError(ArchiveError):
+    """Stored bytes no longer match their recorded hash, or the audit chain is broken."""
+
+    code = "integrity_error"
+

@@ -1,0 +1,70 @@
+"""What the archive may set aside, what goes stale, and the input limits.
+
+Policy classes are labels a caller puts on a tool result when it records it. Two sets
+decide behaviour:
+
+- protected classes are never archived away: they stay in the live context verbatim
+  (user-confirmed facts, prescription basis, approval records in a clinic);
+- time-sensitive classes are still recoverable, but a recovered copy is only what the
+  tool said at `observed_at`, so it carries a warning to re-query the live system.
+
+Policy decisions read only these typed fields, never the tool's text: tool output is data.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .errors import InvalidInput
+
+DEFAULT_PROTECTED_CLASSES = frozenset(
+    {"user_confirmed_fact", "prescription_basis", "approval_record", "vet_approval"}
+)
+DEFAULT_TIME_SENSITIVE_CLASSES = frozenset(
+    {"price", "stock", "inventory", "availability", "approval_progress"}
+)
+
+_POLICY_CLASS = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+def check_policy_class(value: object) -> str:
+    if not isinstance(value, str) or not _POLICY_CLASS.fullmatch(value):
+        raise InvalidInput(
+            "policy_class", f"{value!r} is not a policy class (lower-case letters, digits, _; max 64)"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class ArchivePolicy:
+    """Limits and classes; every field has a safe default and can be configured."""
+
+    protected_classes: frozenset[str] = DEFAULT_PROTECTED_CLASSES
+    time_sensitive_classes: frozenset[str] = DEFAULT_TIME_SENSITIVE_CLASSES
+    max_content_bytes: int = 16 * 1024 * 1024
+    max_note_chars: int = 2_000
+    max_tool_name_chars: int = 200
+    max_arguments_bytes: int = 64 * 1024
+    max_batch_size: int = 1_000
+    # Model inferences are candidates, not facts; they are persisted only if this is set.
+    persist_model_inferences: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("protected_classes", "time_sensitive_classes"):
+            values = frozenset(getattr(self, name))
+            for v in values:
+                check_policy_class(v)
+            object.__setattr__(self, name, values)
+        for name in ("max_content_bytes", "max_note_chars", "max_tool_name_chars", "max_batch_size"):
+            if getattr(self, name) <= 0:
+                raise InvalidInput(name, "must be positive")
+
+    def is_protected(self, policy_class: str) -> bool:
+        return policy_class in self.protected_classes
+
+    def is_time_sensitive(self, policy_class: str) -> bool:
+        return policy_class in self.time_sensitive_classes
+
+
+DEFAULT_POLICY = ArchivePolicy()

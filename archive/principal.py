@@ -1,0 +1,107 @@
+"""Who is asking: the principal, its roles and its clearance.
+
+The tenant of every operation comes from the principal, never from a request body: this
+module is the only place that turns a principal into permission decisions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import IntEnum, StrEnum
+
+from .errors import Forbidden, InvalidInput
+
+
+class Sensitivity(IntEnum):
+    """How sensitive a record is; a principal reads up to its clearance."""
+
+    PUBLIC = 0
+    INTERNAL = 1
+    CONFIDENTIAL = 2
+    RESTRICTED = 3
+
+    @classmethod
+    def parse(cls, value: Sensitivity | str | int) -> Sensitivity:
+        if isinstance(value, Sensitivity):
+            return value
+        try:
+            if isinstance(value, int):
+                return cls(value)
+            return cls[value.strip().upper()]
+        except (KeyError, ValueError):
+            names = ", ".join(m.name.lower() for m in cls)
+            raise InvalidInput("sensitivity", f"{value!r} is not one of {names}") from None
+
+
+class Role(StrEnum):
+    """What a principal may do inside its tenant.
+
+    reader: read and search; agent: also record, archive, recover and remember for any owner;
+    admin: also delete, verify audits and manage keys.
+    """
+
+    READER = "reader"
+    AGENT = "agent"
+    ADMIN = "admin"
+
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
+
+
+def check_identifier(field_name: str, value: object, pattern: re.Pattern[str] = _ID) -> str:
+    """Validate a caller-given identifier (tenant, subject, session, owner)."""
+    if not isinstance(value, str):
+        raise InvalidInput(field_name, f"must be a string, got {type(value).__name__}")
+    if not pattern.fullmatch(value):
+        shown = value if len(value) <= 60 else value[:60] + "..."
+        raise InvalidInput(
+            field_name,
+            f"{shown!r} is not a valid identifier (1-128 chars: letters, digits and . _ : @ -, "
+            "starting with a letter or digit)",
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated caller: tenant, subject (user or agent), roles and clearance."""
+
+    tenant_id: str
+    subject: str
+    roles: frozenset[Role] = field(default_factory=lambda: frozenset({Role.AGENT}))
+    clearance: Sensitivity = Sensitivity.INTERNAL
+
+    def __post_init__(self) -> None:
+        check_identifier("tenant_id", self.tenant_id)
+        check_identifier("subject", self.subject)
+        object.__setattr__(self, "roles", frozenset(Role(r) for r in self.roles))
+        object.__setattr__(self, "clearance", Sensitivity.parse(self.clearance))
+
+    def has(self, role: Role) -> bool:
+        # admin implies agent implies reader
+        order = [Role.READER, Role.AGENT, Role.ADMIN]
+        return any(order.index(r) >= order.index(role) for r in self.roles)
+
+    def require(self, role: Role, action: str) -> None:
+        if not self.has(role):
+            raise Forbidden(
+                f"{action} needs the {role.value} role; principal {self.subject!r} has "
+                f"{sorted(r.value for r in self.roles) or 'none'}",
+                needed_role=role.value,
+            )
+
+    def can_read(self, sensitivity: Sensitivity) -> bool:
+        return sensitivity <= self.clearance
+
+    def require_clearance(self, sensitivity: Sensitivity, action: str) -> None:
+        if not self.can_read(sensitivity):
+            raise Forbidden(
+                f"{action} needs clearance {sensitivity.name.lower()}; principal {self.subject!r} "
+                f"has {self.clearance.name.lower()}",
+                needed_clearance=sensitivity.name.lower(),
+            )
+
+    def may_act_for(self, owner: str) -> bool:
+        """A user acts for itself; agents and admins act for any owner in the tenant."""
+        return owner == self.subject or self.has(Role.AGENT)
