@@ -1,0 +1,71 @@
+"""The archive layer: the source of truth for every original an agent read.
+
+Start with `Archive.open(path_or_url)` and a `Principal`; see `Archive` for the operations.
+"""
+
+from .api import Archive
+from .audit import AuditEvent, AuditReport
+from .errors import (
+    ArchiveConflict,
+    ArchiveError,
+    BatchRejected,
+    ContentTooLarge,
+    Forbidden,
+    IdempotencyMismatch,
+    IntegrityError,
+    InvalidInput,
+    NotFound,
+    StateConflict,
+    StoreUnavailable,
+    TargetStatus,
+)
+from .evidence import EvidenceInput
+from .policy import ArchivePolicy
+from .principal import Principal, Role, Sensitivity
+from .records import (
+    ArchiveReceipt,
+    ArchiveTarget,
+    DeletionReceipt,
+    EvidenceRecord,
+    LiveView,
+    MemoryFact,
+    Recovered,
+    RememberOutcome,
+    Summary,
+    ToolResult,
+)
+from .refs import SourceRef
+
+__all__ = [
+    "Archive",
+    "ArchiveConflict",
+    "ArchiveError",
+    "ArchivePolicy",
+    "ArchiveReceipt",
+    "ArchiveTarget",
+    "AuditEvent",
+    "AuditReport",
+    "BatchRejected",
+    "ContentTooLarge",
+    "DeletionReceipt",
+    "EvidenceInput",
+    "EvidenceRecord",
+    "Forbidden",
+    "IdempotencyMismatch",
+    "IntegrityError",
+    "InvalidInput",
+    "LiveView",
+    "MemoryFact",
+    "NotFound",
+    "Principal",
+    "Recovered",
+    "RememberOutcome",
+    "Role",
+    "Sensitivity",
+    "SourceRef",
+    "StateConflict",
+    "StoreUnavailable",
+    "Summary",
+    "TargetStatus",
+    "ToolResult",
+]

@@ -93,7 +93,8 @@ class TargetStatus:
     """Why one target of a batch is (or is not) acceptable."""
 
     result_id: str
-    status: str  # ok | unknown | malformed | duplicate | already_archived | empty_note | note_too_long | protected
+    # ok | unknown | malformed | duplicate | already_archived | empty_note | note_too_long | protected
+    status: str
     message: str
 
     @property
@@ -132,4 +133,3 @@ class IntegrityError(ArchiveError):
     """Stored bytes no longer match their recorded hash, or the audit chain is broken."""
 
     code = "integrity_error"
-

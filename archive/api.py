@@ -1,0 +1,312 @@
+"""`Archive`: the archive layer as one object, the entry point for library users.
+
+Each method is a thin wrapper over one module function (sessions, evidence, memory,
+summaries, deletion, audit); this class adds only the cross-cutting rule that every
+denied access and every failed integrity check is written to the tenant's audit chain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from . import deletion, evidence, memory, sessions, summaries
+from .audit import AuditEvent, AuditReport, append_event, list_events, verify_chain
+from .errors import ArchiveError, Forbidden, IntegrityError
+from .evidence import EvidenceInput
+from .policy import DEFAULT_POLICY, ArchivePolicy
+from .principal import Principal, Role, Sensitivity
+from .records import (
+    ArchiveReceipt,
+    ArchiveTarget,
+    DeletionReceipt,
+    EvidenceRecord,
+    LiveView,
+    MemoryFact,
+    Recovered,
+    RememberOutcome,
+    Summary,
+    ToolResult,
+)
+from .refs import SourceRef
+from .store import ArchiveStore, open_store
+
+T = TypeVar("T")
+
+
+class Archive:
+    """The Session Evidence Archive plus evidence, memory, summaries, deletion and audit."""
+
+    def __init__(self, store: ArchiveStore) -> None:
+        self.store = store
+
+    @classmethod
+    def open(cls, url: str, policy: ArchivePolicy = DEFAULT_POLICY) -> Archive:
+        """Open a SQLite file (a path or sqlite URL) or a PostgreSQL URL, migrating it."""
+        return cls(open_store(url, policy))
+
+    @property
+    def policy(self) -> ArchivePolicy:
+        return self.store.policy
+
+    def close(self) -> None:
+        self.store.dispose()
+
+    def _guard(self, principal: Principal, action: str, target: str, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except Forbidden as e:
+            self._audit(principal, "denied", target, {"action": action, "reason": e.message})
+            raise
+        except IntegrityError as e:
+            self._audit(principal, "integrity_failure", target, {"action": action, **e.detail})
+            raise
+
+    def _audit(self, principal: Principal, action: str, target: str, detail: dict[str, Any]) -> None:
+        # Best effort in its own transaction: the caller's error is what matters to them,
+        # and an unavailable store must not replace it with another error.
+        try:
+            with self.store.write() as conn:
+                append_event(conn, principal.tenant_id, principal.subject, action, target, detail)
+        except ArchiveError:
+            pass
+
+    # ---- sessions ----------------------------------------------------------------------------
+
+    def record(
+        self,
+        principal: Principal,
+        session_id: str,
+        tool_name: str,
+        content: str | bytes,
+        *,
+        arguments: Mapping[str, Any] | None = None,
+        media_type: str | None = None,
+        observed_at: datetime | None = None,
+        sensitivity: Sensitivity | str | int = Sensitivity.INTERNAL,
+        policy_class: str = "default",
+    ) -> ToolResult:
+        return self._guard(
+            principal,
+            "record",
+            f"session:{session_id}",
+            lambda: sessions.record(
+                self.store,
+                principal,
+                session_id,
+                tool_name,
+                content,
+                arguments=arguments,
+                media_type=media_type,
+                observed_at=observed_at,
+                sensitivity=sensitivity,
+                policy_class=policy_class,
+            ),
+        )
+
+    def archive(
+        self,
+        principal: Principal,
+        session_id: str,
+        targets: Iterable[ArchiveTarget | Mapping[str, Any] | tuple[str, str]],
+        *,
+        idempotency_key: str | None = None,
+    ) -> ArchiveReceipt:
+        return self._guard(
+            principal,
+            "archive",
+            f"session:{session_id}",
+            lambda: sessions.archive(
+                self.store, principal, session_id, targets, idempotency_key=idempotency_key
+            ),
+        )
+
+    def live_view(self, principal: Principal, session_id: str) -> LiveView:
+        return self._guard(
+            principal,
+            "live_view",
+            f"session:{session_id}",
+            lambda: sessions.live_view(self.store, principal, session_id),
+        )
+
+    def list_results(self, principal: Principal, session_id: str) -> list[ToolResult]:
+        return self._guard(
+            principal,
+            "list_results",
+            f"session:{session_id}",
+            lambda: sessions.list_results(self.store, principal, session_id),
+        )
+
+    def recover(self, principal: Principal, session_id: str, result_id: str) -> Recovered:
+        return self._guard(
+            principal,
+            "recover",
+            f"session:{session_id}/{result_id}",
+            lambda: sessions.recover(self.store, principal, session_id, result_id),
+        )
+
+    # ---- evidence ----------------------------------------------------------------------------
+
+    def put_evidence(self, principal: Principal, item: EvidenceInput) -> EvidenceRecord:
+        return self._guard(
+            principal,
+            "put_evidence",
+            f"evidence:{item.evidence_id}",
+            lambda: evidence.put_evidence(self.store, principal, item),
+        )
+
+    def retract(self, principal: Principal, evidence_id: str, reason: str) -> EvidenceRecord:
+        return self._guard(
+            principal,
+            "retract",
+            f"evidence:{evidence_id}",
+            lambda: evidence.retract(self.store, principal, evidence_id, reason),
+        )
+
+    def get_evidence(
+        self,
+        principal: Principal,
+        evidence_id: str,
+        *,
+        version: int | None = None,
+        as_of: datetime | None = None,
+        with_content: bool = False,
+    ) -> tuple[EvidenceRecord, bytes | None]:
+        return self._guard(
+            principal,
+            "get_evidence",
+            f"evidence:{evidence_id}",
+            lambda: evidence.get_evidence(
+                self.store, principal, evidence_id, version=version, as_of=as_of, with_content=with_content
+            ),
+        )
+
+    def evidence_history(self, principal: Principal, evidence_id: str) -> list[EvidenceRecord]:
+        return self._guard(
+            principal,
+            "evidence_history",
+            f"evidence:{evidence_id}",
+            lambda: evidence.evidence_history(self.store, principal, evidence_id),
+        )
+
+    # ---- memory ------------------------------------------------------------------------------
+
+    def remember(
+        self,
+        principal: Principal,
+        owner: str,
+        key: str,
+        value: str,
+        provenance: str,
+        *,
+        ttl: timedelta | None = None,
+        derived_from: str | SourceRef | None = None,
+    ) -> RememberOutcome:
+        return self._guard(
+            principal,
+            "remember",
+            f"memory:{owner}/{key}",
+            lambda: memory.remember(
+                self.store, principal, owner, key, value, provenance, ttl=ttl, derived_from=derived_from
+            ),
+        )
+
+    def current(
+        self, principal: Principal, owner: str, key: str, *, at: datetime | None = None
+    ) -> MemoryFact | None:
+        return self._guard(
+            principal,
+            "memory_current",
+            f"memory:{owner}/{key}",
+            lambda: memory.current(self.store, principal, owner, key, at=at),
+        )
+
+    def memory_history(self, principal: Principal, owner: str, key: str) -> list[MemoryFact]:
+        return self._guard(
+            principal,
+            "memory_history",
+            f"memory:{owner}/{key}",
+            lambda: memory.history(self.store, principal, owner, key),
+        )
+
+    def facts(self, principal: Principal, owner: str) -> list[MemoryFact]:
+        return self._guard(
+            principal, "memory_facts", f"memory:{owner}", lambda: memory.facts(self.store, principal, owner)
+        )
+
+    # ---- summaries ---------------------------------------------------------------------------
+
+    def create_summary(
+        self,
+        principal: Principal,
+        text: str,
+        derived_from: Sequence[str | SourceRef],
+        *,
+        trace_ref: str | None = None,
+    ) -> Summary:
+        return self._guard(
+            principal,
+            "create_summary",
+            "summary",
+            lambda: summaries.create_summary(self.store, principal, text, derived_from, trace_ref=trace_ref),
+        )
+
+    def get_summary(self, principal: Principal, summary_id: str) -> Summary:
+        return self._guard(
+            principal,
+            "get_summary",
+            f"summary:{summary_id}",
+            lambda: summaries.get_summary(self.store, principal, summary_id),
+        )
+
+    # ---- deletion and audit ------------------------------------------------------------------
+
+    def delete_evidence(self, principal: Principal, evidence_id: str) -> DeletionReceipt:
+        return self._guard(
+            principal,
+            "delete",
+            f"evidence:{evidence_id}",
+            lambda: deletion.delete_evidence(self.store, principal, evidence_id),
+        )
+
+    def delete_session(self, principal: Principal, session_id: str) -> DeletionReceipt:
+        return self._guard(
+            principal,
+            "delete",
+            f"session:{session_id}",
+            lambda: deletion.delete_session(self.store, principal, session_id),
+        )
+
+    def delete_owner(self, principal: Principal, owner: str) -> DeletionReceipt:
+        return self._guard(
+            principal, "delete", f"owner:{owner}", lambda: deletion.delete_owner(self.store, principal, owner)
+        )
+
+    def verify_deleted(self, principal: Principal, receipt: DeletionReceipt) -> list[str]:
+        return self._guard(
+            principal,
+            "verify_deleted",
+            receipt.target,
+            lambda: deletion.verify_deleted(self.store, principal, receipt),
+        )
+
+    def verify_audit(self, principal: Principal) -> AuditReport:
+        """Check the principal's tenant chain (admin only): any edited or removed event is reported."""
+
+        def run() -> AuditReport:
+            principal.require(Role.ADMIN, "verifying the audit chain")
+            with self.store.read() as conn:
+                return verify_chain(conn, principal.tenant_id)
+
+        return self._guard(principal, "verify_audit", "audit", run)
+
+    def audit_events(self, principal: Principal, *, after_seq: int = 0, limit: int = 100) -> list[AuditEvent]:
+        def run() -> list[AuditEvent]:
+            principal.require(Role.ADMIN, "reading the audit chain")
+            with self.store.read() as conn:
+                return list_events(
+                    conn, principal.tenant_id, after_seq=after_seq, limit=min(max(limit, 1), 1000)
+                )
+
+        return self._guard(principal, "audit_events", "audit", run)

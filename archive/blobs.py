@@ -1,0 +1,76 @@
+"""Content-addressed originals, per tenant. Every read re-checks the hash."""
+
+from __future__ import annotations
+
+import hashlib
+
+from sqlalchemy import Connection, and_, delete, exists, select
+
+from . import schema as t
+from .clock import insert_or_touch, utcnow
+from .errors import IntegrityError
+
+
+def sha256_hex(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
+
+
+def put_blob(conn: Connection, tenant_id: str, content: bytes, media_type: str) -> str:
+    """Store `content` once per tenant (idempotent); returns its sha256."""
+    digest = sha256_hex(content)
+    insert_or_touch(
+        conn,
+        t.blobs,
+        {
+            "tenant_id": tenant_id,
+            "sha256": digest,
+            "size": len(content),
+            "media_type": media_type,
+            "content": content,
+            "created_at": utcnow(),
+        },
+        ["tenant_id", "sha256"],
+        touch="size",
+    )
+    return digest
+
+
+def read_blob(conn: Connection, tenant_id: str, digest: str) -> bytes:
+    """Return the original bytes; raises IntegrityError if they no longer match their hash."""
+    row = conn.execute(
+        select(t.blobs.c.content).where(t.blobs.c.tenant_id == tenant_id, t.blobs.c.sha256 == digest)
+    ).first()
+    if row is None:
+        raise IntegrityError(f"original {digest[:12]}… is missing from the blob store", sha256=digest)
+    content = bytes(row.content)
+    actual = sha256_hex(content)
+    if actual != digest:
+        raise IntegrityError(
+            f"original {digest[:12]}… fails its hash check (stored bytes hash to {actual[:12]}…); "
+            "it is not served",
+            sha256=digest,
+            actual_sha256=actual,
+        )
+    return content
+
+
+def delete_unreferenced(conn: Connection, tenant_id: str, digests: set[str]) -> list[str]:
+    """Delete those of `digests` that no tool result or evidence version references any more."""
+    if not digests:
+        return []
+    referenced_by_result = exists().where(
+        and_(t.tool_results.c.tenant_id == tenant_id, t.tool_results.c.blob_sha256 == t.blobs.c.sha256)
+    )
+    referenced_by_evidence = exists().where(
+        and_(t.evidence.c.tenant_id == tenant_id, t.evidence.c.blob_sha256 == t.blobs.c.sha256)
+    )
+    condition = and_(
+        t.blobs.c.tenant_id == tenant_id,
+        t.blobs.c.sha256.in_(sorted(digests)),
+        ~referenced_by_result,
+        ~referenced_by_evidence,
+    )
+    doomed = [r.sha256 for r in conn.execute(select(t.blobs.c.sha256).where(condition))]
+    if doomed:
+        conn.execute(delete(t.blobs).where(t.blobs.c.tenant_id == tenant_id, t.blobs.c.sha256.in_(doomed)))
+    return sorted(doomed)

@@ -1,0 +1,300 @@
+"""Deletion inside the archive, cascading to everything derived.
+
+Deleting a record, a session or everything of one owner removes, in one transaction:
+the rows, originals no other record of the tenant references, summaries derived from
+any deleted source, memory facts derived from one; and it queues outbox rows so the
+indexer removes index points and purges caches. It returns a receipt that
+`verify_deleted` checks against the archive.
+
+Deletion needs the admin role but no clearance: it reveals nothing and must be possible
+for any record (a data-subject request).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import Column, ColumnElement, Connection, delete, or_, select, tuple_
+
+from . import schema as t
+from .audit import append_event
+from .blobs import delete_unreferenced
+from .clock import utcnow
+from .errors import NotFound
+from .outbox import enqueue
+from .principal import Principal, Role, check_identifier
+from .records import DeletionReceipt, result_id
+from .refs import check_evidence_id, session_prefix
+from .store import ArchiveStore
+
+
+@dataclass
+class _Removed:
+    evidence_versions: list[tuple[str, int]] = field(default_factory=list)
+    tool_results: list[str] = field(default_factory=list)
+    sessions: list[str] = field(default_factory=list)
+    memory_facts: list[tuple[str, str, int]] = field(default_factory=list)
+    summaries: list[str] = field(default_factory=list)
+    digests: set[str] = field(default_factory=set)
+    source_refs: list[str] = field(default_factory=list)
+    ref_prefixes: list[str] = field(default_factory=list)
+
+
+def _evidence(conn: Connection, tenant: str, evidence_id: str, out: _Removed) -> None:
+    rows = conn.execute(
+        select(t.evidence.c.version, t.evidence.c.blob_sha256).where(
+            t.evidence.c.tenant_id == tenant, t.evidence.c.evidence_id == evidence_id
+        )
+    ).all()
+    for r in rows:
+        out.evidence_versions.append((evidence_id, r.version))
+        out.digests.add(r.blob_sha256)
+    conn.execute(
+        delete(t.evidence).where(t.evidence.c.tenant_id == tenant, t.evidence.c.evidence_id == evidence_id)
+    )
+    out.source_refs.append(f"evidence:{evidence_id}")
+
+
+def _session(conn: Connection, tenant: str, session_id: str, out: _Removed) -> None:
+    where_session = (t.tool_results.c.tenant_id == tenant) & (t.tool_results.c.session_id == session_id)
+    for r in conn.execute(
+        select(t.tool_results.c.result_no, t.tool_results.c.blob_sha256).where(where_session)
+    ):
+        out.tool_results.append(f"{session_id}/{result_id(r.result_no)}")
+        out.digests.add(r.blob_sha256)
+    conn.execute(
+        delete(t.archive_entries).where(
+            t.archive_entries.c.tenant_id == tenant, t.archive_entries.c.session_id == session_id
+        )
+    )
+    conn.execute(delete(t.tool_results).where(where_session))
+    conn.execute(
+        delete(t.sessions).where(t.sessions.c.tenant_id == tenant, t.sessions.c.session_id == session_id)
+    )
+    out.sessions.append(session_id)
+    out.ref_prefixes.append(session_prefix(session_id))
+
+
+def _derived(conn: Connection, tenant: str, out: _Removed) -> None:
+    """Summaries and memory facts derived from anything removed so far."""
+
+    def matches(column: Column[str] | Column[str | None]) -> ColumnElement[bool] | None:
+        conditions: list[ColumnElement[bool]] = [column.in_(out.source_refs)] if out.source_refs else []
+        conditions += [column.startswith(p, autoescape=True) for p in out.ref_prefixes]
+        return or_(*conditions) if conditions else None
+
+    cond = matches(t.summary_sources.c.source_ref)
+    if cond is not None:
+        ids = sorted(
+            {
+                r.summary_id
+                for r in conn.execute(
+                    select(t.summary_sources.c.summary_id).where(
+                        t.summary_sources.c.tenant_id == tenant, cond
+                    )
+                )
+            }
+        )
+        if ids:
+            conn.execute(
+                delete(t.summary_sources).where(
+                    t.summary_sources.c.tenant_id == tenant, t.summary_sources.c.summary_id.in_(ids)
+                )
+            )
+            conn.execute(
+                delete(t.summaries).where(
+                    t.summaries.c.tenant_id == tenant, t.summaries.c.summary_id.in_(ids)
+                )
+            )
+            out.summaries.extend(ids)
+    cond = matches(t.memory_facts.c.derived_from)
+    if cond is not None:
+        _memory(conn, tenant, cond, out)
+
+
+def _memory(conn: Connection, tenant: str, condition: ColumnElement[bool], out: _Removed) -> None:
+    rows = conn.execute(
+        select(t.memory_facts.c.owner, t.memory_facts.c.key, t.memory_facts.c.version).where(
+            t.memory_facts.c.tenant_id == tenant,
+            condition,
+        )
+    ).all()
+    keys = [(r.owner, r.key, r.version) for r in rows]
+    if keys:
+        conn.execute(
+            delete(t.memory_facts).where(
+                t.memory_facts.c.tenant_id == tenant,
+                tuple_(t.memory_facts.c.owner, t.memory_facts.c.key, t.memory_facts.c.version).in_(keys),
+            )
+        )
+        out.memory_facts.extend(keys)
+
+
+def _finish(
+    conn: Connection, store: ArchiveStore, principal: Principal, target: str, out: _Removed
+) -> DeletionReceipt:
+    tenant = principal.tenant_id
+    _derived(conn, tenant, out)
+    blobs = delete_unreferenced(conn, tenant, out.digests)
+    outbox_ids: list[int] = []
+    for evidence_id, version in out.evidence_versions:
+        outbox_ids.append(
+            enqueue(
+                conn,
+                tenant,
+                "index_delete",
+                "evidence",
+                f"{evidence_id}@{version}",
+                {"evidence_id": evidence_id},
+            )
+        )
+    for ref in out.tool_results:
+        outbox_ids.append(enqueue(conn, tenant, "index_delete", "tool_result", ref, {}))
+    for owner, key, version in out.memory_facts:
+        outbox_ids.append(
+            enqueue(conn, tenant, "index_delete", "memory", f"{owner}/{key}@{version}", {"owner": owner})
+        )
+    for summary_id in out.summaries:
+        outbox_ids.append(enqueue(conn, tenant, "index_delete", "summary", summary_id, {}))
+    outbox_ids.append(
+        enqueue(
+            conn,
+            tenant,
+            "cache_purge",
+            "tenant",
+            tenant,
+            {"reason": f"deleted {target}", "content_sha256": sorted(out.digests)},
+        )
+    )
+    counts = {
+        "evidence_versions": len(out.evidence_versions),
+        "tool_results": len(out.tool_results),
+        "sessions": len(out.sessions),
+        "memory_facts": len(out.memory_facts),
+        "summaries": len(out.summaries),
+        "blobs": len(blobs),
+    }
+    seq = append_event(conn, tenant, principal.subject, "delete", target, counts)
+    return DeletionReceipt(
+        tenant_id=tenant,
+        target=target,
+        deleted_at=utcnow(),
+        evidence_versions=tuple(out.evidence_versions),
+        tool_results=tuple(out.tool_results),
+        sessions=tuple(out.sessions),
+        memory_facts=tuple(out.memory_facts),
+        summaries=tuple(out.summaries),
+        blobs=tuple(blobs),
+        content_sha256=tuple(sorted(out.digests)),
+        outbox_ids=tuple(outbox_ids),
+        audit_seq=seq,
+        counts=counts,
+    )
+
+
+def delete_evidence(store: ArchiveStore, principal: Principal, evidence_id: str) -> DeletionReceipt:
+    """Delete every version of an evidence record and what was derived from it."""
+    principal.require(Role.ADMIN, "deleting evidence")
+    check_evidence_id(evidence_id)
+    with store.write() as conn:
+        out = _Removed()
+        _evidence(conn, principal.tenant_id, evidence_id, out)
+        if not out.evidence_versions:
+            raise NotFound("evidence", evidence_id)
+        return _finish(conn, store, principal, f"evidence:{evidence_id}", out)
+
+
+def delete_session(store: ArchiveStore, principal: Principal, session_id: str) -> DeletionReceipt:
+    """Delete a session: its results, notes, originals and what was derived from them."""
+    principal.require(Role.ADMIN, "deleting a session")
+    check_identifier("session_id", session_id)
+    with store.write() as conn:
+        exists = conn.execute(
+            select(t.sessions.c.session_id).where(
+                t.sessions.c.tenant_id == principal.tenant_id, t.sessions.c.session_id == session_id
+            )
+        ).first()
+        if exists is None:
+            raise NotFound("session", session_id)
+        out = _Removed()
+        _session(conn, principal.tenant_id, session_id, out)
+        return _finish(conn, store, principal, f"session:{session_id}", out)
+
+
+def delete_owner(store: ArchiveStore, principal: Principal, owner: str) -> DeletionReceipt:
+    """Delete everything of one owner: memory facts, owned evidence, owned sessions, and derivations.
+
+    An owner with nothing stored yields an empty receipt (the request is still audited).
+    """
+    principal.require(Role.ADMIN, "deleting an owner's data")
+    check_identifier("owner", owner)
+    tenant = principal.tenant_id
+    with store.write() as conn:
+        out = _Removed()
+        _memory(conn, tenant, t.memory_facts.c.owner == owner, out)
+        for (evidence_id,) in conn.execute(
+            select(t.evidence.c.evidence_id)
+            .where(t.evidence.c.tenant_id == tenant, t.evidence.c.owner == owner)
+            .distinct()
+        ).all():
+            _evidence(conn, tenant, evidence_id, out)
+        for (session_id,) in conn.execute(
+            select(t.sessions.c.session_id).where(
+                t.sessions.c.tenant_id == tenant, t.sessions.c.owner == owner
+            )
+        ).all():
+            _session(conn, tenant, session_id, out)
+        return _finish(conn, store, principal, f"owner:{owner}", out)
+
+
+def verify_deleted(store: ArchiveStore, principal: Principal, receipt: DeletionReceipt) -> list[str]:
+    """What of a receipt the archive still holds: an empty list means everything is gone."""
+    principal.require(Role.ADMIN, "verifying a deletion")
+    tenant = principal.tenant_id
+    left: list[str] = []
+    with store.read() as conn:
+        for evidence_id, version in receipt.evidence_versions:
+            if conn.execute(
+                select(t.evidence.c.version).where(
+                    t.evidence.c.tenant_id == tenant,
+                    t.evidence.c.evidence_id == evidence_id,
+                    t.evidence.c.version == version,
+                )
+            ).first():
+                left.append(f"evidence {evidence_id}@{version}")
+        for session_id in receipt.sessions:
+            if conn.execute(
+                select(t.tool_results.c.result_no).where(
+                    t.tool_results.c.tenant_id == tenant, t.tool_results.c.session_id == session_id
+                )
+            ).first():
+                left.append(f"results of session {session_id}")
+        for owner, key, version in receipt.memory_facts:
+            if conn.execute(
+                select(t.memory_facts.c.version).where(
+                    t.memory_facts.c.tenant_id == tenant,
+                    t.memory_facts.c.owner == owner,
+                    t.memory_facts.c.key == key,
+                    t.memory_facts.c.version == version,
+                )
+            ).first():
+                left.append(f"memory {owner}/{key}@{version}")
+        if (
+            receipt.summaries
+            and conn.execute(
+                select(t.summaries.c.summary_id).where(
+                    t.summaries.c.tenant_id == tenant, t.summaries.c.summary_id.in_(receipt.summaries)
+                )
+            ).first()
+        ):
+            left.append("summaries")
+        if (
+            receipt.blobs
+            and conn.execute(
+                select(t.blobs.c.sha256).where(
+                    t.blobs.c.tenant_id == tenant, t.blobs.c.sha256.in_(receipt.blobs)
+                )
+            ).first()
+        ):
+            left.append("originals (blobs)")
+    return left

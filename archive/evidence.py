@@ -1,0 +1,329 @@
+"""Evidence records with versions: a new version supersedes, never overwrites.
+
+Two time axes: `recorded_at`/`ended_at` say when a version was the archive's current one
+(transaction time); `valid_from`/`valid_until` say when its content holds in the world
+(valid time). `as_of=T` reads the version that was current at T and valid at T.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, select, update
+
+from . import schema as t
+from .audit import append_event
+from .blobs import put_blob, read_blob
+from .clock import aware, utcnow
+from .errors import Forbidden, InvalidInput, NotFound, StateConflict
+from .outbox import enqueue
+from .principal import Principal, Role, Sensitivity, check_identifier
+from .records import EVIDENCE_KINDS, PROVENANCES, EvidenceRecord
+from .refs import check_evidence_id
+from .sessions import _content_bytes, check_media_type
+from .store import ArchiveStore
+
+_TEXT_LIMITS = {"source": 1024, "scope": 255, "locator": 1024}
+STATEMENT_LIMIT = 4_000
+
+
+@dataclass(frozen=True)
+class EvidenceInput:
+    """What a caller gives to store one version of an evidence record."""
+
+    body: str | bytes
+    source: str
+    evidence_id: str | None = None
+    scope: str = "default"
+    locator: str = ""
+    statement: str | None = None
+    media_type: str | None = None
+    observed_at: datetime | None = None
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    sensitivity: Sensitivity | str | int = Sensitivity.INTERNAL
+    provenance: str = "document"
+    kind: str = "knowledge"
+    owner: str | None = None
+    session_id: str | None = None
+
+
+def _check_text(field: str, value: object, limit: int, *, required: bool) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(field, f"must be a string, got {type(value).__name__}")
+    if required and not value.strip():
+        raise InvalidInput(field, "must not be empty")
+    if len(value) > limit:
+        raise InvalidInput(field, f"is {len(value)} characters; the limit is {limit}")
+    if "\x00" in value:
+        raise InvalidInput(field, "must not contain NUL")
+    return value
+
+
+def to_record(row: Row[Any]) -> EvidenceRecord:
+    return EvidenceRecord(
+        evidence_id=row.evidence_id,
+        version=row.version,
+        kind=row.kind,
+        source=row.source,
+        scope=row.scope,
+        locator=row.locator,
+        statement=row.statement,
+        media_type=row.media_type,
+        content_sha256=row.blob_sha256,
+        observed_at=row.observed_at,
+        valid_from=row.valid_from,
+        valid_until=row.valid_until,
+        sensitivity=Sensitivity(row.sensitivity),
+        provenance=row.provenance,
+        owner=row.owner,
+        session_id=row.session_id,
+        status=row.status,
+        recorded_at=row.recorded_at,
+        ended_at=row.ended_at,
+    )
+
+
+def index_payload(rec: EvidenceRecord) -> dict[str, Any]:
+    """The pointer and filter fields the index needs; never the text."""
+    return {
+        "evidence_id": rec.evidence_id,
+        "version": rec.version,
+        "kind": rec.kind,
+        "source": rec.source,
+        "scope": rec.scope,
+        "owner": rec.owner,
+        "sensitivity": int(rec.sensitivity),
+        "content_sha256": rec.content_sha256,
+        "valid_from": rec.valid_from.isoformat() if rec.valid_from else None,
+        "valid_until": rec.valid_until.isoformat() if rec.valid_until else None,
+    }
+
+
+def _versions(conn: Connection, tenant_id: str, evidence_id: str, *, lock: bool = False) -> list[Row[Any]]:
+    stmt = (
+        select(t.evidence)
+        .where(t.evidence.c.tenant_id == tenant_id, t.evidence.c.evidence_id == evidence_id)
+        .order_by(t.evidence.c.version)
+    )
+    if lock:
+        stmt = stmt.with_for_update()
+    return list(conn.execute(stmt))
+
+
+def _check_owner_access(principal: Principal, rec_owner: str | None, action: str) -> None:
+    if rec_owner is not None and not principal.may_act_for(rec_owner):
+        raise Forbidden(f"{action}: the record belongs to owner {rec_owner!r}", owner=rec_owner)
+
+
+def put_evidence(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> EvidenceRecord:
+    """Store a new version of an evidence record (version 1 for a new id).
+
+    The previous active version, if any, becomes superseded and stays readable. Storing
+    content and fields identical to the current version changes nothing and returns it.
+    """
+    principal.require(Role.AGENT, "storing evidence")
+    evidence_id = check_evidence_id(item.evidence_id or f"ev:{uuid.uuid4().hex}")
+    source = _check_text("source", item.source, _TEXT_LIMITS["source"], required=True)
+    scope = _check_text("scope", item.scope, _TEXT_LIMITS["scope"], required=True)
+    locator = _check_text("locator", item.locator, _TEXT_LIMITS["locator"], required=False)
+    statement = (
+        None
+        if item.statement is None
+        else _check_text("statement", item.statement, STATEMENT_LIMIT, required=True)
+    )
+    data, media = _content_bytes(item.body, item.media_type, store.policy.max_content_bytes)
+    check_media_type(media)
+    if item.kind not in EVIDENCE_KINDS:
+        raise InvalidInput("kind", f"{item.kind!r} is not one of {', '.join(EVIDENCE_KINDS)}")
+    if item.provenance not in PROVENANCES:
+        raise InvalidInput("provenance", f"{item.provenance!r} is not one of {', '.join(PROVENANCES)}")
+    level = Sensitivity.parse(item.sensitivity)
+    principal.require_clearance(level, "storing evidence of this sensitivity")
+    owner = check_identifier("owner", item.owner) if item.owner is not None else None
+    _check_owner_access(principal, owner, "storing evidence")
+    session_id = check_identifier("session_id", item.session_id) if item.session_id is not None else None
+    valid_from = aware("valid_from", item.valid_from)
+    valid_until = aware("valid_until", item.valid_until)
+    if valid_from and valid_until and valid_until <= valid_from:
+        raise InvalidInput("valid_until", "must be later than valid_from")
+    now = utcnow()
+    observed = aware("observed_at", item.observed_at) or now
+    tenant = principal.tenant_id
+
+    with store.write() as conn:
+        versions = _versions(conn, tenant, evidence_id, lock=True)
+        current = next((v for v in versions if v.status == "active"), None)
+        digest = put_blob(conn, tenant, data, media)
+        fields = {
+            "kind": item.kind,
+            "source": source,
+            "scope": scope,
+            "locator": locator,
+            "statement": statement,
+            "blob_sha256": digest,
+            "media_type": media,
+            "valid_from": valid_from,
+            "valid_until": valid_until,
+            "sensitivity": int(level),
+            "provenance": item.provenance,
+            "owner": owner,
+            "session_id": session_id,
+        }
+        if current is not None:
+            _check_owner_access(principal, current.owner, "superseding evidence")
+            if all(getattr(current, k) == v for k, v in fields.items()):
+                return to_record(current)
+            conn.execute(
+                update(t.evidence)
+                .where(
+                    t.evidence.c.tenant_id == tenant,
+                    t.evidence.c.evidence_id == evidence_id,
+                    t.evidence.c.version == current.version,
+                )
+                .values(status="superseded", ended_at=now)
+            )
+            enqueue(
+                conn,
+                tenant,
+                "index_delete",
+                "evidence",
+                f"{evidence_id}@{current.version}",
+                {
+                    "evidence_id": evidence_id,
+                    "version": current.version,
+                    "content_sha256": current.blob_sha256,
+                },
+            )
+        version = (versions[-1].version + 1) if versions else 1
+        conn.execute(
+            t.evidence.insert().values(
+                tenant_id=tenant,
+                evidence_id=evidence_id,
+                version=version,
+                observed_at=observed,
+                status="active",
+                recorded_at=now,
+                recorded_by=principal.subject,
+                ended_at=None,
+                **fields,
+            )
+        )
+        row = _versions(conn, tenant, evidence_id)[-1]
+        rec = to_record(row)
+        enqueue(conn, tenant, "index_upsert", "evidence", f"{evidence_id}@{version}", index_payload(rec))
+        enqueue(conn, tenant, "cache_purge", "tenant", tenant, {"reason": "evidence changed"})
+        return rec
+
+
+def retract(store: ArchiveStore, principal: Principal, evidence_id: str, reason: str) -> EvidenceRecord:
+    """Withdraw the current version: it stays in history but no longer answers queries."""
+    principal.require(Role.AGENT, "retracting evidence")
+    check_evidence_id(evidence_id)
+    _check_text("reason", reason, 2_000, required=True)
+    tenant = principal.tenant_id
+    now = utcnow()
+    with store.write() as conn:
+        versions = _versions(conn, tenant, evidence_id, lock=True)
+        if not versions:
+            raise NotFound("evidence", evidence_id)
+        current = next((v for v in versions if v.status == "active"), None)
+        if current is None:
+            raise StateConflict(
+                f"evidence {evidence_id!r} has no active version to retract", evidence_id=evidence_id
+            )
+        principal.require_clearance(Sensitivity(current.sensitivity), f"retracting {evidence_id}")
+        _check_owner_access(principal, current.owner, "retracting evidence")
+        conn.execute(
+            update(t.evidence)
+            .where(
+                t.evidence.c.tenant_id == tenant,
+                t.evidence.c.evidence_id == evidence_id,
+                t.evidence.c.version == current.version,
+            )
+            .values(status="retracted", ended_at=now)
+        )
+        enqueue(
+            conn,
+            tenant,
+            "index_delete",
+            "evidence",
+            f"{evidence_id}@{current.version}",
+            {"evidence_id": evidence_id, "version": current.version, "content_sha256": current.blob_sha256},
+        )
+        enqueue(conn, tenant, "cache_purge", "tenant", tenant, {"reason": "evidence retracted"})
+        append_event(
+            conn,
+            tenant,
+            principal.subject,
+            "retract",
+            f"evidence:{evidence_id}@{current.version}",
+            {"reason": reason},
+        )
+        return next(
+            to_record(v) for v in _versions(conn, tenant, evidence_id) if v.version == current.version
+        )
+
+
+def _pick(versions: list[Row[Any]], version: int | None, as_of: datetime | None) -> Row[Any] | None:
+    if version is not None:
+        return next((v for v in versions if v.version == version), None)
+    if as_of is None:
+        return next((v for v in versions if v.status == "active"), None)
+    v: Row[Any]
+    for v in reversed(versions):
+        in_force = v.recorded_at <= as_of and (v.ended_at is None or as_of < v.ended_at)
+        valid = (v.valid_from is None or v.valid_from <= as_of) and (
+            v.valid_until is None or as_of < v.valid_until
+        )
+        if in_force and valid:
+            return v
+    return None
+
+
+def get_evidence(
+    store: ArchiveStore,
+    principal: Principal,
+    evidence_id: str,
+    *,
+    version: int | None = None,
+    as_of: datetime | None = None,
+    with_content: bool = False,
+) -> tuple[EvidenceRecord, bytes | None]:
+    """Read one version: a given `version`, the one in force `as_of`, or the active one.
+
+    With `with_content` the hash-verified original bytes come too. NotFound when no such
+    version exists for this tenant (a retracted record has no active version).
+    """
+    principal.require(Role.READER, "reading evidence")
+    check_evidence_id(evidence_id)
+    if version is not None and (not isinstance(version, int) or version < 1):
+        raise InvalidInput("version", "must be a positive integer")
+    when = aware("as_of", as_of)
+    with store.read() as conn:
+        row = _pick(_versions(conn, principal.tenant_id, evidence_id), version, when)
+        if row is None:
+            ref = evidence_id if version is None else f"{evidence_id}@{version}"
+            raise NotFound("evidence", ref if when is None else f"{ref} as of {when.isoformat()}")
+        rec = to_record(row)
+        principal.require_clearance(rec.sensitivity, f"reading {evidence_id}")
+        _check_owner_access(principal, rec.owner, "reading evidence")
+        content = read_blob(conn, principal.tenant_id, rec.content_sha256) if with_content else None
+        return rec, content
+
+
+def evidence_history(store: ArchiveStore, principal: Principal, evidence_id: str) -> list[EvidenceRecord]:
+    """Every version, oldest first (metadata only)."""
+    principal.require(Role.READER, "reading evidence")
+    check_evidence_id(evidence_id)
+    with store.read() as conn:
+        records = [to_record(r) for r in _versions(conn, principal.tenant_id, evidence_id)]
+    if not records:
+        raise NotFound("evidence", evidence_id)
+    for rec in records:
+        principal.require_clearance(rec.sensitivity, f"reading {evidence_id}")
+        _check_owner_access(principal, rec.owner, "reading evidence")
+    return records

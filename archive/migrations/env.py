@@ -1,0 +1,15 @@
+"""Alembic environment: migrations run on the connection the archive store hands over."""
+
+from __future__ import annotations
+
+from alembic import context
+
+from mnemo_sea.archive.schema import metadata
+
+connection = context.config.attributes.get("connection")
+if connection is None:
+    raise RuntimeError("run migrations through mnemo_sea.archive.store.upgrade(), which passes a connection")
+
+context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
+with context.begin_transaction():
+    context.run_migrations()

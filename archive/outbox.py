@@ -1,0 +1,94 @@
+"""Outbox rows: what the index and caches must do, written in the same transaction as the change.
+
+The archive only writes them; the indexer in the composition root claims, applies and
+marks them done. Applying twice is harmless (deterministic point ids), so a crash between
+applying and marking only means a replay.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import Connection, func, select, update
+
+from . import schema as t
+from .clock import utcnow
+
+Op = Literal["index_upsert", "index_delete", "cache_purge"]
+Entity = Literal["evidence", "tool_result", "memory", "summary", "tenant"]
+
+
+@dataclass(frozen=True)
+class OutboxItem:
+    id: int
+    tenant_id: str
+    op: str
+    entity: str
+    entity_ref: str
+    payload: dict[str, Any]
+    created_at: datetime
+    attempts: int
+
+
+def enqueue(
+    conn: Connection,
+    tenant_id: str,
+    op: Op,
+    entity: Entity,
+    entity_ref: str,
+    payload: dict[str, Any] | None = None,
+) -> int:
+    result = conn.execute(
+        t.outbox.insert().values(
+            tenant_id=tenant_id,
+            op=op,
+            entity=entity,
+            entity_ref=entity_ref,
+            payload_json=json.dumps(payload or {}, ensure_ascii=False, sort_keys=True),
+            created_at=utcnow(),
+            attempts=0,
+        )
+    )
+    pk = result.inserted_primary_key
+    assert pk is not None
+    return int(pk[0])
+
+
+def claim_pending(conn: Connection, limit: int = 100) -> list[OutboxItem]:
+    """Pending rows in order; on PostgreSQL rows locked by another drainer are skipped."""
+    stmt = select(t.outbox).where(t.outbox.c.done_at.is_(None)).order_by(t.outbox.c.id).limit(limit)
+    if conn.dialect.name == "postgresql":
+        stmt = stmt.with_for_update(skip_locked=True)
+    return [
+        OutboxItem(
+            id=r.id,
+            tenant_id=r.tenant_id,
+            op=r.op,
+            entity=r.entity,
+            entity_ref=r.entity_ref,
+            payload=json.loads(r.payload_json),
+            created_at=r.created_at,
+            attempts=r.attempts,
+        )
+        for r in conn.execute(stmt)
+    ]
+
+
+def mark_done(conn: Connection, ids: list[int]) -> None:
+    if ids:
+        conn.execute(update(t.outbox).where(t.outbox.c.id.in_(ids)).values(done_at=utcnow()))
+
+
+def mark_failed(conn: Connection, item_id: int, error: str) -> None:
+    conn.execute(
+        update(t.outbox)
+        .where(t.outbox.c.id == item_id)
+        .values(attempts=t.outbox.c.attempts + 1, last_error=error[:2000])
+    )
+
+
+def pending_count(conn: Connection) -> int:
+    return int(conn.execute(select(func.count()).where(t.outbox.c.done_at.is_(None))).scalar_one())

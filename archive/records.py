@@ -1,0 +1,198 @@
+"""Domain types the archive returns. Frozen: a value read from the archive never changes."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from .errors import InvalidInput
+from .principal import Sensitivity
+
+ResultState = Literal["live", "archived"]
+
+_RESULT_ID = re.compile(r"^r([1-9][0-9]{0,8})$")
+
+
+def parse_result_id(value: object) -> int:
+    """`r17` -> 17. Raises InvalidInput for anything that is not an id the archive could issue."""
+    if not isinstance(value, str):
+        raise InvalidInput("result_id", f"must be a string like 'r3', got {type(value).__name__}")
+    m = _RESULT_ID.fullmatch(value)
+    if m is None:
+        shown = value if len(value) <= 40 else value[:40] + "..."
+        raise InvalidInput("result_id", f"{shown!r} is malformed: result ids look like r1, r2, ...")
+    return int(m.group(1))
+
+
+def result_id(number: int) -> str:
+    return f"r{number}"
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """One tool result in a session, as recorded. The original bytes live in the blob store."""
+
+    session_id: str
+    result_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    media_type: str
+    size: int
+    content_sha256: str
+    observed_at: datetime
+    recorded_at: datetime
+    sensitivity: Sensitivity
+    policy_class: str
+    state: ResultState
+    note: str | None = None
+    recovered_from: str | None = None
+
+
+@dataclass(frozen=True)
+class ArchiveTarget:
+    """One item of an archive batch: which result to set aside, and the agent's note for it."""
+
+    result_id: str
+    note: str
+
+
+@dataclass(frozen=True)
+class ArchiveReceipt:
+    session_id: str
+    batch_id: str
+    archived: tuple[str, ...]
+    # True when this answer replays an earlier call with the same idempotency key.
+    replayed: bool = False
+
+
+@dataclass(frozen=True)
+class LiveItem:
+    result: ToolResult
+    rendered: str
+
+
+@dataclass(frozen=True)
+class LiveView:
+    """A session's working context in order: live envelopes and in-place archive stubs."""
+
+    session_id: str
+    items: tuple[LiveItem, ...]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(item.rendered for item in self.items)
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """An exact original, appended to the session as a new result labelled historical."""
+
+    original: ToolResult
+    appended: ToolResult
+    content: bytes
+    staleness_warning: str | None
+    rendered: str
+
+    @property
+    def text(self) -> str | None:
+        """The original as text when it is valid UTF-8; None for binary originals."""
+        try:
+            return self.content.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
+
+Provenance = Literal["document", "user_claim", "user_correction", "tool_fact", "model_inference"]
+PROVENANCES: tuple[str, ...] = ("document", "user_claim", "user_correction", "tool_fact", "model_inference")
+EvidenceKind = Literal["knowledge", "tool_result", "memory", "summary"]
+EVIDENCE_KINDS: tuple[str, ...] = ("knowledge", "tool_result", "memory", "summary")
+EvidenceStatus = Literal["active", "superseded", "retracted"]
+
+
+@dataclass(frozen=True)
+class EvidenceRecord:
+    """One version of an evidence record. The body is the original; `statement` a short claim."""
+
+    evidence_id: str
+    version: int
+    kind: str
+    source: str
+    scope: str
+    locator: str
+    statement: str | None
+    media_type: str
+    content_sha256: str
+    observed_at: datetime
+    valid_from: datetime | None
+    valid_until: datetime | None
+    sensitivity: Sensitivity
+    provenance: str
+    owner: str | None
+    session_id: str | None
+    status: EvidenceStatus
+    recorded_at: datetime
+    ended_at: datetime | None
+
+    def valid_at(self, when: datetime) -> bool:
+        return (self.valid_from is None or self.valid_from <= when) and (
+            self.valid_until is None or when < self.valid_until
+        )
+
+
+@dataclass(frozen=True)
+class MemoryFact:
+    owner: str
+    key: str
+    value: str
+    version: int
+    provenance: str
+    status: Literal["active", "superseded"]
+    created_at: datetime
+    expires_at: datetime | None
+    derived_from: str | None
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
+
+@dataclass(frozen=True)
+class RememberOutcome:
+    """What `remember` did: persisted a new version, or returned an unpersisted candidate."""
+
+    fact: MemoryFact
+    persisted: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A derived view. Always shown labelled as derived, with the refs it came from."""
+
+    summary_id: str
+    text: str
+    derived_from: tuple[str, ...]
+    trace_ref: str | None
+    created_at: datetime
+    sensitivity: Sensitivity
+    label: str = "derived summary (not original evidence)"
+
+
+@dataclass(frozen=True)
+class DeletionReceipt:
+    """What a deletion removed from the archive, and the outbox rows it queued for index and caches."""
+
+    tenant_id: str
+    target: str
+    deleted_at: datetime
+    evidence_versions: tuple[tuple[str, int], ...] = ()
+    tool_results: tuple[str, ...] = ()
+    sessions: tuple[str, ...] = ()
+    memory_facts: tuple[tuple[str, str, int], ...] = ()
+    summaries: tuple[str, ...] = ()
+    blobs: tuple[str, ...] = ()
+    content_sha256: tuple[str, ...] = ()
+    outbox_ids: tuple[int, ...] = ()
+    audit_seq: int = 0
+    counts: dict[str, int] = field(default_factory=dict)

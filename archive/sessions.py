@@ -1,0 +1,623 @@
+"""The Session Evidence Archive transitions: record, archive (batch), live view, recover.
+
+Invariants:
+- a result id `rN` is issued once per session, in order, and never reused;
+- an original, once recorded, is never modified; archive only flips the live state and
+  adds the agent's note; recover appends a *new* result and never rewrites history;
+- archive validates the whole batch first, inside the transaction that will apply it
+  (SQLite holds the write lock, PostgreSQL row locks on the targets), so validation and
+  change see the same state; any invalid target rejects the batch and nothing changes;
+- results of a protected policy class are never archived;
+- every original served is re-hashed; a mismatch is an IntegrityError, never served.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, select, update
+
+from . import schema as t
+from .audit import append_event
+from .blobs import put_blob, read_blob
+from .clock import aware, insert_ignore, utcnow
+from .envelope import render_live, render_stub, render_withheld
+from .errors import (
+    ArchiveConflict,
+    BatchRejected,
+    ContentTooLarge,
+    Forbidden,
+    IdempotencyMismatch,
+    InvalidInput,
+    NotFound,
+    StateConflict,
+    TargetStatus,
+)
+from .outbox import enqueue
+from .policy import check_policy_class
+from .principal import Principal, Role, Sensitivity, check_identifier
+from .records import (
+    ArchiveReceipt,
+    ArchiveTarget,
+    LiveItem,
+    LiveView,
+    Recovered,
+    ToolResult,
+    parse_result_id,
+    result_id,
+)
+from .store import ArchiveStore
+
+_MEDIA_TYPE = re.compile(
+    r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(;[ -~]{0,200})?$"
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+TEXT_MEDIA_TYPE = "text/plain; charset=utf-8"
+BINARY_MEDIA_TYPE = "application/octet-stream"
+
+
+# ---- validation (pure) ---------------------------------------------------------------------
+
+
+def check_tool_name(value: object, limit: int) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput("tool_name", "must be a non-empty string")
+    if len(value) > limit:
+        raise InvalidInput("tool_name", f"is {len(value)} characters; the limit is {limit}")
+    if _CONTROL.search(value) or "\n" in value or "\t" in value:
+        raise InvalidInput("tool_name", "must not contain control characters or NUL")
+    return value
+
+
+def check_media_type(value: object) -> str:
+    if not isinstance(value, str) or not _MEDIA_TYPE.fullmatch(value.lower()):
+        raise InvalidInput(
+            "media_type", f"{value!r} is not a media type like 'text/plain' or 'application/json'"
+        )
+    return value
+
+
+def _content_bytes(content: object, media_type: str | None, limit: int) -> tuple[bytes, str]:
+    if isinstance(content, str):
+        data = content.encode("utf-8")
+        media = media_type or TEXT_MEDIA_TYPE
+    elif isinstance(content, bytes | bytearray | memoryview):
+        data = bytes(content)
+        media = media_type or BINARY_MEDIA_TYPE
+    else:
+        raise InvalidInput("content", f"must be str or bytes, got {type(content).__name__}")
+    if len(data) > limit:
+        raise ContentTooLarge("content", len(data), limit)
+    return data, check_media_type(media)
+
+
+def _arguments_json(arguments: Mapping[str, Any] | None, limit: int) -> str:
+    if arguments is None:
+        return "{}"
+    if not isinstance(arguments, Mapping):
+        raise InvalidInput("arguments", f"must be a mapping, got {type(arguments).__name__}")
+    try:
+        encoded = json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise InvalidInput("arguments", f"must be JSON-serialisable: {e}") from None
+    if len(encoded.encode("utf-8")) > limit:
+        raise ContentTooLarge("arguments", len(encoded.encode("utf-8")), limit)
+    return encoded
+
+
+def check_note(note: object, limit: int) -> str | None:
+    """Return the problem with a note, or None when it is acceptable."""
+    if not isinstance(note, str) or not note.strip():
+        return "empty_note"
+    if len(note) > limit:
+        return "note_too_long"
+    if _CONTROL.search(note):
+        return "note_has_control_chars"
+    return None
+
+
+def _targets(raw: object) -> list[ArchiveTarget]:
+    if isinstance(raw, str | bytes) or not isinstance(raw, Iterable):
+        raise InvalidInput("targets", "must be a list of {id, note} items")
+    out: list[ArchiveTarget] = []
+    for i, item in enumerate(raw):
+        if isinstance(item, ArchiveTarget):
+            out.append(item)
+        elif isinstance(item, Mapping):
+            rid = item.get("id", item.get("result_id"))
+            note = item.get("note")
+            # A non-string note becomes "" so that validation reports it as empty_note.
+            out.append(
+                ArchiveTarget(
+                    result_id=rid if isinstance(rid, str) else repr(rid),
+                    note=note if isinstance(note, str) else "",
+                )
+            )
+        elif isinstance(item, tuple) and len(item) == 2:
+            note = item[1]
+            out.append(ArchiveTarget(result_id=str(item[0]), note=note if isinstance(note, str) else ""))
+        else:
+            raise InvalidInput(f"targets[{i}]", "must be {id, note}")
+    return out
+
+
+# ---- rows -> domain ------------------------------------------------------------------------
+
+
+def _to_result(row: Row[Any], note: str | None = None) -> ToolResult:
+    return ToolResult(
+        session_id=row.session_id,
+        result_id=result_id(row.result_no),
+        tool_name=row.tool_name,
+        arguments=json.loads(row.arguments_json),
+        media_type=row.media_type,
+        size=row.size,
+        content_sha256=row.blob_sha256,
+        observed_at=row.observed_at,
+        recorded_at=row.recorded_at,
+        sensitivity=Sensitivity(row.sensitivity),
+        policy_class=row.policy_class,
+        state=row.state,
+        note=note,
+        recovered_from=result_id(row.recovered_from_no) if row.recovered_from_no is not None else None,
+    )
+
+
+def _session_row(conn: Connection, tenant_id: str, session_id: str, *, lock: bool) -> Row[Any]:
+    stmt = select(t.sessions).where(
+        t.sessions.c.tenant_id == tenant_id, t.sessions.c.session_id == session_id
+    )
+    if lock:
+        stmt = stmt.with_for_update()
+    row = conn.execute(stmt).first()
+    if row is None:
+        raise NotFound("session", session_id)
+    return row
+
+
+def _allocate_number(conn: Connection, tenant_id: str, session_id: str) -> int:
+    row = _session_row(conn, tenant_id, session_id, lock=True)
+    number = int(row.next_result_no)
+    conn.execute(
+        update(t.sessions)
+        .where(t.sessions.c.tenant_id == tenant_id, t.sessions.c.session_id == session_id)
+        .values(next_result_no=number + 1)
+    )
+    return number
+
+
+# ---- record --------------------------------------------------------------------------------
+
+
+def record(
+    store: ArchiveStore,
+    principal: Principal,
+    session_id: str,
+    tool_name: str,
+    content: str | bytes,
+    *,
+    arguments: Mapping[str, Any] | None = None,
+    media_type: str | None = None,
+    observed_at: datetime | None = None,
+    sensitivity: Sensitivity | str | int = Sensitivity.INTERNAL,
+    policy_class: str = "default",
+) -> ToolResult:
+    """Record a tool result; returns it with its new stable id (`r1`, `r2`, … per session).
+
+    The original is stored as a content-addressed blob with its sha256. A session is
+    created by its first result. Raises InvalidInput/ContentTooLarge for bad input,
+    Forbidden without the agent role or for a sensitivity above the principal's clearance.
+    """
+    principal.require(Role.AGENT, "recording a tool result")
+    policy = store.policy
+    check_identifier("session_id", session_id)
+    check_tool_name(tool_name, policy.max_tool_name_chars)
+    data, media = _content_bytes(content, media_type, policy.max_content_bytes)
+    args_json = _arguments_json(arguments, policy.max_arguments_bytes)
+    level = Sensitivity.parse(sensitivity)
+    principal.require_clearance(level, "recording a result of this sensitivity")
+    check_policy_class(policy_class)
+    observed = aware("observed_at", observed_at) or utcnow()
+    now = utcnow()
+    tenant = principal.tenant_id
+
+    with store.write() as conn:
+        insert_ignore(
+            conn,
+            t.sessions,
+            {
+                "tenant_id": tenant,
+                "session_id": session_id,
+                "owner": principal.subject,
+                "created_at": now,
+                "next_result_no": 1,
+            },
+            ["tenant_id", "session_id"],
+        )
+        number = _allocate_number(conn, tenant, session_id)
+        digest = put_blob(conn, tenant, data, media)
+        values = {
+            "tenant_id": tenant,
+            "session_id": session_id,
+            "result_no": number,
+            "tool_name": tool_name,
+            "arguments_json": args_json,
+            "blob_sha256": digest,
+            "media_type": media,
+            "size": len(data),
+            "observed_at": observed,
+            "recorded_at": now,
+            "recorded_by": principal.subject,
+            "sensitivity": int(level),
+            "policy_class": policy_class,
+            "state": "live",
+            "recovered_from_no": None,
+        }
+        conn.execute(t.tool_results.insert().values(**values))
+        row = conn.execute(
+            select(t.tool_results).where(
+                t.tool_results.c.tenant_id == tenant,
+                t.tool_results.c.session_id == session_id,
+                t.tool_results.c.result_no == number,
+            )
+        ).one()
+        return _to_result(row)
+
+
+_CONFLICT_HINT = "Reload the live view: those results were archived already (perhaps by another caller)."
+
+# ---- archive -------------------------------------------------------------------------------
+
+_REJECT_HINT = (
+    "Fix or drop the targets listed with a status other than ok and send the batch again; "
+    "the targets marked ok were not archived either."
+)
+
+
+def _request_sha(session_id: str, targets: Sequence[ArchiveTarget]) -> str:
+    canonical = json.dumps([session_id, [[x.result_id, x.note] for x in targets]], ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _validate_batch(
+    conn: Connection,
+    store: ArchiveStore,
+    principal: Principal,
+    session_id: str,
+    targets: Sequence[ArchiveTarget],
+) -> tuple[list[TargetStatus], dict[int, Row[Any]]]:
+    policy = store.policy
+    numbers: dict[str, int] = {}
+    for x in targets:
+        try:
+            numbers[x.result_id] = parse_result_id(x.result_id)
+        except InvalidInput:
+            continue
+    stmt = (
+        select(t.tool_results)
+        .where(
+            t.tool_results.c.tenant_id == principal.tenant_id,
+            t.tool_results.c.session_id == session_id,
+            t.tool_results.c.result_no.in_(sorted(set(numbers.values()))),
+        )
+        .with_for_update()
+    )
+    rows = {int(r.result_no): r for r in conn.execute(stmt)}
+    seen: set[int] = set()
+    statuses: list[TargetStatus] = []
+    for x in targets:
+        rid = x.result_id
+        number = numbers.get(rid)
+        row = rows.get(number) if number is not None else None
+        note_problem = check_note(x.note, policy.max_note_chars)
+        if number is None:
+            st = TargetStatus(rid, "malformed", "not a result id (ids look like r1, r2, ...)")
+        elif number in seen:
+            st = TargetStatus(rid, "duplicate", "appears more than once in this batch")
+        elif row is None:
+            st = TargetStatus(rid, "unknown", f"no result {rid} was issued in session {session_id!r}")
+        elif not principal.can_read(Sensitivity(row.sensitivity)):
+            st = TargetStatus(rid, "forbidden", "its sensitivity is above your clearance")
+        elif row.state == "archived":
+            st = TargetStatus(rid, "already_archived", "is archived already; its stub is in the live view")
+        elif policy.is_protected(row.policy_class):
+            st = TargetStatus(
+                rid, "protected", f"policy class {row.policy_class!r} is never archived; it stays live"
+            )
+        elif note_problem == "empty_note":
+            st = TargetStatus(rid, "empty_note", "the note must say what the result held")
+        elif note_problem == "note_too_long":
+            st = TargetStatus(rid, "note_too_long", f"notes are at most {policy.max_note_chars} characters")
+        elif note_problem is not None:
+            st = TargetStatus(rid, note_problem, "the note must not contain control characters")
+        else:
+            st = TargetStatus(rid, "ok", "valid")
+        if number is not None:
+            seen.add(number)
+        statuses.append(st)
+    return statuses, rows
+
+
+def archive(
+    store: ArchiveStore,
+    principal: Principal,
+    session_id: str,
+    targets: Iterable[ArchiveTarget | Mapping[str, Any] | tuple[str, str]],
+    *,
+    idempotency_key: str | None = None,
+) -> ArchiveReceipt:
+    """Archive a batch of results, each replaced in the live view by its note.
+
+    All or nothing: BatchRejected (ArchiveConflict when the only problem is that targets
+    are archived already, e.g. by a concurrent archiver) lists every target's status and
+    nothing changes. With an idempotency key, repeating the same call returns the first
+    receipt (replayed=True); reusing the key for a different call raises IdempotencyMismatch.
+    """
+    principal.require(Role.AGENT, "archiving results")
+    check_identifier("session_id", session_id)
+    batch = _targets(targets)
+    if not batch:
+        raise InvalidInput("targets", "the batch is empty")
+    if len(batch) > store.policy.max_batch_size:
+        raise InvalidInput(
+            "targets", f"{len(batch)} targets; at most {store.policy.max_batch_size} per batch"
+        )
+    if idempotency_key is not None:
+        check_identifier("idempotency_key", idempotency_key)
+    request_sha = _request_sha(session_id, batch)
+    tenant = principal.tenant_id
+
+    with store.write() as conn:
+        if idempotency_key is not None:
+            previous = _idempotent_reply(conn, tenant, idempotency_key, "archive", request_sha)
+            if previous is not None:
+                return ArchiveReceipt(
+                    session_id=previous["session_id"],
+                    batch_id=previous["batch_id"],
+                    archived=tuple(previous["archived"]),
+                    replayed=True,
+                )
+        _session_row(conn, tenant, session_id, lock=False)
+        statuses, rows = _validate_batch(conn, store, principal, session_id, batch)
+        bad = [s for s in statuses if not s.ok]
+        if bad:
+            if all(s.status == "already_archived" for s in bad):
+                raise ArchiveConflict(statuses, _CONFLICT_HINT)
+            raise BatchRejected(statuses, _REJECT_HINT)
+
+        batch_id = uuid.uuid4().hex
+        now = utcnow()
+        numbers = [parse_result_id(x.result_id) for x in batch]
+        flipped = conn.execute(
+            update(t.tool_results)
+            .where(
+                t.tool_results.c.tenant_id == tenant,
+                t.tool_results.c.session_id == session_id,
+                t.tool_results.c.result_no.in_(numbers),
+                t.tool_results.c.state == "live",
+            )
+            .values(state="archived")
+        ).rowcount
+        if flipped != len(numbers):  # cannot happen under the locks; kept as a last line of defence
+            raise ArchiveConflict(statuses, "another archiver changed these results; reload the live view")
+        conn.execute(
+            t.archive_entries.insert(),
+            [
+                {
+                    "tenant_id": tenant,
+                    "session_id": session_id,
+                    "result_no": n,
+                    "note": x.note,
+                    "batch_id": batch_id,
+                    "archived_at": now,
+                    "archived_by": principal.subject,
+                }
+                for n, x in zip(numbers, batch, strict=True)
+            ],
+        )
+        for n, x in zip(numbers, batch, strict=True):
+            # The note becomes searchable; the index points back to the result, never holds it.
+            enqueue(
+                conn,
+                tenant,
+                "index_upsert",
+                "tool_result",
+                f"{session_id}/{result_id(n)}",
+                {
+                    "session_id": session_id,
+                    "result_id": result_id(n),
+                    "note": x.note,
+                    "tool_name": rows[n].tool_name,
+                    "sensitivity": int(rows[n].sensitivity),
+                    "content_sha256": rows[n].blob_sha256,
+                },
+            )
+        archived = tuple(x.result_id for x in batch)
+        append_event(
+            conn,
+            tenant,
+            principal.subject,
+            "archive",
+            f"session:{session_id}",
+            {"batch_id": batch_id, "results": list(archived)},
+        )
+        receipt = ArchiveReceipt(session_id=session_id, batch_id=batch_id, archived=archived)
+        if idempotency_key is not None:
+            conn.execute(
+                t.idempotency_keys.insert().values(
+                    tenant_id=tenant,
+                    key=idempotency_key,
+                    operation="archive",
+                    request_sha256=request_sha,
+                    response_json=json.dumps(
+                        {"session_id": session_id, "batch_id": batch_id, "archived": list(archived)}
+                    ),
+                    created_at=now,
+                )
+            )
+        return receipt
+
+
+def _idempotent_reply(
+    conn: Connection, tenant_id: str, key: str, operation: str, request_sha: str
+) -> dict[str, Any] | None:
+    row = conn.execute(
+        select(t.idempotency_keys)
+        .where(t.idempotency_keys.c.tenant_id == tenant_id, t.idempotency_keys.c.key == key)
+        .with_for_update()
+    ).first()
+    if row is None:
+        return None
+    if row.operation != operation or row.request_sha256 != request_sha:
+        raise IdempotencyMismatch(key)
+    reply: dict[str, Any] = json.loads(row.response_json)
+    return reply
+
+
+# ---- read ----------------------------------------------------------------------------------
+
+
+def _results_with_notes(conn: Connection, tenant_id: str, session_id: str) -> list[ToolResult]:
+    stmt = (
+        select(t.tool_results, t.archive_entries.c.note)
+        .select_from(
+            t.tool_results.outerjoin(
+                t.archive_entries,
+                (t.archive_entries.c.tenant_id == t.tool_results.c.tenant_id)
+                & (t.archive_entries.c.session_id == t.tool_results.c.session_id)
+                & (t.archive_entries.c.result_no == t.tool_results.c.result_no),
+            )
+        )
+        .where(t.tool_results.c.tenant_id == tenant_id, t.tool_results.c.session_id == session_id)
+        .order_by(t.tool_results.c.result_no)
+    )
+    return [_to_result(row, row.note) for row in conn.execute(stmt)]
+
+
+def list_results(store: ArchiveStore, principal: Principal, session_id: str) -> list[ToolResult]:
+    """Every result of a session in order, with notes on archived ones (metadata, no content)."""
+    principal.require(Role.READER, "reading a session")
+    check_identifier("session_id", session_id)
+    with store.read() as conn:
+        _session_row(conn, principal.tenant_id, session_id, lock=False)
+        return _results_with_notes(conn, principal.tenant_id, session_id)
+
+
+def staleness_warning(store: ArchiveStore, result: ToolResult) -> str | None:
+    if not store.policy.is_time_sensitive(result.policy_class):
+        return None
+    return (
+        f"{result.policy_class} data goes stale: this is what {result.tool_name} returned at "
+        f"{result.observed_at.isoformat()}; re-query the live system before relying on it"
+    )
+
+
+def live_view(store: ArchiveStore, principal: Principal, session_id: str) -> LiveView:
+    """The session's working context in order: live results in envelopes, archived ones as stubs."""
+    principal.require(Role.READER, "reading a session")
+    check_identifier("session_id", session_id)
+    tenant = principal.tenant_id
+    items: list[LiveItem] = []
+    with store.read() as conn:
+        _session_row(conn, tenant, session_id, lock=False)
+        for result in _results_with_notes(conn, tenant, session_id):
+            if not principal.can_read(result.sensitivity):
+                rendered = render_withheld(result)
+            elif result.state == "archived":
+                rendered = render_stub(result)
+            else:
+                content = read_blob(conn, tenant, result.content_sha256)
+                warning = staleness_warning(store, result) if result.recovered_from else None
+                rendered = render_live(result, content, warning)
+            items.append(LiveItem(result=result, rendered=rendered))
+    return LiveView(session_id=session_id, items=tuple(items))
+
+
+def recover(store: ArchiveStore, principal: Principal, session_id: str, result_ref: str) -> Recovered:
+    """Return the exact original of an archived result, appended to the session as a new result.
+
+    The copy is labelled historical data from its `observed_at`; time-sensitive classes carry
+    a re-query warning. Raises InvalidInput (malformed id), NotFound (not issued here),
+    StateConflict (the result is live, so it is already in the context), Forbidden
+    (clearance) or IntegrityError (the stored original fails its hash; nothing is appended).
+    """
+    principal.require(Role.AGENT, "recovering a result")
+    check_identifier("session_id", session_id)
+    number = parse_result_id(result_ref)
+    tenant = principal.tenant_id
+    with store.write() as conn:
+        _session_row(conn, tenant, session_id, lock=True)
+        notes = {r.result_id: r for r in _results_with_notes(conn, tenant, session_id)}
+        original = notes.get(result_id(number))
+        if original is None:
+            raise NotFound("result", f"{session_id}/{result_ref}")
+        principal.require_clearance(original.sensitivity, f"recovering {result_ref}")
+        if original.state != "archived":
+            raise StateConflict(
+                f"{result_ref} is live: its original is already in the context; only archived results "
+                "are recovered",
+                result_id=result_ref,
+                state=original.state,
+            )
+        content = read_blob(conn, tenant, original.content_sha256)
+        new_number = _allocate_number(conn, tenant, session_id)
+        now = utcnow()
+        conn.execute(
+            t.tool_results.insert().values(
+                tenant_id=tenant,
+                session_id=session_id,
+                result_no=new_number,
+                tool_name=original.tool_name,
+                arguments_json=json.dumps(original.arguments, ensure_ascii=False, sort_keys=True),
+                blob_sha256=original.content_sha256,
+                media_type=original.media_type,
+                size=original.size,
+                observed_at=original.observed_at,
+                recorded_at=now,
+                recorded_by=principal.subject,
+                sensitivity=int(original.sensitivity),
+                policy_class=original.policy_class,
+                state="live",
+                recovered_from_no=number,
+            )
+        )
+        append_event(
+            conn,
+            tenant,
+            principal.subject,
+            "recover",
+            f"session:{session_id}/{result_ref}",
+            {"appended_as": result_id(new_number), "sha256": original.content_sha256},
+        )
+    appended = ToolResult(
+        session_id=session_id,
+        result_id=result_id(new_number),
+        tool_name=original.tool_name,
+        arguments=original.arguments,
+        media_type=original.media_type,
+        size=original.size,
+        content_sha256=original.content_sha256,
+        observed_at=original.observed_at,
+        recorded_at=now,
+        sensitivity=original.sensitivity,
+        policy_class=original.policy_class,
+        state="live",
+        recovered_from=result_ref,
+    )
+    warning = staleness_warning(store, original)
+    return Recovered(
+        original=original,
+        appended=appended,
+        content=content,
+        staleness_warning=warning,
+        rendered=render_live(appended, content, warning),
+    )
+
+
+__all__ = ["Forbidden", "archive", "live_view", "record", "recover"]

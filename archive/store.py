@@ -1,0 +1,145 @@
+"""The archive's connection to its SQL database: engine set-up, migrations, transactions.
+
+Two transaction shapes, both failing closed:
+
+- `write()` opens a transaction that takes the write lock up front on SQLite
+  (`BEGIN IMMEDIATE`), so validation and the change it validates see the same state; on
+  PostgreSQL, code takes row locks (`SELECT ... FOR UPDATE`) on what it changes.
+- `read()` opens a plain transaction.
+
+Any driver-level failure (server down, file unreadable, lock timeout) becomes
+`StoreUnavailable`; the transaction is rolled back, so nothing is half-written.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import make_url
+
+from .errors import StoreUnavailable
+from .policy import DEFAULT_POLICY, ArchivePolicy
+
+SQLITE_BUSY_TIMEOUT_MS = 15_000
+_MIGRATION_LOCK = 7_310_244_101  # pg_advisory_xact_lock key: one migrator at a time
+
+
+def sqlite_url(path: str | Path) -> str:
+    return f"sqlite+pysqlite:///{Path(path)}"
+
+
+@dataclass
+class ArchiveStore:
+    """An open archive database. Cheap to share between threads (the engine pools connections)."""
+
+    engine: Engine
+    policy: ArchivePolicy = DEFAULT_POLICY
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.engine.dialect.name == "sqlite"
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        with self._transaction(immediate=True) as conn:
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        with self._transaction(immediate=False) as conn:
+            yield conn
+
+    @contextmanager
+    def _transaction(self, *, immediate: bool) -> Iterator[Connection]:
+        try:
+            conn = self.engine.connect()
+        except sa_exc.SQLAlchemyError as e:
+            raise StoreUnavailable(f"archive store unreachable: {_reason(e)}") from e
+        try:
+            if immediate:
+                conn = conn.execution_options(sqlite_immediate=True)
+            with conn.begin():
+                yield conn
+        except (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.DisconnectionError) as e:
+            raise StoreUnavailable(f"archive store failed, nothing was changed: {_reason(e)}") from e
+        except sa_exc.DatabaseError as e:
+            if isinstance(e.orig, sqlite3.DatabaseError) and not isinstance(e.orig, sqlite3.IntegrityError):
+                # e.g. "file is not a database": a corrupt or foreign file is unavailable, not a bug.
+                raise StoreUnavailable(f"archive store unusable: {_reason(e)}") from e
+            raise
+        finally:
+            conn.close()
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _reason(e: BaseException) -> str:
+    orig = getattr(e, "orig", None)
+    return str(orig if orig is not None else e).strip().splitlines()[0][:300]
+
+
+def open_store(url: str, policy: ArchivePolicy = DEFAULT_POLICY, *, migrate: bool = True) -> ArchiveStore:
+    """Open (and by default migrate to the newest schema) the archive database at `url`.
+
+    A plain filesystem path is taken as a SQLite file. Raises StoreUnavailable when the
+    database cannot be reached or is not a database.
+    """
+    if "://" not in url:
+        url = sqlite_url(url)
+    engine = _make_engine(url)
+    store = ArchiveStore(engine=engine, policy=policy)
+    if migrate:
+        upgrade(store)
+    return store
+
+
+def _make_engine(url: str) -> Engine:
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+        event.listen(engine, "connect", _sqlite_on_connect)
+        event.listen(engine, "begin", _sqlite_on_begin)
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+
+
+def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
+    # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite's implicit BEGIN is unusable).
+    dbapi_conn.isolation_level = None
+    cur = dbapi_conn.cursor()
+    try:
+        cur.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cur.execute("PRAGMA foreign_keys = ON")
+        cur.execute("PRAGMA journal_mode = WAL")
+        # NORMAL in WAL mode: a commit survives a process crash (the crash tests kill writers);
+        # an OS crash may lose the newest commits but never corrupts the file or splits one.
+        cur.execute("PRAGMA synchronous = NORMAL")
+    finally:
+        cur.close()
+
+
+def _sqlite_on_begin(conn: Connection) -> None:
+    immediate = conn.get_execution_options().get("sqlite_immediate", False)
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def upgrade(store: ArchiveStore) -> None:
+    """Bring the schema to the newest migration (safe to call from many processes at once)."""
+    from alembic import command
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+    with store.write() as conn:
+        if not store.is_sqlite:
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")

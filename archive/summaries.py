@@ -1,0 +1,129 @@
+"""Summaries: derived views that name what they came from.
+
+A summary is never evidence: it is labelled derived wherever it is shown, it keeps a
+`trace_ref` to the raw trace, and deleting any of its sources deletes it (it may repeat
+what was deleted).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Row, select
+
+from . import schema as t
+from .clock import utcnow
+from .errors import InvalidInput, NotFound
+from .outbox import enqueue
+from .principal import Principal, Role, Sensitivity
+from .records import Summary, parse_result_id
+from .refs import SourceRef
+from .store import ArchiveStore
+
+TEXT_LIMIT = 64_000
+
+
+def _source_sensitivity(conn: Connection, tenant: str, ref: SourceRef) -> Sensitivity | None:
+    """The sensitivity of an existing source, or None when it does not exist in this tenant."""
+    if ref.kind == "evidence":
+        row = conn.execute(
+            select(t.evidence.c.sensitivity).where(
+                t.evidence.c.tenant_id == tenant,
+                t.evidence.c.evidence_id == ref.evidence_id,
+                t.evidence.c.status == "active",
+            )
+        ).first()
+    else:
+        assert ref.result_id is not None
+        row = conn.execute(
+            select(t.tool_results.c.sensitivity).where(
+                t.tool_results.c.tenant_id == tenant,
+                t.tool_results.c.session_id == ref.session_id,
+                t.tool_results.c.result_no == parse_result_id(ref.result_id),
+            )
+        ).first()
+    return None if row is None else Sensitivity(row.sensitivity)
+
+
+def create_summary(
+    store: ArchiveStore,
+    principal: Principal,
+    text: str,
+    derived_from: Sequence[str | SourceRef],
+    *,
+    trace_ref: str | None = None,
+) -> Summary:
+    """Store a summary of existing sources. Its sensitivity is the highest of its sources'."""
+    principal.require(Role.AGENT, "writing a summary")
+    if not isinstance(text, str) or not text.strip() or len(text) > TEXT_LIMIT or "\x00" in text:
+        raise InvalidInput("text", f"must be non-empty text of at most {TEXT_LIMIT} characters, without NUL")
+    if isinstance(derived_from, str) or not derived_from:
+        raise InvalidInput("derived_from", "must list at least one source ref")
+    refs = sorted({str(SourceRef.parse(r)) for r in derived_from})
+    if trace_ref is not None and (not isinstance(trace_ref, str) or len(trace_ref) > 1024):
+        raise InvalidInput("trace_ref", "must be a string of at most 1024 characters")
+    tenant = principal.tenant_id
+    summary_id = f"sum:{uuid.uuid4().hex}"
+    now = utcnow()
+    with store.write() as conn:
+        levels: list[Sensitivity] = []
+        for ref in refs:
+            level = _source_sensitivity(conn, tenant, SourceRef.parse(ref))
+            if level is None:
+                raise NotFound("source", ref)
+            principal.require_clearance(level, f"summarising {ref}")
+            levels.append(level)
+        sensitivity = max(levels)
+        conn.execute(
+            t.summaries.insert().values(
+                tenant_id=tenant,
+                summary_id=summary_id,
+                text=text,
+                trace_ref=trace_ref,
+                created_at=now,
+                created_by=principal.subject,
+                sensitivity=int(sensitivity),
+            )
+        )
+        conn.execute(
+            t.summary_sources.insert(),
+            [{"tenant_id": tenant, "summary_id": summary_id, "source_ref": r} for r in refs],
+        )
+        enqueue(conn, tenant, "index_upsert", "summary", summary_id, {"derived_from": refs})
+    return Summary(summary_id, text, tuple(refs), trace_ref, now, sensitivity)
+
+
+def _to_summary(row: Row[Any], refs: list[str]) -> Summary:
+    return Summary(
+        row.summary_id, row.text, tuple(refs), row.trace_ref, row.created_at, Sensitivity(row.sensitivity)
+    )
+
+
+def get_summary(store: ArchiveStore, principal: Principal, summary_id: str) -> Summary:
+    principal.require(Role.READER, "reading a summary")
+    if not isinstance(summary_id, str) or len(summary_id) > 64:
+        raise InvalidInput("summary_id", "is not a summary id")
+    with store.read() as conn:
+        row = conn.execute(
+            select(t.summaries).where(
+                t.summaries.c.tenant_id == principal.tenant_id, t.summaries.c.summary_id == summary_id
+            )
+        ).first()
+        if row is None:
+            raise NotFound("summary", summary_id)
+        refs = [
+            r.source_ref
+            for r in conn.execute(
+                select(t.summary_sources.c.source_ref)
+                .where(
+                    t.summary_sources.c.tenant_id == principal.tenant_id,
+                    t.summary_sources.c.summary_id == summary_id,
+                )
+                .order_by(t.summary_sources.c.source_ref)
+            )
+        ]
+    summary = _to_summary(row, refs)
+    principal.require_clearance(summary.sensitivity, f"reading {summary_id}")
+    return summary
