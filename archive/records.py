@@ -93,7 +93,14 @@ class Recovered:
     appended: ToolResult
     content: bytes
     staleness_warning: str | None
-    rendered: str
+
+    @property
+    def rendered(self) -> str:
+        """The appended result in its envelope, labelled historical (rendered on demand:
+        escaping a multi-MB original costs more than recovering it)."""
+        from .envelope import render_live
+
+        return render_live(self.appended, self.content, self.staleness_warning)
 
     @property
     def text(self) -> str | None:

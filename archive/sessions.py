@@ -182,14 +182,17 @@ def _session_row(conn: Connection, tenant_id: str, session_id: str, *, lock: boo
 
 
 def _allocate_number(conn: Connection, tenant_id: str, session_id: str) -> int:
-    row = _session_row(conn, tenant_id, session_id, lock=True)
-    number = int(row.next_result_no)
-    conn.execute(
+    """Issue the session's next result number. The UPDATE takes the row lock, so concurrent
+    writers to one session are serialised and a number is never issued twice."""
+    row = conn.execute(
         update(t.sessions)
         .where(t.sessions.c.tenant_id == tenant_id, t.sessions.c.session_id == session_id)
-        .values(next_result_no=number + 1)
-    )
-    return number
+        .values(next_result_no=t.sessions.c.next_result_no + 1)
+        .returning(t.sessions.c.next_result_no)
+    ).first()
+    if row is None:
+        raise NotFound("session", session_id)
+    return int(row.next_result_no) - 1
 
 
 # ---- record --------------------------------------------------------------------------------
@@ -483,7 +486,9 @@ def _idempotent_reply(
 # ---- read ----------------------------------------------------------------------------------
 
 
-def _results_with_notes(conn: Connection, tenant_id: str, session_id: str) -> list[ToolResult]:
+def _results_with_notes(
+    conn: Connection, tenant_id: str, session_id: str, result_no: int | None = None
+) -> list[ToolResult]:
     stmt = (
         select(t.tool_results, t.archive_entries.c.note)
         .select_from(
@@ -497,6 +502,8 @@ def _results_with_notes(conn: Connection, tenant_id: str, session_id: str) -> li
         .where(t.tool_results.c.tenant_id == tenant_id, t.tool_results.c.session_id == session_id)
         .order_by(t.tool_results.c.result_no)
     )
+    if result_no is not None:
+        stmt = stmt.where(t.tool_results.c.result_no == result_no)
     return [_to_result(row, row.note) for row in conn.execute(stmt)]
 
 
@@ -552,11 +559,10 @@ def recover(store: ArchiveStore, principal: Principal, session_id: str, result_r
     number = parse_result_id(result_ref)
     tenant = principal.tenant_id
     with store.write() as conn:
-        _session_row(conn, tenant, session_id, lock=True)
-        notes = {r.result_id: r for r in _results_with_notes(conn, tenant, session_id)}
-        original = notes.get(result_id(number))
-        if original is None:
+        found = _results_with_notes(conn, tenant, session_id, number)
+        if not found:
             raise NotFound("result", f"{session_id}/{result_ref}")
+        original = found[0]
         principal.require_clearance(original.sensitivity, f"recovering {result_ref}")
         if original.state != "archived":
             raise StateConflict(
@@ -616,7 +622,6 @@ def recover(store: ArchiveStore, principal: Principal, session_id: str, result_r
         appended=appended,
         content=content,
         staleness_warning=warning,
-        rendered=render_live(appended, content, warning),
     )
 
 

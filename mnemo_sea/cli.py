@@ -1,5 +1,68 @@
-"""The `mnemo-sea` command line."""
+"""The `mnemo-sea` command line.
+
+User mistakes print one clear line and exit non-zero; they never show a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
+from mnemo_sea.archive import ArchiveError
+
 app = typer.Typer(no_args_is_help=True, help="mnemo-sea: evidence archive and hybrid retrieval.")
+eval_app = typer.Typer(no_args_is_help=True, help="Quality evaluations (retrieval, citations).")
+bench_app = typer.Typer(no_args_is_help=True, help="Performance benchmarks; JSON on stdout.")
+app.add_typer(eval_app, name="eval")
+app.add_typer(bench_app, name="bench")
+
+
+def emit(report: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+    else:
+        for key, value in report.items():
+            typer.echo(f"{key}: {value}")
+
+
+def fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=2)
+
+
+@bench_app.command("archive")
+def bench_archive(
+    db: Annotated[
+        str | None, typer.Option(help="database URL; default: a fresh temporary SQLite file")
+    ] = None,
+    batches: Annotated[int, typer.Option(min=1, help="archive batches of 26 results (2.2 MB) to time")] = 30,
+    recoveries: Annotated[int, typer.Option(min=1, help="recoveries of the 10 KB original to time")] = 200,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Time archiving a 26-result, 2.2 MB batch and recovering 10 KB and 2 MB originals."""
+    from mnemo_sea.eval.bench_archive import run
+
+    try:
+        report = run(db, batches=batches, recoveries=recoveries)
+    except ArchiveError as e:
+        fail(e.message)
+    emit(report, as_json)
+
+
+@app.command("demo")
+def demo(
+    data_dir: Annotated[
+        Path | None, typer.Option(help="keep the data here; default: a fresh temp folder")
+    ] = None,
+) -> None:
+    """Walk the archive scenarios end to end on the embedded default; ends with PASS or FAIL."""
+    from mnemo_sea.demo import main as run_demo
+
+    raise typer.Exit(code=run_demo(data_dir))
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,41 @@
+"""The command line as a user runs it: real processes, real exit codes, JSON on stdout."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+CLI = [sys.executable, "-c", "from mnemo_sea.cli import main; main()"]
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_demo_passes_and_keeps_data_where_asked(tmp_path: Path) -> None:
+    proc = run("demo", "--data-dir", str(tmp_path / "data"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "PASS: archive walk-through"
+    assert "[FAIL]" not in proc.stdout
+    assert (tmp_path / "data" / "archive.db").exists()
+
+
+def test_bench_archive_prints_json_with_targets() -> None:
+    proc = run("bench", "archive", "--json", "--batches", "2", "--recoveries", "5")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["benchmark"] == "archive"
+    assert report["workload"] == {"batch_results": 26, "batch_bytes": 2_200_000, "batches": 2}
+    assert report["archive_batch"]["runs"] == 2 and report["recover_10kb"]["runs"] == 5
+    for key in ("archive_batch", "recover_10kb", "recover_2mb"):
+        assert 0 < report[key]["p50_ms"] <= report[key]["p95_ms"] <= report[key]["max_ms"]
+    assert set(report["meets_targets"]) == set(report["targets_ms"])
+
+
+def test_bench_archive_unreachable_database_is_one_clear_line() -> None:
+    proc = run("bench", "archive", "--db", "postgresql+psycopg://postgres@127.0.0.1:1/nope", "--batches", "1")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: archive store unreachable")
+    assert "Traceback" not in proc.stderr
