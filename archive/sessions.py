@@ -16,12 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, select, update
+from sqlalchemy import Connection, Row, select, text, update
 
 from . import schema as t
 from .audit import append_event
@@ -57,7 +58,15 @@ from .store import ArchiveStore
 _MEDIA_TYPE = re.compile(
     r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(;[ -~]{0,200})?$"
 )
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Characters a tool name must not hold: controls (C0 and C1), format characters (bidi
+# overrides, zero-width), lone surrogates (not encodable, so not storable) and line/paragraph
+# separators; any of them would let a name break or disguise the envelope it is shown in.
+_NAME_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+# The column widths of tool_results/blobs: a longer value must be a typed error on every backend
+# (PostgreSQL would raise a driver error; SQLite would store it silently).
+_TOOL_NAME_COLUMN = getattr(t.tool_results.c.tool_name.type, "length", None) or 255
+_MEDIA_TYPE_COLUMN = getattr(t.tool_results.c.media_type.type, "length", None) or 255
 TEXT_MEDIA_TYPE = "text/plain; charset=utf-8"
 BINARY_MEDIA_TYPE = "application/octet-stream"
 
@@ -68,15 +77,22 @@ BINARY_MEDIA_TYPE = "application/octet-stream"
 def check_tool_name(value: object, limit: int) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput("tool_name", "must be a non-empty string")
+    limit = min(limit, _TOOL_NAME_COLUMN)
     if len(value) > limit:
         raise InvalidInput("tool_name", f"is {len(value)} characters; the limit is {limit}")
-    if _CONTROL.search(value) or "\n" in value or "\t" in value:
-        raise InvalidInput("tool_name", "must not contain control characters or NUL")
+    if any(unicodedata.category(ch) in _NAME_FORBIDDEN_CATEGORIES for ch in value):
+        raise InvalidInput(
+            "tool_name", "must not contain control, format or line-separator characters, NUL or surrogates"
+        )
     return value
 
 
 def check_media_type(value: object) -> str:
-    if not isinstance(value, str) or not _MEDIA_TYPE.fullmatch(value.lower()):
+    if (
+        not isinstance(value, str)
+        or len(value) > _MEDIA_TYPE_COLUMN
+        or not _MEDIA_TYPE.fullmatch(value.lower())
+    ):
         raise InvalidInput(
             "media_type", f"{value!r} is not a media type like 'text/plain' or 'application/json'"
         )
@@ -85,11 +101,18 @@ def check_media_type(value: object) -> str:
 
 def _content_bytes(content: object, media_type: str | None, limit: int) -> tuple[bytes, str]:
     if isinstance(content, str):
-        data = content.encode("utf-8")
-        media = media_type or TEXT_MEDIA_TYPE
+        try:
+            data = content.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InvalidInput(
+                "content",
+                f"is not valid Unicode text (lone surrogate at position {e.start}); pass bytes "
+                "for an original that is not text",
+            ) from None
+        media = TEXT_MEDIA_TYPE if media_type is None else media_type
     elif isinstance(content, bytes | bytearray | memoryview):
         data = bytes(content)
-        media = media_type or BINARY_MEDIA_TYPE
+        media = BINARY_MEDIA_TYPE if media_type is None else media_type
     else:
         raise InvalidInput("content", f"must be str or bytes, got {type(content).__name__}")
     if len(data) > limit:
@@ -104,10 +127,13 @@ def _arguments_json(arguments: Mapping[str, Any] | None, limit: int) -> str:
         raise InvalidInput("arguments", f"must be a mapping, got {type(arguments).__name__}")
     try:
         encoded = json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True, allow_nan=False)
+        size = len(encoded.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidInput("arguments", "must be valid Unicode text (a lone surrogate was found)") from None
     except (TypeError, ValueError) as e:
         raise InvalidInput("arguments", f"must be JSON-serialisable: {e}") from None
-    if len(encoded.encode("utf-8")) > limit:
-        raise ContentTooLarge("arguments", len(encoded.encode("utf-8")), limit)
+    if size > limit:
+        raise ContentTooLarge("arguments", size, limit)
     return encoded
 
 
@@ -119,6 +145,8 @@ def check_note(note: object, limit: int) -> str | None:
         return "note_too_long"
     if _CONTROL.search(note):
         return "note_has_control_chars"
+    if any(unicodedata.category(ch) == "Cs" for ch in note):
+        return "note_invalid_text"
     return None
 
 
@@ -285,7 +313,9 @@ _REJECT_HINT = (
 
 def _request_sha(session_id: str, targets: Sequence[ArchiveTarget]) -> str:
     canonical = json.dumps([session_id, [[x.result_id, x.note] for x in targets]], ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    # surrogatepass: a note with a lone surrogate must reach validation (and be rejected there as
+    # note_invalid_text) instead of failing here; valid text encodes exactly as plain UTF-8.
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _validate_batch(
@@ -337,6 +367,8 @@ def _validate_batch(
             st = TargetStatus(rid, "empty_note", "the note must say what the result held")
         elif note_problem == "note_too_long":
             st = TargetStatus(rid, "note_too_long", f"notes are at most {policy.max_note_chars} characters")
+        elif note_problem == "note_invalid_text":
+            st = TargetStatus(rid, note_problem, "the note must be valid Unicode text (no lone surrogates)")
         elif note_problem is not None:
             st = TargetStatus(rid, note_problem, "the note must not contain control characters")
         else:
@@ -470,10 +502,16 @@ def archive(
 def _idempotent_reply(
     conn: Connection, tenant_id: str, key: str, operation: str, request_sha: str
 ) -> dict[str, Any] | None:
+    if conn.dialect.name == "postgresql":
+        # FOR UPDATE locks nothing while the key row does not exist yet, so two calls with one
+        # key could both miss it; this lock serialises them (SQLite already serialises writers).
+        conn.execute(
+            text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": f"{tenant_id}\x1f{key}"}
+        )
     row = conn.execute(
-        select(t.idempotency_keys)
-        .where(t.idempotency_keys.c.tenant_id == tenant_id, t.idempotency_keys.c.key == key)
-        .with_for_update()
+        select(t.idempotency_keys).where(
+            t.idempotency_keys.c.tenant_id == tenant_id, t.idempotency_keys.c.key == key
+        )
     ).first()
     if row is None:
         return None

@@ -14,6 +14,7 @@ Any driver-level failure (server down, file unreadable, lock timeout) becomes
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -118,12 +119,33 @@ def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
     try:
         cur.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
         cur.execute("PRAGMA foreign_keys = ON")
-        cur.execute("PRAGMA journal_mode = WAL")
+        _enable_wal(cur)
         # NORMAL in WAL mode: a commit survives a process crash (the crash tests kill writers);
         # an OS crash may lose the newest commits but never corrupts the file or splits one.
         cur.execute("PRAGMA synchronous = NORMAL")
     finally:
         cur.close()
+
+
+def _enable_wal(cur: sqlite3.Cursor) -> None:
+    """Switch the file to WAL, waiting out other connections that are doing the same.
+
+    The switch needs an exclusive lock, and SQLite reports "database is locked" at once,
+    without consulting the busy timeout, when another process holds the file at that moment
+    (several services opening one brand-new archive together). Once the file is in WAL
+    mode the pragma is a no-op that succeeds at once, so only a first open ever retries.
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    pause = 0.005
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def _sqlite_on_begin(conn: Connection) -> None:

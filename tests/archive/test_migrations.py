@@ -1,0 +1,198 @@
+"""The Alembic migrations create exactly the schema the code declares, and opening is safe to race.
+
+- After `open_store` migrates a fresh database, Alembic's autogenerate comparison between the
+  database and `archive/schema.py` finds nothing (types, nullability, keys, indexes, server
+  defaults), on SQLite and PostgreSQL. A deliberately drifted copy of the metadata shows the
+  comparison is not blind.
+- There is one migration head, and a migrated database is stamped with it.
+- Opening the same store again, or from several threads or processes at once on a database
+  that was never migrated, migrates exactly once and loses nothing.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _workers import AGENT, TENANT, open_and_record
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Column, MetaData, String, create_engine, inspect, select, text
+
+from mnemo_sea.archive import Archive
+from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.store import open_store, upgrade
+
+SPAWN = multiprocessing.get_context("spawn")
+MIGRATIONS = Path(t.__file__).with_name("migrations")
+
+
+def head_revision() -> str:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    heads = ScriptDirectory.from_config(cfg).get_heads()
+    assert len(heads) == 1, f"the migrations must have exactly one head, found {heads}"
+    return heads[0]
+
+
+def schema_diff(url: str, metadata: MetaData = t.metadata) -> list[Any]:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            ctx = MigrationContext.configure(
+                conn, opts={"compare_type": True, "compare_server_default": True}
+            )
+            return list(compare_metadata(ctx, metadata))
+    finally:
+        engine.dispose()
+
+
+def stamped_revisions(url: str) -> list[str]:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return [r[0] for r in conn.execute(text("SELECT version_num FROM alembic_version"))]
+    finally:
+        engine.dispose()
+
+
+def test_migrated_database_matches_schema_py(db_url: str) -> None:
+    open_store(db_url).dispose()
+    assert schema_diff(db_url) == []
+    engine = create_engine(db_url)
+    try:
+        tables = set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+    assert tables == set(t.metadata.tables) | {"alembic_version"}
+    assert stamped_revisions(db_url) == [head_revision()]
+
+
+def test_the_comparison_sees_drift(db_url: str) -> None:
+    """If schema.py gained a column the migration lacks, the check above would fail."""
+    open_store(db_url).dispose()
+    drifted = MetaData(naming_convention=t.metadata.naming_convention)
+    for table in t.metadata.tables.values():
+        table.to_metadata(drifted)
+    drifted.tables["tool_results"].append_column(Column("new_field", String(10), nullable=True))
+    diff = schema_diff(db_url, drifted)
+    assert [(d[0], d[3].name) for d in diff if d[0] == "add_column"] == [("add_column", "new_field")]
+
+
+def test_opening_twice_is_idempotent(db_url: str) -> None:
+    first = Archive.open(db_url)
+    try:
+        first.record(AGENT, "s1", "t", "kept across reopen")
+        second = Archive.open(db_url)  # migrates again while the first is open
+        try:
+            upgrade(second.store)  # and once more, explicitly
+            assert [r.result_id for r in second.list_results(AGENT, "s1")] == ["r1"]
+            assert second.record(AGENT, "s1", "t", "second").result_id == "r2"
+        finally:
+            second.close()
+        assert [r.result_id for r in first.list_results(AGENT, "s1")] == ["r1", "r2"]
+    finally:
+        first.close()
+    assert stamped_revisions(db_url) == [head_revision()]
+    assert schema_diff(db_url) == []
+
+
+def test_concurrent_first_open_from_threads(db_url: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    n = 6
+    barrier = Barrier(n)
+
+    def open_once(worker: int) -> str:
+        barrier.wait(60)
+        a = Archive.open(db_url)
+        try:
+            return a.record(AGENT, f"opener-{worker}", "t", "x").result_id
+        finally:
+            a.close()
+
+    with ThreadPoolExecutor(n) as pool:
+        assert list(pool.map(open_once, range(n))) == ["r1"] * n
+    assert stamped_revisions(db_url) == [head_revision()]
+    assert schema_diff(db_url) == []
+
+
+def test_concurrent_first_open_from_processes(db_url: str, tmp_path: Path) -> None:
+    """Several services start at once against a database nobody has migrated yet.
+
+    On SQLite the file does not even exist; the race is repeated on fresh files, since
+    switching a new file to WAL mode is itself a race between the openers.
+    """
+    n = 4
+    if db_url.startswith("sqlite"):
+        urls = [f"sqlite+pysqlite:///{tmp_path / f'fresh-{i}.db'}" for i in range(8)]
+    else:
+        urls = [db_url]
+    barrier = SPAWN.Barrier(n)
+    reports: Any = SPAWN.Queue()
+    procs = [SPAWN.Process(target=open_and_record, args=(urls, w, barrier, reports)) for w in range(n)]
+    for p in procs:
+        p.start()
+    try:
+        got = {}
+        for _ in range(n):
+            try:
+                worker, status, payload = reports.get(timeout=120)
+            except queue.Empty:
+                pytest.fail(f"an opener did not report: exit codes {[p.exitcode for p in procs]}")
+            assert status == "ok", f"opener {worker} failed:\n{payload}"
+            got[worker] = payload
+    finally:
+        for p in procs:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+                p.join()
+    assert got == {w: ["r1"] * len(urls) for w in range(n)}
+    for url in urls:
+        assert stamped_revisions(url) == [head_revision()]
+        assert schema_diff(url) == []
+        a = Archive.open(url)
+        try:
+            with a.store.read() as conn:
+                sessions = conn.execute(
+                    select(t.sessions.c.session_id).where(t.sessions.c.tenant_id == TENANT)
+                )
+                assert sorted(r.session_id for r in sessions) == [f"opener-{w}" for w in range(n)]
+        finally:
+            a.close()
+
+
+def test_first_open_of_a_sqlite_file_waits_for_a_busy_writer(tmp_path: Path) -> None:
+    """Switching a new file to WAL needs an exclusive lock; SQLite refuses it at once (no busy
+    wait) while another connection writes. Opening must wait for that writer, not fail."""
+    path = tmp_path / "fresh.db"
+    writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        writer.execute("CREATE TABLE early (a INTEGER)")  # a rollback-journal file ...
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("INSERT INTO early VALUES (1)")  # ... with a write in progress
+        release = threading.Timer(0.5, lambda: writer.execute("COMMIT"))
+        release.start()
+        started = time.monotonic()
+        a = Archive.open(str(path))
+        try:
+            waited = time.monotonic() - started
+            assert a.record(AGENT, "s1", "t", "x").result_id == "r1"
+            with a.store.read() as conn:
+                assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        finally:
+            a.close()
+        release.join()
+        assert waited >= 0.4  # it waited for the writer rather than racing past it
+    finally:
+        writer.close()

@@ -1,0 +1,273 @@
+"""The project ships as one import package, `mnemo_sea`, and both install modes work.
+
+ARCHITECTURE.md ("Layout"): the layers live at the repository root (archive/, retrieval/,
+eval/) but must not squat generic top-level names; they ship as mnemo_sea.archive,
+mnemo_sea.retrieval and mnemo_sea.eval. Proven here:
+
+- a wheel built from a clean copy of the tree holds only `mnemo_sea/` (plus its dist-info),
+  every module of every layer, and the Alembic migrations;
+- installed with --no-deps into a fresh venv (which borrows the already-installed
+  dependencies through a .pth line, and does *not* see the repository or its editable
+  install), the public API imports from that venv's site-packages when run outside the
+  repository, `archive`/`retrieval`/`eval` are not importable, and the migrations run;
+- the editable install of the development venv imports mnemo_sea.archive from the repository;
+- archive/ and retrieval/ never import each other (the import-linter contracts, and an
+  AST check that does not depend on that tool).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tomllib
+import venv
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LAYERS = ("archive", "retrieval", "eval")
+BIN = Path(sys.executable).parent
+
+# Runs in the fresh venv, from a directory outside the repository.
+PROBE = r"""
+import importlib, importlib.util, json, sys, tempfile, os
+mods = {}
+for name in ("mnemo_sea", "mnemo_sea.archive", "mnemo_sea.retrieval", "mnemo_sea.eval",
+             "mnemo_sea.archive.migrations"):
+    mods[name] = importlib.import_module(name).__file__
+squatted = {name: importlib.util.find_spec(name) is not None for name in ("archive", "retrieval", "eval")}
+from mnemo_sea.archive import Archive, Principal, Role, Sensitivity
+agent = Principal("t", "agent", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
+with tempfile.TemporaryDirectory() as d:
+    a = Archive.open(os.path.join(d, "a.db"))  # runs the shipped Alembic migrations
+    a.record(agent, "s", "tool", "hello from the wheel")
+    a.archive(agent, "s", [("r1", "greeting")])
+    recovered = a.recover(agent, "s", "r1").content.decode()
+    a.close()
+print(json.dumps({"modules": mods, "squatted": squatted, "recovered": recovered, "path": sys.path}))
+"""
+
+
+def clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"}}
+    env["PYTHONNOUSERSITE"] = "1"
+    return env
+
+
+def run(cmd: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        cmd, check=False, cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=timeout
+    )
+    assert proc.returncode == 0, f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Build a wheel from a copy of the tree (so no build/ or egg-info leftovers leak in)."""
+    root = tmp_path_factory.mktemp("wheel")
+    src = root / "src"
+    shutil.copytree(
+        REPO,
+        src,
+        symlinks=True,  # mnemo_sea/archive -> ../archive etc. stay links, as in the repository
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis", "tests"
+        ),
+    )
+    out = root / "dist"
+    # No isolation: this machine may be offline; the build backend is in the dev venv already.
+    run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--skip-dependency-check",
+         "--outdir", str(out), str(src)], cwd=root)  # fmt: skip
+    (built,) = out.glob("mnemo_sea-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh venv with only the wheel installed; dependencies borrowed from the dev venv."""
+    env_dir = tmp_path_factory.mktemp("venv") / "clean"
+    venv.EnvBuilder(with_pip=False, system_site_packages=False).create(env_dir)
+    python = env_dir / "bin" / "python"
+    # The dev venv's pip installs into the new interpreter's environment.
+    run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index",
+         "--no-compile", "--disable-pip-version-check", str(wheel)], cwd=env_dir)  # fmt: skip
+    site = Path(
+        run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], cwd=env_dir
+        ).stdout.strip()
+    )
+    # A path line in a .pth adds the dev venv's site-packages *after* the new one; .pth files
+    # found there are not processed, so its editable finder for the repository stays out.
+    deps = Path(sysconfig.get_path("purelib"))
+    (site / "zz_borrowed_dependencies.pth").write_text(f"{deps}\n")
+    yield python
+
+
+def test_wheel_ships_only_mnemo_sea(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        dist_info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/RECORD"))
+        top_level = zf.read(f"{dist_info}/top_level.txt").decode().split()
+    assert top_level == ["mnemo_sea"]
+    assert {n.split("/")[0] for n in names} == {"mnemo_sea", dist_info}
+    for layer in LAYERS:
+        assert f"mnemo_sea/{layer}/__init__.py" in names
+        assert f"mnemo_sea/{layer}/py.typed" in names
+        assert not any(n.startswith(f"{layer}/") for n in names)
+
+
+def test_wheel_holds_every_module_and_the_migrations(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+    for layer in LAYERS:
+        for path in (REPO / layer).rglob("*.py"):
+            if "__pycache__" in path.parts:
+                continue
+            rel = path.relative_to(REPO).as_posix()
+            assert f"mnemo_sea/{rel}" in names, f"{rel} is missing from the wheel"
+    migrations = "mnemo_sea/archive/migrations"
+    assert f"{migrations}/env.py" in names
+    assert f"{migrations}/script.py.mako" in names
+    versions = sorted(p.name for p in (REPO / "archive/migrations/versions").glob("*.py"))
+    assert [v for v in versions if v != "__init__.py"], "no migration versions found in the repository"
+    for v in versions:
+        assert f"{migrations}/versions/{v}" in names
+
+
+def test_installed_wheel_imports_from_its_venv_outside_the_repo(installed: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    proc = run([str(installed), "-c", PROBE], cwd=outside)
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    env_root = installed.parent.parent.resolve()
+    for name, file in report["modules"].items():
+        resolved = Path(file).resolve()
+        assert resolved.is_relative_to(env_root / "lib"), (
+            f"{name} imported from {file}, not from the new venv"
+        )
+        assert not resolved.is_relative_to(REPO), f"{name} imported from the repository"
+    assert report["squatted"] == {"archive": False, "retrieval": False, "eval": False}
+    assert report["recovered"] == "hello from the wheel"
+    assert not any(Path(p).resolve() == REPO for p in report["path"] if p)
+
+
+def test_installed_console_script_runs(installed: Path, tmp_path: Path) -> None:
+    script = installed.parent / "mnemo-sea"
+    assert script.exists(), "the wheel did not install the mnemo-sea console script"
+    proc = run([str(script), "--help"], cwd=tmp_path)
+    assert "mnemo-sea" in proc.stdout or "Usage" in proc.stdout
+
+
+def test_editable_install_imports_from_the_repository(tmp_path: Path) -> None:
+    code = (
+        "import importlib.util, json, mnemo_sea.archive, mnemo_sea.retrieval, mnemo_sea.eval\n"
+        "print(json.dumps({'files': [m.__file__ for m in (mnemo_sea.archive, mnemo_sea.retrieval, "
+        "mnemo_sea.eval)], 'squatted': [importlib.util.find_spec(n) is not None "
+        "for n in ('archive', 'retrieval', 'eval')]}))"
+    )
+    proc = run([sys.executable, "-c", code], cwd=tmp_path)  # outside the repo: only the install helps
+    report = json.loads(proc.stdout)
+    for layer, file in zip(LAYERS, report["files"], strict=True):
+        assert Path(file).resolve() == (REPO / layer / "__init__.py").resolve()
+    assert report["squatted"] == [False, False, False]
+
+
+# ---- layering ------------------------------------------------------------------------------
+
+
+def test_import_linter_contracts_hold() -> None:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    independent = [c for c in config["contracts"] if c["type"] == "independence"]
+    assert any({"mnemo_sea.archive", "mnemo_sea.retrieval"} <= set(c["modules"]) for c in independent), (
+        "the archive/retrieval independence contract is gone from pyproject.toml"
+    )
+    lint = BIN / "lint-imports"
+    proc = subprocess.run(
+        [str(lint), "--no-cache"],
+        check=False,
+        cwd=REPO,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 broken" in proc.stdout
+
+
+def imported_modules(path: Path, package: str) -> set[str]:
+    """Absolute names of every module `path` (a module of `package`) imports, relative ones resolved."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            found.add(prefix)
+            found.update(f"{prefix}.{alias.name}" for alias in node.names)
+    return found
+
+
+def layer_imports(layer: str) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for path in (REPO / layer).rglob("*.py"):
+        if "__pycache__" in path.parts:
+            continue
+        rel = path.relative_to(REPO).with_suffix("")
+        package = ".".join(["mnemo_sea", *rel.parts[:-1]])  # archive/x.py and archive/__init__.py alike
+        out[rel.as_posix()] = imported_modules(path, package)
+    return out
+
+
+def reaches(names: set[str], layer: str) -> set[str]:
+    return {
+        n
+        for n in names
+        if n in (layer, f"mnemo_sea.{layer}") or n.startswith((f"{layer}.", f"mnemo_sea.{layer}."))
+    }
+
+
+@pytest.mark.parametrize(("layer", "other"), [("archive", "retrieval"), ("retrieval", "archive")])
+def test_layers_never_import_each_other(layer: str, other: str) -> None:
+    imports = layer_imports(layer)
+    assert imports, f"no modules found in {layer}/"
+    offenders = {
+        mod: sorted(reaches(names, other)) for mod, names in imports.items() if reaches(names, other)
+    }
+    assert offenders == {}, f"{layer}/ imports {other}/"
+    # Neither layer reaches up into the composition root or the eval harnesses either.
+    upward = {
+        mod: sorted(
+            n
+            for n in names
+            if n in {"mnemo_sea", "eval"} or n.startswith(("mnemo_sea.cli", "mnemo_sea.eval", "eval."))
+        )
+        for mod, names in imports.items()
+    }
+    assert {m: n for m, n in upward.items() if n} == {}
+
+
+def test_the_import_check_catches_a_crossing(tmp_path: Path) -> None:
+    bad = tmp_path / "x.py"
+    bad.write_text("from ..retrieval import bm25\nimport mnemo_sea.retrieval.fields\nfrom . import schema\n")
+    names = imported_modules(bad, "mnemo_sea.archive")
+    assert reaches(names, "retrieval") == {
+        "mnemo_sea.retrieval",
+        "mnemo_sea.retrieval.bm25",
+        "mnemo_sea.retrieval.fields",
+    }
+    assert "mnemo_sea.archive.schema" in names
