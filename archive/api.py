@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from . import deletion, evidence, memory, sessions, summaries
 from .audit import AuditEvent, AuditReport, append_event, list_events, verify_chain
-from .errors import ArchiveError, Forbidden, IntegrityError
+from .errors import ArchiveError, BatchRejected, Forbidden, IntegrityError
 from .evidence import EvidenceInput
 from .policy import DEFAULT_POLICY, ArchivePolicy
 from .principal import Principal, Role, Sensitivity
@@ -58,6 +58,13 @@ class Archive:
             return fn()
         except Forbidden as e:
             self._audit(principal, "denied", target, {"action": action, "reason": e.message})
+            raise
+        except BatchRejected as e:
+            # The batch wrote nothing, but a target above the caller's clearance is still a
+            # denied access, and every denied access is audited.
+            denied = [x.result_id for x in e.targets if x.status == "forbidden"]
+            if denied:
+                self._audit(principal, "denied", target, {"action": action, "results": denied})
             raise
         except IntegrityError as e:
             self._audit(principal, "integrity_failure", target, {"action": action, **e.detail})

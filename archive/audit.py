@@ -20,6 +20,7 @@ from . import schema as t
 from .clock import insert_ignore, utcnow
 
 GENESIS = "0" * 64
+TARGET_LIMIT = 1024  # the width of audit_events.target
 
 
 def _event_hash(
@@ -49,6 +50,9 @@ def append_event(
         select(t.audit_heads).where(t.audit_heads.c.tenant_id == tenant_id).with_for_update()
     ).one()
     seq = int(head.last_seq) + 1
+    # Hash exactly what is stored: the column holds 1024 characters, and a target built from
+    # caller input (a denied request names what it asked for) may be longer.
+    target = target[:TARGET_LIMIT]
     # Microsecond precision is what every backend stores, so the hash is computed on that.
     at = utcnow()
     detail_json = json.dumps(detail or {}, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
@@ -60,7 +64,7 @@ def append_event(
             at=at,
             actor=actor,
             action=action,
-            target=target[:1024],
+            target=target,
             detail_json=detail_json,
             prev_hash=head.last_hash,
             hash=digest,
@@ -104,11 +108,17 @@ def verify_chain(conn: Connection, tenant_id: str) -> AuditReport:
     head = conn.execute(select(t.audit_heads).where(t.audit_heads.c.tenant_id == tenant_id)).first()
     problems: list[str] = []
     prev = GENESIS
-    for expected_seq, row in enumerate(rows, start=1):
-        if row.seq != expected_seq:
+    expected_seq = 1
+    # Keep checking past a gap: events after a removed one must still be unaltered, and the
+    # head is compared with the newest stored event, not with the last one before the gap.
+    for row in rows:
+        if row.seq == expected_seq + 1:
             problems.append(f"event {expected_seq} is missing (next stored event is {row.seq})")
-            break
-        if row.prev_hash != prev:
+        elif row.seq != expected_seq:
+            problems.append(
+                f"events {expected_seq}-{row.seq - 1} are missing (next stored event is {row.seq})"
+            )
+        elif row.prev_hash != prev:
             problems.append(f"event {row.seq} does not link to event {row.seq - 1} (previous hash differs)")
         recomputed = _event_hash(
             tenant_id, row.seq, row.at, row.actor, row.action, row.target, row.detail_json, row.prev_hash
@@ -116,12 +126,15 @@ def verify_chain(conn: Connection, tenant_id: str) -> AuditReport:
         if recomputed != row.hash:
             problems.append(f"event {row.seq} was altered (its content no longer matches its hash)")
         prev = row.hash
+        expected_seq = row.seq + 1
     last_seq = rows[-1].seq if rows else 0
     if head is None:
         if rows:
             problems.append("the chain head is missing")
-    elif head.last_seq != last_seq or head.last_hash != prev:
+    elif head.last_seq != last_seq:
         problems.append(f"the chain head names event {head.last_seq} but the chain ends at event {last_seq}")
+    elif head.last_hash != prev:
+        problems.append(f"event {last_seq} is not the event the chain head recorded (its hash differs)")
     return AuditReport(tenant_id=tenant_id, events=len(rows), problems=tuple(problems))
 
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sqlalchemy import Column, ColumnElement, Connection, delete, or_, select, tuple_
+from sqlalchemy import Column, ColumnElement, Connection, delete, or_, select, tuple_, update
 
 from . import schema as t
 from .audit import append_event
 from .blobs import delete_unreferenced
 from .clock import utcnow
 from .errors import NotFound
+from .evidence import lock_chain
 from .outbox import enqueue
 from .principal import Principal, Role, check_identifier
 from .records import DeletionReceipt, result_id
@@ -41,6 +42,7 @@ class _Removed:
 
 
 def _evidence(conn: Connection, tenant: str, evidence_id: str, out: _Removed) -> None:
+    lock_chain(conn, "evidence", tenant, evidence_id)  # no new version slips in mid-delete
     rows = conn.execute(
         select(t.evidence.c.version, t.evidence.c.blob_sha256).where(
             t.evidence.c.tenant_id == tenant, t.evidence.c.evidence_id == evidence_id
@@ -68,9 +70,19 @@ def _session(conn: Connection, tenant: str, session_id: str, out: _Removed) -> N
         )
     )
     conn.execute(delete(t.tool_results).where(where_session))
+    # A tombstone stays (see schema.sessions): the id and its result numbers are never reissued.
     conn.execute(
-        delete(t.sessions).where(t.sessions.c.tenant_id == tenant, t.sessions.c.session_id == session_id)
+        update(t.sessions)
+        .where(t.sessions.c.tenant_id == tenant, t.sessions.c.session_id == session_id)
+        .values(deleted_at=utcnow(), owner="deleted")
     )
+    # Evidence recorded from this session's tool results is the session's data too.
+    for (evidence_id,) in conn.execute(
+        select(t.evidence.c.evidence_id)
+        .where(t.evidence.c.tenant_id == tenant, t.evidence.c.session_id == session_id)
+        .distinct()
+    ).all():
+        _evidence(conn, tenant, evidence_id, out)
     out.sessions.append(session_id)
     out.ref_prefixes.append(session_prefix(session_id))
 
@@ -205,13 +217,16 @@ def delete_evidence(store: ArchiveStore, principal: Principal, evidence_id: str)
 
 
 def delete_session(store: ArchiveStore, principal: Principal, session_id: str) -> DeletionReceipt:
-    """Delete a session: its results, notes, originals and what was derived from them."""
+    """Delete a session: its results, notes, originals, evidence recorded from it, and what
+    was derived from any of them."""
     principal.require(Role.ADMIN, "deleting a session")
     check_identifier("session_id", session_id)
     with store.write() as conn:
         exists = conn.execute(
             select(t.sessions.c.session_id).where(
-                t.sessions.c.tenant_id == principal.tenant_id, t.sessions.c.session_id == session_id
+                t.sessions.c.tenant_id == principal.tenant_id,
+                t.sessions.c.session_id == session_id,
+                t.sessions.c.deleted_at.is_(None),
             )
         ).first()
         if exists is None:
@@ -240,7 +255,9 @@ def delete_owner(store: ArchiveStore, principal: Principal, owner: str) -> Delet
             _evidence(conn, tenant, evidence_id, out)
         for (session_id,) in conn.execute(
             select(t.sessions.c.session_id).where(
-                t.sessions.c.tenant_id == tenant, t.sessions.c.owner == owner
+                t.sessions.c.tenant_id == tenant,
+                t.sessions.c.owner == owner,
+                t.sessions.c.deleted_at.is_(None),
             )
         ).all():
             _session(conn, tenant, session_id, out)
@@ -251,6 +268,9 @@ def verify_deleted(store: ArchiveStore, principal: Principal, receipt: DeletionR
     """What of a receipt the archive still holds: an empty list means everything is gone."""
     principal.require(Role.ADMIN, "verifying a deletion")
     tenant = principal.tenant_id
+    if receipt.tenant_id != tenant:
+        # Checked against this tenant's rows, another tenant's receipt would always look "done".
+        raise NotFound("deletion", receipt.target)
     left: list[str] = []
     with store.read() as conn:
         for evidence_id, version in receipt.evidence_versions:

@@ -32,8 +32,23 @@ def _call(result: ToolResult) -> str:
     return f"{result.tool_name}({args})"
 
 
+_TEXT_APPLICATION_TYPES = frozenset(
+    {"application/json", "application/xml", "application/yaml", "application/x-ndjson", "application/csv"}
+)
+
+
+def is_textual(media_type: str) -> bool:
+    """Whether a media type names text: type and subtype are case-insensitive, parameters ignored."""
+    essence = media_type.split(";", 1)[0].strip().lower()
+    return (
+        essence.startswith("text/")
+        or essence in _TEXT_APPLICATION_TYPES
+        or essence.endswith(("+json", "+xml"))
+    )
+
+
 def _body(result: ToolResult, content: bytes) -> str:
-    if result.media_type.startswith("text/") or result.media_type in ("application/json",):
+    if is_textual(result.media_type):
         try:
             return escape_text(content.decode("utf-8"))
         except UnicodeDecodeError:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, select, update
+from sqlalchemy import Connection, Row, select, text, update
 
 from . import schema as t
 from .audit import append_event
@@ -114,6 +114,22 @@ def _versions(conn: Connection, tenant_id: str, evidence_id: str, *, lock: bool 
     return list(conn.execute(stmt))
 
 
+def lock_chain(conn: Connection, *key: str) -> None:
+    """Make writers of one version chain (an evidence id, a memory key) take turns until commit.
+
+    SQLite needs nothing here: `store.write()` already holds the database write lock. On
+    PostgreSQL row locks are not enough: a chain with no rows yet has nothing to lock, and a
+    writer that waited on a row lock re-reads only the rows it locked, never the version the
+    other writer just added, so both would number their new version alike (a raw unique
+    violation). A transaction-scoped advisory lock on the chain's key serialises them, and
+    every statement after it sees the newest committed version.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.execute(
+            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": "\x1f".join(key)}
+        )
+
+
 def _check_owner_access(principal: Principal, rec_owner: str | None, action: str) -> None:
     if rec_owner is not None and not principal.may_act_for(rec_owner):
         raise Forbidden(f"{action}: the record belongs to owner {rec_owner!r}", owner=rec_owner)
@@ -126,7 +142,9 @@ def put_evidence(store: ArchiveStore, principal: Principal, item: EvidenceInput)
     content and fields identical to the current version changes nothing and returns it.
     """
     principal.require(Role.AGENT, "storing evidence")
-    evidence_id = check_evidence_id(item.evidence_id or f"ev:{uuid.uuid4().hex}")
+    # Only None asks for a generated id: an empty string is a caller bug, not a request for one.
+    generated = f"ev:{uuid.uuid4().hex}"
+    evidence_id = check_evidence_id(generated if item.evidence_id is None else item.evidence_id)
     source = _check_text("source", item.source, _TEXT_LIMITS["source"], required=True)
     scope = _check_text("scope", item.scope, _TEXT_LIMITS["scope"], required=True)
     locator = _check_text("locator", item.locator, _TEXT_LIMITS["locator"], required=False)
@@ -150,11 +168,14 @@ def put_evidence(store: ArchiveStore, principal: Principal, item: EvidenceInput)
     valid_until = aware("valid_until", item.valid_until)
     if valid_from and valid_until and valid_until <= valid_from:
         raise InvalidInput("valid_until", "must be later than valid_from")
-    now = utcnow()
-    observed = aware("observed_at", item.observed_at) or now
+    observed_at = aware("observed_at", item.observed_at)
     tenant = principal.tenant_id
 
     with store.write() as conn:
+        lock_chain(conn, "evidence", tenant, evidence_id)
+        # Taken after the lock, so versions of one chain are stamped in the order they commit.
+        now = utcnow()
+        observed = observed_at or now
         versions = _versions(conn, tenant, evidence_id, lock=True)
         current = next((v for v in versions if v.status == "active"), None)
         digest = put_blob(conn, tenant, data, media)
@@ -225,8 +246,9 @@ def retract(store: ArchiveStore, principal: Principal, evidence_id: str, reason:
     check_evidence_id(evidence_id)
     _check_text("reason", reason, 2_000, required=True)
     tenant = principal.tenant_id
-    now = utcnow()
     with store.write() as conn:
+        lock_chain(conn, "evidence", tenant, evidence_id)
+        now = utcnow()
         versions = _versions(conn, tenant, evidence_id, lock=True)
         if not versions:
             raise NotFound("evidence", evidence_id)

@@ -17,6 +17,7 @@ from sqlalchemy import Connection, Row, select, update
 from . import schema as t
 from .clock import aware, utcnow
 from .errors import Forbidden, InvalidInput
+from .evidence import lock_chain
 from .outbox import enqueue
 from .principal import Principal, Role, check_identifier
 from .records import PROVENANCES, MemoryFact, RememberOutcome
@@ -89,17 +90,21 @@ def remember(
     if ttl is not None and (not isinstance(ttl, timedelta) or ttl <= timedelta(0)):
         raise InvalidInput("ttl", "must be a positive timedelta")
     source = str(SourceRef.parse(derived_from)) if derived_from is not None else None
-    now = utcnow()
-    expires = now + ttl if ttl is not None else None
     tenant = principal.tenant_id
 
     if provenance == "model_inference" and not store.policy.persist_model_inferences:
+        now = utcnow()
+        expires = now + ttl if ttl is not None else None
         candidate = MemoryFact(owner, key, value, 0, provenance, "active", now, expires, source)
         return RememberOutcome(
             candidate, persisted=False, reason="model inferences are candidates, not stored"
         )
 
     with store.write() as conn:
+        lock_chain(conn, "memory", tenant, owner, key)
+        # Taken after the lock, so versions of one fact are stamped in the order they commit.
+        now = utcnow()
+        expires = now + ttl if ttl is not None else None
         chain = _chain(conn, tenant, owner, key, lock=True)
         current = next((r for r in chain if r.status == "active"), None)
         if (

@@ -56,7 +56,13 @@ class ArchivePolicy:
             for v in values:
                 check_policy_class(v)
             object.__setattr__(self, name, values)
-        for name in ("max_content_bytes", "max_note_chars", "max_tool_name_chars", "max_batch_size"):
+        for name in (
+            "max_content_bytes",
+            "max_note_chars",
+            "max_tool_name_chars",
+            "max_arguments_bytes",
+            "max_batch_size",
+        ):
             if getattr(self, name) <= 0:
                 raise InvalidInput(name, "must be positive")
 

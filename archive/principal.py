@@ -29,7 +29,7 @@ class Sensitivity(IntEnum):
             if isinstance(value, int):
                 return cls(value)
             return cls[value.strip().upper()]
-        except (KeyError, ValueError):
+        except (KeyError, ValueError, TypeError, AttributeError):
             names = ", ".join(m.name.lower() for m in cls)
             raise InvalidInput("sensitivity", f"{value!r} is not one of {names}") from None
 

@@ -78,6 +78,9 @@ sessions = Table(
     Column("created_at", UTCDateTime, nullable=False),
     # Result numbers are allocated from here under a row lock: monotonic, never reused.
     Column("next_result_no", Integer, nullable=False),
+    # A deleted session keeps this tombstone (no owner, no content) so that its id, and the
+    # result ids citations may still name, are never issued again.
+    Column("deleted_at", UTCDateTime, nullable=True),
 )
 
 tool_results = Table(

@@ -199,7 +199,9 @@ def _to_result(row: Row[Any], note: str | None = None) -> ToolResult:
 
 def _session_row(conn: Connection, tenant_id: str, session_id: str, *, lock: bool) -> Row[Any]:
     stmt = select(t.sessions).where(
-        t.sessions.c.tenant_id == tenant_id, t.sessions.c.session_id == session_id
+        t.sessions.c.tenant_id == tenant_id,
+        t.sessions.c.session_id == session_id,
+        t.sessions.c.deleted_at.is_(None),
     )
     if lock:
         stmt = stmt.with_for_update()
@@ -214,7 +216,11 @@ def _allocate_number(conn: Connection, tenant_id: str, session_id: str) -> int:
     writers to one session are serialised and a number is never issued twice."""
     row = conn.execute(
         update(t.sessions)
-        .where(t.sessions.c.tenant_id == tenant_id, t.sessions.c.session_id == session_id)
+        .where(
+            t.sessions.c.tenant_id == tenant_id,
+            t.sessions.c.session_id == session_id,
+            t.sessions.c.deleted_at.is_(None),
+        )
         .values(next_result_no=t.sessions.c.next_result_no + 1)
         .returning(t.sessions.c.next_result_no)
     ).first()
@@ -271,6 +277,18 @@ def record(
             },
             ["tenant_id", "session_id"],
         )
+        tombstone = conn.execute(
+            select(t.sessions.c.deleted_at).where(
+                t.sessions.c.tenant_id == tenant,
+                t.sessions.c.session_id == session_id,
+                t.sessions.c.deleted_at.is_not(None),
+            )
+        ).first()
+        if tombstone is not None:
+            raise StateConflict(
+                f"session {session_id!r} was deleted; its ids are never reused, so record into a new session",
+                session_id=session_id,
+            )
         number = _allocate_number(conn, tenant, session_id)
         digest = put_blob(conn, tenant, data, media)
         values = {

@@ -103,6 +103,7 @@ def upgrade() -> None:
         sa.Column("owner", sa.String(length=128), nullable=False),
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.Column("next_result_no", sa.Integer(), nullable=False),
+        sa.Column("deleted_at", sa.DateTime(), nullable=True),
         sa.PrimaryKeyConstraint("tenant_id", "session_id", name=op.f("pk_sessions")),
     )
     op.create_table(
