@@ -93,6 +93,7 @@ class Archive:
         observed_at: datetime | None = None,
         sensitivity: Sensitivity | str | int = Sensitivity.INTERNAL,
         policy_class: str = "default",
+        owner: str | None = None,
     ) -> ToolResult:
         return self._guard(
             principal,
@@ -109,6 +110,7 @@ class Archive:
                 observed_at=observed_at,
                 sensitivity=sensitivity,
                 policy_class=policy_class,
+                owner=owner,
             ),
         )
 

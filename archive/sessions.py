@@ -244,8 +244,12 @@ def record(
     observed_at: datetime | None = None,
     sensitivity: Sensitivity | str | int = Sensitivity.INTERNAL,
     policy_class: str = "default",
+    owner: str | None = None,
 ) -> ToolResult:
     """Record a tool result; returns it with its new stable id (`r1`, `r2`, … per session).
+
+    `owner` is the person the session is about (default: the recording principal); it is set
+    by the session's first result, and `delete_owner` reaches the session through it.
 
     The original is stored as a content-addressed blob with its sha256. A session is
     created by its first result. Raises InvalidInput/ContentTooLarge for bad input,
@@ -260,6 +264,8 @@ def record(
     level = Sensitivity.parse(sensitivity)
     principal.require_clearance(level, "recording a result of this sensitivity")
     check_policy_class(policy_class)
+    # Recording needs the agent role, and agents act for any owner in their tenant.
+    session_owner = principal.subject if owner is None else check_identifier("owner", owner)
     observed = aware("observed_at", observed_at) or utcnow()
     now = utcnow()
     tenant = principal.tenant_id
@@ -271,20 +277,23 @@ def record(
             {
                 "tenant_id": tenant,
                 "session_id": session_id,
-                "owner": principal.subject,
+                "owner": session_owner,
                 "created_at": now,
                 "next_result_no": 1,
             },
             ["tenant_id", "session_id"],
         )
-        tombstone = conn.execute(
-            select(t.sessions.c.deleted_at).where(
-                t.sessions.c.tenant_id == tenant,
-                t.sessions.c.session_id == session_id,
-                t.sessions.c.deleted_at.is_not(None),
+        session = conn.execute(
+            select(t.sessions.c.deleted_at, t.sessions.c.owner).where(
+                t.sessions.c.tenant_id == tenant, t.sessions.c.session_id == session_id
             )
-        ).first()
-        if tombstone is not None:
+        ).one()
+        if owner is not None and session.owner != owner and session.deleted_at is None:
+            raise StateConflict(
+                f"session {session_id!r} belongs to owner {session.owner!r}, not {owner!r}",
+                session_id=session_id,
+            )
+        if session.deleted_at is not None:
             raise StateConflict(
                 f"session {session_id!r} was deleted; its ids are never reused, so record into a new session",
                 session_id=session_id,

@@ -29,6 +29,7 @@ from .errors import StoreUnavailable
 from .policy import DEFAULT_POLICY, ArchivePolicy
 
 SQLITE_BUSY_TIMEOUT_MS = 15_000
+PG_CONNECT_TIMEOUT_S = 5
 _MIGRATION_LOCK = 7_310_244_101  # pg_advisory_xact_lock key: one migrator at a time
 
 
@@ -109,7 +110,18 @@ def _make_engine(url: str) -> Engine:
         event.listen(engine, "connect", _sqlite_on_connect)
         event.listen(engine, "begin", _sqlite_on_begin)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+    # Fail closed rather than hang: a silent host fails the connect after PG_CONNECT_TIMEOUT_S,
+    # and a lock held elsewhere fails the statement after the same wait SQLite allows.
+    return create_engine(
+        url,
+        pool_pre_ping=True,
+        pool_size=5,
+        max_overflow=10,
+        connect_args={
+            "connect_timeout": PG_CONNECT_TIMEOUT_S,
+            "options": f"-c lock_timeout={SQLITE_BUSY_TIMEOUT_MS}",
+        },
+    )
 
 
 def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:

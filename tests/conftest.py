@@ -15,6 +15,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from mnemo_sea.archive.store import open_store
+
 PG_ADMIN_URL = os.environ.get("MNEMO_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
@@ -36,6 +38,31 @@ def require_postgres() -> None:
     pytest.skip(message)
 
 
+def _sqlalchemy_url(name: str) -> str:
+    base = PG_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
+    return f"{base}/{name}"
+
+
+def _drop(name: str) -> None:
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def pg_template() -> Iterator[str]:
+    """A database migrated once per run; each test copies it (much cheaper than migrating)."""
+    require_postgres()
+    name = f"mnemo_tmpl_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        store = open_store(_sqlalchemy_url(name))
+        store.dispose()  # CREATE DATABASE ... TEMPLATE needs the template to have no sessions
+        yield name
+    finally:
+        _drop(name)
+
+
 @pytest.fixture
 def pg_url() -> Iterator[str]:
     """A fresh, empty PostgreSQL database URL (SQLAlchemy + psycopg 3), dropped afterwards."""
@@ -43,12 +70,22 @@ def pg_url() -> Iterator[str]:
     name = f"mnemo_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
-    base = PG_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
     try:
-        yield f"{base}/{name}"
+        yield _sqlalchemy_url(name)
     finally:
-        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        _drop(name)
+
+
+@pytest.fixture
+def pg_migrated_url(pg_template: str) -> Iterator[str]:
+    """A fresh PostgreSQL database already at the newest schema, dropped afterwards."""
+    name = f"mnemo_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"')
+    try:
+        yield _sqlalchemy_url(name)
+    finally:
+        _drop(name)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -57,4 +94,6 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite+pysqlite:///{tmp_path / 'archive.db'}"
     else:
-        yield request.getfixturevalue("pg_url")
+        # Every store opens migrated, so starting from the migrated template changes nothing
+        # but time; tests of migration itself use `pg_url` (an empty database).
+        yield request.getfixturevalue("pg_migrated_url")

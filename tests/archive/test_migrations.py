@@ -16,6 +16,7 @@ import queue
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,15 @@ from mnemo_sea.archive.store import open_store, upgrade
 
 SPAWN = multiprocessing.get_context("spawn")
 MIGRATIONS = Path(t.__file__).with_name("migrations")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Unlike the suite-wide fixture, an EMPTY database on both backends: these tests migrate it."""
+    if request.param == "sqlite":
+        yield f"sqlite+pysqlite:///{tmp_path / 'archive.db'}"
+    else:
+        yield request.getfixturevalue("pg_url")
 
 
 def head_revision() -> str:
