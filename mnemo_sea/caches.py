@@ -1,0 +1,626 @@
+"""Caches of the composition root: search results per tenant generation, embeddings per content.
+
+Two things are cached, and the deletion cascade must be able to reach both:
+
+- **Search results**, keyed by (tenant, generation, query key). Every tenant has a generation
+  counter; `bump_generation` increments it, and since readers look entries up under the
+  current generation, every result cached before the bump becomes unreachable at once. A
+  writer passes the generation it read *before* it searched, so a result computed from
+  pre-change data is filed under the old generation and can never answer a later reader.
+  Generations only grow: `purge_tenant` bumps and drops entries, it never resets the counter
+  (a reset would make old entries reachable again).
+- **Embeddings**, keyed by (model id, content sha256), shared by every tenant: an embedding of
+  the same text is the same vector. `purge_content(sha256s)` drops a content's entries under
+  every model (a deletion receipt lists the hashes it removed).
+
+Use (the facade's search, then the outbox drainer's cache_purge row):
+
+    gen = cache.tenant_generation(tenant)           # before searching
+    page = cache.get_search(tenant, gen, key)
+    if page is None:
+        page = run_search(...)
+        cache.put_search(tenant, gen, key, page)    # refused if a bump happened meanwhile
+    ...
+    cache.bump_generation(tenant)                   # then purge_content(receipt hashes);
+    cache.purge_content(row.payload["content_sha256"])  # mark the row done only after both
+
+The guarantee starts when `bump_generation` returns; the facade should apply the purge right
+after the deletion commits, before it hands back the receipt.
+
+Values: a search result is a JSON-able dict (str keys; str, int, float, bool, None, lists and
+dicts); both implementations store it as canonical JSON and return a fresh copy, so a caller
+can never mutate a cached value and both implementations accept exactly the same values. An
+embedding is raw bytes (for example a float32 vector's `tobytes()`); the cache does not
+interpret them.
+
+Failure semantics (fail closed). Every operation that cannot reach its store raises
+`CacheUnavailable`; nothing is ever reported as a miss or as done when it was not. That
+matters most for invalidation: when `bump_generation`, `purge_tenant` or `purge_content`
+raises, the caller leaves the deletion's outbox row pending and retries it later; had the
+failure been swallowed, the row would be marked done and Redis, once back, would serve
+results from before the deletion. Reads raise too, so the caller decides: falling back to
+an uncached search is always safe (fresh data), serving anything from a store it could not
+check is not.
+
+Keys are tenant-safe: tenant ids and query keys are encoded into key components that cannot
+collide (`a` and `a:1` never share a key or a SCAN pattern). Redis keys carry a configurable
+prefix, so deployments and test runs sharing one server never see each other's keys.
+Redis must not evict generation keys: run it with `noeviction` or a `volatile-*` policy
+(search entries carry a TTL, generation keys do not), never `allkeys-*`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar, runtime_checkable
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
+
+from mnemo_sea.archive import InvalidInput, StoreUnavailable
+
+T = TypeVar("T")
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_PREFIX = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+_MODEL_ID_LIMIT = 256
+_QUERY_KEY_LIMIT = 4096
+_TENANT_LIMIT = 256
+
+
+class CacheUnavailable(StoreUnavailable):
+    """The cache store could not be reached or failed; the operation may not have happened.
+
+    A subclass of the archive's `StoreUnavailable` so that every surface maps it like any
+    other unavailable store (503, "retry later") in the one place it maps errors.
+    """
+
+    code = "cache_unavailable"
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """Hits and misses counted by this cache object (per process for Redis: the counters
+    live in the client, not in the server)."""
+
+    search_hits: int = 0
+    search_misses: int = 0
+    embedding_hits: int = 0
+    embedding_misses: int = 0
+
+    @property
+    def hits(self) -> int:
+        return self.search_hits + self.embedding_hits
+
+    @property
+    def misses(self) -> int:
+        return self.search_misses + self.embedding_misses
+
+
+@runtime_checkable
+class Cache(Protocol):
+    """What the facade and the outbox drainer need from a cache. See the module docstring."""
+
+    def tenant_generation(self, tenant: str) -> int:
+        """The tenant's current generation (0 before its first bump)."""
+        ...
+
+    def bump_generation(self, tenant: str) -> int:
+        """Atomically increment the tenant's generation and return the new value.
+
+        Every search result cached for the tenant is unreachable once this returns.
+        Raises CacheUnavailable when the store cannot be reached (nothing is invalidated).
+        """
+        ...
+
+    def get_search(self, tenant: str, generation: int, query_key: str) -> dict[str, Any] | None:
+        """The result cached under this generation, or None (a miss)."""
+        ...
+
+    def put_search(self, tenant: str, generation: int, query_key: str, value: Mapping[str, Any]) -> bool:
+        """Cache a result computed after reading `generation`.
+
+        Returns False (and stores nothing) when the generation is no longer current: the
+        result may predate an invalidation. InvalidInput when `value` is not JSON-able.
+        """
+        ...
+
+    def get_embedding(self, model_id: str, content_sha256: str) -> bytes | None: ...
+
+    def put_embedding(
+        self, model_id: str, content_sha256: str, vector: bytes | bytearray | memoryview
+    ) -> None: ...
+
+    def purge_content(self, content_sha256s: Iterable[str]) -> int:
+        """Drop the embeddings of these contents under every model; returns entries removed."""
+        ...
+
+    def purge_tenant(self, tenant: str) -> int:
+        """Bump the tenant's generation and drop its cached search results; returns entries removed."""
+        ...
+
+    def stats(self) -> CacheStats: ...
+
+    def ping(self) -> None:
+        """Raise CacheUnavailable unless the store answers."""
+        ...
+
+    def close(self) -> None: ...
+
+
+# ---- validation and encoding shared by both implementations --------------------------------------
+
+
+def search_query_key(parts: Mapping[str, Any]) -> str:
+    """A stable key for a search request: the sha256 of its canonical JSON.
+
+    `parts` must hold everything that changes the answer besides the tenant: the query, the
+    principal's clearance, roles and subject where owner filters apply, every filter,
+    `as_of`, the limit. Two principals of one tenant with different clearances must not share
+    a key, or one would be served results filtered for the other.
+    """
+    return hashlib.sha256(_dump_json("parts", parts).encode("utf-8")).hexdigest()
+
+
+def _check_tenant(tenant: object) -> str:
+    if not isinstance(tenant, str) or not tenant or len(tenant) > _TENANT_LIMIT:
+        raise InvalidInput("tenant", f"must be a non-empty string of at most {_TENANT_LIMIT} characters")
+    return tenant
+
+
+def _check_generation(generation: object) -> int:
+    if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
+        raise InvalidInput("generation", f"must be a non-negative integer, got {generation!r}")
+    return generation
+
+
+def _check_query_key(query_key: object) -> str:
+    if not isinstance(query_key, str) or not query_key or len(query_key) > _QUERY_KEY_LIMIT:
+        raise InvalidInput(
+            "query_key", f"must be a non-empty string of at most {_QUERY_KEY_LIMIT} characters"
+        )
+    return query_key
+
+
+def _check_model_id(model_id: object) -> str:
+    if not isinstance(model_id, str) or not model_id or len(model_id) > _MODEL_ID_LIMIT:
+        raise InvalidInput("model_id", f"must be a non-empty string of at most {_MODEL_ID_LIMIT} characters")
+    return model_id
+
+
+def _check_sha256(value: object) -> str:
+    if not isinstance(value, str) or not _SHA256.fullmatch(value):
+        raise InvalidInput("content_sha256", f"{value!r} is not a lower-case hex sha256 (64 characters)")
+    return value
+
+
+def _check_sha256s(values: Iterable[str]) -> list[str]:
+    if isinstance(values, str | bytes):
+        raise InvalidInput("content_sha256s", "must be a collection of sha256 strings, not one string")
+    return sorted({_check_sha256(v) for v in values})
+
+
+def _check_vector(vector: object) -> bytes:
+    if not isinstance(vector, bytes | bytearray | memoryview):
+        raise InvalidInput("vector", f"must be bytes, got {type(vector).__name__}")
+    return bytes(vector)
+
+
+def _check_ttl(name: str, ttl: float | None) -> float | None:
+    if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0):
+        raise InvalidInput(name, f"must be a positive number of seconds or None, got {ttl!r}")
+    return ttl
+
+
+def _dump_json(field: str, value: Mapping[str, Any]) -> str:
+    if not isinstance(value, Mapping):
+        raise InvalidInput(field, f"must be a JSON-able dict, got {type(value).__name__}")
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as e:
+        raise InvalidInput(field, f"is not JSON-able: {e}") from None
+
+
+def _load_json(text: str | bytes) -> dict[str, Any]:
+    value = json.loads(text)
+    assert isinstance(value, dict)
+    return value
+
+
+# ---- in-process implementation -------------------------------------------------------------------
+
+
+@dataclass
+class _Entry:
+    value: str | bytes
+    expires_at: float | None
+
+
+class MemoryCache:
+    """The embedded-mode cache: one process, thread-safe, two bounded LRUs with optional TTLs.
+
+    Search results and embeddings are bounded separately (an embedding is a few KiB, a
+    result page more), each evicting the least recently used entry past its bound.
+    Generation counters are kept apart from the LRUs and never evicted: an evicted counter
+    would restart at 0 and make results cached under 0 reachable again.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_search_entries: int = 10_000,
+        max_embedding_entries: int = 100_000,
+        search_ttl: float | None = None,
+        embedding_ttl: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        for name, bound in (
+            ("max_search_entries", max_search_entries),
+            ("max_embedding_entries", max_embedding_entries),
+        ):
+            if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
+                raise InvalidInput(name, f"must be a positive integer, got {bound!r}")
+        self.max_search_entries = max_search_entries
+        self.max_embedding_entries = max_embedding_entries
+        self.search_ttl = _check_ttl("search_ttl", search_ttl)
+        self.embedding_ttl = _check_ttl("embedding_ttl", embedding_ttl)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._generations: dict[str, int] = {}
+        # (tenant, generation, query_key) -> JSON text
+        self._search: OrderedDict[tuple[str, int, str], _Entry] = OrderedDict()
+        # (content_sha256, model_id) -> vector bytes; sha256 first so purges find a content's models
+        self._embeddings: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+        self._models_of: dict[str, set[str]] = {}
+        self._counts = [0, 0, 0, 0]  # search hits, search misses, embedding hits, embedding misses
+
+    def _expiry(self, ttl: float | None) -> float | None:
+        return None if ttl is None else self._clock() + ttl
+
+    def _live(self, entry: _Entry | None) -> bool:
+        return entry is not None and (entry.expires_at is None or self._clock() < entry.expires_at)
+
+    def tenant_generation(self, tenant: str) -> int:
+        tenant = _check_tenant(tenant)
+        with self._lock:
+            return self._generations.get(tenant, 0)
+
+    def bump_generation(self, tenant: str) -> int:
+        tenant = _check_tenant(tenant)
+        with self._lock:
+            return self._bump(tenant)
+
+    def _bump(self, tenant: str) -> int:
+        generation = self._generations.get(tenant, 0) + 1
+        self._generations[tenant] = generation
+        # Entries of older generations are unreachable now; free their slots at once.
+        self._drop_search(tenant)
+        return generation
+
+    def _drop_search(self, tenant: str) -> int:
+        keys = [k for k in self._search if k[0] == tenant]
+        for k in keys:
+            del self._search[k]
+        return len(keys)
+
+    def get_search(self, tenant: str, generation: int, query_key: str) -> dict[str, Any] | None:
+        key = (_check_tenant(tenant), _check_generation(generation), _check_query_key(query_key))
+        with self._lock:
+            entry = self._search.get(key)
+            if entry is None or not self._live(entry):
+                self._search.pop(key, None)
+                self._counts[1] += 1
+                return None
+            self._search.move_to_end(key)
+            self._counts[0] += 1
+            text = entry.value
+        return _load_json(text)
+
+    def put_search(self, tenant: str, generation: int, query_key: str, value: Mapping[str, Any]) -> bool:
+        key = (_check_tenant(tenant), _check_generation(generation), _check_query_key(query_key))
+        text = _dump_json("value", value)
+        with self._lock:
+            if generation != self._generations.get(tenant, 0):
+                return False
+            self._search[key] = _Entry(text, self._expiry(self.search_ttl))
+            self._search.move_to_end(key)
+            while len(self._search) > self.max_search_entries:
+                self._search.popitem(last=False)
+            return True
+
+    def get_embedding(self, model_id: str, content_sha256: str) -> bytes | None:
+        key = (_check_sha256(content_sha256), _check_model_id(model_id))
+        with self._lock:
+            entry = self._embeddings.get(key)
+            if entry is None or not self._live(entry):
+                if entry is not None:
+                    self._remove_embedding(key)
+                self._counts[3] += 1
+                return None
+            self._embeddings.move_to_end(key)
+            self._counts[2] += 1
+            assert isinstance(entry.value, bytes)
+            return entry.value
+
+    def put_embedding(
+        self, model_id: str, content_sha256: str, vector: bytes | bytearray | memoryview
+    ) -> None:
+        key = (_check_sha256(content_sha256), _check_model_id(model_id))
+        data = _check_vector(vector)
+        with self._lock:
+            self._embeddings[key] = _Entry(data, self._expiry(self.embedding_ttl))
+            self._embeddings.move_to_end(key)
+            self._models_of.setdefault(key[0], set()).add(key[1])
+            while len(self._embeddings) > self.max_embedding_entries:
+                oldest = next(iter(self._embeddings))
+                self._remove_embedding(oldest)
+
+    def _remove_embedding(self, key: tuple[str, str]) -> bool:
+        if self._embeddings.pop(key, None) is None:
+            return False
+        models = self._models_of.get(key[0])
+        if models is not None:
+            models.discard(key[1])
+            if not models:
+                del self._models_of[key[0]]
+        return True
+
+    def purge_content(self, content_sha256s: Iterable[str]) -> int:
+        digests = _check_sha256s(content_sha256s)
+        removed = 0
+        with self._lock:
+            for digest in digests:
+                for model_id in sorted(self._models_of.get(digest, ())):
+                    removed += self._remove_embedding((digest, model_id))
+        return removed
+
+    def purge_tenant(self, tenant: str) -> int:
+        tenant = _check_tenant(tenant)
+        with self._lock:
+            removed = self._drop_search(tenant)
+            self._bump(tenant)
+            return removed
+
+    def stats(self) -> CacheStats:
+        with self._lock:
+            return CacheStats(*self._counts)
+
+    def ping(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+# ---- Redis implementation ------------------------------------------------------------------------
+
+# Store a search result only while the tenant's generation is still the one the writer read.
+# Checked and written in one script, so no bump can slip between the check and the write.
+_PUT_IF_CURRENT = """
+local current = redis.call('GET', KEYS[1]) or '0'
+if current ~= ARGV[1] then
+  return 0
+end
+if ARGV[3] == '' then
+  redis.call('SET', KEYS[2], ARGV[2])
+else
+  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+end
+return 1
+"""
+
+
+def _component(value: str) -> str:
+    # Percent-encoding leaves only letters, digits and _.-~, so an encoded tenant contains no
+    # ':' (no two tenants share a key or a SCAN pattern) and no glob or hash-tag characters.
+    return quote(value, safe="")
+
+
+def _redacted(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+class RedisCache:
+    """The server-mode cache: shared by every API process and outbox drainer through Redis.
+
+    Key layout under `prefix` (tenant hash-tagged, so one tenant's keys share a cluster slot):
+      `{prefix}gen:{<tenant>}`                  the generation (INCR; no TTL)
+      `{prefix}search:{<tenant>}:<gen>:<sha>`   a result as JSON (TTL `search_ttl`)
+      `{prefix}emb:<content sha256>`           a hash: model id -> vector bytes
+
+    Results of old generations are never read again and expire with their TTL, which is why
+    `search_ttl` defaults to an hour rather than forever. Connection problems are retried
+    `retries` times with a short backoff, then raise CacheUnavailable naming the server
+    (password redacted) and the operation.
+    """
+
+    def __init__(
+        self,
+        url: str = "redis://127.0.0.1:6379/0",
+        *,
+        prefix: str = "mnemo-sea:",
+        search_ttl: float | None = 3600.0,
+        embedding_ttl: float | None = None,
+        timeout: float = 2.0,
+        retries: int = 2,
+        client: redis.Redis | None = None,
+    ) -> None:
+        if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
+            raise InvalidInput("prefix", f"{prefix!r} must be 1-64 characters of letters, digits and . _ : -")
+        self.prefix = prefix
+        self.search_ttl = _check_ttl("search_ttl", search_ttl)
+        self.embedding_ttl = _check_ttl("embedding_ttl", embedding_ttl)
+        self.url = _redacted(url)
+        if client is None:
+            try:
+                client = redis.Redis.from_url(
+                    url,
+                    socket_connect_timeout=timeout,
+                    socket_timeout=timeout,
+                    retry=Retry(ExponentialBackoff(cap=0.25, base=0.05), retries),
+                )
+            except ValueError as e:
+                raise InvalidInput("url", f"{self.url!r} is not a Redis URL: {e}") from None
+        elif client.get_encoder().decode_responses:
+            raise InvalidInput("client", "must not decode responses: embeddings are raw bytes")
+        self._client = client
+        self._put_if_current = client.register_script(_PUT_IF_CURRENT)
+        self._lock = threading.Lock()
+        self._counts = [0, 0, 0, 0]
+
+    # keys
+    def _gen_key(self, tenant: str) -> str:
+        return f"{self.prefix}gen:{{{_component(tenant)}}}"
+
+    def _search_key(self, tenant: str, generation: int, query_key: str) -> str:
+        digest = hashlib.sha256(query_key.encode("utf-8")).hexdigest()
+        return f"{self.prefix}search:{{{_component(tenant)}}}:{generation}:{digest}"
+
+    def _search_pattern(self, tenant: str) -> str:
+        return f"{self.prefix}search:{{{_component(tenant)}}}:*"
+
+    def _emb_key(self, content_sha256: str) -> str:
+        return f"{self.prefix}emb:{content_sha256}"
+
+    def _run(self, operation: str, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except (redis.ConnectionError, redis.TimeoutError) as e:
+            raise CacheUnavailable(
+                f"Redis cache at {self.url} is unreachable ({operation} failed: {e}); nothing was "
+                "read or invalidated, retry when Redis is back",
+                backend="redis",
+                url=self.url,
+                operation=operation,
+            ) from e
+        except redis.RedisError as e:
+            raise CacheUnavailable(
+                f"Redis cache at {self.url} failed during {operation}: {e}; treat the operation as not done",
+                backend="redis",
+                url=self.url,
+                operation=operation,
+            ) from e
+
+    def _count(self, slot: int) -> None:
+        with self._lock:
+            self._counts[slot] += 1
+
+    def tenant_generation(self, tenant: str) -> int:
+        key = self._gen_key(_check_tenant(tenant))
+        raw = self._run("tenant_generation", lambda: self._client.get(key))
+        return 0 if raw is None else int(raw)
+
+    def bump_generation(self, tenant: str) -> int:
+        key = self._gen_key(_check_tenant(tenant))
+        return int(self._run("bump_generation", lambda: self._client.incr(key)))
+
+    def get_search(self, tenant: str, generation: int, query_key: str) -> dict[str, Any] | None:
+        key = self._search_key(
+            _check_tenant(tenant), _check_generation(generation), _check_query_key(query_key)
+        )
+        raw = self._run("get_search", lambda: self._client.get(key))
+        if raw is None:
+            self._count(1)
+            return None
+        self._count(0)
+        return _load_json(raw)
+
+    def put_search(self, tenant: str, generation: int, query_key: str, value: Mapping[str, Any]) -> bool:
+        tenant = _check_tenant(tenant)
+        key = self._search_key(tenant, _check_generation(generation), _check_query_key(query_key))
+        text = _dump_json("value", value)
+        ttl_ms = "" if self.search_ttl is None else str(max(1, round(self.search_ttl * 1000)))
+        stored = self._run(
+            "put_search",
+            lambda: self._put_if_current(
+                keys=[self._gen_key(tenant), key], args=[str(generation), text, ttl_ms]
+            ),
+        )
+        return bool(stored)
+
+    def get_embedding(self, model_id: str, content_sha256: str) -> bytes | None:
+        key = self._emb_key(_check_sha256(content_sha256))
+        field = _check_model_id(model_id)
+        raw = self._run("get_embedding", lambda: self._client.hget(key, field))
+        if raw is None:
+            self._count(3)
+            return None
+        self._count(2)
+        assert isinstance(raw, bytes)  # the client does not decode responses
+        return raw
+
+    def put_embedding(
+        self, model_id: str, content_sha256: str, vector: bytes | bytearray | memoryview
+    ) -> None:
+        key = self._emb_key(_check_sha256(content_sha256))
+        field = _check_model_id(model_id)
+        data = _check_vector(vector)
+
+        def write() -> None:
+            pipe = self._client.pipeline(transaction=True)
+            pipe.hset(key, field, data)
+            if self.embedding_ttl is not None:
+                pipe.pexpire(key, max(1, round(self.embedding_ttl * 1000)))
+            pipe.execute()
+
+        self._run("put_embedding", write)
+
+    def purge_content(self, content_sha256s: Iterable[str]) -> int:
+        keys = [self._emb_key(d) for d in _check_sha256s(content_sha256s)]
+
+        def purge() -> int:
+            removed = 0
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                pipe = self._client.pipeline(transaction=True)
+                for k in chunk:
+                    pipe.hlen(k)
+                pipe.delete(*chunk)
+                removed += sum(int(n) for n in pipe.execute()[:-1])
+            return removed
+
+        return self._run("purge_content", purge)
+
+    def purge_tenant(self, tenant: str) -> int:
+        tenant = _check_tenant(tenant)
+
+        def purge() -> int:
+            # Bump first: from here on nothing cached for the tenant is reachable, even if the
+            # sweep below is interrupted (then it only leaves garbage that expires).
+            self._client.incr(self._gen_key(tenant))
+            removed = 0
+            batch: list[bytes] = []
+            for k in self._client.scan_iter(match=self._search_pattern(tenant), count=500):
+                batch.append(k)
+                if len(batch) >= 500:
+                    removed += int(self._client.delete(*batch))
+                    batch = []
+            if batch:
+                removed += int(self._client.delete(*batch))
+            return removed
+
+        return self._run("purge_tenant", purge)
+
+    def stats(self) -> CacheStats:
+        with self._lock:
+            return CacheStats(*self._counts)
+
+    def ping(self) -> None:
+        self._run("ping", self._client.ping)
+
+    def close(self) -> None:
+        self._client.close()

@@ -1,0 +1,444 @@
+"""The caches of the deletion cascade, on both backends through one suite.
+
+What a user relies on: a bumped generation makes every cached result of the tenant
+unreachable at once and for good; a result computed before a bump is never served after it;
+tenants and key prefixes never see each other's entries; a content purge removes its
+embeddings under every model; and an unreachable Redis raises instead of looking like a miss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mnemo_sea.archive import InvalidInput, StoreUnavailable
+from mnemo_sea.caches import Cache, CacheStats, CacheUnavailable, MemoryCache, RedisCache, search_query_key
+
+CacheFactory = Callable[..., Cache]
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+PAGE = {"status": "results", "hits": [{"evidence_id": "policy:delivery:2026-10", "version": 2, "rank": 1}]}
+
+
+# ---- generations and search results --------------------------------------------------------------
+
+
+def test_generation_starts_at_zero_and_bumps_per_tenant(cache: Cache) -> None:
+    assert cache.tenant_generation("clinic-a") == 0
+    assert cache.bump_generation("clinic-a") == 1
+    assert cache.bump_generation("clinic-a") == 2
+    assert cache.tenant_generation("clinic-a") == 2
+    # Another tenant, including one whose id extends the first with the key separator.
+    assert cache.tenant_generation("clinic-a:1") == 0
+    assert cache.tenant_generation("shop-b") == 0
+
+
+def test_bump_makes_every_cached_result_of_the_tenant_unreachable(cache: Cache) -> None:
+    gen = cache.tenant_generation("clinic-a")
+    assert cache.put_search("clinic-a", gen, "q1", PAGE)
+    assert cache.put_search("clinic-a", gen, "q2", {"status": "no_match", "hits": []})
+    assert cache.put_search("shop-b", 0, "q1", {"status": "results", "hits": ["other"]})
+    assert cache.get_search("clinic-a", gen, "q1") == PAGE
+
+    new = cache.bump_generation("clinic-a")
+    assert cache.get_search("clinic-a", new, "q1") is None
+    assert cache.get_search("clinic-a", new, "q2") is None
+    # The other tenant's results are untouched.
+    assert cache.get_search("shop-b", 0, "q1") == {"status": "results", "hits": ["other"]}
+
+
+def test_result_computed_before_a_bump_is_never_stored_or_served_after_it(cache: Cache) -> None:
+    before = cache.tenant_generation("clinic-a")  # a search reads the generation, then runs ...
+    after = cache.bump_generation("clinic-a")  # ... a deletion commits meanwhile ...
+    assert cache.put_search("clinic-a", before, "q", {"stale": True}) is False  # ... its put is refused
+    assert cache.get_search("clinic-a", after, "q") is None
+    assert cache.get_search("clinic-a", before, "q") is None
+    assert cache.put_search("clinic-a", after, "q", {"stale": False}) is True
+    assert cache.get_search("clinic-a", after, "q") == {"stale": False}
+
+
+def test_values_round_trip_as_fresh_copies(cache: Cache) -> None:
+    value: dict[str, Any] = {
+        "statement": "超过约定配送期后可申请物流调查",
+        "nested": {"ranks": [1, 2.5, None, True]},
+        "empty": "",
+    }
+    assert cache.put_search("clinic-a", 0, "q", value)
+    got = cache.get_search("clinic-a", 0, "q")
+    assert got == value
+    assert got is not None
+    got["nested"]["ranks"].append(99)
+    value["empty"] = "changed by the caller"
+    assert cache.get_search("clinic-a", 0, "q") == {
+        "statement": "超过约定配送期后可申请物流调查",
+        "nested": {"ranks": [1, 2.5, None, True]},
+        "empty": "",
+    }
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ({"x": object()}, "not JSON-able"),
+        ({"x": float("nan")}, "not JSON-able"),
+        (["not", "a", "dict"], "JSON-able dict"),
+    ],
+)
+def test_non_json_values_are_refused(cache: Cache, value: Any, problem: str) -> None:
+    with pytest.raises(InvalidInput, match=problem):
+        cache.put_search("clinic-a", 0, "q", value)
+    assert cache.get_search("clinic-a", 0, "q") is None
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda c: c.tenant_generation(""), "tenant"),
+        (lambda c: c.get_search("clinic-a", -1, "q"), "generation"),
+        (lambda c: c.get_search("clinic-a", True, "q"), "generation"),
+        (lambda c: c.get_search("clinic-a", 0, ""), "query_key"),
+        (lambda c: c.get_embedding("", sha("x")), "model_id"),
+        (lambda c: c.get_embedding("m", "ABC"), "content_sha256"),
+        (lambda c: c.put_embedding("m", sha("x"), "not bytes"), "vector"),
+        (lambda c: c.purge_content(sha("x")), "content_sha256s"),
+        (lambda c: c.purge_content([sha("x"), "*"]), "content_sha256"),
+    ],
+)
+def test_bad_arguments_raise_invalid_input_naming_the_field(cache: Cache, call: Any, field: str) -> None:
+    with pytest.raises(InvalidInput) as e:
+        call(cache)
+    assert e.value.field == field
+
+
+def test_tenants_with_separator_characters_never_share_entries(cache: Cache) -> None:
+    # Percent-encoding keeps "a" and "a:1" (and glob characters) apart in keys and SCAN patterns.
+    assert cache.put_search("a", 0, "q", {"tenant": "a"})
+    assert cache.put_search("a:1", 0, "q", {"tenant": "a:1"})
+    assert cache.put_search("a*", 0, "q", {"tenant": "a*"})
+    assert cache.purge_tenant("a") == 1
+    assert cache.get_search("a:1", 0, "q") == {"tenant": "a:1"}
+    assert cache.get_search("a*", 0, "q") == {"tenant": "a*"}
+    assert cache.purge_tenant("a*") == 1
+    assert cache.get_search("a:1", 0, "q") == {"tenant": "a:1"}
+
+
+def test_purge_tenant_drops_results_and_never_resets_the_generation(cache: Cache) -> None:
+    cache.bump_generation("clinic-a")
+    gen = cache.bump_generation("clinic-a")
+    assert cache.put_search("clinic-a", gen, "q1", PAGE)
+    assert cache.put_search("clinic-a", gen, "q2", PAGE)
+    assert cache.put_search("shop-b", 0, "q1", PAGE)
+
+    assert cache.purge_tenant("clinic-a") == 2
+    after = cache.tenant_generation("clinic-a")
+    assert after == gen + 1  # bumped, not reset: results cached under 0..gen stay unreachable
+    assert cache.get_search("clinic-a", gen, "q1") is None
+    assert cache.get_search("clinic-a", after, "q1") is None
+    assert cache.get_search("shop-b", 0, "q1") == PAGE
+    assert cache.purge_tenant("clinic-a") == 0
+
+
+# ---- embeddings ---------------------------------------------------------------------------------
+
+
+def test_embeddings_are_keyed_by_model_and_content(cache: Cache) -> None:
+    a, b = sha("dose: 5 mg/kg"), sha("超过约定配送期后可申请物流调查")
+    cache.put_embedding("minilm", a, b"\x00\x01\x02")
+    cache.put_embedding("other-model", a, b"\xff" * 8)
+    cache.put_embedding("minilm", b, bytearray(b"\x10\x20"))
+    assert cache.get_embedding("minilm", a) == b"\x00\x01\x02"
+    assert cache.get_embedding("other-model", a) == b"\xff" * 8
+    assert cache.get_embedding("minilm", b) == b"\x10\x20"
+    assert cache.get_embedding("other-model", b) is None
+    cache.put_embedding("minilm", a, b"\x09")  # overwrite
+    assert cache.get_embedding("minilm", a) == b"\x09"
+
+
+def test_purge_content_removes_the_content_under_every_model(cache: Cache) -> None:
+    a, b, c = sha("deleted record"), sha("kept record"), sha("never cached")
+    for model in ("minilm", "bge-small", "e5"):
+        cache.put_embedding(model, a, b"vec-a")
+    cache.put_embedding("minilm", b, b"vec-b")
+
+    assert cache.purge_content([a, c]) == 3
+    for model in ("minilm", "bge-small", "e5"):
+        assert cache.get_embedding(model, a) is None
+    assert cache.get_embedding("minilm", b) == b"vec-b"
+    assert cache.purge_content([a]) == 0  # idempotent: a replayed outbox row is harmless
+    assert cache.purge_content([]) == 0
+
+
+# ---- stats, TTL ---------------------------------------------------------------------------------
+
+
+def test_stats_count_hits_and_misses(cache: Cache) -> None:
+    assert cache.stats() == CacheStats()
+    cache.get_search("clinic-a", 0, "q")
+    cache.put_search("clinic-a", 0, "q", PAGE)
+    cache.get_search("clinic-a", 0, "q")
+    cache.get_search("clinic-a", 0, "q")
+    cache.get_embedding("m", sha("x"))
+    cache.put_embedding("m", sha("x"), b"v")
+    cache.get_embedding("m", sha("x"))
+    stats = cache.stats()
+    assert stats == CacheStats(search_hits=2, search_misses=1, embedding_hits=1, embedding_misses=1)
+    assert (stats.hits, stats.misses) == (3, 2)
+
+
+def test_entries_expire_after_their_ttl(make_cache: CacheFactory) -> None:
+    cache = make_cache(search_ttl=0.2, embedding_ttl=0.2)
+    cache.put_search("clinic-a", 0, "q", PAGE)
+    cache.put_embedding("m", sha("x"), b"v")
+    assert cache.get_search("clinic-a", 0, "q") == PAGE
+    assert cache.get_embedding("m", sha("x")) == b"v"
+    time.sleep(0.35)
+    assert cache.get_search("clinic-a", 0, "q") is None
+    assert cache.get_embedding("m", sha("x")) is None
+    assert cache.tenant_generation("clinic-a") == 0  # generations never expire
+
+
+def test_memory_cache_is_a_bounded_lru_that_never_evicts_generations() -> None:
+    cache = MemoryCache(max_search_entries=2, max_embedding_entries=2)
+    for tenant in ("t1", "t2", "t3"):
+        cache.bump_generation(tenant)
+    cache.put_search("t1", 1, "q1", {"n": 1})
+    cache.put_search("t1", 1, "q2", {"n": 2})
+    assert cache.get_search("t1", 1, "q1") == {"n": 1}  # q1 is now the most recently used
+    cache.put_search("t1", 1, "q3", {"n": 3})
+    assert cache.get_search("t1", 1, "q2") is None
+    assert cache.get_search("t1", 1, "q1") == {"n": 1}
+    assert cache.get_search("t1", 1, "q3") == {"n": 3}
+
+    x, y, z = sha("x"), sha("y"), sha("z")
+    cache.put_embedding("m", x, b"x")
+    cache.put_embedding("m", y, b"y")
+    assert cache.get_embedding("m", x) == b"x"
+    cache.put_embedding("m", z, b"z")
+    assert cache.get_embedding("m", y) is None
+    assert cache.purge_content([x, y, z]) == 2  # the evicted entry is not counted twice
+    assert [cache.tenant_generation(t) for t in ("t1", "t2", "t3")] == [1, 1, 1]
+
+
+def test_memory_cache_ttl_follows_its_clock() -> None:
+    now = [1000.0]
+    cache = MemoryCache(search_ttl=60, clock=lambda: now[0])
+    cache.put_search("clinic-a", 0, "q", PAGE)
+    now[0] += 59.9
+    assert cache.get_search("clinic-a", 0, "q") == PAGE
+    now[0] += 0.2
+    assert cache.get_search("clinic-a", 0, "q") is None
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, "60"])
+def test_ttl_and_bounds_must_be_positive(bad: Any) -> None:
+    with pytest.raises(InvalidInput):
+        MemoryCache(search_ttl=bad)
+    with pytest.raises(InvalidInput):
+        MemoryCache(max_search_entries=bad)
+
+
+# ---- concurrency and a model-based property ------------------------------------------------------
+
+
+def test_concurrent_bumps_are_atomic_and_readers_never_see_an_older_generation(
+    make_cache: CacheFactory,
+) -> None:
+    cache = make_cache()
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    bumpers, bumps_each = 4, 40
+    returned: list[int] = []
+    problems: list[str] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+    start = threading.Barrier(bumpers + 3)
+
+    def bump() -> None:
+        start.wait()
+        got = [cache.bump_generation(tenant) for _ in range(bumps_each)]
+        with lock:
+            returned.extend(got)
+
+    def read() -> None:
+        start.wait()
+        last = 0
+        while not stop.is_set():
+            seen = cache.tenant_generation(tenant)
+            if seen < last:
+                problems.append(f"generation went back from {last} to {seen}")
+            last = seen
+            cache.put_search(tenant, seen, "q", {"generation": seen})
+            current = cache.tenant_generation(tenant)
+            hit = cache.get_search(tenant, current, "q")
+            if hit is not None and hit["generation"] != current:
+                problems.append(f"generation {current} served a result computed at {hit['generation']}")
+
+    threads = [threading.Thread(target=bump) for _ in range(bumpers)]
+    threads += [threading.Thread(target=read) for _ in range(3)]
+    for th in threads:
+        th.start()
+    for th in threads[:bumpers]:
+        th.join(timeout=20)
+    stop.set()
+    for th in threads[bumpers:]:
+        th.join(timeout=20)
+
+    assert problems == []
+    total = bumpers * bumps_each
+    assert sorted(returned) == list(range(1, total + 1))  # every INCR returned a distinct value
+    assert cache.tenant_generation(tenant) == total
+
+
+_op = st.one_of(
+    st.tuples(st.just("put"), st.sampled_from(["t1", "t2"]), st.sampled_from(["q1", "q2"]), st.booleans()),
+    st.tuples(st.just("get"), st.sampled_from(["t1", "t2"]), st.sampled_from(["q1", "q2"]), st.just(False)),
+    st.tuples(st.just("bump"), st.sampled_from(["t1", "t2"]), st.just(""), st.just(False)),
+    st.tuples(st.just("purge"), st.sampled_from(["t1", "t2"]), st.just(""), st.just(False)),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(_op, max_size=25))
+def test_only_results_of_the_current_generation_are_ever_served(
+    make_cache: CacheFactory, ops: list[tuple[str, str, str, bool]]
+) -> None:
+    cache = make_cache()
+    run = uuid.uuid4().hex[:8]  # fresh tenants per example: the Redis prefix outlives one example
+    generation = {"t1": 0, "t2": 0}
+    stored: dict[tuple[str, int, str], int] = {}
+    for n, (op, t, q, stale) in enumerate(ops):
+        tenant = f"{t}-{run}"
+        if op == "put":
+            gen = generation[t] - 1 if stale else generation[t]
+            if gen < 0:
+                continue
+            ok = cache.put_search(tenant, gen, q, {"n": n})
+            assert ok is (not stale)
+            if ok:
+                stored[(t, gen, q)] = n
+        elif op == "get":
+            hit = cache.get_search(tenant, generation[t], q)
+            expected = stored.get((t, generation[t], q))
+            assert hit == (None if expected is None else {"n": expected})
+        elif op == "bump":
+            generation[t] += 1
+            assert cache.bump_generation(tenant) == generation[t]
+        else:
+            cache.purge_tenant(tenant)
+            generation[t] += 1
+        assert cache.tenant_generation(tenant) == generation[t]
+
+
+def test_search_query_key_is_canonical_and_separates_principals() -> None:
+    a = search_query_key(
+        {"q": "物流调查", "clearance": 1, "filters": {"scope": "domestic", "kind": "knowledge"}}
+    )
+    b = search_query_key(
+        {"filters": {"kind": "knowledge", "scope": "domestic"}, "clearance": 1, "q": "物流调查"}
+    )
+    c = search_query_key(
+        {"q": "物流调查", "clearance": 2, "filters": {"scope": "domestic", "kind": "knowledge"}}
+    )
+    assert a == b
+    assert a != c
+    with pytest.raises(InvalidInput):
+        search_query_key({"as_of": object()})
+
+
+# ---- Redis specifics ------------------------------------------------------------------------------
+
+
+def test_redis_caches_sharing_a_prefix_share_state_and_other_prefixes_see_nothing(
+    redis_url: str, redis_prefix: str
+) -> None:
+    api_1 = RedisCache(redis_url, prefix=redis_prefix)
+    api_2 = RedisCache(redis_url, prefix=redis_prefix)  # another API process
+    stranger = RedisCache(redis_url, prefix=redis_prefix + "other:")
+    try:
+        gen = api_1.tenant_generation("clinic-a")
+        assert api_1.put_search("clinic-a", gen, "q", PAGE)
+        api_1.put_embedding("m", sha("x"), b"v")
+        assert api_2.get_search("clinic-a", gen, "q") == PAGE
+        assert stranger.get_search("clinic-a", gen, "q") is None
+        assert stranger.get_embedding("m", sha("x")) is None
+
+        new = api_2.bump_generation("clinic-a")  # the drainer in another process bumps ...
+        assert api_1.tenant_generation("clinic-a") == new  # ... and every process sees it at once
+        assert api_1.get_search("clinic-a", new, "q") is None
+        assert stranger.tenant_generation("clinic-a") == 0
+    finally:
+        for c in (api_1, api_2, stranger):
+            c.close()
+
+
+def test_redis_keys_live_under_the_prefix_with_ttls_only_on_results(
+    redis_url: str, redis_prefix: str
+) -> None:
+    cache = RedisCache(redis_url, prefix=redis_prefix, search_ttl=120)
+    client = redis.Redis.from_url(redis_url)
+    try:
+        gen = cache.bump_generation("clinic-a")
+        cache.put_search("clinic-a", gen, "q", PAGE)
+        cache.put_embedding("m", sha("x"), b"v")
+        keys = sorted(k.decode() for k in client.scan_iter(match=redis_prefix + "*"))
+        assert len(keys) == 3
+        assert all(k.startswith(redis_prefix) for k in keys)
+        ttls = {k.removeprefix(redis_prefix).split(":", 1)[0]: client.pttl(k) for k in keys}
+        assert ttls["gen"] == -1  # a generation must never expire
+        assert ttls["emb"] == -1
+        assert 0 < ttls["search"] <= 120_000
+    finally:
+        cache.close()
+        client.close()
+
+
+def test_redis_refuses_a_decoding_client_and_a_bad_prefix() -> None:
+    with pytest.raises(InvalidInput, match="decode"):
+        RedisCache(client=redis.Redis(decode_responses=True))
+    with pytest.raises(InvalidInput, match="prefix"):
+        RedisCache(prefix="tests:*")
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda c: c.tenant_generation("clinic-a"),
+        lambda c: c.bump_generation("clinic-a"),
+        lambda c: c.get_search("clinic-a", 0, "q"),
+        lambda c: c.put_search("clinic-a", 0, "q", PAGE),
+        lambda c: c.get_embedding("m", sha("x")),
+        lambda c: c.put_embedding("m", sha("x"), b"v"),
+        lambda c: c.purge_content([sha("x")]),
+        lambda c: c.purge_tenant("clinic-a"),
+        lambda c: c.ping(),
+    ],
+)
+def test_unreachable_redis_raises_cache_unavailable_never_a_miss(call: Any) -> None:
+    cache = RedisCache("redis://mnemo:s3cret@127.0.0.1:1/0", prefix="unreachable:", timeout=0.5, retries=1)
+    started = time.monotonic()
+    try:
+        with pytest.raises(CacheUnavailable) as e:
+            call(cache)
+    finally:
+        cache.close()
+    assert time.monotonic() - started < 5
+    err = e.value
+    assert isinstance(err, StoreUnavailable)  # mapped like any unavailable store (503)
+    assert err.code == "cache_unavailable"
+    assert "127.0.0.1:1" in err.message
+    assert "unreachable" in err.message
+    assert "s3cret" not in err.message and "s3cret" not in str(err.to_dict())
+    assert err.detail["operation"] in err.message
+    assert cache.stats() == CacheStats()  # a failure is not counted as a miss
