@@ -207,15 +207,17 @@ def put_evidence(store: ArchiveStore, principal: Principal, item: EvidenceInput)
                 )
                 .values(status="superseded", ended_at=now)
             )
+            # Superseded versions stay in the index (status flipped) so `as_of` searches find them.
             enqueue(
                 conn,
                 tenant,
-                "index_delete",
+                "index_status",
                 "evidence",
                 f"{evidence_id}@{current.version}",
                 {
                     "evidence_id": evidence_id,
                     "version": current.version,
+                    "status": "superseded",
                     "content_sha256": current.blob_sha256,
                 },
             )

@@ -28,7 +28,7 @@ _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,254}$")
 VALUE_LIMIT = 8_000
 
 
-def _fact(row: Row[Any]) -> MemoryFact:
+def fact_from_row(row: Row[Any]) -> MemoryFact:
     return MemoryFact(
         owner=row.owner,
         key=row.key,
@@ -115,7 +115,7 @@ def remember(
             and (current.expires_at is None or current.expires_at > now)
             and expires is None
         ):
-            return RememberOutcome(_fact(current), persisted=True, reason="unchanged")
+            return RememberOutcome(fact_from_row(current), persisted=True, reason="unchanged")
         if current is not None:
             conn.execute(
                 update(t.memory_facts)
@@ -160,7 +160,7 @@ def remember(
                 "expires_at": expires.isoformat() if expires else None,
             },
         )
-        fact = _fact(_chain(conn, tenant, owner, key)[-1])
+        fact = fact_from_row(_chain(conn, tenant, owner, key)[-1])
     reason = "new fact" if current is None else f"supersedes version {current.version}"
     return RememberOutcome(fact, persisted=True, reason=reason)
 
@@ -176,7 +176,7 @@ def current(
         for row in reversed(_chain(conn, principal.tenant_id, owner, key)):
             in_force = row.created_at <= when and (row.ended_at is None or when < row.ended_at)
             if in_force:
-                fact = _fact(row)
+                fact = fact_from_row(row)
                 return None if fact.expired(when) else fact
     return None
 
@@ -186,7 +186,7 @@ def history(store: ArchiveStore, principal: Principal, owner: str, key: str) -> 
     principal.require(Role.READER, "reading memory")
     _check_access(principal, owner, "reading memory")
     with store.read() as conn:
-        return [_fact(r) for r in _chain(conn, principal.tenant_id, owner, key)]
+        return [fact_from_row(r) for r in _chain(conn, principal.tenant_id, owner, key)]
 
 
 def facts(store: ArchiveStore, principal: Principal, owner: str) -> list[MemoryFact]:
@@ -204,4 +204,4 @@ def facts(store: ArchiveStore, principal: Principal, owner: str) -> list[MemoryF
             )
             .order_by(t.memory_facts.c.key)
         )
-        return [f for f in (_fact(r) for r in rows) if not f.expired(now)]
+        return [f for f in (fact_from_row(r) for r in rows) if not f.expired(now)]

@@ -17,7 +17,8 @@ from sqlalchemy import Connection, func, select, update
 from . import schema as t
 from .clock import utcnow
 
-Op = Literal["index_upsert", "index_delete", "cache_purge"]
+# index_status: a version stopped being current (superseded) but stays searchable `as_of` its time.
+Op = Literal["index_upsert", "index_status", "index_delete", "cache_purge"]
 Entity = Literal["evidence", "tool_result", "memory", "summary", "tenant"]
 
 

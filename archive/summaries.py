@@ -95,7 +95,7 @@ def create_summary(
     return Summary(summary_id, text, tuple(refs), trace_ref, now, sensitivity)
 
 
-def _to_summary(row: Row[Any], refs: list[str]) -> Summary:
+def summary_from_row(row: Row[Any], refs: list[str]) -> Summary:
     return Summary(
         row.summary_id, row.text, tuple(refs), row.trace_ref, row.created_at, Sensitivity(row.sensitivity)
     )
@@ -124,6 +124,6 @@ def get_summary(store: ArchiveStore, principal: Principal, summary_id: str) -> S
                 .order_by(t.summary_sources.c.source_ref)
             )
         ]
-    summary = _to_summary(row, refs)
+    summary = summary_from_row(row, refs)
     principal.require_clearance(summary.sensitivity, f"reading {summary_id}")
     return summary

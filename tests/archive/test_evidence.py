@@ -104,13 +104,14 @@ def test_new_versions_supersede_and_old_ones_stay_readable(archive: Archive, age
     assert [(h.version, h.status) for h in history] == [(1, "superseded"), (2, "superseded"), (3, "active")]
     assert history[0] == old
 
-    # Each version gets its own index point; the superseded one is withdrawn in the same transaction.
+    # Each version gets its own index point; the superseded one is flagged (not removed, so
+    # `as_of` searches still find it) in the same transaction.
     ops = [(op, ref) for op, entity, ref, _ in outbox_rows(archive) if entity == "evidence"]
     assert ops == [
         ("index_upsert", f"{EID}@1"),
-        ("index_delete", f"{EID}@1"),
+        ("index_status", f"{EID}@1"),
         ("index_upsert", f"{EID}@2"),
-        ("index_delete", f"{EID}@2"),
+        ("index_status", f"{EID}@2"),
         ("index_upsert", f"{EID}@3"),
     ]
 

@@ -1,0 +1,163 @@
+"""Reads for the system's own components (the indexer, fsck), not for principals.
+
+These functions take a connection and a tenant and skip access checks: the composition
+root calls them to turn outbox rows into index writes and to compare the index with the
+archive. Nothing here is exposed to a caller's request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, select
+
+from . import schema as t
+from .blobs import read_blob, sha256_hex
+from .evidence import to_record
+from .memory import fact_from_row
+from .records import EvidenceRecord, MemoryFact, Summary, parse_result_id, result_id
+from .summaries import summary_from_row
+
+
+@dataclass(frozen=True)
+class ArchivedNote:
+    """An archived tool result as the index sees it: the note is searchable, the original is not."""
+
+    session_id: str
+    result_id: str
+    tool_name: str
+    note: str
+    sensitivity: int
+    owner: str
+    content_sha256: str
+
+
+def evidence_version(
+    conn: Connection, tenant_id: str, evidence_id: str, version: int
+) -> tuple[EvidenceRecord, bytes] | None:
+    row = conn.execute(
+        select(t.evidence).where(
+            t.evidence.c.tenant_id == tenant_id,
+            t.evidence.c.evidence_id == evidence_id,
+            t.evidence.c.version == version,
+        )
+    ).first()
+    if row is None:
+        return None
+    return to_record(row), read_blob(conn, tenant_id, row.blob_sha256)
+
+
+def archived_note(conn: Connection, tenant_id: str, session_id: str, rid: str) -> ArchivedNote | None:
+    row = conn.execute(
+        select(
+            t.tool_results.c.tool_name,
+            t.tool_results.c.sensitivity,
+            t.tool_results.c.blob_sha256,
+            t.archive_entries.c.note,
+            t.sessions.c.owner,
+        )
+        .select_from(
+            t.tool_results.join(
+                t.archive_entries,
+                (t.archive_entries.c.tenant_id == t.tool_results.c.tenant_id)
+                & (t.archive_entries.c.session_id == t.tool_results.c.session_id)
+                & (t.archive_entries.c.result_no == t.tool_results.c.result_no),
+            ).join(
+                t.sessions,
+                (t.sessions.c.tenant_id == t.tool_results.c.tenant_id)
+                & (t.sessions.c.session_id == t.tool_results.c.session_id),
+            )
+        )
+        .where(
+            t.tool_results.c.tenant_id == tenant_id,
+            t.tool_results.c.session_id == session_id,
+            t.tool_results.c.result_no == parse_result_id(rid),
+            t.sessions.c.deleted_at.is_(None),
+        )
+    ).first()
+    if row is None:
+        return None
+    return ArchivedNote(session_id, rid, row.tool_name, row.note, row.sensitivity, row.owner, row.blob_sha256)
+
+
+def memory_fact(conn: Connection, tenant_id: str, owner: str, key: str, version: int) -> MemoryFact | None:
+    row = conn.execute(
+        select(t.memory_facts).where(
+            t.memory_facts.c.tenant_id == tenant_id,
+            t.memory_facts.c.owner == owner,
+            t.memory_facts.c.key == key,
+            t.memory_facts.c.version == version,
+        )
+    ).first()
+    return None if row is None else fact_from_row(row)
+
+
+def summary(conn: Connection, tenant_id: str, summary_id: str) -> Summary | None:
+    row = conn.execute(
+        select(t.summaries).where(
+            t.summaries.c.tenant_id == tenant_id, t.summaries.c.summary_id == summary_id
+        )
+    ).first()
+    if row is None:
+        return None
+    refs = [
+        r.source_ref
+        for r in conn.execute(
+            select(t.summary_sources.c.source_ref).where(
+                t.summary_sources.c.tenant_id == tenant_id, t.summary_sources.c.summary_id == summary_id
+            )
+        )
+    ]
+    return summary_from_row(row, sorted(refs))
+
+
+def tenants(conn: Connection) -> list[str]:
+    found: set[str] = set()
+    for table in (t.evidence, t.sessions, t.memory_facts, t.summaries):
+        found.update(r[0] for r in conn.execute(select(table.c.tenant_id).distinct()))
+    return sorted(found)
+
+
+def searchable_evidence(conn: Connection, tenant_id: str) -> Iterator[tuple[str, int, str, str]]:
+    """(evidence_id, version, status, content sha256) of every version the index should hold."""
+    for row in conn.execute(
+        select(t.evidence.c.evidence_id, t.evidence.c.version, t.evidence.c.status, t.evidence.c.blob_sha256)
+        .where(t.evidence.c.tenant_id == tenant_id, t.evidence.c.status.in_(("active", "superseded")))
+        .order_by(t.evidence.c.evidence_id, t.evidence.c.version)
+    ):
+        yield row.evidence_id, row.version, row.status, row.blob_sha256
+
+
+def archived_results(conn: Connection, tenant_id: str) -> Iterator[tuple[str, str]]:
+    """(session_id, result id) of every archived result whose note the index should hold."""
+    for row in conn.execute(
+        select(t.archive_entries.c.session_id, t.archive_entries.c.result_no)
+        .where(t.archive_entries.c.tenant_id == tenant_id)
+        .order_by(t.archive_entries.c.session_id, t.archive_entries.c.result_no)
+    ):
+        yield row.session_id, result_id(row.result_no)
+
+
+def active_memory(conn: Connection, tenant_id: str) -> Iterator[MemoryFact]:
+    for row in conn.execute(
+        select(t.memory_facts).where(
+            t.memory_facts.c.tenant_id == tenant_id, t.memory_facts.c.status == "active"
+        )
+    ):
+        yield fact_from_row(row)
+
+
+def summary_ids(conn: Connection, tenant_id: str) -> list[str]:
+    return [
+        r[0]
+        for r in conn.execute(select(t.summaries.c.summary_id).where(t.summaries.c.tenant_id == tenant_id))
+    ]
+
+
+def blob_problems(conn: Connection) -> Iterator[tuple[str, str, str]]:
+    """(tenant, sha256, problem) for every stored original that fails its hash."""
+    for row in conn.execute(select(t.blobs.c.tenant_id, t.blobs.c.sha256, t.blobs.c.content)):
+        actual = sha256_hex(bytes(row.content))
+        if actual != row.sha256:
+            yield row.tenant_id, row.sha256, f"stored bytes hash to {actual}"
