@@ -165,6 +165,16 @@ class Archive:
             lambda: evidence.put_evidence(self.store, principal, item),
         )
 
+    def put_evidence_batch(
+        self, principal: Principal, items: Sequence[EvidenceInput]
+    ) -> list[EvidenceRecord]:
+        return self._guard(
+            principal,
+            "put_evidence",
+            f"evidence:batch of {len(items)}",
+            lambda: evidence.put_evidence_batch(self.store, principal, items),
+        )
+
     def retract(self, principal: Principal, evidence_id: str, reason: str) -> EvidenceRecord:
         return self._guard(
             principal,

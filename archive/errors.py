@@ -37,6 +37,20 @@ class InvalidInput(ArchiveError):
         self.problem = problem
 
 
+class InvalidBatch(InvalidInput):
+    """Items of a batch are invalid; nothing was stored. `problems` names each item and why."""
+
+    code = "invalid_batch"
+
+    def __init__(self, problems: Sequence[dict[str, Any]]) -> None:
+        shown = "; ".join(f"item {p['index']}: {p.get('field', '')}: {p['problem']}" for p in problems[:10])
+        more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
+        super().__init__(
+            "items", f"{len(problems)} invalid, nothing was stored: {shown}{more}", problems=list(problems)
+        )
+        self.problems = list(problems)
+
+
 class ContentTooLarge(InvalidInput):
     """Content exceeds the configured size limit; nothing was stored."""
 

@@ -8,6 +8,7 @@ Two time axes: `recorded_at`/`ended_at` say when a version was the archive's cur
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,7 +19,7 @@ from . import schema as t
 from .audit import append_event
 from .blobs import put_blob, read_blob
 from .clock import aware, utcnow
-from .errors import Forbidden, InvalidInput, NotFound, StateConflict
+from .errors import Forbidden, InvalidBatch, InvalidInput, NotFound, StateConflict
 from .outbox import enqueue
 from .principal import Principal, Role, Sensitivity, check_identifier
 from .records import EVIDENCE_KINDS, PROVENANCES, EvidenceRecord
@@ -135,13 +136,18 @@ def _check_owner_access(principal: Principal, rec_owner: str | None, action: str
         raise Forbidden(f"{action}: the record belongs to owner {rec_owner!r}", owner=rec_owner)
 
 
-def put_evidence(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> EvidenceRecord:
-    """Store a new version of an evidence record (version 1 for a new id).
+@dataclass(frozen=True)
+class _Prepared:
+    """An EvidenceInput after validation: everything the write needs, nothing left to check."""
 
-    The previous active version, if any, becomes superseded and stays readable. Storing
-    content and fields identical to the current version changes nothing and returns it.
-    """
-    principal.require(Role.AGENT, "storing evidence")
+    evidence_id: str
+    data: bytes
+    media: str
+    fields: dict[str, Any]
+    observed_at: datetime | None
+
+
+def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> _Prepared:
     # Only None asks for a generated id: an empty string is a caller bug, not a request for one.
     generated = f"ev:{uuid.uuid4().hex}"
     evidence_id = check_evidence_id(generated if item.evidence_id is None else item.evidence_id)
@@ -168,78 +174,113 @@ def put_evidence(store: ArchiveStore, principal: Principal, item: EvidenceInput)
     valid_until = aware("valid_until", item.valid_until)
     if valid_from and valid_until and valid_until <= valid_from:
         raise InvalidInput("valid_until", "must be later than valid_from")
-    observed_at = aware("observed_at", item.observed_at)
-    tenant = principal.tenant_id
+    fields = {
+        "kind": item.kind,
+        "source": source,
+        "scope": scope,
+        "locator": locator,
+        "statement": statement,
+        "media_type": media,
+        "valid_from": valid_from,
+        "valid_until": valid_until,
+        "sensitivity": int(level),
+        "provenance": item.provenance,
+        "owner": owner,
+        "session_id": session_id,
+    }
+    return _Prepared(evidence_id, data, media, fields, aware("observed_at", item.observed_at))
 
-    with store.write() as conn:
-        lock_chain(conn, "evidence", tenant, evidence_id)
-        # Taken after the lock, so versions of one chain are stamped in the order they commit.
-        now = utcnow()
-        observed = observed_at or now
-        versions = _versions(conn, tenant, evidence_id, lock=True)
-        current = next((v for v in versions if v.status == "active"), None)
-        digest = put_blob(conn, tenant, data, media)
-        fields = {
-            "kind": item.kind,
-            "source": source,
-            "scope": scope,
-            "locator": locator,
-            "statement": statement,
-            "blob_sha256": digest,
-            "media_type": media,
-            "valid_from": valid_from,
-            "valid_until": valid_until,
-            "sensitivity": int(level),
-            "provenance": item.provenance,
-            "owner": owner,
-            "session_id": session_id,
-        }
-        if current is not None:
-            _check_owner_access(principal, current.owner, "superseding evidence")
-            if all(getattr(current, k) == v for k, v in fields.items()):
-                return to_record(current)
-            conn.execute(
-                update(t.evidence)
-                .where(
-                    t.evidence.c.tenant_id == tenant,
-                    t.evidence.c.evidence_id == evidence_id,
-                    t.evidence.c.version == current.version,
-                )
-                .values(status="superseded", ended_at=now)
-            )
-            # Superseded versions stay in the index (status flipped) so `as_of` searches find them.
-            enqueue(
-                conn,
-                tenant,
-                "index_status",
-                "evidence",
-                f"{evidence_id}@{current.version}",
-                {
-                    "evidence_id": evidence_id,
-                    "version": current.version,
-                    "status": "superseded",
-                    "content_sha256": current.blob_sha256,
-                },
-            )
-        version = (versions[-1].version + 1) if versions else 1
+
+def _write(conn: Connection, principal: Principal, p: _Prepared) -> EvidenceRecord:
+    tenant = principal.tenant_id
+    evidence_id = p.evidence_id
+    lock_chain(conn, "evidence", tenant, evidence_id)
+    # Taken after the lock, so versions of one chain are stamped in the order they commit.
+    now = utcnow()
+    observed = p.observed_at or now
+    versions = _versions(conn, tenant, evidence_id, lock=True)
+    current = next((v for v in versions if v.status == "active"), None)
+    digest = put_blob(conn, tenant, p.data, p.media)
+    fields = {**p.fields, "blob_sha256": digest}
+    if current is not None:
+        _check_owner_access(principal, current.owner, "superseding evidence")
+        if all(getattr(current, k) == v for k, v in fields.items()):
+            return to_record(current)
         conn.execute(
-            t.evidence.insert().values(
-                tenant_id=tenant,
-                evidence_id=evidence_id,
-                version=version,
-                observed_at=observed,
-                status="active",
-                recorded_at=now,
-                recorded_by=principal.subject,
-                ended_at=None,
-                **fields,
+            update(t.evidence)
+            .where(
+                t.evidence.c.tenant_id == tenant,
+                t.evidence.c.evidence_id == evidence_id,
+                t.evidence.c.version == current.version,
             )
+            .values(status="superseded", ended_at=now)
         )
-        row = _versions(conn, tenant, evidence_id)[-1]
-        rec = to_record(row)
-        enqueue(conn, tenant, "index_upsert", "evidence", f"{evidence_id}@{version}", index_payload(rec))
-        enqueue(conn, tenant, "cache_purge", "tenant", tenant, {"reason": "evidence changed"})
-        return rec
+        # Superseded versions stay in the index (status flipped) so `as_of` searches find them.
+        enqueue(
+            conn,
+            tenant,
+            "index_status",
+            "evidence",
+            f"{evidence_id}@{current.version}",
+            {
+                "evidence_id": evidence_id,
+                "version": current.version,
+                "status": "superseded",
+                "content_sha256": current.blob_sha256,
+            },
+        )
+    version = (versions[-1].version + 1) if versions else 1
+    conn.execute(
+        t.evidence.insert().values(
+            tenant_id=tenant,
+            evidence_id=evidence_id,
+            version=version,
+            observed_at=observed,
+            status="active",
+            recorded_at=now,
+            recorded_by=principal.subject,
+            ended_at=None,
+            **fields,
+        )
+    )
+    rec = to_record(_versions(conn, tenant, evidence_id)[-1])
+    enqueue(conn, tenant, "index_upsert", "evidence", f"{evidence_id}@{version}", index_payload(rec))
+    enqueue(conn, tenant, "cache_purge", "tenant", tenant, {"reason": "evidence changed"})
+    return rec
+
+
+def put_evidence(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> EvidenceRecord:
+    """Store a new version of an evidence record (version 1 for a new id).
+
+    The previous active version, if any, becomes superseded and stays readable. Storing
+    content and fields identical to the current version changes nothing and returns it.
+    """
+    principal.require(Role.AGENT, "storing evidence")
+    prepared = _prepare(store, principal, item)
+    with store.write() as conn:
+        return _write(conn, principal, prepared)
+
+
+def put_evidence_batch(
+    store: ArchiveStore, principal: Principal, items: Sequence[EvidenceInput]
+) -> list[EvidenceRecord]:
+    """Store many records all or nothing: every item is validated first (InvalidBatch lists each
+    bad item with its index and problem), then one transaction writes them in order, so an id
+    that appears twice gets two versions."""
+    principal.require(Role.AGENT, "storing evidence")
+    prepared: list[_Prepared] = []
+    problems: list[dict[str, Any]] = []
+    for i, item in enumerate(items):
+        try:
+            prepared.append(_prepare(store, principal, item))
+        except InvalidInput as e:
+            problems.append(
+                {"index": i, "evidence_id": item.evidence_id, "field": e.field, "problem": e.problem}
+            )
+    if problems:
+        raise InvalidBatch(problems)
+    with store.write() as conn:
+        return [_write(conn, principal, p) for p in prepared]
 
 
 def retract(store: ArchiveStore, principal: Principal, evidence_id: str, reason: str) -> EvidenceRecord:

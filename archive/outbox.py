@@ -93,3 +93,7 @@ def mark_failed(conn: Connection, item_id: int, error: str) -> None:
 
 def pending_count(conn: Connection) -> int:
     return int(conn.execute(select(func.count()).where(t.outbox.c.done_at.is_(None))).scalar_one())
+
+
+def pending_ids(conn: Connection) -> set[int]:
+    return {int(r.id) for r in conn.execute(select(t.outbox.c.id).where(t.outbox.c.done_at.is_(None)))}

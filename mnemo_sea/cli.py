@@ -66,3 +66,12 @@ def demo(
 
 def main() -> None:
     app()
+
+
+from .cli_retrieval import register as _register_retrieval  # noqa: E402 - needs eval_app/bench_app above
+
+_register_retrieval(eval_app, bench_app)
+
+from .cli_facade import register as _register_facade  # noqa: E402 - needs app/eval_app above
+
+_register_facade(app, eval_app)

@@ -1,10 +1,12 @@
-"""`mnemo-sea demo`: the archive walk-through on the embedded default (SQLite), no network.
+"""`mnemo-sea demo`: the whole job on the embedded default (SQLite + Qdrant Edge), no network.
 
-Two tenants (a veterinary clinic and a shop) that never see each other; a session whose
-long tool logs are archived with notes; a rejected batch; a refused archive of a vet
-approval; an exact recovery with its hash check and a staleness warning; a memory
-correction; a deletion with its receipt; the audit chain verified. Each step is checked,
-and the run ends with one PASS/FAIL line.
+It walks the scenarios of the design notes from the sample data shipped in the package
+(never from ../shared): a veterinary clinic's knowledge base in Chinese and an order
+investigation in English, as two tenants that never see each other; hybrid search; a
+session whose long tool logs are archived with notes; a rejected batch; a refused archive
+of a vet approval; an exact, hash-checked recovery with a staleness warning; a memory
+correction; a citation check; a verified deletion; audit chains and fsck. Every step is
+checked, and the run ends with one PASS/FAIL line.
 """
 
 from __future__ import annotations
@@ -15,29 +17,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mnemo_sea.archive import (
-    Archive,
-    ArchiveError,
-    BatchRejected,
-    NotFound,
-    Principal,
-    Role,
-    Sensitivity,
-)
+from mnemo_sea.archive import ArchiveError, BatchRejected, NotFound, Principal, Role, Sensitivity
+from mnemo_sea.fsck import run_fsck
+from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.retrieval import Embedder, RetrievalError
+from mnemo_sea.sample_data import load_sample_citations, load_sample_tenant, load_session_script
 
-CLINIC_LOG = "\n".join(
-    f"2026-11-29T09:{i % 60:02d}:00+08:00 化验系统 查询 犬 血常规 样本 S-{i:04d} 状态=完成 白细胞=正常"
-    for i in range(400)
-)
-SHIP_LOG = "\n".join(
-    f"2026-11-29T10:{i % 60:02d}:00Z GET /logistics/track?order=O-1042 attempt={i} -> 504 upstream timeout"
-    for i in range(300)
-)
+Say = Callable[[str], None]
 
 
 @dataclass
-class Walkthrough:
-    say: Callable[[str], None]
+class Checks:
+    say: Say
     failures: list[str] = field(default_factory=list)
 
     def check(self, ok: bool, what: str) -> None:
@@ -46,115 +37,193 @@ class Walkthrough:
             self.failures.append(what)
 
 
-def run(data_dir: Path | None = None, say: Callable[[str], None] = print) -> bool:
-    """Run the walk-through; returns True when every check passed."""
+def run(data_dir: Path | None = None, *, embedder: Embedder | None = None, say: Say = print) -> bool:
+    """Run the walk-through in `data_dir` (a fresh temporary folder by default)."""
     with tempfile.TemporaryDirectory(prefix="mnemo-demo-") as tmp:
-        folder = data_dir or Path(tmp)
-        folder.mkdir(parents=True, exist_ok=True)
-        archive = Archive.open(str(folder / "archive.db"))
-        try:
-            return _walk(archive, Walkthrough(say))
-        finally:
-            archive.close()
+        folder = data_dir or Path(tmp) / "data"
+        with Mnemo.open(folder, embedder=embedder) as mnemo:
+            return _walk(mnemo, Checks(say))
 
 
-def _walk(archive: Archive, w: Walkthrough) -> bool:
-    vet = Principal("clinic-yks", "assistant", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
-    clinic_admin = Principal("clinic-yks", "dpo", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
-    shop = Principal("shop-1042", "investigator", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
+def _walk(m: Mnemo, c: Checks) -> bool:
+    script = load_session_script()
+    clinic_script, shop_script = script.tenant("clinic"), script.tenant("shop")
+    vet = Principal("clinic", clinic_script.agent, frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
+    clinic_admin = Principal("clinic", "dpo", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
+    shop = Principal("shop", shop_script.agent, frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
+    shop_admin = Principal("shop", "shop-admin", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
 
-    w.say("1. Record tool results into a clinic session (Chinese) and a shop session (English)")
-    lab = archive.record(vet, "visit-7", "lab.query", CLINIC_LOG, arguments={"pet": "旺财", "test": "血常规"})
-    approval = archive.record(
-        vet,
-        "visit-7",
-        "vet.approval",
-        "兽医 李医生 批准处方：阿莫西林 250mg 每日两次",
-        policy_class="vet_approval",
+    c.say("1. Ingest two knowledge bases: a vet clinic (Chinese) and a shop (English), as two tenants")
+    clinic_kb = m.ingest(vet, load_sample_tenant("clinic"))
+    shop_kb = m.ingest(shop, load_sample_tenant("shop"))
+    c.say(f"     clinic: {len(clinic_kb.stored)} versions stored; shop: {len(shop_kb.stored)}")
+    history = m.archive.evidence_history(vet, "policy:analgesia:cats")
+    c.check(
+        [h.status for h in history] == ["superseded", "active"], "a policy revision supersedes v1, keeps it"
     )
-    stock = archive.record(vet, "visit-7", "pharmacy.stock", "阿莫西林 250mg 库存 3 盒", policy_class="stock")
-    track = archive.record(shop, "order-O-1042", "logistics.track", SHIP_LOG, arguments={"order": "O-1042"})
-    w.check(
-        (lab.result_id, approval.result_id, stock.result_id) == ("r1", "r2", "r3"), "stable ids r1, r2, r3"
-    )
-    w.check(track.result_id == "r1", "the shop's session numbers its own results")
 
-    w.say("2. A batch naming an id that was never issued is rejected whole")
+    c.say("2. Hybrid search (BM25 + vectors) under tenant pre-filters, hydrated from the archive")
+    hits = m.search(vet, "柯利犬可以用伊维菌素驱螨吗", limit=3)
+    for h in hits.hits:
+        c.say(f"     {h.evidence_id} v{h.version} [{h.locator}] bm25#{h.bm25_rank} dense#{h.dense_rank}")
+    c.check(
+        hits.status == "results" and hits.hits[0].evidence_id.startswith("drug:ivermectin"),
+        "clinic finds the ivermectin label",
+    )
+    english = m.search(shop, "how long does cross-border delivery take", limit=3)
+    c.check(
+        english.status == "results" and english.hits[0].evidence_id == "policy:delivery:cross-border:2026-10",
+        "shop finds the cross-border delivery policy",
+    )
+    foreign = m.search(shop, "柯利犬可以用伊维菌素驱螨吗", limit=20)
+    c.check(
+        all(not h.evidence_id.startswith(("drug:", "policy:prescription")) for h in foreign.hits),
+        "the shop never sees clinic evidence",
+    )
+
+    c.say("3. Record the clinic visit's tool results (long logs, a vet approval, a stock snapshot)")
+    session = clinic_script.sessions[0]
+    ids: dict[str, str] = {}
+    for call in session.calls:
+        result = m.record(
+            vet,
+            session.session_id,
+            call.tool,
+            call.content,
+            arguments=call.arguments,
+            observed_at=call.observed_at,
+            policy_class=call.policy_class,
+            owner=session.owner,
+        )
+        ids[call.label] = result.result_id
+    before = len(m.live_view(vet, session.session_id).text)
+    c.check(
+        list(ids.values()) == [f"r{i}" for i in range(1, len(ids) + 1)],
+        f"stable ids {', '.join(ids.values())}",
+    )
+
+    c.say("4. A batch naming an id that was never issued is rejected whole")
     try:
-        archive.archive(vet, "visit-7", [("r1", "血常规正常"), ("r9", "不存在")])
-        w.check(False, "batch with r9 rejected")
+        m.archive_results(vet, session.session_id, [(ids["lab_log"], "化验日志"), ("r99", "不存在")])
+        c.check(False, "the batch with r99 is rejected")
     except BatchRejected as e:
-        w.say(f"     {e.message}")
-        w.check(all(r.state == "live" for r in archive.list_results(vet, "visit-7")), "nothing was archived")
+        c.say(f"     {e.message}")
+        c.check(
+            all(r.state == "live" for r in m.archive.list_results(vet, session.session_id)),
+            "nothing archived",
+        )
 
-    w.say("3. A vet approval is protected: archiving it is refused")
+    c.say("5. The vet approval is protected: archiving it is refused")
     try:
-        archive.archive(vet, "visit-7", [("r2", "已批准")])
-        w.check(False, "archive of the vet approval refused")
+        m.archive_results(vet, session.session_id, [(ids["vet_approval"], "已批准")])
+        c.check(False, "archiving the vet approval is refused")
     except BatchRejected as e:
-        w.check(e.targets[0].status == "protected", f"refused with status {e.targets[0].status!r}")
+        c.check(e.targets[0].status == "protected", f"refused: {e.targets[0].message}")
 
-    w.say("4. Archive the long logs with notes; the live view keeps stubs in place")
-    before = len(archive.live_view(vet, "visit-7").text)
-    archive.archive(
-        vet, "visit-7", [("r1", "血常规 400 条全部完成，白细胞正常"), ("r3", "阿莫西林库存 3 盒")]
+    c.say("6. Archive the long results with the agent's notes; stubs stay in place")
+    to_archive = [
+        (ids[x.label], x.archive_note)
+        for x in session.calls
+        if x.archive_note and x.policy_class not in m.archive.policy.protected_classes
+    ]
+    m.archive_results(vet, session.session_id, to_archive, idempotency_key="visit-doudou-turn-7")
+    view = m.live_view(vet, session.session_id).text
+    c.say(f"     live context: {before} -> {len(view)} characters")
+    c.check(
+        len(view) < before / 2 and f'recover_result("{ids["lab_log"]}")' in view, "stubs name how to recover"
     )
-    view = archive.live_view(vet, "visit-7")
-    w.say(f"     live context: {before} -> {len(view.text)} characters")
-    w.check('<archived_result id="r1"' in view.text and 'recover_result("r1")' in view.text, "stub names r1")
-    w.check("李医生" in view.text, "the vet approval stays live, verbatim")
-
-    w.say("5. Recover: exact original, hash-checked, labelled historical, stock flagged stale")
-    back = archive.recover(vet, "visit-7", "r1")
-    w.check(back.content == CLINIC_LOG.encode(), "byte-exact original")
-    w.check(
-        hashlib.sha256(back.content).hexdigest() == lab.content_sha256, "sha256 matches the recorded hash"
-    )
-    w.check(
-        back.appended.result_id == "r4" and 'status="historical"' in back.rendered,
-        "appended as r4, historical",
-    )
-    stale = archive.recover(vet, "visit-7", "r3")
-    w.say(f"     {stale.staleness_warning}")
-    w.check(
-        stale.staleness_warning is not None and "re-query" in stale.staleness_warning, "staleness warning"
+    c.check(
+        "王敏" in view and "青霉素" in view,
+        "the approval and the owner-confirmed allergy stay live, verbatim",
     )
 
-    w.say("6. Tenants never see each other")
+    c.say("7. Recover: the exact original, hash-checked, labelled historical; the stock snapshot is stale")
+    lab = m.recover(vet, session.session_id, ids["lab_log"])
+    original = session.call("lab_log").content.encode("utf-8")
+    c.check(
+        lab.content == original and hashlib.sha256(lab.content).hexdigest() == lab.original.content_sha256,
+        f"{ids['lab_log']} comes back byte-exact as {lab.appended.result_id}",
+    )
+    stock = m.recover(vet, session.session_id, ids["stock"])
+    c.say(f"     {stock.staleness_warning}")
+    c.check(
+        stock.staleness_warning is not None and 'status="historical"' in stock.rendered, "stale-data warning"
+    )
+
+    c.say("8. The shop's investigation: a carrier query that timed out, archived, then found by its note")
+    shop_session = shop_script.sessions[0]
+    shop_ids = {
+        x.label: m.record(
+            shop,
+            shop_session.session_id,
+            x.tool,
+            x.content,
+            arguments=x.arguments,
+            observed_at=x.observed_at,
+            policy_class=x.policy_class,
+            owner=shop_session.owner,
+        ).result_id
+        for x in shop_session.calls
+    }
+    m.archive_results(
+        shop,
+        shop_session.session_id,
+        [(shop_ids["tracking_log"], shop_session.call("tracking_log").archive_note or "tracking log")],
+    )
+    notes = m.search(shop, "carrier timeout tracking", kinds=["tool_result"])
+    c.check(
+        [h.locator for h in notes.hits][:1] == [f"{shop_session.session_id}/{shop_ids['tracking_log']}"],
+        "the archived note is searchable, pointing at the result",
+    )
     try:
-        archive.recover(shop, "visit-7", "r1")
-        w.check(False, "the shop cannot recover the clinic's result")
+        m.recover(vet, shop_session.session_id, shop_ids["tracking_log"])
+        c.check(False, "the clinic cannot recover the shop's result")
     except NotFound:
-        w.check(True, "the shop gets NotFound for the clinic's session")
+        c.check(True, "the clinic gets NotFound for the shop's session")
 
-    w.say("7. Memory: a user correction supersedes, the history keeps both")
-    archive.remember(vet, "owner-42", "timezone", "UTC", "user_claim")
-    archive.remember(vet, "owner-42", "timezone", "Asia/Shanghai", "user_correction")
-    current = archive.current(vet, "owner-42", "timezone")
-    chain = archive.memory_history(vet, "owner-42", "timezone")
-    w.say(f"     current_timezone={current.value if current else None} version_count={len(chain)}")
-    w.check(current is not None and current.value == "Asia/Shanghai", "current value is the correction")
-    w.check(
-        len(chain) == 2 and chain[-1].provenance == "user_correction", "2 versions, latest user_correction"
+    c.say("9. Memory: a correction supersedes, the history keeps both")
+    for fact in clinic_script.memory:
+        m.remember(vet, fact.owner, fact.key, fact.value, fact.provenance)
+    key = clinic_script.memory[-1]
+    current = m.current(vet, key.owner, key.key)
+    chain = m.memory_history(vet, key.owner, key.key)
+    value = current.value if current else None
+    c.say(f"     {key.key}={value} versions={len(chain)} latest={chain[-1].provenance}")
+    c.check(
+        current is not None and current.value == key.value and len(chain) == 2,
+        "current value is the correction",
     )
-    guess = archive.remember(vet, "owner-42", "breed", "可能是柯基", "model_inference")
-    w.check(not guess.persisted, "a model inference is a candidate, not stored")
+    guess = m.remember(vet, key.owner, "pet/doudou/breed_guess", "可能混有喜乐蒂血统", "model_inference")
+    c.check(not guess.persisted, "a model inference is a candidate, not stored")
 
-    w.say("8. Delete the shop session; the receipt verifies")
-    receipt = archive.delete_session(shop, "order-O-1042")
-    w.say(f"     receipt: {receipt.counts}")
-    w.check(archive.verify_deleted(shop, receipt) == [], "nothing of the session remains")
+    c.say("10. Citation check: one verbatim quote, one invented")
+    answer = load_sample_citations("clinic")[0]
+    report = m.check_citations(vet, list(answer.citations))
+    c.say(f"     verdicts {[x.verdict for x in report.checks]}, precision {report.precision}")
+    c.check([x.verdict for x in report.checks] == ["ok", "quote_not_found"], "the broken citation is caught")
 
-    w.say("9. The audit chains verify")
-    w.check(archive.verify_audit(clinic_admin).ok and archive.verify_audit(shop).ok, "both chains intact")
-    return not w.failures
+    c.say("11. Delete the shop session; the receipt is verified against every store")
+    receipt = m.delete_session(shop_admin, shop_session.session_id)
+    check = m.verify_deleted(shop_admin, receipt)
+    c.say(f"     receipt: {receipt.counts}")
+    c.check(check.ok, "nothing of it remains in the archive, the index or the outbox")
+    gone = m.search(shop, "carrier timeout tracking", kinds=["tool_result"])
+    c.check(not gone.hits, "its note is no longer found")
+
+    c.say("12. Audit chains and fsck")
+    c.check(
+        m.archive.verify_audit(clinic_admin).ok and m.archive.verify_audit(shop_admin).ok,
+        "audit chains intact",
+    )
+    c.check(run_fsck(m).ok, "index and archive agree")
+    return not c.failures
 
 
-def main(data_dir: Path | None = None) -> int:
+def main(data_dir: Path | None = None, *, embedder: Embedder | None = None) -> int:
     try:
-        ok = run(data_dir)
-    except ArchiveError as e:
-        print(f"FAIL: {e.message}")
+        ok = run(data_dir, embedder=embedder)
+    except (ArchiveError, RetrievalError) as e:
+        print(f"FAIL: {e}")
         return 1
-    print("PASS: archive walk-through" if ok else "FAIL: archive walk-through (see the failed checks above)")
+    print("PASS: mnemo-sea demo" if ok else "FAIL: mnemo-sea demo (see the failed checks above)")
     return 0 if ok else 1

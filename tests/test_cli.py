@@ -17,9 +17,9 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_demo_passes_and_keeps_data_where_asked(tmp_path: Path) -> None:
     proc = run("demo", "--data-dir", str(tmp_path / "data"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.strip().splitlines()[-1] == "PASS: archive walk-through"
+    assert proc.stdout.strip().splitlines()[-1] == "PASS: mnemo-sea demo"
     assert "[FAIL]" not in proc.stdout
-    assert (tmp_path / "data" / "archive.db").exists()
+    assert (tmp_path / "data" / "archive.db").exists() and (tmp_path / "data" / "index").is_dir()
 
 
 def test_bench_archive_prints_json_with_targets() -> None:

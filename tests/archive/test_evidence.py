@@ -28,6 +28,7 @@ from mnemo_sea.archive import (
     EvidenceInput,
     Forbidden,
     IntegrityError,
+    InvalidBatch,
     InvalidInput,
     NotFound,
     Principal,
@@ -510,3 +511,21 @@ def test_version_chain_invariants(archive: Archive, agent: Principal, ops: list[
             assert older.ended_at == newer.recorded_at
         else:
             assert older.ended_at is not None and older.ended_at <= newer.recorded_at
+
+
+def test_a_batch_is_stored_all_or_nothing_and_names_each_bad_item(archive: Archive, agent: Principal) -> None:
+    good = EvidenceInput(body="v1 text", source="kb", evidence_id="b:1")
+    revised = EvidenceInput(body="v2 text", source="kb", evidence_id="b:1")
+    bad = EvidenceInput(body="x", source="", evidence_id="b:2")
+    worse = EvidenceInput(body="y", source="kb", evidence_id="b 3")
+    with pytest.raises(InvalidBatch) as err:
+        archive.put_evidence_batch(agent, [good, bad, revised, worse])
+    assert [(p["index"], p["field"]) for p in err.value.problems] == [(1, "source"), (3, "evidence_id")]
+    with pytest.raises(NotFound):
+        archive.get_evidence(agent, "b:1")
+    stored = archive.put_evidence_batch(agent, [good, revised])
+    assert [(r.evidence_id, r.version, r.status) for r in stored] == [
+        ("b:1", 1, "active"),
+        ("b:1", 2, "active"),
+    ]
+    assert [h.status for h in archive.evidence_history(agent, "b:1")] == ["superseded", "active"]

@@ -1,0 +1,131 @@
+"""CLI commands of the retrieval layer: `eval retrieval`, `bench search`, `bench ingest`.
+
+`register(eval_app, bench_app)` adds them to the `mnemo-sea` command line. Reports go to
+stdout (JSON with --json), progress to stderr; a user mistake (missing dataset, bad option
+value, locked index) prints one line and exits 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+
+def _emit(report: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        return
+    for key, value in report.items():
+        typer.echo(f"{key}: {json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else value}")
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=2)
+
+
+def eval_retrieval(
+    dataset: Annotated[Path, typer.Option(help="a BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/)")],
+    split: Annotated[str, typer.Option(help="qrels/<split>.tsv to evaluate")] = "test",
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    modes: Annotated[
+        str, typer.Option(help="comma-separated subset of bm25,dense,hybrid")
+    ] = "bm25,dense,hybrid",
+    reference: Annotated[bool, typer.Option(help="also run rank_bm25 as the reference")] = True,
+    model: Annotated[str | None, typer.Option(help="sentence-transformers model path or cached name")] = None,
+    k1: Annotated[float | None, typer.Option(help="BM25 k1 (default: the index default)")] = None,
+    b: Annotated[float | None, typer.Option(help="BM25 b (default: the index default)")] = None,
+    max_chars: Annotated[int | None, typer.Option(help="chunk budget in characters")] = None,
+    rrf_k: Annotated[float | None, typer.Option(help="RRF k")] = None,
+    bm25_weight: Annotated[float | None, typer.Option(help="RRF weight of the BM25 leg")] = None,
+    dense_weight: Annotated[float | None, typer.Option(help="RRF weight of the dense leg")] = None,
+    embedding_cache: Annotated[
+        Path | None, typer.Option(help="an SQLite embedding cache to reuse across runs")
+    ] = None,
+    quiet: Annotated[bool, typer.Option(help="no progress bars")] = False,
+) -> None:
+    """nDCG@10 and Recall@100 of our BM25 leg, dense leg and hybrid, and of rank_bm25."""
+    from mnemo_sea.eval.beir import DatasetError, load_beir
+    from mnemo_sea.eval.retrieval import run_evaluation, settings_from_options
+    from mnemo_sea.retrieval import (
+        RetrievalError,
+        SearchMode,
+        SentenceTransformerEmbedder,
+        SqliteEmbeddingCache,
+    )
+
+    try:
+        data = load_beir(dataset, split)
+        chosen = [SearchMode(m.strip()) for m in modes.split(",") if m.strip()]
+        encoding, fusion = settings_from_options(
+            k1=k1, b=b, max_chars=max_chars, rrf_k=rrf_k, bm25_weight=bm25_weight, dense_weight=dense_weight
+        )
+        report = run_evaluation(
+            data,
+            embedder=SentenceTransformerEmbedder(model) if model else None,
+            encoding=encoding,
+            fusion=fusion,
+            modes=chosen,
+            reference=reference,
+            cache=SqliteEmbeddingCache(embedding_cache) if embedding_cache else None,
+            show_progress=not quiet,
+        )
+    except (DatasetError, RetrievalError, ValueError) as exc:
+        _fail(str(exc))
+    _emit(report, as_json)
+
+
+def bench_search(
+    n: Annotated[int, typer.Option("--n", min=1_000, help="synthetic chunks")] = 100_000,
+    tenants: Annotated[int, typer.Option(min=1, help="tenants the chunks are spread over")] = 100,
+    queries: Annotated[int, typer.Option(min=10, help="timed queries")] = 200,
+    alternative: Annotated[
+        bool | None,
+        typer.Option(help="also time rank_bm25 + numpy + RRF + post-filter (default: only up to 200k)"),
+    ] = None,
+    embed_queries: Annotated[bool, typer.Option(help="time query embedding with the real model")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Tenant-filtered hybrid top-10 latency over N chunks in 100 tenants, against the common recipe."""
+    from mnemo_sea.eval.bench_search import run
+    from mnemo_sea.retrieval import RetrievalError
+
+    try:
+        report = run(
+            n, tenants=tenants, queries=queries, alternative=alternative, embed_queries=embed_queries
+        )
+    except RetrievalError as exc:
+        _fail(exc.message)
+    _emit(report, as_json)
+
+
+def bench_ingest(
+    n: Annotated[int, typer.Option("--n", min=10, help="documents")] = 1_000,
+    rounds: Annotated[
+        int, typer.Option(min=1, help="alternating raw/ours runs; the best of each counts")
+    ] = 2,
+    dataset: Annotated[
+        Path | None, typer.Option(help="take documents from this BEIR folder (default: synthetic text)")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Ingestion chunks/s against raw model.encode, and re-ingestion speed-ups."""
+    from mnemo_sea.eval.beir import DatasetError
+    from mnemo_sea.eval.bench_ingest import run
+    from mnemo_sea.retrieval import RetrievalError
+
+    try:
+        report = run(n, dataset=dataset, rounds=rounds)
+    except (DatasetError, RetrievalError) as exc:
+        _fail(str(exc))
+    _emit(report, as_json)
+
+
+def register(eval_app: typer.Typer, bench_app: typer.Typer) -> None:
+    """Add the retrieval commands to the `eval` and `bench` command groups."""
+    eval_app.command("retrieval")(eval_retrieval)
+    bench_app.command("search")(bench_search)
+    bench_app.command("ingest")(bench_ingest)

@@ -1,0 +1,144 @@
+"""fsck: compare the index and caches with the archive, report drift, optionally repair it.
+
+The archive is the source of truth, so every repair is derived from it: orphan points are
+deleted, missing or stale points are re-indexed from the archived original, and pending
+outbox rows are applied. What cannot be repaired from the archive is reported only: an
+original failing its hash, a broken audit chain.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from mnemo_sea.archive import IntegrityError, feeds
+from mnemo_sea.archive.audit import verify_chain
+from mnemo_sea.archive.outbox import pending_count
+from mnemo_sea.indexer import evidence_document, memory_document, note_document, summary_document
+from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.retrieval import EvidenceDocument
+from mnemo_sea.retrieval.filters import tenant_filter
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str  # orphan_point | missing_point | stale_point | pending_outbox | blob_hash | audit_chain
+    tenant_id: str
+    ref: str
+    detail: str
+    repairable: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+@dataclass(frozen=True)
+class FsckReport:
+    problems: tuple[Problem, ...]
+    repaired: int = 0
+    checked: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "repaired": self.repaired,
+            "checked": self.checked,
+            "problems": [p.to_dict() for p in self.problems],
+        }
+
+
+def _expected(
+    mnemo: Mnemo, tenant: str
+) -> tuple[dict[tuple[str, int], EvidenceDocument], set[tuple[str, int]]]:
+    """Every document the index should hold for `tenant`, built from the archive, and the
+    versions whose original fails its hash (reported as blob problems; their points are left)."""
+    docs: list[EvidenceDocument] = []
+    corrupt: set[tuple[str, int]] = set()
+    with mnemo.archive.store.read() as conn:
+        for evidence_id, version, _status, _sha in feeds.searchable_evidence(conn, tenant):
+            try:
+                found = feeds.evidence_version(conn, tenant, evidence_id, version)
+            except IntegrityError:
+                corrupt.add((evidence_id, version))
+                continue
+            if found is not None:
+                doc = evidence_document(tenant, *found)
+                if doc is not None:
+                    docs.append(doc)
+        for session_id, rid in feeds.archived_results(conn, tenant):
+            note = feeds.archived_note(conn, tenant, session_id, rid)
+            if note is not None:
+                docs.append(note_document(tenant, note))
+        docs.extend(memory_document(tenant, fact) for fact in feeds.active_memory(conn, tenant))
+        for summary_id in feeds.summary_ids(conn, tenant):
+            found_summary = feeds.summary(conn, tenant, summary_id)
+            if found_summary is not None:
+                docs.append(summary_document(tenant, found_summary))
+    return {(d.evidence_id, d.version): d for d in docs}, corrupt
+
+
+def _indexed(mnemo: Mnemo, tenant: str) -> dict[tuple[str, int], set[tuple[str, str]]]:
+    """(evidence id, version) -> {(status, content sha256)} over the tenant's points."""
+    spec = tenant_filter(tenant)
+    total = mnemo.index.backend.count(spec)
+    out: dict[tuple[str, int], set[tuple[str, str]]] = defaultdict(set)
+    for _pid, payload in mnemo.index.backend.matching(spec, limit=total + 1):
+        out[(payload.evidence_id, payload.version)].add((payload.status, payload.content_sha256))
+    return out
+
+
+def run_fsck(mnemo: Mnemo, *, repair: bool = False) -> FsckReport:
+    """Check (and with `repair`, fix from the archive) every tenant's index, the outbox, blobs and audit."""
+    problems: list[Problem] = []
+    repaired = 0
+    if repair:
+        repaired += mnemo.sync().applied
+    with mnemo.archive.store.read() as conn:
+        pending = pending_count(conn)
+        tenants = feeds.tenants(conn)
+        blobs = list(feeds.blob_problems(conn))
+        chains = [verify_chain(conn, tenant) for tenant in tenants]
+    if pending:
+        problems.append(Problem("pending_outbox", "*", "outbox", f"{pending} rows not yet applied", True))
+    problems += [Problem("blob_hash", tenant, sha, detail, False) for tenant, sha, detail in blobs]
+    problems += [
+        Problem("audit_chain", report.tenant_id, "audit", "; ".join(report.problems), False)
+        for report in chains
+        if not report.ok
+    ]
+    checked = {"tenants": len(tenants), "documents": 0, "indexed": 0}
+    for tenant in tenants:
+        expected, corrupt = _expected(mnemo, tenant)
+        indexed = _indexed(mnemo, tenant)
+        checked["documents"] += len(expected)
+        checked["indexed"] += len(indexed)
+        for key in sorted(set(indexed) - set(expected) - corrupt):
+            problems.append(
+                Problem("orphan_point", tenant, f"{key[0]}@{key[1]}", "no such current record", True)
+            )
+            if repair:
+                mnemo.index.delete(tenant, key[0], key[1])
+                repaired += 1
+        for key, doc in sorted(expected.items()):
+            have = indexed.get(key)
+            want = {(doc.status, doc.content_sha256)}
+            if have == want:
+                continue
+            kind = "missing_point" if not have else "stale_point"
+            detail = "not indexed" if not have else f"index has {sorted(have)}, archive says {sorted(want)}"
+            problems.append(Problem(kind, tenant, f"{key[0]}@{key[1]}", detail, True))
+            if repair:
+                if have:
+                    mnemo.index.delete(tenant, key[0], key[1])
+                mnemo.index.upsert([doc])
+                repaired += 1
+    if repair:
+        mnemo.index.flush()
+        after = run_fsck(mnemo, repair=False)
+        return FsckReport(after.problems, repaired, after.checked)
+    return FsckReport(tuple(problems), repaired, checked)

@@ -1,0 +1,223 @@
+"""The indexer: applies outbox rows to the search index and the caches, then marks them done.
+
+Every write commits to SQL first, with its outbox rows in the same transaction; this is the
+other half. Applying a row twice is harmless (point ids are deterministic, deletes of
+nothing are no-ops, generation bumps only invalidate), so a crash between applying and
+marking done only means a replay. A row whose target no longer exists in the archive
+(deleted since) is done: the later delete row removes whatever was indexed.
+
+On PostgreSQL several drainers may run at once: rows are claimed with
+`FOR UPDATE SKIP LOCKED` inside the transaction that marks them done. On SQLite there is one
+drainer (the embedded index allows one opener), and rows are read, applied, then marked, so
+the write lock is never held while text is being embedded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Connection
+
+from mnemo_sea.archive import ArchiveError, EvidenceRecord, MemoryFact, Summary, feeds
+from mnemo_sea.archive.outbox import OutboxItem, claim_pending, mark_done, mark_failed, pending_count
+from mnemo_sea.archive.store import ArchiveStore
+from mnemo_sea.caches import Cache
+from mnemo_sea.retrieval import EvidenceDocument, HybridIndex, RetrievalError
+
+# How derived entities are named in the index (the archive's own evidence ids are used as-is).
+RESULT_PREFIX = "result:"
+MEMORY_PREFIX = "memory:"
+
+
+def result_evidence_id(ref: str) -> str:
+    """`s1/r3` -> the index id of that archived result's note."""
+    return f"{RESULT_PREFIX}{ref}"
+
+
+def memory_evidence_id(owner: str, key: str) -> str:
+    return f"{MEMORY_PREFIX}{owner}/{key}"
+
+
+@dataclass(frozen=True)
+class DrainReport:
+    applied: int
+    failed: int
+    pending: int
+    errors: tuple[str, ...] = ()
+
+
+class Indexer:
+    def __init__(self, store: ArchiveStore, index: HybridIndex, cache: Cache) -> None:
+        self.store = store
+        self.index = index
+        self.cache = cache
+
+    def drain(self, limit: int = 500) -> DrainReport:
+        """Apply up to `limit` pending rows, oldest first; failures stay pending with their error."""
+        applied, failed, errors = 0, 0, []
+        if self.store.is_sqlite:
+            with self.store.read() as conn:
+                items = claim_pending(conn, limit)
+            done: list[int] = []
+            problems: list[tuple[int, str]] = []
+            for item in items:
+                error = self._apply_one(item)
+                if error is None:
+                    done.append(item.id)
+                else:
+                    problems.append((item.id, error))
+            if items:
+                self.index.flush()
+            with self.store.write() as conn:
+                mark_done(conn, done)
+                for item_id, error in problems:
+                    mark_failed(conn, item_id, error)
+            applied, failed, errors = len(done), len(problems), [e for _, e in problems]
+        else:
+            with self.store.write() as conn:
+                items = claim_pending(conn, limit)
+                done = []
+                for item in items:
+                    error = self._apply_one(item)
+                    if error is None:
+                        done.append(item.id)
+                    else:
+                        failed += 1
+                        errors.append(error)
+                        mark_failed(conn, item.id, error)
+                if items:
+                    self.index.flush()
+                mark_done(conn, done)
+                applied = len(done)
+        with self.store.read() as conn:
+            pending = pending_count(conn)
+        return DrainReport(applied=applied, failed=failed, pending=pending, errors=tuple(errors[:20]))
+
+    def _apply_one(self, item: OutboxItem) -> str | None:
+        try:
+            with self.store.read() as conn:
+                self._apply(conn, item)
+        except (RetrievalError, ArchiveError) as e:
+            return f"outbox {item.id} ({item.op} {item.entity} {item.entity_ref}): {e}"
+        return None
+
+    def _apply(self, conn: Connection, item: OutboxItem) -> None:
+        tenant = item.tenant_id
+        if item.op == "cache_purge":
+            self.cache.bump_generation(tenant)
+            hashes = item.payload.get("content_sha256") or []
+            if hashes:
+                self.cache.purge_content(list(hashes))
+            return
+        if item.entity == "evidence":
+            evidence_id, _, version_text = item.entity_ref.rpartition("@")
+            version = int(version_text)
+            if item.op == "index_delete":
+                self.index.delete(tenant, evidence_id, version)
+            elif item.op == "index_status":
+                self.index.set_status(tenant, evidence_id, version, str(item.payload["status"]))
+            else:
+                self._upsert_evidence(conn, tenant, evidence_id, version)
+        elif item.entity == "tool_result":
+            if item.op == "index_delete":
+                self.index.delete(tenant, result_evidence_id(item.entity_ref))
+            else:
+                session_id, _, rid = item.entity_ref.rpartition("/")
+                note = feeds.archived_note(conn, tenant, session_id, rid)
+                if note is not None:
+                    self.index.upsert([note_document(tenant, note)])
+        elif item.entity == "memory":
+            ref, _, version_text = item.entity_ref.rpartition("@")
+            owner, _, key = ref.partition("/")
+            if item.op == "index_delete":
+                self.index.delete(tenant, memory_evidence_id(owner, key), int(version_text))
+            else:
+                fact = feeds.memory_fact(conn, tenant, owner, key, int(version_text))
+                if fact is not None and fact.status == "active":
+                    self.index.upsert([memory_document(tenant, fact)])
+        elif item.entity == "summary":
+            if item.op == "index_delete":
+                self.index.delete(tenant, item.entity_ref)
+            else:
+                found = feeds.summary(conn, tenant, item.entity_ref)
+                if found is not None:
+                    self.index.upsert([summary_document(tenant, found)])
+        else:
+            raise ValueError(f"unknown outbox entity {item.entity!r}")
+
+    def _upsert_evidence(self, conn: Connection, tenant: str, evidence_id: str, version: int) -> None:
+        found = feeds.evidence_version(conn, tenant, evidence_id, version)
+        if found is None or found[0].status == "retracted":
+            return  # deleted or withdrawn since; the row that did so removes what was indexed
+        doc = evidence_document(tenant, *found)
+        if doc is not None:
+            self.index.upsert([doc])
+
+
+def _text(content: bytes) -> str | None:
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # a binary original is kept and recoverable, but not searchable
+
+
+def evidence_document(tenant: str, record: EvidenceRecord, content: bytes) -> EvidenceDocument | None:
+    text = _text(content)
+    if text is None:
+        return None
+    return EvidenceDocument(
+        tenant_id=tenant,
+        evidence_id=record.evidence_id,
+        version=record.version,
+        text=text,
+        kind=record.kind,
+        source=record.source,
+        scope=record.scope,
+        owner=record.owner,
+        sensitivity=int(record.sensitivity),
+        status=record.status,
+        valid_from=record.valid_from,
+        valid_until=record.valid_until,
+        content_sha256=record.content_sha256,
+    )
+
+
+def note_document(tenant: str, note: feeds.ArchivedNote) -> EvidenceDocument:
+    return EvidenceDocument(
+        tenant_id=tenant,
+        evidence_id=result_evidence_id(f"{note.session_id}/{note.result_id}"),
+        version=1,
+        text=note.note,
+        kind="tool_result",
+        source=note.tool_name[:256],
+        scope=f"session:{note.session_id}",
+        sensitivity=note.sensitivity,
+    )
+
+
+def memory_document(tenant: str, fact: MemoryFact) -> EvidenceDocument:
+    return EvidenceDocument(
+        tenant_id=tenant,
+        evidence_id=memory_evidence_id(fact.owner, fact.key),
+        version=fact.version,
+        text=f"{fact.key}: {fact.value}",
+        kind="memory",
+        source=fact.provenance,
+        scope="memory",
+        owner=fact.owner,
+        sensitivity=1,
+        valid_until=fact.expires_at,
+    )
+
+
+def summary_document(tenant: str, found: Summary) -> EvidenceDocument:
+    return EvidenceDocument(
+        tenant_id=tenant,
+        evidence_id=found.summary_id,
+        version=1,
+        text=found.text,
+        kind="summary",
+        source="summary",
+        scope="summary",
+        sensitivity=int(found.sensitivity),
+    )

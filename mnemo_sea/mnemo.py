@@ -1,0 +1,447 @@
+"""`Mnemo`: the archive and the retrieval index as one consistent system.
+
+Writes go to the archive (SQL) with outbox rows in the same transaction; by default the
+indexer applies them right after the commit (`sync()`), so a call returns with the index and
+caches up to date. If that step fails, the write still stands and the outbox keeps the work
+for the next `sync()`; search hydrates every hit from the archive and drops any whose record
+is no longer there or no longer current, so a lagging index never shows deleted text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from mnemo_sea.archive import (
+    Archive,
+    ArchiveReceipt,
+    ArchiveTarget,
+    DeletionReceipt,
+    EvidenceInput,
+    EvidenceRecord,
+    IntegrityError,
+    LiveView,
+    MemoryFact,
+    Principal,
+    Recovered,
+    RememberOutcome,
+    Role,
+    ToolResult,
+    feeds,
+)
+from mnemo_sea.archive.clock import aware, utcnow
+from mnemo_sea.archive.outbox import pending_ids
+from mnemo_sea.caches import Cache, MemoryCache, search_query_key
+from mnemo_sea.citations import Citation, CitationReport, check_citations
+from mnemo_sea.indexer import MEMORY_PREFIX, RESULT_PREFIX, DrainReport, Indexer, memory_evidence_id
+from mnemo_sea.retrieval import (
+    AccessScope,
+    Embedder,
+    Hit,
+    HybridIndex,
+    RetrievalError,
+    SearchMode,
+    SearchQuery,
+    SearchStatus,
+)
+from mnemo_sea.retrieval.filters import evidence_filter
+
+ARCHIVE_FILE = "archive.db"
+INDEX_DIR = "index"
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A hit hydrated from the archive: what it points to and the exact text of its span."""
+
+    evidence_id: str
+    version: int
+    kind: str
+    source: str
+    scope: str
+    locator: str
+    snippet: str
+    score: float
+    bm25_rank: int | None
+    dense_rank: int | None
+    span: tuple[int, int]
+    label: str = "evidence"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "evidence_id": self.evidence_id,
+            "version": self.version,
+            "kind": self.kind,
+            "source": self.source,
+            "scope": self.scope,
+            "locator": self.locator,
+            "snippet": self.snippet,
+            "score": self.score,
+            "bm25_rank": self.bm25_rank,
+            "dense_rank": self.dense_rank,
+            "span": list(self.span),
+            "label": self.label,
+        }
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    status: str  # results | no_match | forbidden | unavailable
+    hits: tuple[SearchHit, ...] = ()
+    reason: str = ""
+    dropped: int = 0  # index hits whose record is no longer current (the index is catching up)
+    cached: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "reason": self.reason,
+            "dropped": self.dropped,
+            "cached": self.cached,
+            "hits": [h.to_dict() for h in self.hits],
+        }
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    stored: tuple[EvidenceRecord, ...]
+    new_versions: int
+    unchanged: int
+    index: DrainReport | None = None
+
+
+@dataclass(frozen=True)
+class DeletionCheck:
+    """Whether anything of a deletion can still be reached, store by store."""
+
+    receipt: DeletionReceipt
+    archive_leftovers: tuple[str, ...]
+    index_leftovers: tuple[str, ...]
+    pending_outbox: int
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.archive_leftovers and not self.index_leftovers and self.pending_outbox == 0
+
+
+class Mnemo:
+    """The system users call. Every method takes the calling principal first."""
+
+    def __init__(
+        self, archive: Archive, index: HybridIndex, cache: Cache, *, sync_writes: bool = True
+    ) -> None:
+        self.archive = archive
+        self.index = index
+        self.cache = cache
+        self.indexer = Indexer(archive.store, index, cache)
+        self.sync_writes = sync_writes
+
+    @classmethod
+    def open(cls, path: str | Path, *, embedder: Embedder | None = None) -> Mnemo:
+        """The embedded default: a SQLite archive and a Qdrant Edge index under one data folder."""
+        folder = Path(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        archive = Archive.open(str(folder / ARCHIVE_FILE))
+        try:
+            index = HybridIndex.open(folder / INDEX_DIR, embedder=embedder)
+        except BaseException:
+            archive.close()
+            raise
+        mnemo = cls(archive, index, MemoryCache())
+        mnemo.sync()  # replay what a crash may have left pending
+        return mnemo
+
+    def close(self) -> None:
+        try:
+            self.index.close()
+        finally:
+            self.archive.close()
+            self.cache.close()
+
+    def __enter__(self) -> Mnemo:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # ---- consistency -------------------------------------------------------------------------
+
+    def sync(self) -> DrainReport:
+        """Apply every pending outbox row to the index and caches (idempotent)."""
+        total = DrainReport(0, 0, 0)
+        while True:
+            report = self.indexer.drain()
+            total = DrainReport(
+                total.applied + report.applied,
+                total.failed + report.failed,
+                report.pending,
+                total.errors + report.errors,
+            )
+            if report.applied == 0 or report.pending == 0:
+                return total
+
+    def _after_write(self) -> None:
+        if self.sync_writes:
+            self.sync()
+
+    # ---- knowledge ---------------------------------------------------------------------------
+
+    def ingest(self, principal: Principal, items: Iterable[EvidenceInput]) -> IngestReport:
+        """Store evidence records all or nothing (new versions supersede), then index them.
+
+        Raises InvalidBatch naming every bad item before anything is stored.
+        """
+        started = utcnow()
+        stored = self.archive.put_evidence_batch(principal, list(items))
+        # An unchanged record comes back as the version that was already current.
+        new_versions = sum(1 for rec in stored if rec.recorded_at >= started)
+        report = self.sync() if self.sync_writes else None
+        return IngestReport(tuple(stored), new_versions, len(stored) - new_versions, report)
+
+    def search(
+        self,
+        principal: Principal,
+        text: str,
+        *,
+        limit: int = 10,
+        mode: SearchMode | str = SearchMode.HYBRID,
+        kinds: Iterable[str] | None = None,
+        scopes: Iterable[str] | None = None,
+        sources: Iterable[str] | None = None,
+        as_of: datetime | None = None,
+    ) -> SearchResult:
+        """Hybrid search under the principal's tenant, clearance and owner pre-filters.
+
+        Hits come hydrated from the archive with the exact text of their span; a hit whose
+        record is gone or not current is dropped (counted in `dropped`).
+        """
+        principal.require(Role.READER, "searching")
+        when = aware("as_of", as_of)
+        owners = None if principal.has(Role.AGENT) else frozenset({principal.subject})
+        try:
+            scope = AccessScope(principal.tenant_id, clearance=int(principal.clearance), owners=owners)
+            query = SearchQuery(
+                text,
+                limit=limit,
+                mode=SearchMode(mode),
+                kinds=None if kinds is None else frozenset(kinds),
+                scopes=None if scopes is None else frozenset(scopes),
+                sources=None if sources is None else frozenset(sources),
+                as_of=when,
+                one_hit_per_evidence=True,
+            )
+        except ValueError as e:
+            return SearchResult(status="invalid", reason=str(e))
+        except RetrievalError as e:
+            return SearchResult(status="invalid", reason=str(e))
+        generation = self.cache.tenant_generation(principal.tenant_id)
+        key = search_query_key(
+            {
+                "subject": principal.subject,
+                "clearance": int(principal.clearance),
+                "roles": sorted(r.value for r in principal.roles),
+                "query": repr(query),
+            }
+        )
+        cached = self.cache.get_search(principal.tenant_id, generation, key)
+        if cached is not None:
+            return _result_from_dict(cached)
+        outcome = self.index.search(scope, query)
+        if outcome.status in (SearchStatus.FORBIDDEN, SearchStatus.UNAVAILABLE):
+            return SearchResult(status=outcome.status.value, reason=outcome.reason)
+        hits, dropped = self._hydrate(principal, outcome.hits, when)
+        status = "results" if hits else "no_match"
+        result = SearchResult(status=status, hits=tuple(hits), reason=outcome.reason, dropped=dropped)
+        if dropped == 0:
+            self.cache.put_search(principal.tenant_id, generation, key, result.to_dict())
+        return result
+
+    def _hydrate(
+        self, principal: Principal, hits: Sequence[Hit], as_of: datetime | None
+    ) -> tuple[list[SearchHit], int]:
+        out: list[SearchHit] = []
+        dropped = 0
+        tenant = principal.tenant_id
+        with self.archive.store.read() as conn:
+            for hit in hits:
+                found = self._hydrate_one(conn, tenant, hit, as_of)
+                if found is None:
+                    dropped += 1
+                else:
+                    out.append(found)
+        return out, dropped
+
+    def _hydrate_one(self, conn: Any, tenant: str, hit: Hit, as_of: datetime | None) -> SearchHit | None:
+        def make(text: str, locator: str, label: str = "evidence") -> SearchHit:
+            return SearchHit(
+                evidence_id=hit.evidence_id,
+                version=hit.version,
+                kind=hit.kind,
+                source=hit.source,
+                scope=hit.scope,
+                locator=locator,
+                snippet=text[hit.start : hit.end],
+                score=hit.score,
+                bm25_rank=hit.bm25.rank if hit.bm25 else None,
+                dense_rank=hit.dense.rank if hit.dense else None,
+                span=(hit.start, hit.end),
+                label=label,
+            )
+
+        if hit.kind == "tool_result" and hit.evidence_id.startswith(RESULT_PREFIX):
+            session_id, _, rid = hit.evidence_id.removeprefix(RESULT_PREFIX).rpartition("/")
+            note = feeds.archived_note(conn, tenant, session_id, rid)
+            if note is None:
+                return None
+            return make(note.note, f"{session_id}/{rid}", label="archived result note")
+        if hit.kind == "memory" and hit.evidence_id.startswith(MEMORY_PREFIX):
+            owner, _, key = hit.evidence_id.removeprefix(MEMORY_PREFIX).partition("/")
+            fact = feeds.memory_fact(conn, tenant, owner, key, hit.version)
+            if fact is None or fact.status != "active" or fact.expired(utcnow()):
+                return None
+            return make(f"{fact.key}: {fact.value}", f"{owner}/{key}", label=f"memory ({fact.provenance})")
+        if hit.kind == "summary":
+            found = feeds.summary(conn, tenant, hit.evidence_id)
+            if found is None:
+                return None
+            return make(found.text, found.trace_ref or "", label=found.label)
+        try:
+            version = feeds.evidence_version(conn, tenant, hit.evidence_id, hit.version)
+        except IntegrityError:
+            return None  # a corrupt original is never served; fsck reports it
+        if version is None:
+            return None
+        record, content = version
+        current = record.status == "active" or (
+            record.status == "superseded"
+            and as_of is not None
+            and record.ended_at is not None
+            and as_of < record.ended_at
+        )
+        if not current or record.content_sha256 != hit.content_sha256:
+            return None
+        return make(content.decode("utf-8"), record.locator)
+
+    # ---- sessions ----------------------------------------------------------------------------
+
+    def record(
+        self, principal: Principal, session_id: str, tool_name: str, content: str | bytes, **kw: Any
+    ) -> ToolResult:
+        return self.archive.record(principal, session_id, tool_name, content, **kw)
+
+    def archive_results(
+        self,
+        principal: Principal,
+        session_id: str,
+        targets: Iterable[ArchiveTarget | Mapping[str, Any] | tuple[str, str]],
+        *,
+        idempotency_key: str | None = None,
+    ) -> ArchiveReceipt:
+        receipt = self.archive.archive(principal, session_id, targets, idempotency_key=idempotency_key)
+        self._after_write()
+        return receipt
+
+    def live_view(self, principal: Principal, session_id: str) -> LiveView:
+        return self.archive.live_view(principal, session_id)
+
+    def recover(self, principal: Principal, session_id: str, result_id: str) -> Recovered:
+        return self.archive.recover(principal, session_id, result_id)
+
+    # ---- memory ------------------------------------------------------------------------------
+
+    def remember(
+        self,
+        principal: Principal,
+        owner: str,
+        key: str,
+        value: str,
+        provenance: str,
+        *,
+        ttl: timedelta | None = None,
+        derived_from: str | None = None,
+    ) -> RememberOutcome:
+        outcome = self.archive.remember(
+            principal, owner, key, value, provenance, ttl=ttl, derived_from=derived_from
+        )
+        self._after_write()
+        return outcome
+
+    def current(self, principal: Principal, owner: str, key: str) -> MemoryFact | None:
+        return self.archive.current(principal, owner, key)
+
+    def memory_history(self, principal: Principal, owner: str, key: str) -> list[MemoryFact]:
+        return self.archive.memory_history(principal, owner, key)
+
+    # ---- deletion ----------------------------------------------------------------------------
+
+    def delete_evidence(self, principal: Principal, evidence_id: str) -> DeletionReceipt:
+        receipt = self.archive.delete_evidence(principal, evidence_id)
+        self._after_write()
+        return receipt
+
+    def delete_session(self, principal: Principal, session_id: str) -> DeletionReceipt:
+        receipt = self.archive.delete_session(principal, session_id)
+        self._after_write()
+        return receipt
+
+    def delete_owner(self, principal: Principal, owner: str) -> DeletionReceipt:
+        receipt = self.archive.delete_owner(principal, owner)
+        self._after_write()
+        return receipt
+
+    def verify_deleted(self, principal: Principal, receipt: DeletionReceipt) -> DeletionCheck:
+        """Check every store: archive rows, index points of each deleted id, pending outbox rows."""
+        archive_left = self.archive.verify_deleted(principal, receipt)
+        tenant = principal.tenant_id
+        ids = {eid for eid, _ in receipt.evidence_versions}
+        ids |= {f"{RESULT_PREFIX}{ref}" for ref in receipt.tool_results}
+        ids |= {memory_evidence_id(owner, key) for owner, key, _ in receipt.memory_facts}
+        ids |= set(receipt.summaries)
+        index_left = sorted(i for i in ids if self.index.backend.count(evidence_filter(tenant, i)) > 0)
+        with self.archive.store.read() as conn:
+            pending = len(pending_ids(conn) & set(receipt.outbox_ids))
+        return DeletionCheck(receipt, tuple(archive_left), tuple(index_left), pending)
+
+    # ---- citations ---------------------------------------------------------------------------
+
+    def check_citations(
+        self,
+        principal: Principal,
+        citations: Sequence[Citation | Mapping[str, Any]],
+        *,
+        answered_at: datetime | None = None,
+    ) -> CitationReport:
+        return check_citations(self.archive, principal, citations, answered_at=answered_at)
+
+
+def _result_from_dict(data: Mapping[str, Any]) -> SearchResult:
+    hits = tuple(
+        SearchHit(
+            evidence_id=h["evidence_id"],
+            version=h["version"],
+            kind=h["kind"],
+            source=h["source"],
+            scope=h["scope"],
+            locator=h["locator"],
+            snippet=h["snippet"],
+            score=h["score"],
+            bm25_rank=h["bm25_rank"],
+            dense_rank=h["dense_rank"],
+            span=(h["span"][0], h["span"][1]),
+            label=h["label"],
+        )
+        for h in data["hits"]
+    )
+    return SearchResult(
+        status=data["status"], hits=hits, reason=data["reason"], dropped=data["dropped"], cached=True
+    )
+
+
+__all__ = ["DeletionCheck", "IngestReport", "Mnemo", "SearchHit", "SearchResult"]

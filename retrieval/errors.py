@@ -1,0 +1,118 @@
+"""Typed errors of the retrieval layer.
+
+Each error carries structured detail (`to_dict`) so the composition root can map it to a
+status code in one place without parsing messages. Search itself reports "no match",
+"forbidden" and "unavailable" as a `SearchOutcome` status; these exceptions are for calls
+that cannot even be attempted (bad input, a locked or mismatched index) and for writes,
+which must never half-succeed silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+class RetrievalError(Exception):
+    """Base of every error the retrieval layer raises on purpose."""
+
+    code = "retrieval_error"
+
+    def __init__(self, message: str, **detail: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail: dict[str, Any] = detail
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, **self.detail}
+
+
+class InvalidQuery(RetrievalError):
+    """A search request is malformed: empty text, too long, a bad filter value, a bad limit."""
+
+    code = "invalid_query"
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}", field=field, problem=problem)
+        self.field = field
+        self.problem = problem
+
+
+class InvalidDocument(RetrievalError):
+    """A document handed to the index is malformed; nothing of the batch was written."""
+
+    code = "invalid_document"
+
+    def __init__(self, field: str, problem: str, evidence_id: str | None = None) -> None:
+        where = f" (evidence {evidence_id!r})" if evidence_id else ""
+        super().__init__(f"{field}: {problem}{where}", field=field, problem=problem, evidence_id=evidence_id)
+        self.field = field
+        self.problem = problem
+        self.evidence_id = evidence_id
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    """Who holds an embedded index open: enough to find and ask that process."""
+
+    pid: int
+    host: str
+    opened_at: str
+    program: str
+
+    def describe(self) -> str:
+        return f"pid {self.pid} on {self.host} ({self.program}, since {self.opened_at})"
+
+
+class IndexLocked(RetrievalError):
+    """An embedded index is already open in another opener; one opener per path.
+
+    `holder` is None only when the holder died between our attempt and our read of the
+    lock file, or wrote nothing readable.
+    """
+
+    code = "index_locked"
+
+    def __init__(self, path: str, holder: LockHolder | None) -> None:
+        who = holder.describe() if holder else "an unknown holder"
+        super().__init__(
+            f"index at {path} is open in {who}; close it there first (one opener per path)",
+            path=path,
+            holder=None if holder is None else holder.__dict__.copy(),
+        )
+        self.path = path
+        self.holder = holder
+
+
+class IndexUnavailable(RetrievalError):
+    """The index engine (or the embedding model) failed or is closed; nothing was changed by us."""
+
+    code = "index_unavailable"
+
+    def __init__(self, component: str, reason: str) -> None:
+        super().__init__(f"{component} unavailable: {reason}", component=component, reason=reason)
+        self.component = component
+        self.reason = reason
+
+
+class IndexConfigMismatch(RetrievalError):
+    """An existing index was built with settings that differ from the ones asked for.
+
+    Document-side encodings (BM25 weights, tokenizer, embedding model) are baked into the
+    stored vectors, so mixing settings would silently corrupt rankings; re-index instead.
+    """
+
+    code = "index_config_mismatch"
+
+    def __init__(self, path: str, field: str, stored: object, requested: object) -> None:
+        super().__init__(
+            f"index at {path} was built with {field}={stored!r}, not {requested!r}; "
+            "open it with the stored settings or rebuild it",
+            path=path,
+            field=field,
+            stored=stored,
+            requested=requested,
+        )
+        self.field = field
+        self.stored = stored
+        self.requested = requested

@@ -1,0 +1,107 @@
+"""What the index is given: one version of one evidence record, with its text.
+
+The text is only read to build vectors; it is never stored in the index. What the index keeps
+is the pointer (tenant, evidence id, version, chunk span, content hash) and the filter fields,
+so a hit is always hydrated from the archive and can be quoted exactly by its span.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+
+from . import fields
+from .errors import InvalidDocument
+
+
+def sha256_hex(text: str) -> str:
+    """The content hash used everywhere in retrieval: sha256 of the UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class EvidenceDocument:
+    """One version of an evidence record as the index needs it.
+
+    `sensitivity` is an ordinal (the archive's Sensitivity: 0 public ... 3 restricted); a reader
+    sees a document when `sensitivity <= clearance`. `owner` is set for user-scoped memory only.
+    `valid_from`/`valid_until` must be timezone-aware; None means open-ended.
+    `content_sha256`, when given, must match `text` (it is the archive's hash of these bytes, and a
+    mismatch means the caller is indexing different text from what the archive holds).
+
+    Raises InvalidDocument on any malformed field.
+    """
+
+    tenant_id: str
+    evidence_id: str
+    version: int
+    text: str
+    kind: str = "knowledge"
+    source: str = "unknown"
+    scope: str = "default"
+    owner: str | None = None
+    sensitivity: int = 0
+    status: str = "active"
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    content_sha256: str = ""
+
+    def __post_init__(self) -> None:
+        fields.identifier("tenant_id", self.tenant_id)
+        fields.evidence_id(self.evidence_id)
+        if isinstance(self.version, bool) or not isinstance(self.version, int) or self.version < 1:
+            raise InvalidDocument("version", f"{self.version!r} is not a positive integer", self.evidence_id)
+        if not isinstance(self.text, str):
+            raise InvalidDocument(
+                "text", f"must be a string, got {type(self.text).__name__}", self.evidence_id
+            )
+        fields.one_of("kind", self.kind, fields.KINDS)
+        fields.one_of("status", self.status, fields.STATUSES)
+        fields.label("source", self.source)
+        fields.label("scope", self.scope)
+        if self.owner is not None:
+            fields.identifier("owner", self.owner)
+        if (
+            isinstance(self.sensitivity, bool)
+            or not isinstance(self.sensitivity, int)
+            or self.sensitivity < 0
+        ):
+            raise InvalidDocument(
+                "sensitivity", f"{self.sensitivity!r} is not a non-negative integer", self.evidence_id
+            )
+        object.__setattr__(self, "sensitivity", int(self.sensitivity))  # IntEnum -> plain int
+        try:
+            start = fields.epoch_seconds(self.valid_from) if self.valid_from else fields.BEGINNING_OF_TIME
+            end = fields.epoch_seconds(self.valid_until) if self.valid_until else fields.END_OF_TIME
+        except ValueError as exc:
+            raise InvalidDocument("valid_from/valid_until", str(exc), self.evidence_id) from None
+        if end <= start:
+            raise InvalidDocument("valid_until", "must be later than valid_from", self.evidence_id)
+        digest = sha256_hex(self.text)
+        if not self.content_sha256:
+            object.__setattr__(self, "content_sha256", digest)
+        elif self.content_sha256 != digest:
+            raise InvalidDocument(
+                "content_sha256",
+                f"{self.content_sha256} is not the sha256 of the text ({digest})",
+                self.evidence_id,
+            )
+
+    @property
+    def valid_from_epoch(self) -> float:
+        return fields.epoch_seconds(self.valid_from) if self.valid_from else fields.BEGINNING_OF_TIME
+
+    @property
+    def valid_until_epoch(self) -> float:
+        return fields.epoch_seconds(self.valid_until) if self.valid_until else fields.END_OF_TIME
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A span of a document's text: `text == document.text[start:end]` always holds."""
+
+    index: int
+    start: int
+    end: int
+    text: str

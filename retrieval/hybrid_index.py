@@ -1,0 +1,301 @@
+"""HybridIndex: the retrieval layer's one entry point (write, delete, search).
+
+    with HybridIndex.open("data/index") as index:          # embedded (Qdrant Edge)
+        index.upsert([EvidenceDocument(tenant_id="acme", evidence_id="policy:1", version=1, text=...)])
+        outcome = index.search(AccessScope("acme", clearance=1), SearchQuery("delivery policy"))
+
+`HybridIndex.connect(url, collection)` is the same over a Qdrant server or cluster.
+
+Write contract:
+- `upsert(documents)` validates the whole batch before writing anything (InvalidDocument names
+  the bad document); chunks already stored with the same payload are skipped, chunks whose text
+  is unchanged but whose fields changed get a payload update only, the rest are embedded
+  (through the cache) and written; chunks left over from a longer earlier text of the same
+  version are deleted. Re-applying an upsert therefore changes nothing.
+- `delete(tenant, evidence_id, version=None)` removes the points and the cached embeddings of
+  their text; deleting again removes nothing and is not an error.
+- writes are visible to the next search; `flush()` makes them durable (a commit point).
+An engine or model failure raises IndexUnavailable; the caller (the outbox drainer) retries,
+which is safe because every write is idempotent.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+
+from . import fields
+from .backend import VectorIndex
+from .edge_backend import EdgeIndex
+from .embedding import Embedder, SentenceTransformerEmbedder
+from .embedding_cache import CachingEmbedder, EmbeddingCache, InMemoryEmbeddingCache, SqliteEmbeddingCache
+from .errors import InvalidDocument
+from .evidence import EvidenceDocument
+from .filters import evidence_filter, tenant_filter
+from .ingest import PointEncoder, PreparedChunk
+from .lock import IndexLock
+from .outcome import SearchOutcome
+from .points import point_id
+from .query import AccessScope, SearchQuery
+from .search import Searcher
+from .server_backend import ServerIndex
+from .settings import EncodingSettings, IndexIdentity, SearchSettings, read_identity, write_identity
+from .tuning import IndexTuning
+
+IDENTITY_FILE = "retrieval.json"
+CACHE_FILE = "embeddings.sqlite"
+
+
+@dataclass(frozen=True)
+class UpsertReport:
+    documents: int = 0
+    chunks: int = 0
+    written: int = 0  # points (re)written with vectors
+    payload_updates: int = 0  # same text, changed fields: payload rewritten only
+    unchanged: int = 0  # already stored exactly so: nothing done
+    stale_removed_from: int = 0  # documents whose surplus chunks (from a longer old text) were deleted
+
+    def __add__(self, other: UpsertReport) -> UpsertReport:
+        return UpsertReport(
+            *(getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__)  # all ints
+        )
+
+
+@dataclass(frozen=True)
+class DeleteReport:
+    points_removed: int
+    embeddings_discarded: int
+
+
+class HybridIndex:
+    def __init__(
+        self,
+        backend: VectorIndex,
+        embedder: Embedder,
+        encoding: EncodingSettings,
+        search_settings: SearchSettings | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """Compose an index from parts; `open` and `connect` are the usual ways in.
+
+        `embedder` should be a CachingEmbedder for re-ingestion to be cheap.
+        """
+        self.backend = backend
+        self.embedder = embedder
+        self.encoding = encoding
+        self.search_settings = search_settings or SearchSettings()
+        self.encoder = PointEncoder(encoding, embedder)
+        self.searcher = Searcher(backend, self.encoder.bm25, embedder, self.search_settings, clock)
+
+    # ----------------------------------------------------------------- opening
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        embedder: Embedder | None = None,
+        encoding: EncodingSettings | None = None,
+        search_settings: SearchSettings | None = None,
+        cache: EmbeddingCache | None = None,
+        tuning: IndexTuning | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> HybridIndex:
+        """Open the embedded index in directory `path`, creating it if needed.
+
+        An existing index keeps the encoding it was built with: `encoding=None` adopts it, and a
+        different one (or another embedding model) raises IndexConfigMismatch. The embedding
+        cache defaults to `embeddings.sqlite` in the directory. Raises IndexLocked if another
+        opener holds the directory.
+        """
+        directory = Path(path)
+        directory.mkdir(parents=True, exist_ok=True)
+        lock = IndexLock(directory)
+        lock.acquire()
+        try:
+            inner = embedder or SentenceTransformerEmbedder()
+            stored = read_identity(directory / IDENTITY_FILE)
+            if stored is not None:
+                wanted = IndexIdentity(inner.model_id, stored.dense_dimension, encoding or stored.encoding)
+                stored.check_same(wanted, str(directory))
+                identity = stored
+            else:
+                identity = IndexIdentity(inner.model_id, inner.dimension, encoding or EncodingSettings())
+            backend = EdgeIndex.open(directory, identity.dense_dimension, tuning, lock=lock)
+        except BaseException:
+            lock.release()
+            raise
+        if stored is None:
+            write_identity(directory / IDENTITY_FILE, identity)
+        cached = CachingEmbedder(inner, cache or SqliteEmbeddingCache(directory / CACHE_FILE))
+        return cls(backend, cached, identity.encoding, search_settings, clock=clock)
+
+    @classmethod
+    def connect(
+        cls,
+        url: str,
+        collection: str,
+        *,
+        embedder: Embedder | None = None,
+        encoding: EncodingSettings | None = None,
+        search_settings: SearchSettings | None = None,
+        cache: EmbeddingCache | None = None,
+        api_key: str | None = None,
+        tuning: IndexTuning | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> HybridIndex:
+        """Use collection `collection` on the Qdrant at `url` (`:memory:` for an in-process one).
+
+        The server does not record the encoding; callers sharing a collection must pass the same
+        `encoding` (the composition root keeps it in its configuration).
+        """
+        inner = embedder or SentenceTransformerEmbedder()
+        backend = ServerIndex.connect(url, collection, inner.dimension, api_key=api_key, tuning=tuning)
+        cached = CachingEmbedder(inner, cache or InMemoryEmbeddingCache())
+        return cls(backend, cached, encoding or EncodingSettings(), search_settings, clock=clock)
+
+    # ----------------------------------------------------------------- writing
+
+    def upsert(
+        self,
+        documents: Iterable[EvidenceDocument],
+        *,
+        batch_size: int = 1024,
+        progress: Callable[[int], None] | None = None,
+    ) -> UpsertReport:
+        """Index `documents` (see the module docstring). `progress(n)` is called after each batch.
+
+        Each batch of `batch_size` documents is embedded in one call: larger batches let the model
+        sort more texts by length (less padding), smaller ones report progress more often.
+        """
+        docs = list(documents)
+        seen: set[tuple[str, str, int]] = set()
+        for doc in docs:
+            if not isinstance(doc, EvidenceDocument):
+                raise InvalidDocument("documents", f"expected EvidenceDocument, got {type(doc).__name__}")
+            key = (doc.tenant_id, doc.evidence_id, doc.version)
+            if key in seen:
+                raise InvalidDocument("documents", "appears twice in one batch", doc.evidence_id)
+            seen.add(key)
+        report = UpsertReport()
+        for start in range(0, len(docs), batch_size):
+            batch = docs[start : start + batch_size]
+            report = report + self._upsert_batch(batch)
+            if progress is not None:
+                progress(len(batch))
+        return report
+
+    def _upsert_batch(self, docs: Sequence[EvidenceDocument]) -> UpsertReport:
+        prepared = [self.encoder.prepare(doc) for doc in docs]
+        # Chunks are numbered 0..n-1 without gaps, so a point at chunk n (the "next" id) means an
+        # earlier, longer text of this version left chunks n.. behind. One lookup answers both
+        # "what is stored already" and "is anything stale".
+        next_ids = [
+            point_id(d.tenant_id, d.evidence_id, d.version, len(c))
+            for d, c in zip(docs, prepared, strict=True)
+        ]
+        stored = self.backend.payloads([c.point_id for chunks in prepared for c in chunks] + next_ids)
+        to_encode: list[PreparedChunk] = []
+        payload_only: list[PreparedChunk] = []
+        unchanged = 0
+        for chunks in prepared:
+            for c in chunks:
+                old = stored.get(c.point_id)
+                if old == c.payload:
+                    unchanged += 1
+                elif old is not None and old.chunk_sha256 == c.payload.chunk_sha256:
+                    payload_only.append(c)
+                else:
+                    to_encode.append(c)
+        if to_encode:
+            self.backend.upsert(self.encoder.encode(to_encode))
+        if payload_only:
+            self.backend.set_payloads({c.point_id: c.payload for c in payload_only})
+        shrunk = [(d, len(c)) for d, c, nxt in zip(docs, prepared, next_ids, strict=True) if nxt in stored]
+        for doc, n_chunks in shrunk:
+            self.backend.delete_matching(
+                evidence_filter(doc.tenant_id, doc.evidence_id, doc.version, from_chunk=n_chunks)
+            )
+        return UpsertReport(
+            documents=len(docs),
+            chunks=sum(len(c) for c in prepared),
+            written=len(to_encode),
+            payload_updates=len(payload_only),
+            unchanged=unchanged,
+            stale_removed_from=len(shrunk),
+        )
+
+    def set_status(
+        self,
+        tenant_id: str,
+        evidence_id: str,
+        version: int,
+        status: str,
+        *,
+        valid_until: datetime | None = None,
+    ) -> None:
+        """Flip the status (and optionally close the validity) of one evidence version's points.
+
+        Used for supersede and retract, which change no text: no re-embedding is needed.
+        """
+        fields.identifier("tenant_id", tenant_id)
+        fields.evidence_id(evidence_id)
+        fields.one_of("status", status, fields.STATUSES)
+        values: dict[str, object] = {"status": status}
+        if valid_until is not None:
+            values["valid_until"] = fields.epoch_seconds(valid_until)
+        self.backend.set_payload_matching(evidence_filter(tenant_id, evidence_id, version), values)
+
+    def delete(self, tenant_id: str, evidence_id: str, version: int | None = None) -> DeleteReport:
+        """Remove every point of the evidence (or of one version) and its cached embeddings."""
+        fields.identifier("tenant_id", tenant_id)
+        fields.evidence_id(evidence_id)
+        spec = evidence_filter(tenant_id, evidence_id, version)
+        removed = 0
+        hashes: set[str] = set()
+        # Page through by deleting what we have seen, so evidence of any size goes completely.
+        while page := self.backend.matching(spec, limit=1_000):
+            self.backend.delete_ids([pid for pid, _ in page])
+            removed += len(page)
+            hashes.update(p.chunk_sha256 for _, p in page)
+        discarded = 0
+        if hashes and isinstance(self.embedder, CachingEmbedder):
+            discarded = self.embedder.cache.discard(hashes)
+        return DeleteReport(points_removed=removed, embeddings_discarded=discarded)
+
+    # ----------------------------------------------------------------- reading
+
+    def search(self, scope: AccessScope, query: SearchQuery) -> SearchOutcome:
+        """Search within `scope`; see search.py for the order of checks and SearchOutcome for statuses."""
+        return self.searcher.search(scope, query)
+
+    def count(self, tenant_id: str | None = None) -> int:
+        """Points stored (for one tenant, or all)."""
+        return self.backend.count(None if tenant_id is None else tenant_filter(tenant_id))
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def flush(self) -> None:
+        self.backend.flush()
+
+    def optimize(self) -> None:
+        self.backend.optimize()
+
+    def close(self) -> None:
+        """Flush and close the engine and the embedding cache; idempotent."""
+        self.backend.close()
+        if isinstance(self.embedder, CachingEmbedder):
+            self.embedder.cache.close()
+
+    def __enter__(self) -> HybridIndex:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

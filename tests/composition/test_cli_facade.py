@@ -1,0 +1,333 @@
+"""The facade commands of `mnemo-sea` as a user runs them: real processes, exit codes, JSON on stdout.
+
+Every process uses the hashing embedder (MNEMO_EMBEDDER=hashing): the real model is not the
+subject here and costs seconds per process to load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CLI = [sys.executable, "-c", "from mnemo_sea.cli import main; main()"]
+AGENT = ["--tenant", "clinic-a", "--subject", "agent-1", "--role", "agent"]
+ADMIN = ["--tenant", "clinic-a", "--subject", "admin-1", "--role", "admin", "--clearance", "restricted"]
+
+DOCS = [
+    {
+        "evidence_id": "policy:delivery:2026-10",
+        "source": "shop-policies",
+        "scope": "policy",
+        "locator": "section 2",
+        "body": "Cross-border orders ship within 10 business days; domestic orders within 2 days.",
+    },
+    {
+        "evidence_id": "drug:carprofen:label",
+        "source": "clinic-formulary",
+        "scope": "drug_label",
+        "locator": "page 1",
+        "body": "Carprofen is not for use in cats. Dogs: 4.4 mg per kg once daily.",
+    },
+    {
+        "evidence_id": "note:to-delete",
+        "source": "scratch",
+        "scope": "notes",
+        "locator": "line 1",
+        "body": "Zanzibar warehouse inventory count is seventeen crates.",
+    },
+]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env["MNEMO_EMBEDDER"] = "hashing"
+    env.update(extra)
+    return env
+
+
+def run(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *map(str, args)], capture_output=True, text=True, timeout=120, check=False, env=env or _env()
+    )
+
+
+def run_many(*commands: list[str | Path]) -> list[subprocess.CompletedProcess[str]]:
+    """Independent commands, run concurrently (each process spends most of its time importing)."""
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return list(pool.map(lambda args: run(*args), commands))
+
+
+def ok_json(*args: str | Path) -> Any:
+    proc = run(*args, "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout)
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str], code: int, *needles: str) -> str:
+    """The process failed with `code` and said so in exactly one `error:` line, no traceback."""
+    assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]] | list[str]) -> Path:
+    path.write_text(
+        "\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n", encoding="utf-8"
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data folder, created by `init`, holding DOCS for tenant clinic-a."""
+    root = tmp_path_factory.mktemp("cli")
+    folder = root / "data"
+    created = ok_json("init", "--data-dir", folder)
+    assert created["created"] is True and created["embedder"] == "mnemo-sea/hashing-bow-64"
+    assert (folder / "archive.db").is_file() and (folder / "index").is_dir()
+    docs = write_jsonl(root / "docs.jsonl", DOCS)
+    report = ok_json("ingest", docs, "--data-dir", folder, *AGENT)
+    assert report["stored"] == 3 and report["new_versions"] == 3 and report["unchanged"] == 0
+    assert report["indexed"] >= 3 and report["problems"] == []
+    return folder
+
+
+# ---- happy paths -----------------------------------------------------------------------------------
+
+
+def test_reingest_is_unchanged_and_search_returns_the_exact_original(data: Path, tmp_path: Path) -> None:
+    again = ok_json("ingest", write_jsonl(tmp_path / "d.jsonl", DOCS[:2]), "--data-dir", data, *AGENT)
+    assert again["stored"] == 2 and again["unchanged"] == 2 and again["new_versions"] == 0
+
+    found = ok_json("search", "cross-border orders ship", "--data-dir", data, *AGENT, "--mode", "bm25")
+    assert found["status"] == "results"
+    top = found["hits"][0]
+    assert top["evidence_id"] == "policy:delivery:2026-10" and top["version"] == 1
+    assert top["snippet"] == DOCS[0]["body"] and top["locator"] == "section 2" and top["bm25_rank"] == 1
+
+    scoped = ok_json(
+        "search",
+        "cats dogs orders",
+        "--scope",
+        "drug_label",
+        "--kind",
+        "knowledge",
+        "--data-dir",
+        data,
+        *AGENT,
+    )
+    assert {h["evidence_id"] for h in scoped["hits"]} == {"drug:carprofen:label"}
+
+    other_tenant = ok_json("search", "cross-border orders", "--data-dir", data, "--tenant", "shop-b")
+    assert other_tenant["status"] == "no_match" and other_tenant["hits"] == []
+
+
+def test_session_record_archive_live_recover(data: Path, tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    log.write_bytes(b"GET /orders/O-1042 -> timeout after 30 s\n" * 50)
+    first = ok_json("session", "record", "s-1", "logistics.query", "--file", log, "--data-dir", data, *AGENT)
+    assert first["result_id"] == "r1" and first["state"] == "live" and first["size"] == log.stat().st_size
+    second = ok_json(
+        "session", "record", "s-1", "inventory.check", "--content", "stock: 3 units",
+        "--policy-class", "inventory", "--data-dir", data, *AGENT,
+    )  # fmt: skip
+    assert second["result_id"] == "r2"
+
+    receipt = ok_json(
+        "session", "archive", "s-1", "r1=logistics timed out, nothing useful", "r2=stock was 3",
+        "--idempotency-key", "k-1", "--data-dir", data, *AGENT,
+    )  # fmt: skip
+    assert receipt["archived"] == ["r1", "r2"] and receipt["replayed"] is False
+
+    live = ok_json("session", "live", "s-1", "--data-dir", data, *AGENT)
+    assert [(i["result_id"], i["state"]) for i in live["items"]] == [("r1", "archived"), ("r2", "archived")]
+    assert live["items"][0]["note"] == "logistics timed out, nothing useful"
+    assert "GET /orders" not in live["text"]  # stubs, not the archived originals
+
+    recovered_log = ok_json("session", "recover", "s-1", "r1", "--data-dir", data, *AGENT)
+    assert recovered_log["text"] == log.read_text() and recovered_log["appended"] == "r3"
+    assert recovered_log["staleness_warning"] is None  # a logistics log is not time-sensitive
+
+
+def test_memory_remember_current_history(data: Path) -> None:
+    common = ["--data-dir", data, *AGENT]
+    ok_json("memory", "remember", "u-7", "pet_name", "Dodo", "--provenance", "user_claim", *common)
+    corrected = ok_json(
+        "memory", "remember", "u-7", "pet_name", "Doudou", "--provenance", "user_correction", *common
+    )
+    assert corrected["persisted"] is True and corrected["fact"]["version"] == 2
+    current = ok_json("memory", "current", "u-7", "pet_name", *common)
+    assert current["value"] == "Doudou" and current["provenance"] == "user_correction"
+    history = ok_json("memory", "history", "u-7", "pet_name", *common)
+    assert [(f["value"], f["status"]) for f in history["versions"]] == [
+        ("Dodo", "superseded"),
+        ("Doudou", "active"),
+    ]
+
+
+def test_delete_writes_a_receipt_that_verify_deleted_proves(data: Path, tmp_path: Path) -> None:
+    receipt_file = tmp_path / "receipt.json"
+    receipt = ok_json(
+        "delete", "evidence", "note:to-delete", "--receipt-out", receipt_file, "--data-dir", data, *ADMIN
+    )
+    assert receipt["target"].endswith("note:to-delete") and receipt["evidence_versions"] == [
+        ["note:to-delete", 1]
+    ]
+    assert json.loads(receipt_file.read_text()) == receipt
+
+    check = ok_json("verify-deleted", receipt_file, "--data-dir", data, *ADMIN)
+    assert check == {
+        "ok": True,
+        "target": receipt["target"],
+        "archive_leftovers": [],
+        "index_leftovers": [],
+        "pending_outbox": 0,
+    }
+    after = ok_json("search", "Zanzibar warehouse crates", "--data-dir", data, *AGENT)
+    assert "note:to-delete" not in {h["evidence_id"] for h in after["hits"]}
+
+
+def test_fsck_audit_and_citation_eval(data: Path, tmp_path: Path) -> None:
+    fsck = ok_json("fsck", "--data-dir", data, *ADMIN)
+    assert fsck["ok"] is True and fsck["problems"] == [] and fsck["checked"]["tenants"] >= 1
+    repaired = ok_json("fsck", "--repair", "--data-dir", data, *ADMIN)
+    assert repaired["ok"] is True
+
+    audit = ok_json("audit", "verify", "--data-dir", data, *ADMIN)
+    assert audit["ok"] is True and audit["tenant_id"] == "clinic-a" and audit["events"] > 0
+
+    answers = write_jsonl(
+        tmp_path / "answers.jsonl",
+        [
+            {
+                "id": "a1",
+                "citations": [{"evidence_id": "policy:delivery:2026-10", "quote": "domestic orders"}],
+            },
+            {
+                "id": "a2",
+                "citations": [{"evidence_id": "policy:delivery:2026-10", "quote": "ships overnight"}],
+            },
+        ],
+    )
+    report = ok_json("eval", "citations", answers, "--data-dir", data, *AGENT)
+    assert report["answers"] == 2 and report["precision"] == 0.5
+    assert [r["id"] for r in report["results"]] == ["a1", "a2"]
+
+
+# ---- errors: one line, a defined exit code, never a traceback -----------------------------------
+
+
+def test_usage_mistakes_exit_2(data: Path) -> None:
+    missing_arg, bad_role, bad_mode, naive_time, bad_target, bad_command = run_many(
+        ["search", "--data-dir", data],
+        ["search", "x", "--data-dir", data, "--role", "boss"],
+        ["search", "x", "--data-dir", data, "--mode", "fuzzy"],
+        ["search", "x", "--data-dir", data, "--as-of", "2026-01-01T00:00"],
+        ["session", "archive", "s-1", "r1-no-note", "--data-dir", data],
+        ["session", "teleport"],
+    )
+    one_line_error(missing_arg, 2, "Missing argument")
+    one_line_error(bad_role, 2, "--role", "boss")
+    one_line_error(bad_mode, 2, "--mode")
+    one_line_error(naive_time, 2, "time zone")
+    one_line_error(bad_target, 2, "rN=note")
+    one_line_error(bad_command, 2, "No such command")
+
+
+def test_missing_data_folder_exit_2(tmp_path: Path) -> None:
+    no_option, no_folder = run_many(["search", "x"], ["fsck", "--data-dir", tmp_path / "nowhere"])
+    one_line_error(no_option, 2, "--data-dir")
+    one_line_error(no_folder, 2, "no mnemo data folder", "mnemo-sea init")
+    assert not (tmp_path / "nowhere").exists()  # a read command never creates a folder
+
+
+def test_corrupt_archive_file_exit_7(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "archive.db").write_bytes(b"this is not sqlite" * 100)
+    one_line_error(run("search", "x", "--data-dir", folder), 7, "corrupt", "archive.db")
+    one_line_error(run("init", "--data-dir", folder), 7, "corrupt")
+
+
+def test_locked_data_folder_names_the_holder_exit_6(data: Path) -> None:
+    holder_code = (
+        "import sys, time\n"
+        "from mnemo_sea.hashing_embedder import HashingEmbedder\n"
+        "from mnemo_sea.mnemo import Mnemo\n"
+        f"m = Mnemo.open({str(data)!r}, embedder=HashingEmbedder())\n"
+        "print('ready', flush=True)\n"
+        "sys.stdin.read()\n"
+        "m.close()\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", holder_code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        line = one_line_error(run("search", "x", "--data-dir", data, *AGENT), 6, f"pid {holder.pid}")
+        assert "one opener per path" in line
+    finally:
+        holder.communicate("", timeout=60)
+    assert ok_json("search", "orders", "--data-dir", data, *AGENT)["status"] == "results"  # released
+
+
+def test_bad_files_exit_2_and_store_nothing_unless_partial(data: Path, tmp_path: Path) -> None:
+    rows = [
+        json.dumps({"evidence_id": "bad:one", "body": "first good line about llamas"}),
+        "{not json",
+        json.dumps({"evidence_id": "bad:two", "body": "second good line", "valid_untill": "x"}),
+        json.dumps({"evidence_id": "bad:three", "body": "third good line about llamas"}),
+    ]
+    mixed = write_jsonl(tmp_path / "mixed.jsonl", rows)
+    line = one_line_error(run("ingest", mixed, "--data-dir", data, *AGENT), 2, "line 2", "line 3")
+    assert "nothing loaded" in line
+    partial = ok_json("ingest", mixed, "--partial", "--data-dir", data, *AGENT)
+    # new_versions == 2: the refused run above stored nothing
+    assert partial["stored"] == 2 and partial["new_versions"] == 2
+    assert [p["line"] for p in partial["problems"]] == [2, 3]
+
+    binary = tmp_path / "blob.txt"
+    binary.write_bytes(b"\x00\x01\x02binary\x00")
+    huge = tmp_path / "huge.txt"
+    huge.write_bytes(b"a" * (16 * 1024 * 1024 + 1))
+    citations = write_jsonl(tmp_path / "c.jsonl", ["[]", "{}"])
+    is_binary, too_big, absent, bad_citations = run_many(
+        ["ingest", binary, "--data-dir", data, *AGENT],
+        ["ingest", huge, "--data-dir", data, *AGENT],
+        ["ingest", tmp_path / "absent.md", "--data-dir", data, *AGENT],
+        ["eval", "citations", citations, "--data-dir", data],
+    )
+    one_line_error(is_binary, 2, "blob.txt")
+    one_line_error(too_big, 2, "huge.txt", "exceeds")
+    one_line_error(absent, 2, "absent.md")
+    one_line_error(bad_citations, 2, "line 1", "line 2")
+
+
+def test_typed_errors_map_to_exit_codes(data: Path) -> None:
+    ok_json("session", "record", "s-conflict", "t", "--content", "x", "--data-dir", data, *AGENT)
+    # One at a time: each of these opens the data folder, which takes one opener at a time.
+    commands: list[list[str | Path]] = [
+        ["session", "recover", "no-such-session", "r1", "--data-dir", data, *AGENT],
+        ["memory", "current", "u-404", "pet_name", "--data-dir", data, *AGENT],
+        ["delete", "evidence", "drug:carprofen:label", "--data-dir", data, *AGENT],
+        ["session", "archive", "s-conflict", "r1=fine", "r9=unknown", "--data-dir", data, *AGENT],
+        ["search", "x", "--data-dir", data, "--embedder", "default"],
+    ]
+    not_found, no_fact, forbidden, rejected, other_embedder = [run(*args) for args in commands]
+    one_line_error(not_found, 3)
+    one_line_error(no_fact, 3, "u-404")
+    one_line_error(forbidden, 4, "admin")
+    one_line_error(rejected, 5, "r9: unknown", "nothing was archived")
+    line = one_line_error(other_embedder, 2)
+    assert "--embedder hashing" in line and "model_id" in line

@@ -1,0 +1,79 @@
+"""The facade end to end on the embedded default: ingest, search, archive notes, memory, deletion."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fakes import HashingEmbedder
+
+from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
+from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.sample_data import load_sample_tenant
+
+CLINIC = Principal("clinic", "assistant", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
+CLINIC_ADMIN = Principal("clinic", "dpo", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
+SHOP = Principal("shop", "investigator", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
+
+
+@pytest.fixture
+def mnemo(tmp_path: Path) -> Iterator[Mnemo]:
+    m = Mnemo.open(tmp_path / "data", embedder=HashingEmbedder())
+    try:
+        yield m
+    finally:
+        m.close()
+
+
+def test_ingested_knowledge_is_found_hydrated_and_isolated(mnemo: Mnemo) -> None:
+    report = mnemo.ingest(CLINIC, load_sample_tenant("clinic"))
+    mnemo.ingest(SHOP, load_sample_tenant("shop"))
+    assert report.index is not None and report.index.failed == 0 and report.index.pending == 0
+
+    found = mnemo.search(CLINIC, "伊维菌素 柯基 牧羊犬")
+    assert found.status == "results"
+    top = found.hits[0]
+    assert top.evidence_id.startswith("drug:ivermectin")
+    record, content = mnemo.archive.get_evidence(CLINIC, top.evidence_id, with_content=True)
+    assert content is not None and content.decode("utf-8")[top.span[0] : top.span[1]] == top.snippet
+    assert top.locator == record.locator
+
+    # The shop's principal never sees clinic evidence, whatever it asks.
+    leaked = mnemo.search(SHOP, "伊维菌素 柯基 牧羊犬", limit=50)
+    assert all(not h.evidence_id.startswith("drug:") for h in leaked.hits)
+
+
+def test_a_deleted_record_is_unreachable_everywhere(mnemo: Mnemo) -> None:
+    mnemo.ingest(
+        CLINIC, [EvidenceInput(body="O-1042 shipped by sea freight", source="ops", evidence_id="note:1")]
+    )
+    assert mnemo.search(CLINIC, "sea freight").status == "results"
+    receipt = mnemo.delete_evidence(CLINIC_ADMIN, "note:1")
+    check = mnemo.verify_deleted(CLINIC_ADMIN, receipt)
+    assert check.ok, check
+    for mode in ("hybrid", "bm25", "dense"):
+        assert all(h.evidence_id != "note:1" for h in mnemo.search(CLINIC, "sea freight", mode=mode).hits)
+
+
+def test_archived_notes_and_memory_are_searchable(mnemo: Mnemo) -> None:
+    mnemo.record(CLINIC, "visit-1", "logistics.track", "504 upstream timeout " * 50)
+    mnemo.archive_results(CLINIC, "visit-1", [("r1", "carrier query timed out three times; status unknown")])
+    hits = mnemo.search(CLINIC, "carrier timed out", kinds=["tool_result"]).hits
+    assert [h.locator for h in hits] == ["visit-1/r1"]
+    assert "timed out" in hits[0].snippet
+
+    mnemo.remember(CLINIC, "owner-42", "timezone", "UTC", "user_claim")
+    mnemo.remember(CLINIC, "owner-42", "timezone", "Asia/Shanghai", "user_correction")
+    memory_hits = mnemo.search(CLINIC, "timezone", kinds=["memory"]).hits
+    assert [h.snippet for h in memory_hits] == ["timezone: Asia/Shanghai"]
+
+
+def test_a_search_result_cache_is_invalidated_by_deletion(mnemo: Mnemo) -> None:
+    mnemo.ingest(CLINIC, [EvidenceInput(body="the warehouse in Ningbo", source="ops", evidence_id="wh:1")])
+    first = mnemo.search(CLINIC, "warehouse Ningbo")
+    again = mnemo.search(CLINIC, "warehouse Ningbo")
+    assert not first.cached and again.cached and again.hits == first.hits
+    mnemo.delete_evidence(CLINIC_ADMIN, "wh:1")
+    after = mnemo.search(CLINIC, "warehouse Ningbo")
+    assert not after.cached and after.status == "no_match"
