@@ -64,6 +64,43 @@ def demo(
     raise typer.Exit(code=run_demo(data_dir))
 
 
+@app.command("worker")
+def worker(
+    poll: Annotated[float, typer.Option(min=0.01, help="seconds to wait when the outbox is empty")] = 0.5,
+    embedder: Annotated[
+        str, typer.Option(envvar="MNEMO_EMBEDDER", help="default | hashing (tests/offline smoke only)")
+    ] = "default",
+) -> None:
+    """Server mode: apply the outbox to the index and caches until SIGTERM or Ctrl-C.
+
+    Reads MNEMO_DATABASE_URL, MNEMO_QDRANT_URL, MNEMO_REDIS_URL (see mnemo_sea.settings); run
+    as many workers as you like against one database. Prints its counts as JSON when it stops.
+    """
+    import signal
+    import threading
+
+    from mnemo_sea.hashing_embedder import HashingEmbedder
+    from mnemo_sea.mnemo import Mnemo
+    from mnemo_sea.retrieval import RetrievalError
+    from mnemo_sea.worker import run_worker
+
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        mnemo = Mnemo.from_settings(
+            embedder=HashingEmbedder() if embedder == "hashing" else None, sync_writes=False
+        )
+    except (ArchiveError, RetrievalError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(code=6) from None
+    try:
+        stats = run_worker(mnemo, stop, poll_seconds=poll)
+    finally:
+        mnemo.close()
+    emit(stats.__dict__, True)
+
+
 def main() -> None:
     app()
 

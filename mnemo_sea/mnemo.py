@@ -24,6 +24,7 @@ from mnemo_sea.archive import (
     EvidenceInput,
     EvidenceRecord,
     IntegrityError,
+    InvalidInput,
     LiveView,
     MemoryFact,
     Principal,
@@ -35,7 +36,7 @@ from mnemo_sea.archive import (
 )
 from mnemo_sea.archive.clock import aware, utcnow
 from mnemo_sea.archive.outbox import pending_ids
-from mnemo_sea.caches import Cache, MemoryCache, search_query_key
+from mnemo_sea.caches import Cache, MemoryCache, RedisCache, search_query_key
 from mnemo_sea.citations import Citation, CitationReport, check_citations
 from mnemo_sea.indexer import MEMORY_PREFIX, RESULT_PREFIX, DrainReport, Indexer, memory_evidence_id
 from mnemo_sea.retrieval import (
@@ -49,6 +50,7 @@ from mnemo_sea.retrieval import (
     SearchStatus,
 )
 from mnemo_sea.retrieval.filters import evidence_filter
+from mnemo_sea.settings import MnemoSettings
 
 ARCHIVE_FILE = "archive.db"
 INDEX_DIR = "index"
@@ -155,6 +157,48 @@ class Mnemo:
         mnemo = cls(archive, index, MemoryCache())
         mnemo.sync()  # replay what a crash may have left pending
         return mnemo
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: MnemoSettings | None = None,
+        *,
+        embedder: Embedder | None = None,
+        sync_writes: bool = True,
+    ) -> Mnemo:
+        """Server mode: the archive on PostgreSQL, the index on a Qdrant server, caches on Redis.
+
+        Every component is reached before this returns; an unreachable one raises
+        StoreUnavailable (CacheUnavailable for Redis, IndexUnavailable for Qdrant) naming it.
+        With `sync_writes=False` writes return after the SQL commit and an outbox worker
+        (`mnemo_sea.worker.run_worker`, `mnemo-sea worker`) applies them.
+        """
+        cfg = settings or MnemoSettings()
+        missing = [name for name in ("database_url", "qdrant_url") if getattr(cfg, name) is None]
+        if missing:
+            raise InvalidInput(
+                "settings", f"server mode needs {', '.join('MNEMO_' + m.upper() for m in missing)}"
+            )
+        assert cfg.database_url is not None and cfg.qdrant_url is not None
+        cache: Cache = (
+            MemoryCache() if cfg.redis_url is None else RedisCache(cfg.redis_url, prefix=cfg.redis_prefix)
+        )
+        try:
+            cache.ping()
+            archive = Archive.open(cfg.database_url)
+        except BaseException:
+            cache.close()
+            raise
+        try:
+            api_key = cfg.qdrant_api_key.get_secret_value() if cfg.qdrant_api_key else None
+            index = HybridIndex.connect(
+                cfg.qdrant_url, cfg.qdrant_collection, embedder=embedder, api_key=api_key
+            )
+        except BaseException:
+            archive.close()
+            cache.close()
+            raise
+        return cls(archive, index, cache, sync_writes=sync_writes)
 
     def close(self) -> None:
         try:

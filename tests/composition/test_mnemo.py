@@ -77,3 +77,44 @@ def test_a_search_result_cache_is_invalidated_by_deletion(mnemo: Mnemo) -> None:
     mnemo.delete_evidence(CLINIC_ADMIN, "wh:1")
     after = mnemo.search(CLINIC, "warehouse Ningbo")
     assert not after.cached and after.status == "no_match"
+
+
+def test_after_deletion_no_path_reaches_the_content(mnemo: Mnemo) -> None:
+    from mnemo_sea.archive import NotFound, SourceRef
+
+    secret = "the courier left parcel O-1042 with neighbour Li at flat 1203"
+    mnemo.ingest(CLINIC, [EvidenceInput(body=secret, source="ops", evidence_id="ev:secret")])
+    mnemo.record(CLINIC, "s-secret", "courier.log", secret)
+    mnemo.archive_results(CLINIC, "s-secret", [("r1", "courier left parcel with neighbour Li")])
+    summary = mnemo.archive.create_summary(CLINIC, "parcel left with a neighbour", ["evidence:ev:secret"])
+    mnemo.remember(
+        CLINIC,
+        "owner-9",
+        "parcel/drop",
+        "neighbour Li",
+        "tool_fact",
+        derived_from=SourceRef.evidence("ev:secret"),
+    )
+    assert mnemo.search(CLINIC, "neighbour Li parcel").status == "results"  # also fills the result cache
+
+    evidence_receipt = mnemo.delete_evidence(CLINIC_ADMIN, "ev:secret")
+    session_receipt = mnemo.delete_session(CLINIC_ADMIN, "s-secret")
+    assert summary.summary_id in evidence_receipt.summaries and evidence_receipt.memory_facts
+    for receipt in (evidence_receipt, session_receipt):
+        assert mnemo.verify_deleted(CLINIC_ADMIN, receipt).ok
+
+    for mode in ("hybrid", "bm25", "dense"):  # every leg, every kind, past the result cache
+        result = mnemo.search(CLINIC, "neighbour Li parcel courier", mode=mode, limit=50)
+        assert not result.cached
+        assert all("Li" not in h.snippet for h in result.hits), (mode, result.hits)
+    with pytest.raises(NotFound):
+        mnemo.archive.get_evidence(CLINIC, "ev:secret")
+    with pytest.raises(NotFound):
+        mnemo.recover(CLINIC, "s-secret", "r1")
+    with pytest.raises(NotFound):
+        mnemo.live_view(CLINIC, "s-secret")
+    with pytest.raises(NotFound):
+        mnemo.archive.get_summary(CLINIC, summary.summary_id)
+    assert mnemo.current(CLINIC, "owner-9", "parcel/drop") is None
+    report = mnemo.check_citations(CLINIC, [{"evidence_id": "ev:secret", "quote": "neighbour Li"}])
+    assert [c.verdict for c in report.checks] == ["unresolved"]

@@ -1,0 +1,212 @@
+"""Server mode on real components: the archive on PostgreSQL, caches on Redis, and the index on
+qdrant-client's in-process engine standing in for a Qdrant server (same client code path)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fakes import HashingEmbedder
+
+from mnemo_sea.archive import EvidenceInput, InvalidInput, Principal, Role, Sensitivity, StoreUnavailable
+from mnemo_sea.caches import CacheUnavailable, RedisCache
+from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.settings import MnemoSettings
+
+AGENT = Principal("shop", "investigator", frozenset({Role.AGENT}), Sensitivity.INTERNAL)
+ADMIN = Principal("shop", "admin", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
+
+
+@pytest.fixture
+def server(pg_migrated_url: str, redis_url: str, redis_prefix: str) -> Iterator[Mnemo]:
+    settings = MnemoSettings(
+        database_url=pg_migrated_url, qdrant_url=":memory:", redis_url=redis_url, redis_prefix=redis_prefix
+    )
+    m = Mnemo.from_settings(settings, embedder=HashingEmbedder())
+    try:
+        yield m
+    finally:
+        m.close()
+
+
+def test_the_whole_cycle_runs_on_postgresql_redis_and_the_qdrant_client(server: Mnemo) -> None:
+    assert server.archive.store.engine.dialect.name == "postgresql"
+    assert isinstance(server.cache, RedisCache)
+    server.ingest(
+        AGENT, [EvidenceInput(body="cross-border parcels take 7 to 12 days", source="kb", evidence_id="p:1")]
+    )
+    first = server.search(AGENT, "cross-border parcels")
+    assert first.status == "results" and first.hits[0].evidence_id == "p:1"
+    assert server.search(AGENT, "cross-border parcels").cached
+    receipt = server.delete_evidence(ADMIN, "p:1")
+    assert server.verify_deleted(ADMIN, receipt).ok
+    after = server.search(AGENT, "cross-border parcels")
+    assert not after.cached and after.status == "no_match"
+
+
+def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MNEMO_DATABASE_URL", "postgresql+psycopg://u@h/db")
+    monkeypatch.setenv("MNEMO_QDRANT_URL", "http://qdrant:6333")
+    monkeypatch.setenv("MNEMO_REDIS_URL", "redis://cache:6379/0")
+    s = MnemoSettings()
+    assert (s.database_url, s.qdrant_url, s.redis_url) == (
+        "postgresql+psycopg://u@h/db",
+        "http://qdrant:6333",
+        "redis://cache:6379/0",
+    )
+
+
+def test_missing_or_unreachable_components_fail_closed(pg_migrated_url: str) -> None:
+    with pytest.raises(InvalidInput, match="MNEMO_QDRANT_URL"):
+        Mnemo.from_settings(MnemoSettings(database_url=pg_migrated_url), embedder=HashingEmbedder())
+    with pytest.raises(CacheUnavailable):
+        Mnemo.from_settings(
+            MnemoSettings(
+                database_url=pg_migrated_url, qdrant_url=":memory:", redis_url="redis://127.0.0.1:1/0"
+            ),
+            embedder=HashingEmbedder(),
+        )
+    with pytest.raises(StoreUnavailable):
+        Mnemo.from_settings(
+            MnemoSettings(database_url="postgresql+psycopg://postgres@127.0.0.1:1/x", qdrant_url=":memory:"),
+            embedder=HashingEmbedder(),
+        )
+
+
+def test_background_workers_apply_the_outbox_once_each(
+    pg_migrated_url: str, redis_url: str, redis_prefix: str
+) -> None:
+    import threading
+
+    from mnemo_sea.archive.outbox import pending_count
+    from mnemo_sea.worker import run_worker
+
+    settings = MnemoSettings(
+        database_url=pg_migrated_url, qdrant_url=":memory:", redis_url=redis_url, redis_prefix=redis_prefix
+    )
+    api = Mnemo.from_settings(settings, embedder=HashingEmbedder(), sync_writes=False)
+    try:
+        docs = [
+            EvidenceInput(body=f"warehouse note {i} about pallets", source="ops", evidence_id=f"w:{i}")
+            for i in range(30)
+        ]
+        api.ingest(AGENT, docs)
+        with api.archive.store.read() as conn:
+            queued = pending_count(conn)
+        assert queued >= 30
+        assert api.search(AGENT, "warehouse pallets").status == "no_match"  # the index lags until drained
+
+        stop = threading.Event()
+        results = []
+        threads = [
+            threading.Thread(target=lambda: results.append(run_worker(api, stop, poll_seconds=0.05, batch=5)))
+            for _ in range(2)
+        ]
+        for th in threads:
+            th.start()
+        for _ in range(200):
+            with api.archive.store.read() as conn:
+                if pending_count(conn) == 0:
+                    break
+            threading.Event().wait(0.05)
+        stop.set()
+        for th in threads:
+            th.join(timeout=30)
+        assert sum(r.applied for r in results) == queued  # every row once, none twice
+        assert all(r.failed == 0 for r in results)
+        assert api.search(AGENT, "warehouse pallets", limit=50).status == "results"
+    finally:
+        api.close()
+
+
+def test_the_worker_command_drains_the_outbox_and_stops_on_sigterm(pg_migrated_url: str) -> None:
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from mnemo_sea.archive import Archive
+    from mnemo_sea.archive.outbox import pending_count
+
+    archive = Archive.open(pg_migrated_url)
+    try:
+        for i in range(5):
+            archive.put_evidence(AGENT, EvidenceInput(body=f"note {i}", source="ops", evidence_id=f"n:{i}"))
+        with archive.store.read() as conn:
+            queued = pending_count(conn)
+        env = {
+            **os.environ,
+            "MNEMO_DATABASE_URL": pg_migrated_url,
+            "MNEMO_QDRANT_URL": ":memory:",
+            "MNEMO_EMBEDDER": "hashing",
+        }
+        env.pop("MNEMO_REDIS_URL", None)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from mnemo_sea.cli import main; main()", "worker", "--poll", "0.05"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                with archive.store.read() as conn:
+                    if pending_count(conn) == 0:
+                        break
+                time.sleep(0.1)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        assert json.loads(out)["applied"] == queued
+    finally:
+        archive.close()
+
+
+def test_the_worker_command_fails_closed_on_an_unreachable_database() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "MNEMO_DATABASE_URL": "postgresql+psycopg://postgres@127.0.0.1:1/x",
+        "MNEMO_QDRANT_URL": ":memory:",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", "from mnemo_sea.cli import main; main()", "worker", "--embedder", "hashing"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 6
+    assert proc.stderr.startswith("error: archive store unreachable") and "Traceback" not in proc.stderr
+
+
+def test_the_worker_waits_out_an_unavailable_store() -> None:
+    import threading
+    from types import SimpleNamespace
+
+    from mnemo_sea.indexer import DrainReport
+    from mnemo_sea.worker import run_worker
+
+    stop = threading.Event()
+    calls = {"n": 0}
+
+    def drain(_batch: int) -> DrainReport:
+        calls["n"] += 1
+        if calls["n"] <= 2:
+            raise StoreUnavailable("database restarting")
+        if calls["n"] == 3:
+            return DrainReport(applied=4, failed=0, pending=0)
+        stop.set()
+        return DrainReport(applied=0, failed=0, pending=0)
+
+    fake = SimpleNamespace(indexer=SimpleNamespace(drain=drain))
+    stats = run_worker(fake, stop, poll_seconds=0.01)  # type: ignore[arg-type]
+    assert (stats.store_errors, stats.applied, stats.passes) == (2, 4, 2)
