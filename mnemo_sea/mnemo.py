@@ -31,6 +31,7 @@ from mnemo_sea.archive import (
     Recovered,
     RememberOutcome,
     Role,
+    Summary,
     ToolResult,
     feeds,
 )
@@ -422,6 +423,16 @@ class Mnemo:
 
     def memory_history(self, principal: Principal, owner: str, key: str) -> list[MemoryFact]:
         return self.archive.memory_history(principal, owner, key)
+
+    # ---- summaries ---------------------------------------------------------------------------
+
+    def create_summary(
+        self, principal: Principal, text: str, derived_from: Sequence[str], *, trace_ref: str | None = None
+    ) -> Summary:
+        """A derived summary of existing sources, searchable and labelled derived wherever shown."""
+        summary = self.archive.create_summary(principal, text, derived_from, trace_ref=trace_ref)
+        self._after_write()
+        return summary
 
     # ---- deletion ----------------------------------------------------------------------------
 

@@ -86,7 +86,7 @@ def test_after_deletion_no_path_reaches_the_content(mnemo: Mnemo) -> None:
     mnemo.ingest(CLINIC, [EvidenceInput(body=secret, source="ops", evidence_id="ev:secret")])
     mnemo.record(CLINIC, "s-secret", "courier.log", secret)
     mnemo.archive_results(CLINIC, "s-secret", [("r1", "courier left parcel with neighbour Li")])
-    summary = mnemo.archive.create_summary(CLINIC, "parcel left with a neighbour", ["evidence:ev:secret"])
+    summary = mnemo.create_summary(CLINIC, "parcel left with a neighbour", ["evidence:ev:secret"])
     mnemo.remember(
         CLINIC,
         "owner-9",
@@ -96,6 +96,8 @@ def test_after_deletion_no_path_reaches_the_content(mnemo: Mnemo) -> None:
         derived_from=SourceRef.evidence("ev:secret"),
     )
     assert mnemo.search(CLINIC, "neighbour Li parcel").status == "results"  # also fills the result cache
+    derived = mnemo.search(CLINIC, "parcel left with a neighbour", kinds=["summary"]).hits
+    assert [(h.evidence_id, h.label) for h in derived] == [(summary.summary_id, summary.label)]
 
     evidence_receipt = mnemo.delete_evidence(CLINIC_ADMIN, "ev:secret")
     session_receipt = mnemo.delete_session(CLINIC_ADMIN, "s-secret")

@@ -11,6 +11,7 @@ from fakes import HashingEmbedder
 from mnemo_sea.archive import EvidenceInput, InvalidInput, Principal, Role, Sensitivity, StoreUnavailable
 from mnemo_sea.caches import CacheUnavailable, RedisCache
 from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.retrieval import IndexUnavailable
 from mnemo_sea.settings import MnemoSettings
 
 AGENT = Principal("shop", "investigator", frozenset({Role.AGENT}), Sensitivity.INTERNAL)
@@ -69,6 +70,11 @@ def test_missing_or_unreachable_components_fail_closed(pg_migrated_url: str) -> 
     with pytest.raises(StoreUnavailable):
         Mnemo.from_settings(
             MnemoSettings(database_url="postgresql+psycopg://postgres@127.0.0.1:1/x", qdrant_url=":memory:"),
+            embedder=HashingEmbedder(),
+        )
+    with pytest.raises(IndexUnavailable):
+        Mnemo.from_settings(
+            MnemoSettings(database_url=pg_migrated_url, qdrant_url="http://127.0.0.1:1"),
             embedder=HashingEmbedder(),
         )
 
