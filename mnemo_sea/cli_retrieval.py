@@ -106,7 +106,7 @@ def bench_ingest(
     n: Annotated[int, typer.Option("--n", min=10, help="documents")] = 1_000,
     rounds: Annotated[
         int, typer.Option(min=1, help="alternating raw/ours runs; the best of each counts")
-    ] = 2,
+    ] = 3,
     dataset: Annotated[
         Path | None, typer.Option(help="take documents from this BEIR folder (default: synthetic text)")
     ] = None,

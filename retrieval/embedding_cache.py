@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -153,10 +154,12 @@ class SqliteEmbeddingCache:
 
 @dataclass
 class CacheStats:
-    """hits: texts served from the cache; misses: distinct texts the model had to embed."""
+    """hits: texts served from the cache; misses: distinct texts the model had to embed;
+    embed_seconds: wall time spent inside the model for those misses."""
 
     hits: int = 0
     misses: int = 0
+    embed_seconds: float = 0.0
 
 
 class CachingEmbedder:
@@ -194,7 +197,9 @@ class CachingEmbedder:
         self.stats.hits += len(texts) - sum(1 for h in hashes if h not in found)
         self.stats.misses += len(missing)
         if missing:
+            started = time.perf_counter()
             fresh = self.inner.embed_documents(list(missing.values()))
+            self.stats.embed_seconds += time.perf_counter() - started
             computed = dict(zip(missing, fresh, strict=True))
             self.cache.put_many(model_id, computed)
             found.update(computed)

@@ -92,7 +92,7 @@ class Hit:
 
 @dataclass(frozen=True)
 class SearchOutcome:
-    """`timings_ms` has `encode_bm25`, `embed_query`, `index` and `total` (what ran)."""
+    """`timings_ms`: `encode_bm25`, `embed_query`, `index`, `payloads` and `total`, for what ran."""
 
     status: SearchStatus
     mode: SearchMode
