@@ -58,6 +58,39 @@ INDEX_DIR = "index"
 
 
 @dataclass(frozen=True)
+class Pointer:
+    """What the index answered for one hit, without text: cacheable, hydrated on every use."""
+
+    evidence_id: str
+    version: int
+    kind: str
+    source: str
+    scope: str
+    start: int
+    end: int
+    content_sha256: str
+    score: float
+    bm25_rank: int | None
+    dense_rank: int | None
+
+    @classmethod
+    def from_hit(cls, hit: Hit) -> Pointer:
+        return cls(
+            evidence_id=hit.evidence_id,
+            version=hit.version,
+            kind=hit.kind,
+            source=hit.source,
+            scope=hit.scope,
+            start=hit.start,
+            end=hit.end,
+            content_sha256=hit.content_sha256,
+            score=hit.score,
+            bm25_rank=hit.bm25.rank if hit.bm25 else None,
+            dense_rank=hit.dense.rank if hit.dense else None,
+        )
+
+
+@dataclass(frozen=True)
 class SearchHit:
     """A hit hydrated from the archive: what it points to and the exact text of its span."""
 
@@ -295,21 +328,32 @@ class Mnemo:
                 "query": repr(query),
             }
         )
+        # The cache keeps pointers, never text: a cached answer is hydrated from the archive
+        # like a fresh one, so a deletion not yet applied to the caches still cannot leak.
         cached = self.cache.get_search(principal.tenant_id, generation, key)
         if cached is not None:
-            return _result_from_dict(cached)
-        outcome = self.index.search(scope, query)
-        if outcome.status in (SearchStatus.FORBIDDEN, SearchStatus.UNAVAILABLE):
-            return SearchResult(status=outcome.status.value, reason=outcome.reason)
-        hits, dropped = self._hydrate(principal, outcome.hits, when)
+            pointers = [Pointer(**p) for p in cached["pointers"]]
+            reason = str(cached["reason"])
+        else:
+            outcome = self.index.search(scope, query)
+            if outcome.status in (SearchStatus.FORBIDDEN, SearchStatus.UNAVAILABLE):
+                return SearchResult(status=outcome.status.value, reason=outcome.reason)
+            pointers = [Pointer.from_hit(h) for h in outcome.hits]
+            reason = outcome.reason
+            self.cache.put_search(
+                principal.tenant_id,
+                generation,
+                key,
+                {"reason": reason, "pointers": [p.__dict__ for p in pointers]},
+            )
+        hits, dropped = self._hydrate(principal, pointers, when)
         status = "results" if hits else "no_match"
-        result = SearchResult(status=status, hits=tuple(hits), reason=outcome.reason, dropped=dropped)
-        if dropped == 0:
-            self.cache.put_search(principal.tenant_id, generation, key, result.to_dict())
-        return result
+        return SearchResult(
+            status=status, hits=tuple(hits), reason=reason, dropped=dropped, cached=cached is not None
+        )
 
     def _hydrate(
-        self, principal: Principal, hits: Sequence[Hit], as_of: datetime | None
+        self, principal: Principal, hits: Sequence[Pointer], as_of: datetime | None
     ) -> tuple[list[SearchHit], int]:
         out: list[SearchHit] = []
         dropped = 0
@@ -323,7 +367,7 @@ class Mnemo:
                     out.append(found)
         return out, dropped
 
-    def _hydrate_one(self, conn: Any, tenant: str, hit: Hit, as_of: datetime | None) -> SearchHit | None:
+    def _hydrate_one(self, conn: Any, tenant: str, hit: Pointer, as_of: datetime | None) -> SearchHit | None:
         def make(text: str, locator: str, label: str = "evidence") -> SearchHit:
             return SearchHit(
                 evidence_id=hit.evidence_id,
@@ -334,8 +378,8 @@ class Mnemo:
                 locator=locator,
                 snippet=text[hit.start : hit.end],
                 score=hit.score,
-                bm25_rank=hit.bm25.rank if hit.bm25 else None,
-                dense_rank=hit.dense.rank if hit.dense else None,
+                bm25_rank=hit.bm25_rank,
+                dense_rank=hit.dense_rank,
                 span=(hit.start, hit.end),
                 label=label,
             )
@@ -474,29 +518,6 @@ class Mnemo:
         answered_at: datetime | None = None,
     ) -> CitationReport:
         return check_citations(self.archive, principal, citations, answered_at=answered_at)
-
-
-def _result_from_dict(data: Mapping[str, Any]) -> SearchResult:
-    hits = tuple(
-        SearchHit(
-            evidence_id=h["evidence_id"],
-            version=h["version"],
-            kind=h["kind"],
-            source=h["source"],
-            scope=h["scope"],
-            locator=h["locator"],
-            snippet=h["snippet"],
-            score=h["score"],
-            bm25_rank=h["bm25_rank"],
-            dense_rank=h["dense_rank"],
-            span=(h["span"][0], h["span"][1]),
-            label=h["label"],
-        )
-        for h in data["hits"]
-    )
-    return SearchResult(
-        status=data["status"], hits=hits, reason=data["reason"], dropped=data["dropped"], cached=True
-    )
 
 
 __all__ = ["DeletionCheck", "IngestReport", "Mnemo", "SearchHit", "SearchResult"]

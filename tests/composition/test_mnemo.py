@@ -120,3 +120,23 @@ def test_after_deletion_no_path_reaches_the_content(mnemo: Mnemo) -> None:
     assert mnemo.current(CLINIC, "owner-9", "parcel/drop") is None
     report = mnemo.check_citations(CLINIC, [{"evidence_id": "ev:secret", "quote": "neighbour Li"}])
     assert [c.verdict for c in report.checks] == ["unresolved"]
+
+
+def test_a_lagging_index_never_shows_deleted_or_superseded_text(tmp_path: Path) -> None:
+    lagging = Mnemo.open(tmp_path / "lag", embedder=HashingEmbedder())
+    try:
+        lagging.ingest(CLINIC, [EvidenceInput(body="dose is 10 mg per kg", source="kb", evidence_id="d:1")])
+        lagging.sync_writes = False  # from here on the index falls behind the archive
+        lagging.ingest(CLINIC, [EvidenceInput(body="dose is 5 mg per kg", source="kb", evidence_id="d:1")])
+        stale = lagging.search(CLINIC, "dose mg per kg")
+        assert stale.status == "no_match" and stale.dropped == 1  # v1 is superseded: dropped, not shown
+        lagging.sync()
+        fresh = lagging.search(CLINIC, "dose mg per kg")
+        assert [(h.evidence_id, h.version, h.snippet) for h in fresh.hits] == [
+            ("d:1", 2, "dose is 5 mg per kg")
+        ]
+        lagging.archive.delete_evidence(CLINIC_ADMIN, "d:1")  # committed, not yet applied to the index
+        gone = lagging.search(CLINIC, "dose mg per kg")
+        assert gone.hits == () and gone.dropped == 1
+    finally:
+        lagging.close()
