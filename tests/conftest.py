@@ -15,6 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from mnemo_sea.archive import Archive
 from mnemo_sea.archive.store import open_store
 
 PG_ADMIN_URL = os.environ.get("MNEMO_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -97,3 +98,13 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         # Every store opens migrated, so starting from the migrated template changes nothing
         # but time; tests of migration itself use `pg_url` (an empty database).
         yield request.getfixturevalue("pg_migrated_url")
+
+
+@pytest.fixture
+def archive(db_url: str) -> Iterator[Archive]:
+    """An archive on each backend (see `db_url`)."""
+    a = Archive.open(db_url)
+    try:
+        yield a
+    finally:
+        a.close()

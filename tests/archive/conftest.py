@@ -1,19 +1,8 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from mnemo_sea.archive import Archive, Principal, Role, Sensitivity
-
-
-@pytest.fixture
-def archive(db_url: str) -> Iterator[Archive]:
-    a = Archive.open(db_url)
-    try:
-        yield a
-    finally:
-        a.close()
+from mnemo_sea.archive import Principal, Role, Sensitivity
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import redis
 
-from mnemo_sea.archive import Archive, Principal, Role, Sensitivity
+from mnemo_sea.archive import Principal, Role, Sensitivity
 from mnemo_sea.caches import Cache, MemoryCache, RedisCache
 
 REDIS_URL = os.environ.get("MNEMO_TEST_REDIS", "redis://127.0.0.1:6379/0")
@@ -101,15 +101,6 @@ def cache(make_cache: CacheFactory) -> Cache:
 
 
 # ---- archives and principals --------------------------------------------------------------------
-
-
-@pytest.fixture
-def archive(db_url: str) -> Iterator[Archive]:
-    a = Archive.open(db_url)
-    try:
-        yield a
-    finally:
-        a.close()
 
 
 @pytest.fixture
