@@ -24,7 +24,8 @@ from .records import PROVENANCES, MemoryFact, RememberOutcome
 from .refs import SourceRef
 from .store import ArchiveStore
 
-_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,254}$")
+# 100 characters: with the owner (128) the index id `memory:<owner>/<key>` stays within 256.
+_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}$")
 VALUE_LIMIT = 8_000
 
 
@@ -80,7 +81,7 @@ def remember(
     principal.require(Role.READER, "remembering")
     _check_access(principal, owner, "remembering")
     if not isinstance(key, str) or not _KEY.fullmatch(key):
-        raise InvalidInput("key", f"{key!r} is not a memory key (letters, digits, . _ : / -; max 255)")
+        raise InvalidInput("key", f"{key!r} is not a memory key (letters, digits, . _ : / -; max 100)")
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput("value", "must be a non-empty string")
     if len(value) > VALUE_LIMIT or "\x00" in value:
@@ -160,6 +161,7 @@ def remember(
                 "expires_at": expires.isoformat() if expires else None,
             },
         )
+        enqueue(conn, tenant, "cache_purge", "tenant", tenant, {"reason": "memory changed"})
         fact = fact_from_row(_chain(conn, tenant, owner, key)[-1])
     reason = "new fact" if current is None else f"supersedes version {current.version}"
     return RememberOutcome(fact, persisted=True, reason=reason)

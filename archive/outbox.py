@@ -58,9 +58,21 @@ def enqueue(
     return int(pk[0])
 
 
+MAX_ATTEMPTS = 5
+
+
 def claim_pending(conn: Connection, limit: int = 100) -> list[OutboxItem]:
-    """Pending rows in order; on PostgreSQL rows locked by another drainer are skipped."""
-    stmt = select(t.outbox).where(t.outbox.c.done_at.is_(None)).order_by(t.outbox.c.id).limit(limit)
+    """Pending rows in order; on PostgreSQL rows locked by another drainer are skipped.
+
+    A row that failed MAX_ATTEMPTS times is no longer claimed, so one poison row cannot stall
+    the queue behind it; it stays pending (fsck reports it) until repaired.
+    """
+    stmt = (
+        select(t.outbox)
+        .where(t.outbox.c.done_at.is_(None), t.outbox.c.attempts < MAX_ATTEMPTS)
+        .order_by(t.outbox.c.id)
+        .limit(limit)
+    )
     if conn.dialect.name == "postgresql":
         stmt = stmt.with_for_update(skip_locked=True)
     return [

@@ -197,6 +197,14 @@ def _to_result(row: Row[Any], note: str | None = None) -> ToolResult:
     )
 
 
+def _readable_session(conn: Connection, principal: Principal, session_id: str) -> Row[Any]:
+    """The session row, if this principal may read it: a user reads only sessions about itself."""
+    row = _session_row(conn, principal.tenant_id, session_id, lock=False)
+    if not principal.may_act_for(row.owner):
+        raise Forbidden(f"session {session_id!r} is about another owner", session_id=session_id)
+    return row
+
+
 def _session_row(conn: Connection, tenant_id: str, session_id: str, *, lock: bool) -> Row[Any]:
     stmt = select(t.sessions).where(
         t.sessions.c.tenant_id == tenant_id,
@@ -501,6 +509,7 @@ def archive(
                 },
             )
         archived = tuple(x.result_id for x in batch)
+        enqueue(conn, tenant, "cache_purge", "tenant", tenant, {"reason": "results archived"})
         append_event(
             conn,
             tenant,
@@ -577,7 +586,7 @@ def list_results(store: ArchiveStore, principal: Principal, session_id: str) -> 
     principal.require(Role.READER, "reading a session")
     check_identifier("session_id", session_id)
     with store.read() as conn:
-        _session_row(conn, principal.tenant_id, session_id, lock=False)
+        _readable_session(conn, principal, session_id)
         return _results_with_notes(conn, principal.tenant_id, session_id)
 
 
@@ -597,7 +606,7 @@ def live_view(store: ArchiveStore, principal: Principal, session_id: str) -> Liv
     tenant = principal.tenant_id
     items: list[LiveItem] = []
     with store.read() as conn:
-        _session_row(conn, tenant, session_id, lock=False)
+        _readable_session(conn, principal, session_id)
         for result in _results_with_notes(conn, tenant, session_id):
             if not principal.can_read(result.sensitivity):
                 rendered = render_withheld(result)

@@ -92,6 +92,7 @@ def create_summary(
             [{"tenant_id": tenant, "summary_id": summary_id, "source_ref": r} for r in refs],
         )
         enqueue(conn, tenant, "index_upsert", "summary", summary_id, {"derived_from": refs})
+        enqueue(conn, tenant, "cache_purge", "tenant", tenant, {"reason": "summary added"})
     return Summary(summary_id, text, tuple(refs), trace_ref, now, sensitivity)
 
 

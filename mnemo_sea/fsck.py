@@ -18,7 +18,7 @@ from mnemo_sea.archive.outbox import pending_count
 from mnemo_sea.indexer import evidence_document, memory_document, note_document, summary_document
 from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.retrieval import EvidenceDocument
-from mnemo_sea.retrieval.filters import tenant_filter
+from mnemo_sea.retrieval.filters import FilterSpec, tenant_filter
 
 
 @dataclass(frozen=True)
@@ -78,18 +78,36 @@ def _expected(
         for summary_id in feeds.summary_ids(conn, tenant):
             found_summary = feeds.summary(conn, tenant, summary_id)
             if found_summary is not None:
-                docs.append(summary_document(tenant, found_summary))
+                owner = feeds.source_owner(conn, tenant, found_summary.derived_from)
+                docs.append(summary_document(tenant, found_summary, owner))
     return {(d.evidence_id, d.version): d for d in docs}, corrupt
 
 
-def _indexed(mnemo: Mnemo, tenant: str) -> dict[tuple[str, int], set[tuple[str, str]]]:
-    """(evidence id, version) -> {(status, content sha256)} over the tenant's points."""
+# What must agree between a point and the archive: everything a filter or a hydration reads.
+Fields = tuple[str, str, str | None, int, float]
+
+
+def _fields(doc: EvidenceDocument) -> Fields:
+    return (doc.status, doc.content_sha256, doc.owner, doc.sensitivity, doc.valid_until_epoch)
+
+
+def _indexed(mnemo: Mnemo, tenant: str) -> dict[tuple[str, int], set[Fields]]:
+    """(evidence id, version) -> the distinct field sets of the tenant's points."""
     spec = tenant_filter(tenant)
     total = mnemo.index.backend.count(spec)
-    out: dict[tuple[str, int], set[tuple[str, str]]] = defaultdict(set)
-    for _pid, payload in mnemo.index.backend.matching(spec, limit=total + 1):
-        out[(payload.evidence_id, payload.version)].add((payload.status, payload.content_sha256))
+    out: dict[tuple[str, int], set[Fields]] = defaultdict(set)
+    for _pid, p in mnemo.index.backend.matching(spec, limit=total + 1):
+        out[(p.evidence_id, p.version)].add(
+            (p.status, p.content_sha256, p.owner, p.sensitivity, p.valid_until)
+        )
     return out
+
+
+def _index_tenants(mnemo: Mnemo) -> set[str]:
+    """Tenants that have points, including any the archive no longer knows (their points are orphans)."""
+    everything = FilterSpec(())
+    total = mnemo.index.backend.count(everything)
+    return {p.tenant_id for _pid, p in mnemo.index.backend.matching(everything, limit=total + 1)}
 
 
 def run_fsck(mnemo: Mnemo, *, repair: bool = False) -> FsckReport:
@@ -100,7 +118,7 @@ def run_fsck(mnemo: Mnemo, *, repair: bool = False) -> FsckReport:
         repaired += mnemo.sync().applied
     with mnemo.archive.store.read() as conn:
         pending = pending_count(conn)
-        tenants = feeds.tenants(conn)
+        tenants = sorted(set(feeds.tenants(conn)) | _index_tenants(mnemo))
         blobs = list(feeds.blob_problems(conn))
         chains = [verify_chain(conn, tenant) for tenant in tenants]
     if pending:
@@ -126,7 +144,7 @@ def run_fsck(mnemo: Mnemo, *, repair: bool = False) -> FsckReport:
                 repaired += 1
         for key, doc in sorted(expected.items()):
             have = indexed.get(key)
-            want = {(doc.status, doc.content_sha256)}
+            want = {_fields(doc)}
             if have == want:
                 continue
             kind = "missing_point" if not have else "stale_point"

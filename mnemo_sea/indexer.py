@@ -97,7 +97,9 @@ class Indexer:
         try:
             with self.store.read() as conn:
                 self._apply(conn, item)
-        except (RetrievalError, ArchiveError) as e:
+        except (RetrievalError, ArchiveError, ValueError, KeyError) as e:
+            # A malformed or failing row stays pending with its error (and is retried up to
+            # MAX_ATTEMPTS times); it never stops the rows behind it.
             return f"outbox {item.id} ({item.op} {item.entity} {item.entity_ref}): {e}"
         return None
 
@@ -115,7 +117,13 @@ class Indexer:
             if item.op == "index_delete":
                 self.index.delete(tenant, evidence_id, version)
             elif item.op == "index_status":
-                self.index.set_status(tenant, evidence_id, version, str(item.payload["status"]))
+                stored = feeds.evidence_version(conn, tenant, evidence_id, version)
+                if stored is not None:
+                    doc = evidence_document(tenant, *stored)
+                    if doc is not None:
+                        self.index.set_status(
+                            tenant, evidence_id, version, doc.status, valid_until=doc.valid_until
+                        )
             else:
                 self._upsert_evidence(conn, tenant, evidence_id, version)
         elif item.entity == "tool_result":
@@ -141,7 +149,8 @@ class Indexer:
             else:
                 found = feeds.summary(conn, tenant, item.entity_ref)
                 if found is not None:
-                    self.index.upsert([summary_document(tenant, found)])
+                    summary_owner = feeds.source_owner(conn, tenant, found.derived_from)
+                    self.index.upsert([summary_document(tenant, found, summary_owner)])
         else:
             raise ValueError(f"unknown outbox entity {item.entity!r}")
 
@@ -162,9 +171,23 @@ def _text(content: bytes) -> str | None:
 
 
 def evidence_document(tenant: str, record: EvidenceRecord, content: bytes) -> EvidenceDocument | None:
+    """The index's view of one version, or None when it cannot be searched (binary original).
+
+    `as_of` searches follow the archive's reading (`get_evidence(as_of=T)`): a version answers
+    at T only if it was recorded by T, not yet superseded at T, and valid at T. So the indexed
+    validity starts no earlier than `recorded_at` and ends no later than `ended_at`.
+    """
     text = _text(content)
     if text is None:
         return None
+    valid_from = (
+        record.recorded_at if record.valid_from is None else max(record.valid_from, record.recorded_at)
+    )
+    valid_until = record.valid_until
+    if record.status == "superseded" and record.ended_at is not None:
+        valid_until = record.ended_at if valid_until is None else min(valid_until, record.ended_at)
+    if valid_until is not None and valid_until <= valid_from:
+        return None  # expired before it was recorded: it answers at no moment
     return EvidenceDocument(
         tenant_id=tenant,
         evidence_id=record.evidence_id,
@@ -176,8 +199,8 @@ def evidence_document(tenant: str, record: EvidenceRecord, content: bytes) -> Ev
         owner=record.owner,
         sensitivity=int(record.sensitivity),
         status=record.status,
-        valid_from=record.valid_from,
-        valid_until=record.valid_until,
+        valid_from=valid_from,
+        valid_until=valid_until,
         content_sha256=record.content_sha256,
     )
 
@@ -191,6 +214,8 @@ def note_document(tenant: str, note: feeds.ArchivedNote) -> EvidenceDocument:
         kind="tool_result",
         source=note.tool_name[:256],
         scope=f"session:{note.session_id}",
+        # A reader finds notes of sessions about itself only, as with live_view.
+        owner=note.owner,
         sensitivity=note.sensitivity,
     )
 
@@ -210,7 +235,7 @@ def memory_document(tenant: str, fact: MemoryFact) -> EvidenceDocument:
     )
 
 
-def summary_document(tenant: str, found: Summary) -> EvidenceDocument:
+def summary_document(tenant: str, found: Summary, owner: str | None = None) -> EvidenceDocument:
     return EvidenceDocument(
         tenant_id=tenant,
         evidence_id=found.summary_id,
@@ -219,5 +244,6 @@ def summary_document(tenant: str, found: Summary) -> EvidenceDocument:
         kind="summary",
         source="summary",
         scope="summary",
+        owner=owner,
         sensitivity=int(found.sensitivity),
     )

@@ -408,12 +408,10 @@ class Mnemo:
         if version is None:
             return None
         record, content = version
-        current = record.status == "active" or (
-            record.status == "superseded"
-            and as_of is not None
-            and record.ended_at is not None
-            and as_of < record.ended_at
-        )
+        if as_of is None:
+            current = record.status == "active"
+        else:  # in force at as_of, as the archive reads it
+            current = record.recorded_at <= as_of and (record.ended_at is None or as_of < record.ended_at)
         if not current or record.content_sha256 != hit.content_sha256:
             return None
         return make(content.decode("utf-8"), record.locator)

@@ -1,0 +1,107 @@
+"""Readers see only what is about them; caches and as_of never hide the current truth; a poison
+outbox row never stalls the queue; fsck finds orphans of tenants the archive no longer knows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from fakes import HashingEmbedder
+
+from mnemo_sea.archive import EvidenceInput, Forbidden, InvalidInput, Principal, Role, Sensitivity
+from mnemo_sea.archive.outbox import MAX_ATTEMPTS, enqueue
+from mnemo_sea.fsck import run_fsck
+from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.retrieval import EvidenceDocument
+
+AGENT = Principal("t1", "assistant", frozenset({Role.AGENT}), Sensitivity.INTERNAL)
+ALICE = Principal("t1", "alice", frozenset({Role.READER}), Sensitivity.INTERNAL)
+BOB = Principal("t1", "bob", frozenset({Role.READER}), Sensitivity.INTERNAL)
+
+
+@pytest.fixture
+def mnemo(tmp_path: Path) -> Iterator[Mnemo]:
+    m = Mnemo.open(tmp_path / "data", embedder=HashingEmbedder())
+    try:
+        yield m
+    finally:
+        m.close()
+
+
+def test_a_reader_finds_only_notes_and_summaries_about_itself(mnemo: Mnemo) -> None:
+    mnemo.record(AGENT, "s-alice", "lookup", "zebrafish lab values", owner="alice")
+    mnemo.archive_results(AGENT, "s-alice", [("r1", "alice zebrafish diagnosis note")])
+    mnemo.create_summary(AGENT, "summary of the zebrafish case", ["result:s-alice/r1"])
+    assert {h.kind for h in mnemo.search(ALICE, "zebrafish diagnosis case summary").hits} == {
+        "tool_result",
+        "summary",
+    }
+    assert mnemo.search(BOB, "zebrafish diagnosis case summary").hits == ()
+    assert {h.kind for h in mnemo.search(AGENT, "zebrafish diagnosis case summary").hits} == {
+        "tool_result",
+        "summary",
+    }
+
+
+def test_a_reader_cannot_read_another_owners_session(mnemo: Mnemo) -> None:
+    mnemo.record(AGENT, "s-alice", "lookup", "live secret walrus content", owner="alice")
+    assert "walrus" in mnemo.live_view(ALICE, "s-alice").text
+    with pytest.raises(Forbidden):
+        mnemo.live_view(BOB, "s-alice")
+    with pytest.raises(Forbidden):
+        mnemo.archive.list_results(BOB, "s-alice")
+
+
+def test_cached_searches_show_memory_corrections_and_new_notes(mnemo: Mnemo) -> None:
+    mnemo.remember(AGENT, "alice", "diet", "vegetarian quokka", "user_claim")
+    assert [h.snippet for h in mnemo.search(AGENT, "quokka diet").hits] == ["diet: vegetarian quokka"]
+    mnemo.remember(AGENT, "alice", "diet", "vegan quokka", "user_correction")
+    after = mnemo.search(AGENT, "quokka diet")
+    assert not after.cached and [h.snippet for h in after.hits] == ["diet: vegan quokka"]
+    mnemo.record(AGENT, "s1", "logs", "x")
+    assert mnemo.search(AGENT, "kangaroo", kinds=["tool_result"]).status == "no_match"
+    mnemo.archive_results(AGENT, "s1", [("r1", "kangaroo sighting log")])
+    assert [h.locator for h in mnemo.search(AGENT, "kangaroo", kinds=["tool_result"]).hits] == ["s1/r1"]
+
+
+def test_as_of_now_finds_the_current_version_not_the_superseded_one(mnemo: Mnemo) -> None:
+    mnemo.ingest(
+        AGENT, [EvidenceInput(body="berlin delivery takes five days", source="kb", evidence_id="pol:1")]
+    )
+    between = datetime.now(UTC)
+    mnemo.ingest(
+        AGENT, [EvidenceInput(body="berlin delivery takes seven days", source="kb", evidence_id="pol:1")]
+    )
+    now = mnemo.search(AGENT, "berlin delivery", limit=1, as_of=datetime.now(UTC))
+    assert [(h.version, h.snippet) for h in now.hits] == [(2, "berlin delivery takes seven days")]
+    then = mnemo.search(AGENT, "berlin delivery", limit=1, as_of=between)
+    assert [(h.version, h.snippet) for h in then.hits] == [(1, "berlin delivery takes five days")]
+
+
+def test_memory_keys_fit_the_index_and_poison_rows_never_stall_the_queue(mnemo: Mnemo) -> None:
+    with pytest.raises(InvalidInput):
+        mnemo.remember(AGENT, "alice", "k" * 101, "armadillo", "user_claim")
+    with mnemo.archive.store.write() as conn:
+        for _ in range(2):
+            enqueue(conn, "t1", "index_upsert", "evidence", "broken-ref-without-version")
+    mnemo.sync_writes = False
+    mnemo.remember(AGENT, "alice", "pet", "capybara", "user_claim")
+    for _ in range(MAX_ATTEMPTS):
+        report = mnemo.indexer.drain(limit=2)  # the two poison rows fill every batch...
+        assert report.failed == 2 and report.applied == 0
+    report = mnemo.indexer.drain(limit=2)  # ...until they are set aside
+    assert report.applied == 2 and report.pending == 2
+    assert [h.snippet for h in mnemo.search(AGENT, "capybara").hits] == ["pet: capybara"]
+    assert [p.kind for p in run_fsck(mnemo).problems] == ["pending_outbox"]
+
+
+def test_fsck_finds_orphans_of_a_tenant_the_archive_does_not_know(mnemo: Mnemo) -> None:
+    mnemo.index.upsert(
+        [EvidenceDocument(tenant_id="ghost", evidence_id="x:1", version=1, text="leaked text")]
+    )
+    report = run_fsck(mnemo)
+    assert [(p.kind, p.tenant_id, p.ref) for p in report.problems] == [("orphan_point", "ghost", "x:1@1")]
+    assert run_fsck(mnemo, repair=True).ok
+    assert mnemo.index.count("ghost") == 0
