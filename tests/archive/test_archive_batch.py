@@ -372,7 +372,12 @@ def test_success_writes_notes_state_one_audit_event_and_one_outbox_row_per_targe
     assert events[0].detail == {"batch_id": receipt.batch_id, "results": ["r3", "r1", "r4"]}
     assert archive.verify_audit(admin).ok
 
-    rows = outbox_rows(archive)
+    all_rows = outbox_rows(archive)
+    # One cache purge, so cached searches see the new notes; one index row per target.
+    assert [(r.op, r.entity, r.entity_ref) for r in all_rows if r.op == "cache_purge"] == [
+        ("cache_purge", "tenant", "clinic-a")
+    ]
+    rows = [r for r in all_rows if r.op != "cache_purge"]
     assert len(rows) == 3
     assert {(r.op, r.entity, r.tenant_id) for r in rows} == {("index_upsert", "tool_result", "clinic-a")}
     assert sorted(r.entity_ref for r in rows) == ["s1/r1", "s1/r3", "s1/r4"]
@@ -393,7 +398,7 @@ def test_success_writes_notes_state_one_audit_event_and_one_outbox_row_per_targe
     second = archive.archive(agent, "s1", [("r2", "last one")])
     assert second.batch_id != receipt.batch_id
     assert audit_actions(archive, admin) == ["archive", "archive"]
-    assert len(outbox_rows(archive)) == 4
+    assert len(outbox_rows(archive)) == 6  # 3 + 1 index rows, and a cache purge per batch
 
 
 # ---- idempotency ----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from sqlalchemy import update
 
 from mnemo_sea.archive import (
     Archive,
+    Forbidden,
     IntegrityError,
     InvalidInput,
     NotFound,
@@ -190,7 +191,8 @@ def test_results_above_the_readers_clearance_are_withheld_in_place(
     archive: Archive, agent: Principal
 ) -> None:
     public_reader = Principal("clinic-a", "front-desk", frozenset({Role.READER}), Sensitivity.PUBLIC)
-    archive.record(agent, "s1", "opening.hours", "open 9-18", sensitivity="public")
+    # The session is about the reader (a user reads only sessions about itself).
+    archive.record(agent, "s1", "opening.hours", "open 9-18", sensitivity="public", owner="front-desk")
     archive.record(agent, "s1", "patient.chart", "SECRET diagnosis", sensitivity="confidential")
     archive.record(agent, "s1", "lab.results", "SECRET lab values", sensitivity="internal")
     archive.record(agent, "s1", "price.list", "consultation 50 EUR", sensitivity="public")
@@ -278,8 +280,11 @@ def test_recovered_copies_are_labelled_historical_in_the_view(archive: Archive, 
 
 def test_view_access_and_errors(archive: Archive, agent: Principal, other_tenant: Principal) -> None:
     reader = Principal("clinic-a", "viewer-1", frozenset({Role.READER}), Sensitivity.CONFIDENTIAL)
-    archive.record(agent, "s1", "tool", "visible to readers")
+    archive.record(agent, "s1", "tool", "visible to readers", owner="viewer-1")
     assert envelopes(archive.live_view(reader, "s1").text)[0][1] == "visible to readers"
+    stranger = Principal("clinic-a", "viewer-2", frozenset({Role.READER}), Sensitivity.CONFIDENTIAL)
+    with pytest.raises(Forbidden):  # a session about someone else
+        archive.live_view(stranger, "s1")
     with pytest.raises(NotFound) as theirs:
         archive.live_view(other_tenant, "s1")
     with pytest.raises(NotFound) as missing:
