@@ -24,7 +24,7 @@ from .outbox import enqueue
 from .principal import Principal, Role, Sensitivity, check_identifier
 from .records import EVIDENCE_KINDS, PROVENANCES, EvidenceRecord
 from .refs import check_evidence_id
-from .sessions import _content_bytes, check_media_type
+from .sessions import check_media_type, content_bytes
 from .store import ArchiveStore
 
 _TEXT_LIMITS = {"source": 1024, "scope": 255, "locator": 1024}
@@ -159,7 +159,7 @@ def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> 
         if item.statement is None
         else _check_text("statement", item.statement, STATEMENT_LIMIT, required=True)
     )
-    data, media = _content_bytes(item.body, item.media_type, store.policy.max_content_bytes)
+    data, media = content_bytes(item.body, item.media_type, store.policy.max_content_bytes)
     check_media_type(media)
     if item.kind not in EVIDENCE_KINDS:
         raise InvalidInput("kind", f"{item.kind!r} is not one of {', '.join(EVIDENCE_KINDS)}")

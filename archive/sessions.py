@@ -99,7 +99,7 @@ def check_media_type(value: object) -> str:
     return value
 
 
-def _content_bytes(content: object, media_type: str | None, limit: int) -> tuple[bytes, str]:
+def content_bytes(content: object, media_type: str | None, limit: int) -> tuple[bytes, str]:
     if isinstance(content, str):
         try:
             data = content.encode("utf-8")
@@ -267,7 +267,7 @@ def record(
     policy = store.policy
     check_identifier("session_id", session_id)
     check_tool_name(tool_name, policy.max_tool_name_chars)
-    data, media = _content_bytes(content, media_type, policy.max_content_bytes)
+    data, media = content_bytes(content, media_type, policy.max_content_bytes)
     args_json = _arguments_json(arguments, policy.max_arguments_bytes)
     level = Sensitivity.parse(sensitivity)
     principal.require_clearance(level, "recording a result of this sensitivity")

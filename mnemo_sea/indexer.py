@@ -54,44 +54,40 @@ class Indexer:
 
     def drain(self, limit: int = 500) -> DrainReport:
         """Apply up to `limit` pending rows, oldest first; failures stay pending with their error."""
-        applied, failed, errors = 0, 0, []
         if self.store.is_sqlite:
             with self.store.read() as conn:
                 items = claim_pending(conn, limit)
-            done: list[int] = []
-            problems: list[tuple[int, str]] = []
-            for item in items:
-                error = self._apply_one(item)
-                if error is None:
-                    done.append(item.id)
-                else:
-                    problems.append((item.id, error))
-            if items:
-                self.index.flush()
+            done, problems = self._apply_all(items)
             with self.store.write() as conn:
-                mark_done(conn, done)
-                for item_id, error in problems:
-                    mark_failed(conn, item_id, error)
-            applied, failed, errors = len(done), len(problems), [e for _, e in problems]
+                self._record(conn, done, problems)
         else:
             with self.store.write() as conn:
-                items = claim_pending(conn, limit)
-                done = []
-                for item in items:
-                    error = self._apply_one(item)
-                    if error is None:
-                        done.append(item.id)
-                    else:
-                        failed += 1
-                        errors.append(error)
-                        mark_failed(conn, item.id, error)
-                if items:
-                    self.index.flush()
-                mark_done(conn, done)
-                applied = len(done)
+                done, problems = self._apply_all(claim_pending(conn, limit))
+                self._record(conn, done, problems)
         with self.store.read() as conn:
             pending = pending_count(conn)
-        return DrainReport(applied=applied, failed=failed, pending=pending, errors=tuple(errors[:20]))
+        errors = tuple(e for _, e in problems[:20])
+        return DrainReport(applied=len(done), failed=len(problems), pending=pending, errors=errors)
+
+    def _apply_all(self, items: list[OutboxItem]) -> tuple[list[int], list[tuple[int, str]]]:
+        """Apply rows in order; the index is flushed before any row may be marked done."""
+        done: list[int] = []
+        problems: list[tuple[int, str]] = []
+        for item in items:
+            error = self._apply_one(item)
+            if error is None:
+                done.append(item.id)
+            else:
+                problems.append((item.id, error))
+        if items:
+            self.index.flush()
+        return done, problems
+
+    @staticmethod
+    def _record(conn: Connection, done: list[int], problems: list[tuple[int, str]]) -> None:
+        mark_done(conn, done)
+        for item_id, error in problems:
+            mark_failed(conn, item_id, error)
 
     def _apply_one(self, item: OutboxItem) -> str | None:
         try:

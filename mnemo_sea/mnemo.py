@@ -10,7 +10,7 @@ is no longer there or no longer current, so a lagging index never shows deleted 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
@@ -158,7 +158,6 @@ class DeletionCheck:
     archive_leftovers: tuple[str, ...]
     index_leftovers: tuple[str, ...]
     pending_outbox: int
-    details: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
