@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from sqlalchemy import Connection, func, select, update
@@ -109,3 +109,16 @@ def pending_count(conn: Connection) -> int:
 
 def pending_ids(conn: Connection) -> set[int]:
     return {int(r.id) for r in conn.execute(select(t.outbox.c.id).where(t.outbox.c.done_at.is_(None)))}
+
+
+def backlog(conn: Connection) -> tuple[int, datetime | None]:
+    """How many rows wait to be applied, and when the oldest of them was written (the lag)."""
+    row = conn.execute(
+        select(func.count(), func.min(t.outbox.c.created_at)).where(t.outbox.c.done_at.is_(None))
+    ).one()
+    oldest = row[1]
+    if isinstance(oldest, str):  # should min() ever bypass the column type
+        oldest = datetime.fromisoformat(oldest)
+    if isinstance(oldest, datetime) and oldest.tzinfo is None:
+        oldest = oldest.replace(tzinfo=UTC)
+    return int(row[0]), oldest

@@ -244,3 +244,19 @@ outbox = Table(
     Column("last_error", Text, nullable=True),
     Index("ix_outbox_pending", "done_at", "id"),
 )
+
+# API keys of the service surfaces. Only a hash of the secret is kept: a leaked table lets no one in.
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("key_id", String(32), primary_key=True),
+    Column("tenant_id", String(TENANT), nullable=False),
+    Column("subject", String(TENANT), nullable=False),
+    Column("roles", String(64), nullable=False),  # comma-separated Role values
+    Column("clearance", Integer, nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("secret_sha256", String(64), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("revoked_at", UTCDateTime, nullable=True),
+    Index("ix_api_keys_tenant_id", "tenant_id"),
+)

@@ -67,35 +67,43 @@ def demo(
 @app.command("worker")
 def worker(
     poll: Annotated[float, typer.Option(min=0.01, help="seconds to wait when the outbox is empty")] = 0.5,
+    heartbeat: Annotated[
+        Path | None, typer.Option(help="touch this file after each pass (for a container health check)")
+    ] = None,
     embedder: Annotated[
-        str, typer.Option(envvar="MNEMO_EMBEDDER", help="default | hashing (tests/offline smoke only)")
-    ] = "default",
+        str | None, typer.Option(help="default | hashing (tests/offline smoke only); default: MNEMO_EMBEDDER")
+    ] = None,
 ) -> None:
     """Server mode: apply the outbox to the index and caches until SIGTERM or Ctrl-C.
 
-    Reads MNEMO_DATABASE_URL, MNEMO_QDRANT_URL, MNEMO_REDIS_URL (see mnemo_sea.settings); run
-    as many workers as you like against one database. Prints its counts as JSON when it stops.
+    Reads MNEMO_DATABASE_URL, MNEMO_QDRANT_URL, MNEMO_REDIS_URL, MNEMO_EMBEDDER (see
+    mnemo_sea.settings); run as many workers as you like against one database. Prints its
+    counts as JSON when it stops.
     """
     import signal
     import threading
 
-    from mnemo_sea.hashing_embedder import HashingEmbedder
     from mnemo_sea.mnemo import Mnemo
     from mnemo_sea.retrieval import RetrievalError
+    from mnemo_sea.runtime import settings_embedder
+    from mnemo_sea.settings import MnemoSettings
     from mnemo_sea.worker import run_worker
 
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        mnemo = Mnemo.from_settings(
-            embedder=HashingEmbedder() if embedder == "hashing" else None, sync_writes=False
-        )
+        settings = MnemoSettings() if embedder is None else MnemoSettings(embedder=embedder)  # type: ignore[arg-type]
+    except ValueError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(code=2) from None
+    try:
+        mnemo = Mnemo.from_settings(settings, embedder=settings_embedder(settings), sync_writes=False)
     except (ArchiveError, RetrievalError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(code=6) from None
     try:
-        stats = run_worker(mnemo, stop, poll_seconds=poll)
+        stats = run_worker(mnemo, stop, poll_seconds=poll, heartbeat=heartbeat)
     finally:
         mnemo.close()
     emit(stats.__dict__, True)
@@ -112,3 +120,7 @@ _register_retrieval(eval_app, bench_app)
 from .cli_facade import register as _register_facade  # noqa: E402 - needs app/eval_app above
 
 _register_facade(app, eval_app)
+
+from .cli_service import register as _register_service  # noqa: E402 - needs app above
+
+_register_service(app)

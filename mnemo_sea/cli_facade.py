@@ -147,7 +147,7 @@ def _fail(message: str, exit_code: int) -> NoReturn:
 
 
 @contextlib.contextmanager
-def _guard() -> Iterator[None]:
+def guard() -> Iterator[None]:
     """Turn every failure into one `error:` line and its exit code."""
     try:
         yield
@@ -301,7 +301,7 @@ def _command(fn: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(fn)
     def run(**kwargs: Any) -> None:
         target = Target(**{name: kwargs.pop(name) for name, _, _ in _COMMON})
-        with _guard():
+        with guard():
             fn(target=target, **kwargs)
 
     params = own + shared

@@ -1,26 +1,47 @@
-"""Server-mode configuration, read from the environment (MNEMO_*) by pydantic-settings."""
+"""Service configuration, read from the environment (MNEMO_*) by pydantic-settings.
+
+One settings object serves every long-running surface (`serve`, `mcp`, `worker`): with
+MNEMO_DATABASE_URL set they run in server mode, otherwise on the embedded default in
+MNEMO_DATA_DIR.
+"""
 
 from __future__ import annotations
 
-from pydantic import SecretStr
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class MnemoSettings(BaseSettings):
-    """Where the server components are.
+    """Where the components are and how the service behaves.
 
-    MNEMO_DATABASE_URL   the archive: postgresql+psycopg://user:pass@host/db (or a SQLite URL)
-    MNEMO_QDRANT_URL     the index: http://qdrant:6333 (":memory:" runs an in-process engine)
+    MNEMO_DATA_DIR       the embedded default: a SQLite archive and a Qdrant Edge index in one folder
+    MNEMO_DATABASE_URL   server mode, the archive: postgresql+psycopg://user:pass@host/db
+    MNEMO_QDRANT_URL     server mode, the index: http://qdrant:6333 (":memory:" runs an in-process engine)
     MNEMO_QDRANT_COLLECTION, MNEMO_QDRANT_API_KEY
     MNEMO_REDIS_URL      shared caches: redis://host:6379/0 (unset: an in-process cache, one API process)
     MNEMO_REDIS_PREFIX   key prefix, so several deployments can share one Redis
+    MNEMO_EMBEDDER       default (all-MiniLM-L6-v2) | hashing (deterministic; tests and smoke runs only)
+    MNEMO_SYNC_WRITES    true: a write returns once the index has it; false: an outbox worker applies it
+    MNEMO_MAX_REQUEST_BYTES  the largest request body the API accepts (413 above it)
     """
 
     model_config = SettingsConfigDict(env_prefix="MNEMO_", extra="ignore")
 
+    data_dir: Path | None = None
     database_url: str | None = None
     qdrant_url: str | None = None
     qdrant_collection: str = "mnemo_evidence"
     qdrant_api_key: SecretStr | None = None
     redis_url: str | None = None
     redis_prefix: str = "mnemo-sea:"
+    embedder: Literal["default", "hashing"] = "default"
+    sync_writes: bool = True
+    # The archive takes originals up to 16 MiB; JSON escaping can double that.
+    max_request_bytes: int = Field(default=40 * 1024 * 1024, ge=1024)
+
+    @property
+    def server_mode(self) -> bool:
+        return self.database_url is not None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from mnemo_sea.archive import StoreUnavailable
 from mnemo_sea.mnemo import Mnemo
@@ -24,12 +25,18 @@ class WorkerStats:
 
 
 def run_worker(
-    mnemo: Mnemo, stop: threading.Event, *, poll_seconds: float = 0.5, batch: int = 200
+    mnemo: Mnemo,
+    stop: threading.Event,
+    *,
+    poll_seconds: float = 0.5,
+    batch: int = 200,
+    heartbeat: Path | None = None,
 ) -> WorkerStats:
     """Drain until `stop` is set; sleeps `poll_seconds` whenever there is nothing to do.
 
     An unavailable store (database or cache down) is waited out, not fatal: the rows stay
-    pending and are applied once it is back.
+    pending and are applied once it is back. With `heartbeat`, the file is touched after each
+    pass that reached the database, so a health check can tell a live worker from a stuck one.
     """
     stats = WorkerStats()
     while not stop.is_set():
@@ -40,6 +47,8 @@ def run_worker(
             stop.wait(poll_seconds)
             continue
         stats.passes += 1
+        if heartbeat is not None:
+            heartbeat.touch()
         stats.applied += report.applied
         stats.failed += report.failed
         if report.applied == 0:

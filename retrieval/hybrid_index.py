@@ -42,6 +42,7 @@ from .outcome import SearchOutcome
 from .points import point_id
 from .query import AccessScope, SearchQuery
 from .search import Searcher
+from .serialized import SerializedIndex
 from .server_backend import ServerIndex
 from .settings import EncodingSettings, IndexIdentity, SearchSettings, read_identity, write_identity
 from .tuning import IndexTuning
@@ -126,14 +127,14 @@ class HybridIndex:
                 identity = stored
             else:
                 identity = IndexIdentity(inner.model_id, inner.dimension, encoding or EncodingSettings())
-            backend = EdgeIndex.open(directory, identity.dense_dimension, tuning, lock=lock)
+            edge = EdgeIndex.open(directory, identity.dense_dimension, tuning, lock=lock)
         except BaseException:
             lock.release()
             raise
         if stored is None:
             write_identity(directory / IDENTITY_FILE, identity)
         cached = CachingEmbedder(inner, cache or SqliteEmbeddingCache(directory / CACHE_FILE))
-        return cls(backend, cached, identity.encoding, search_settings, clock=clock)
+        return cls(SerializedIndex(edge), cached, identity.encoding, search_settings, clock=clock)
 
     @classmethod
     def connect(
@@ -155,7 +156,9 @@ class HybridIndex:
         `encoding` (the composition root keeps it in its configuration).
         """
         inner = embedder or SentenceTransformerEmbedder()
-        backend = ServerIndex.connect(url, collection, inner.dimension, api_key=api_key, tuning=tuning)
+        server = ServerIndex.connect(url, collection, inner.dimension, api_key=api_key, tuning=tuning)
+        # The in-process engine is not thread-safe; a real server is reached over HTTP.
+        backend: VectorIndex = SerializedIndex(server) if url == ":memory:" else server
         cached = CachingEmbedder(inner, cache or InMemoryEmbeddingCache())
         return cls(backend, cached, encoding or EncodingSettings(), search_settings, clock=clock)
 

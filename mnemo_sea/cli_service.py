@@ -1,0 +1,118 @@
+"""`mnemo-sea serve` (the REST API) and `mnemo-sea keys` (API keys for it and the MCP server).
+
+Both read the service settings (MNEMO_*, see mnemo_sea.settings): MNEMO_DATABASE_URL for
+server mode, else the embedded data folder (`--data-dir` / MNEMO_DATA_DIR).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mnemo_sea.cli_facade import guard
+from mnemo_sea.settings import MnemoSettings
+
+keys_app = typer.Typer(no_args_is_help=True, help="API keys: create, list, revoke (shown once at creation).")
+
+DataDir = Annotated[
+    Path | None,
+    typer.Option("--data-dir", envvar="MNEMO_DATA_DIR", help="embedded mode: the data folder"),
+]
+
+
+def _settings(data_dir: Path | None) -> MnemoSettings:
+    settings = MnemoSettings()
+    return settings if data_dir is None else settings.model_copy(update={"data_dir": data_dir})
+
+
+def serve(
+    host: Annotated[str, typer.Option(envvar="MNEMO_HOST", help="interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(envvar="MNEMO_PORT", min=1, max=65535, help="TCP port")] = 8000,
+    data_dir: DataDir = None,
+) -> None:
+    """Serve the REST API (OpenAPI at /openapi.json, docs at /docs) until SIGTERM or Ctrl-C.
+
+    Logs are JSON lines on stderr, one per request, with the request id and no secrets.
+    """
+    import uvicorn
+
+    from mnemo_sea.rest.app import create_app
+    from mnemo_sea.rest.observability import configure_logging
+    from mnemo_sea.runtime import open_mnemo
+
+    settings = _settings(data_dir)
+    with guard():
+        mnemo = open_mnemo(settings)
+    configure_logging()
+    app = create_app(mnemo, settings, close_on_shutdown=True)
+    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, server_header=False)
+
+
+@keys_app.command("create")
+def keys_create(
+    tenant: Annotated[str, typer.Option(help="the tenant the key acts in")],
+    subject: Annotated[str, typer.Option(help="the user or agent it acts as")],
+    role: Annotated[list[str], typer.Option(help="reader | agent | admin (repeatable)")],
+    clearance: Annotated[
+        str, typer.Option(help="public | internal | confidential | restricted")
+    ] = "internal",
+    name: Annotated[str, typer.Option(help="a label for listings")] = "",
+    data_dir: DataDir = None,
+) -> None:
+    """Create a key and print it once (JSON); only its hash is stored."""
+    from mnemo_sea.api_keys import create_key
+    from mnemo_sea.runtime import open_archive
+
+    with guard():
+        archive = open_archive(_settings(data_dir))
+        try:
+            key, info = create_key(
+                archive.store, tenant_id=tenant, subject=subject, roles=role, clearance=clearance, name=name
+            )
+        finally:
+            archive.close()
+    typer.echo(json.dumps({"api_key": key, **info.to_dict()}, ensure_ascii=False, indent=2))
+
+
+@keys_app.command("list")
+def keys_list(
+    tenant: Annotated[str | None, typer.Option(help="only this tenant's keys")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """List keys (never their secrets), revoked ones included, as JSON."""
+    from mnemo_sea.api_keys import list_keys
+    from mnemo_sea.runtime import open_archive
+
+    with guard():
+        archive = open_archive(_settings(data_dir))
+        try:
+            keys = list_keys(archive.store, tenant)
+        finally:
+            archive.close()
+    typer.echo(json.dumps([k.to_dict() for k in keys], ensure_ascii=False, indent=2))
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="the key_id shown by create or list")],
+    data_dir: DataDir = None,
+) -> None:
+    """Revoke a key: requests with it get 401 from now on."""
+    from mnemo_sea.api_keys import revoke_key
+    from mnemo_sea.runtime import open_archive
+
+    with guard():
+        archive = open_archive(_settings(data_dir))
+        try:
+            info = revoke_key(archive.store, key_id)
+        finally:
+            archive.close()
+    typer.echo(json.dumps(info.to_dict(), ensure_ascii=False, indent=2))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)
+    app.add_typer(keys_app, name="keys")

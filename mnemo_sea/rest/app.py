@@ -1,0 +1,77 @@
+"""The REST application: routers, error mapping, authentication, limits and observability.
+
+`create_app(mnemo, settings)` serves an already opened system (tests, embedding in another
+ASGI app); `mnemo-sea serve` opens it from settings and closes it on shutdown. Endpoints are
+plain functions run in the thread pool: the archive and index calls they make block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.rest import observability, problems
+from mnemo_sea.rest.routes import admin, deletion, evidence, health, memory, search, sessions, summaries
+from mnemo_sea.settings import MnemoSettings
+
+API_VERSION = "1.0.0"
+DESCRIPTION = """\
+The Session Evidence Archive of mnemo-sea over HTTP.
+
+Every endpoint but `/v1/health/live`, `/openapi.json` and `/docs` needs an API key
+(`Authorization: Bearer msk_...` or `X-API-Key`); the key decides the tenant, subject, roles
+and clearance. Errors are `application/problem+json` with a stable `code`.
+"""
+
+
+def create_app(
+    mnemo: Mnemo, settings: MnemoSettings | None = None, *, close_on_shutdown: bool = False
+) -> FastAPI:
+    cfg = settings or MnemoSettings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if close_on_shutdown:
+                mnemo.close()
+
+    app = FastAPI(
+        title="mnemo-sea",
+        version=API_VERSION,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        max_body_size=cfg.max_request_bytes,
+    )
+    app.state.mnemo = mnemo
+    app.state.settings = cfg
+    app.state.metrics = observability.Metrics(mnemo)
+    problems.install(app)
+    observability.install(app, app.state.metrics)
+    for module in (health, evidence, search, sessions, memory, summaries, deletion, admin):
+        app.include_router(module.router)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return app
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """The generated schema, with every error answer declared as application/problem+json."""
+    if app.openapi_schema is not None:
+        return app.openapi_schema
+    schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+    problem_ref = {"$ref": "#/components/schemas/Problem"}
+    for path_item in schema.get("paths", {}).values():
+        for operation in path_item.values():
+            for status, response in operation.get("responses", {}).items():
+                if status.isdigit() and int(status) >= 400:
+                    response["content"] = {problems.PROBLEM_JSON: {"schema": problem_ref}}
+    schema.setdefault("components", {}).setdefault("schemas", {}).pop("HTTPValidationError", None)
+    schema["components"]["schemas"].pop("ValidationError", None)
+    app.openapi_schema = schema
+    return schema

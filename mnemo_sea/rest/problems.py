@@ -1,0 +1,192 @@
+"""The one place where errors become HTTP answers: RFC 9457 problem+json with honest codes.
+
+404 not found or outside the caller's tenant (the same answer, so it is no oracle), 403 role or
+clearance, 409 state conflict, 413 too large, 422 invalid input or a rejected batch (listing
+each target's status), 503 a store unavailable (nothing was written), 401 no valid key.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from mnemo_sea.api_keys import Unauthenticated
+from mnemo_sea.archive import (
+    ArchiveError,
+    BatchRejected,
+    ContentTooLarge,
+    Forbidden,
+    IntegrityError,
+    InvalidInput,
+    NotFound,
+    StateConflict,
+    StoreUnavailable,
+)
+from mnemo_sea.retrieval import (
+    IndexConfigMismatch,
+    IndexLocked,
+    IndexUnavailable,
+    InvalidDocument,
+    InvalidQuery,
+    RetrievalError,
+)
+
+PROBLEM_JSON = "application/problem+json"
+TYPE_BASE = "https://mnemo-sea.dev/problems/"
+log = logging.getLogger("mnemo_sea.rest")
+
+
+class Problem(BaseModel):
+    """An error answer. `code` is stable for programs; extra members carry structured detail
+    (e.g. `targets` of a rejected archive batch, `problems` of an invalid ingest batch)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+    request_id: str | None = None
+
+
+class ApiProblem(Exception):
+    """An HTTP-level problem raised by the REST layer itself (body too large, bad header, ...)."""
+
+    def __init__(self, status: int, code: str, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.extra = extra
+
+
+# Most specific first: ArchiveConflict is both a BatchRejected and a StateConflict (409 wins),
+# ContentTooLarge is an InvalidInput (413 wins).
+_ARCHIVE_STATUS: tuple[tuple[type[ArchiveError], int], ...] = (
+    (ContentTooLarge, 413),
+    (StateConflict, 409),
+    (BatchRejected, 422),
+    (InvalidInput, 422),
+    (NotFound, 404),
+    (Forbidden, 403),
+    (StoreUnavailable, 503),
+    (IntegrityError, 500),
+)
+_RETRIEVAL_STATUS: tuple[tuple[type[RetrievalError], int], ...] = (
+    (InvalidQuery, 422),
+    (InvalidDocument, 422),
+    (IndexLocked, 503),
+    (IndexUnavailable, 503),
+    (IndexConfigMismatch, 500),
+)
+_TITLES = {
+    401: "Unauthenticated",
+    403: "Forbidden",
+    404: "Not found",
+    405: "Method not allowed",
+    409: "Conflict",
+    413: "Content too large",
+    422: "Invalid request",
+    500: "Internal error",
+    503: "Service unavailable",
+}
+
+
+def status_of(exc: ArchiveError | RetrievalError) -> int:
+    table: tuple[tuple[type[Exception], int], ...] = (
+        _ARCHIVE_STATUS if isinstance(exc, ArchiveError) else _RETRIEVAL_STATUS
+    )
+    for cls, status in table:
+        if isinstance(exc, cls):
+            return status
+    return 503 if isinstance(exc, RetrievalError) else 500
+
+
+def problem_response(
+    request: Request, status: int, code: str, detail: str, extra: dict[str, Any] | None = None
+) -> JSONResponse:
+    body: dict[str, Any] = {
+        "type": TYPE_BASE + code,
+        "title": _TITLES.get(status, "Error"),
+        "status": status,
+        "detail": detail,
+        "code": code,
+        "request_id": getattr(request.state, "request_id", None),
+    }
+    for key, value in (extra or {}).items():
+        body.setdefault(key, value)
+    headers: dict[str, str] = {}
+    if status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="mnemo-sea"'
+    if status == 503:
+        headers["Retry-After"] = "1"
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def _domain(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ArchiveError | RetrievalError)
+    status = status_of(exc)
+    if status >= 500:
+        log.warning("store problem", extra={"code": exc.code, "error": str(exc)})
+    extra = {k: v for k, v in exc.to_dict().items() if k not in ("code", "message")}
+    return problem_response(request, status, exc.code, exc.message, extra)
+
+
+def _unauthenticated(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, Unauthenticated)
+    return problem_response(request, 401, "unauthenticated", exc.reason)
+
+
+def _api_problem(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiProblem)
+    return problem_response(request, exc.status, exc.code, exc.detail, exc.extra)
+
+
+def _validation(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = [
+        {
+            "loc": [str(part) for part in err.get("loc", ())],
+            "msg": str(err.get("msg", "")),
+            "type": err.get("type"),
+        }
+        for err in exc.errors()
+    ]
+    shown = "; ".join(f"{'.'.join(e['loc'])}: {e['msg']}" for e in errors[:5])
+    return problem_response(request, 422, "invalid_request", shown or "invalid request", {"errors": errors})
+
+
+def _http(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}.get(
+        exc.status_code, "http_error"
+    )
+    return problem_response(request, exc.status_code, code, str(exc.detail))
+
+
+def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unexpected error", extra={"error_type": type(exc).__name__})
+    return problem_response(request, 500, "internal_error", "unexpected server error; see the logs")
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(ArchiveError, _domain)
+    app.add_exception_handler(RetrievalError, _domain)
+    app.add_exception_handler(Unauthenticated, _unauthenticated)
+    app.add_exception_handler(ApiProblem, _api_problem)
+    app.add_exception_handler(RequestValidationError, _validation)
+    app.add_exception_handler(StarletteHTTPException, _http)
+    app.add_exception_handler(Exception, _unexpected)
+
+
+def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries for the problems an endpoint can answer (every endpoint: 401, 422, 503)."""
+    wanted = sorted({401, 422, 503, *statuses})
+    return {s: {"model": Problem, "description": _TITLES.get(s, "Error")} for s in wanted}

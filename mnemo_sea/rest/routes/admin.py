@@ -1,0 +1,59 @@
+"""Admin endpoints: the tenant's audit chain and the consistency report (fsck)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from mnemo_sea.archive import AuditEvent
+from mnemo_sea.fsck import Problem, run_fsck
+from mnemo_sea.rest.auth import Admin, System
+from mnemo_sea.rest.models import Page
+from mnemo_sea.rest.problems import responses
+from mnemo_sea.rest.routes.common import Limit
+
+router = APIRouter(prefix="/v1/admin", tags=["admin"])
+
+
+class AuditReportOut(BaseModel):
+    ok: bool
+    events: int
+    problems: list[str]
+
+
+class FsckOut(BaseModel):
+    ok: bool = Field(description="no problem in the caller's tenant (and no outbox backlog)")
+    problems: list[Problem]
+
+
+@router.get("/audit/verify", response_model=AuditReportOut, responses=responses(403))
+def verify_audit(principal: Admin, mnemo: System) -> AuditReportOut:
+    """Re-hash the tenant's audit chain: any edited or removed event is reported."""
+    report = mnemo.archive.verify_audit(principal)
+    return AuditReportOut(ok=report.ok, events=report.events, problems=list(report.problems))
+
+
+@router.get("/audit/events", response_model=Page[AuditEvent], responses=responses(403))
+def audit_events(
+    principal: Admin,
+    mnemo: System,
+    after_seq: Annotated[int, Query(ge=0, description="the last seq already read")] = 0,
+    limit: Limit = 100,
+) -> Page[AuditEvent]:
+    """The tenant's audit events after `after_seq`, in order (keyset pagination: pass the last
+    seq seen as the next `after_seq`; `next_offset` holds it while more remain)."""
+    events = mnemo.archive.audit_events(principal, after_seq=after_seq, limit=limit + 1)
+    more = len(events) > limit
+    events = events[:limit]
+    return Page[AuditEvent](items=events, next_offset=events[-1].seq if more else None)
+
+
+@router.get("/fsck", response_model=FsckOut, responses=responses(403))
+def fsck(principal: Admin, mnemo: System) -> FsckOut:
+    """Report drift between archive, index and outbox for the caller's tenant (no repair here:
+    `mnemo-sea fsck --repair` does that)."""
+    report = run_fsck(mnemo)
+    mine = [p for p in report.problems if p.tenant_id in (principal.tenant_id, "*")]
+    return FsckOut(ok=not mine, problems=mine)

@@ -1,0 +1,19 @@
+"""Parameters shared by several endpoints."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Header, Query
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        max_length=255,
+        description="repeat a write safely: the same key and body return the first answer; "
+        "the same key with another body is a 409",
+    ),
+]
+Offset = Annotated[int, Query(ge=0, le=1_000_000, description="items to skip")]
+Limit = Annotated[int, Query(ge=1, le=500, description="items per page")]

@@ -1,0 +1,83 @@
+"""Evidence: ingest (single and batch), read a version, list a record's history."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Query, status
+
+from mnemo_sea.archive import EvidenceRecord
+from mnemo_sea.rest.auth import Caller, System
+from mnemo_sea.rest.models import (
+    EvidenceBatchIn,
+    EvidenceIn,
+    EvidenceOut,
+    IngestOut,
+    Page,
+    encode_content,
+    page,
+)
+from mnemo_sea.rest.problems import responses
+from mnemo_sea.rest.routes.common import IdempotencyKey, Limit, Offset
+
+router = APIRouter(prefix="/v1", tags=["evidence"])
+
+
+@router.post(
+    "/evidence",
+    status_code=status.HTTP_201_CREATED,
+    response_model=EvidenceRecord,
+    responses=responses(403, 409, 413),
+)
+def put_evidence(
+    body: EvidenceIn, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
+) -> EvidenceRecord:
+    """Store one version of an evidence record and index it. An unchanged body returns the current version."""
+    report = mnemo.ingest(principal, [body.to_input()], idempotency_key=idempotency_key)
+    return report.stored[0]
+
+
+@router.post(
+    "/evidence/batch",
+    status_code=status.HTTP_201_CREATED,
+    response_model=IngestOut,
+    responses=responses(403, 409, 413),
+)
+def put_evidence_batch(
+    body: EvidenceBatchIn, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
+) -> IngestOut:
+    """Store a batch all or nothing; a 422 names every invalid item and nothing is stored."""
+    report = mnemo.ingest(
+        principal, [item.to_input() for item in body.items], idempotency_key=idempotency_key
+    )
+    return IngestOut(stored=list(report.stored), new_versions=report.new_versions, unchanged=report.unchanged)
+
+
+@router.get("/evidence/{evidence_id:path}", response_model=EvidenceOut, responses=responses(403, 404))
+def get_evidence(
+    evidence_id: str,
+    principal: Caller,
+    mnemo: System,
+    version: Annotated[int | None, Query(ge=1)] = None,
+    as_of: datetime | None = None,
+    content: Annotated[bool, Query(description="include the hash-verified body")] = False,
+) -> EvidenceOut:
+    """One version of a record: the current one, a given version, or the one in force at `as_of`."""
+    record, body = mnemo.archive.get_evidence(
+        principal, evidence_id, version=version, as_of=as_of, with_content=content
+    )
+    text, b64 = encode_content(body)
+    return EvidenceOut(record=record, content=text, content_base64=b64)
+
+
+@router.get(
+    "/evidence-history/{evidence_id:path}",
+    response_model=Page[EvidenceRecord],
+    responses=responses(403, 404),
+)
+def evidence_history(
+    evidence_id: str, principal: Caller, mnemo: System, offset: Offset = 0, limit: Limit = 50
+) -> Page[EvidenceRecord]:
+    """Every version of a record, oldest first (superseded and retracted ones included)."""
+    return page(mnemo.archive.evidence_history(principal, evidence_id), offset, limit)

@@ -1,0 +1,54 @@
+"""Memory facts: remember, read the current value, list a key's history."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from mnemo_sea.archive import MemoryFact, NotFound, RememberOutcome
+from mnemo_sea.rest.auth import Caller, System
+from mnemo_sea.rest.models import Page, RememberIn, page
+from mnemo_sea.rest.problems import responses
+from mnemo_sea.rest.routes.common import IdempotencyKey, Limit, Offset
+
+router = APIRouter(prefix="/v1/memory", tags=["memory"])
+# Keys may contain '/', so the key travels as a query parameter rather than a path segment.
+MemoryKey = Annotated[str, Query(description="the fact's key (letters, digits, . _ : / -)")]
+
+
+@router.post("", response_model=RememberOutcome, responses=responses(403, 404, 409))
+def remember(
+    body: RememberIn, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
+) -> RememberOutcome:
+    """Store a fact for an owner, superseding the previous value. A model inference never
+    overrides what the user confirmed: it comes back as an unpersisted candidate with a reason."""
+    ttl = None if body.ttl_seconds is None else timedelta(seconds=body.ttl_seconds)
+    return mnemo.remember(
+        principal,
+        body.owner,
+        body.key,
+        body.value,
+        body.provenance,
+        ttl=ttl,
+        derived_from=body.derived_from,
+        idempotency_key=idempotency_key,
+    )
+
+
+@router.get("/{owner}", response_model=MemoryFact, responses=responses(403, 404))
+def current(owner: str, key: MemoryKey, principal: Caller, mnemo: System) -> MemoryFact:
+    """The owner's current, unexpired value for `key`."""
+    fact = mnemo.current(principal, owner, key)
+    if fact is None:
+        raise NotFound("memory fact", f"{owner}/{key}")
+    return fact
+
+
+@router.get("/{owner}/history", response_model=Page[MemoryFact], responses=responses(403, 404))
+def history(
+    owner: str, key: MemoryKey, principal: Caller, mnemo: System, offset: Offset = 0, limit: Limit = 50
+) -> Page[MemoryFact]:
+    """Every version of the fact, oldest first, superseded ones included."""
+    return page(mnemo.memory_history(principal, owner, key), offset, limit)

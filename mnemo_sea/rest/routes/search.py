@@ -1,0 +1,48 @@
+"""Search and citation checks: the read paths of RAG pipelines and eval scripts."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from mnemo_sea.mnemo import SearchResult
+from mnemo_sea.rest.auth import Caller, System
+from mnemo_sea.rest.models import CitationReportOut, CitationsIn, SearchIn
+from mnemo_sea.rest.problems import ApiProblem, responses
+
+router = APIRouter(prefix="/v1", tags=["search"])
+
+
+@router.post("/search", response_model=SearchResult, responses=responses(403))
+def search(body: SearchIn, principal: Caller, mnemo: System) -> SearchResult:
+    """Hybrid BM25 + vector search under the caller's tenant, clearance and owner pre-filters.
+
+    Hits are hydrated from the archive with the exact text of their span. `status` is
+    `results` or `no_match`; a dead index leg is a 503, never an empty 200.
+    """
+    found = mnemo.search(
+        principal,
+        body.query,
+        limit=body.limit,
+        mode=body.mode,
+        kinds=body.kinds,
+        scopes=body.scopes,
+        sources=body.sources,
+        as_of=body.as_of,
+    )
+    if found.status == "unavailable":
+        raise ApiProblem(503, "index_unavailable", found.reason or "the index is unavailable")
+    if found.status == "forbidden":
+        raise ApiProblem(403, "forbidden", found.reason or "not allowed")
+    if found.status == "invalid":
+        raise ApiProblem(422, "invalid_query", found.reason)
+    return found
+
+
+@router.post("/citations/check", response_model=CitationReportOut)
+def check_citations(body: CitationsIn, principal: Caller, mnemo: System) -> CitationReportOut:
+    """Check each citation: does the cited evidence exist for the caller, was it in force at
+    `answered_at`, and does it contain the quote? Counts and precision come with the details."""
+    report = mnemo.check_citations(
+        principal, [c.model_dump() for c in body.citations], answered_at=body.answered_at
+    )
+    return CitationReportOut.of(report)

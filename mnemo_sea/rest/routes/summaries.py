@@ -1,0 +1,28 @@
+"""Derived summaries: always labelled derived, always pointing to what they came from."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, status
+
+from mnemo_sea.archive import Summary
+from mnemo_sea.rest.auth import Caller, System
+from mnemo_sea.rest.models import SummaryIn
+from mnemo_sea.rest.problems import responses
+from mnemo_sea.rest.routes.common import IdempotencyKey
+
+router = APIRouter(prefix="/v1/summaries", tags=["summaries"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=Summary, responses=responses(403, 404))
+def create_summary(
+    body: SummaryIn, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
+) -> Summary:
+    """A summary of existing sources; searchable, and deleted with any of them."""
+    return mnemo.create_summary(
+        principal, body.text, body.derived_from, trace_ref=body.trace_ref, idempotency_key=idempotency_key
+    )
+
+
+@router.get("/{summary_id}", response_model=Summary, responses=responses(403, 404))
+def get_summary(summary_id: str, principal: Caller, mnemo: System) -> Summary:
+    return mnemo.archive.get_summary(principal, summary_id)
