@@ -124,3 +124,7 @@ _register_facade(app, eval_app)
 from .cli_service import register as _register_service  # noqa: E402 - needs app above
 
 _register_service(app)
+
+from .cli_mcp import register as _register_mcp  # noqa: E402 - needs app above
+
+_register_mcp(app)

@@ -1,0 +1,105 @@
+"""Streamable HTTP: every request carries an API key, and its tools run as that key's principal.
+
+`BearerKeys` wraps the SDK's Starlette app: a request without `Authorization: Bearer <key>`,
+or with a malformed, unknown or revoked key, gets 401 before it reaches MCP; an accepted one
+carries its principal in the request scope, where `request_principal` finds it for each tool
+call. The tenant therefore always comes from the key, never from a tool's arguments. The
+server is stateless (no MCP session state between requests), like the REST API.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio.to_thread
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mnemo_sea.api_keys import Unauthenticated, authenticate
+from mnemo_sea.archive import Principal
+from mnemo_sea.archive.store import ArchiveStore
+from mnemo_sea.mnemo import Mnemo
+
+from .server import Context, build_server
+
+PRINCIPAL_STATE = "mnemo_principal"
+MCP_PATH = "/mcp"
+
+
+def bearer_key(scope: Scope) -> str:
+    """The key of `Authorization: Bearer <key>`. Raises Unauthenticated when there is none."""
+    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+    for name, value in headers:
+        if name.lower() == b"authorization":
+            scheme, _, key = value.decode("latin-1").strip().partition(" ")
+            if scheme.lower() == "bearer" and key.strip():
+                return key.strip()
+            break
+    raise Unauthenticated("an API key is required: send Authorization: Bearer <key>")
+
+
+class BearerKeys:
+    """ASGI middleware: authenticate each HTTP request's API key, or answer 401."""
+
+    def __init__(self, app: ASGIApp, store: ArchiveStore) -> None:
+        self.app = app
+        self.store = store
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # lifespan: the SDK's session manager starts and stops here
+            await self.app(scope, receive, send)
+            return
+        try:
+            key = bearer_key(scope)
+            principal = await anyio.to_thread.run_sync(authenticate, self.store, key)
+        except Unauthenticated as e:
+            await _unauthorized(send, e.reason)
+            return
+        scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
+        await self.app(scope, receive, send)
+
+
+async def _unauthorized(send: Send, reason: str) -> None:
+    body = json.dumps({"error": "unauthenticated", "message": reason}).encode("utf-8")
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode("ascii")),
+                (b"www-authenticate", b'Bearer realm="mnemo-sea"'),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def request_principal(ctx: Context) -> Principal:
+    """The principal `BearerKeys` attached to the HTTP request that carried this call."""
+    request: Any = ctx.request
+    state = getattr(request, "scope", {}).get("state", {})
+    principal = state.get(PRINCIPAL_STATE)
+    if not isinstance(principal, Principal):  # only reachable if the app is mounted without BearerKeys
+        raise Unauthenticated("this request carries no authenticated API key")
+    return principal
+
+
+def http_app(mnemo: Mnemo, *, host: str = "127.0.0.1", path: str = MCP_PATH) -> ASGIApp:
+    """The streamable-HTTP MCP app at `path`, behind API-key authentication.
+
+    `host` is where it will listen: on a loopback address the SDK also refuses requests whose
+    Host or Origin header is not loopback (DNS-rebinding protection).
+    """
+    server = build_server(mnemo, request_principal)
+    app = server.streamable_http_app(
+        streamable_http_path=path, stateless_http=True, json_response=True, host=host
+    )
+    return BearerKeys(app, mnemo.archive.store)
+
+
+def serve_http(mnemo: Mnemo, *, host: str, port: int, path: str = MCP_PATH) -> None:
+    """Serve streamable HTTP until interrupted (SIGINT/SIGTERM)."""
+    import uvicorn
+
+    uvicorn.run(http_app(mnemo, host=host, path=path), host=host, port=port, log_level="info")

@@ -1,0 +1,90 @@
+"""What a tool call returns: JSON-ready payloads, and every failure as one error shape.
+
+A success carries its payload twice, as `structuredContent` and as JSON text for clients that
+read only text. A failure is a tool result with `isError` and the JSON object
+`{"error": code, "message": ..., **detail}` (a rejected archive batch lists each target's
+status under `targets`), never a protocol error or a traceback: the model reads it and fixes
+its call. This is the one place exceptions become answers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import fields, is_dataclass
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from mcp_types import CallToolResult, TextContent
+from pydantic import ValidationError
+
+from mnemo_sea.api_keys import Unauthenticated
+from mnemo_sea.archive import ArchiveError, Sensitivity
+from mnemo_sea.retrieval import RetrievalError
+
+log = logging.getLogger("mnemo_sea.agent_tools")
+
+
+def plain(value: Any) -> Any:
+    """Domain values as JSON-ready data: dataclasses as objects, datetimes ISO-8601, clearances by name."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, Sensitivity):
+        return value.name.lower()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [plain(v) for v in value]
+    return value
+
+
+def plain_object(value: object) -> dict[str, Any]:
+    """`plain` for a value that becomes a JSON object (a dataclass or a mapping)."""
+    out = plain(value)
+    if not isinstance(out, dict):
+        raise TypeError(f"{type(value).__name__} is not an object")
+    return out
+
+
+def _answer(payload: dict[str, Any], *, is_error: bool) -> CallToolResult:
+    text = json.dumps(payload, ensure_ascii=False)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=payload, is_error=is_error
+    )
+
+
+def success(payload: dict[str, Any]) -> CallToolResult:
+    return _answer(payload, is_error=False)
+
+
+def failure(code: str, message: str, **detail: Any) -> CallToolResult:
+    return _answer({"error": code, "message": message, **plain(detail)}, is_error=True)
+
+
+def _validation_problems(e: ValidationError) -> list[dict[str, str]]:
+    return [
+        {"field": ".".join(str(part) for part in err["loc"]) or "arguments", "problem": err["msg"]}
+        for err in e.errors()
+    ]
+
+
+def from_exception(exc: Exception, tool: str) -> CallToolResult:
+    """The error result for anything a tool call raised; unexpected errors are logged, not shown."""
+    if isinstance(exc, ArchiveError | RetrievalError):
+        detail = exc.to_dict()
+        detail.pop("code", None)
+        detail.pop("message", None)
+        return failure(exc.code, exc.message, **detail)
+    if isinstance(exc, ValidationError):
+        problems = _validation_problems(exc)
+        shown = "; ".join(f"{p['field']}: {p['problem']}" for p in problems)
+        return failure("invalid_input", f"invalid arguments for {tool}: {shown}", problems=problems)
+    if isinstance(exc, Unauthenticated):
+        return failure("unauthenticated", exc.reason)
+    log.exception("tool %s failed unexpectedly", tool)
+    return failure("internal_error", f"{tool} failed unexpectedly; the server log has the details")
