@@ -94,6 +94,7 @@ class Archive:
         sensitivity: Sensitivity | str | int = Sensitivity.INTERNAL,
         policy_class: str = "default",
         owner: str | None = None,
+        idempotency_key: str | None = None,
     ) -> ToolResult:
         return self._guard(
             principal,
@@ -111,6 +112,7 @@ class Archive:
                 sensitivity=sensitivity,
                 policy_class=policy_class,
                 owner=owner,
+                idempotency_key=idempotency_key,
             ),
         )
 
@@ -157,22 +159,26 @@ class Archive:
 
     # ---- evidence ----------------------------------------------------------------------------
 
-    def put_evidence(self, principal: Principal, item: EvidenceInput) -> EvidenceRecord:
+    def put_evidence(
+        self, principal: Principal, item: EvidenceInput, *, idempotency_key: str | None = None
+    ) -> EvidenceRecord:
         return self._guard(
             principal,
             "put_evidence",
             f"evidence:{item.evidence_id}",
-            lambda: evidence.put_evidence(self.store, principal, item),
+            lambda: evidence.put_evidence(self.store, principal, item, idempotency_key=idempotency_key),
         )
 
     def put_evidence_batch(
-        self, principal: Principal, items: Sequence[EvidenceInput]
+        self, principal: Principal, items: Sequence[EvidenceInput], *, idempotency_key: str | None = None
     ) -> list[EvidenceRecord]:
         return self._guard(
             principal,
             "put_evidence",
             f"evidence:batch of {len(items)}",
-            lambda: evidence.put_evidence_batch(self.store, principal, items),
+            lambda: evidence.put_evidence_batch(
+                self.store, principal, items, idempotency_key=idempotency_key
+            ),
         )
 
     def retract(self, principal: Principal, evidence_id: str, reason: str) -> EvidenceRecord:
@@ -221,13 +227,22 @@ class Archive:
         *,
         ttl: timedelta | None = None,
         derived_from: str | SourceRef | None = None,
+        idempotency_key: str | None = None,
     ) -> RememberOutcome:
         return self._guard(
             principal,
             "remember",
             f"memory:{owner}/{key}",
             lambda: memory.remember(
-                self.store, principal, owner, key, value, provenance, ttl=ttl, derived_from=derived_from
+                self.store,
+                principal,
+                owner,
+                key,
+                value,
+                provenance,
+                ttl=ttl,
+                derived_from=derived_from,
+                idempotency_key=idempotency_key,
             ),
         )
 
@@ -263,12 +278,20 @@ class Archive:
         derived_from: Sequence[str | SourceRef],
         *,
         trace_ref: str | None = None,
+        idempotency_key: str | None = None,
     ) -> Summary:
         return self._guard(
             principal,
             "create_summary",
             "summary",
-            lambda: summaries.create_summary(self.store, principal, text, derived_from, trace_ref=trace_ref),
+            lambda: summaries.create_summary(
+                self.store,
+                principal,
+                text,
+                derived_from,
+                trace_ref=trace_ref,
+                idempotency_key=idempotency_key,
+            ),
         )
 
     def get_summary(self, principal: Principal, summary_id: str) -> Summary:
@@ -281,25 +304,38 @@ class Archive:
 
     # ---- deletion and audit ------------------------------------------------------------------
 
-    def delete_evidence(self, principal: Principal, evidence_id: str) -> DeletionReceipt:
+    def delete_evidence(
+        self, principal: Principal, evidence_id: str, *, idempotency_key: str | None = None
+    ) -> DeletionReceipt:
         return self._guard(
             principal,
             "delete",
             f"evidence:{evidence_id}",
-            lambda: deletion.delete_evidence(self.store, principal, evidence_id),
+            lambda: deletion.delete_evidence(
+                self.store, principal, evidence_id, idempotency_key=idempotency_key
+            ),
         )
 
-    def delete_session(self, principal: Principal, session_id: str) -> DeletionReceipt:
+    def delete_session(
+        self, principal: Principal, session_id: str, *, idempotency_key: str | None = None
+    ) -> DeletionReceipt:
         return self._guard(
             principal,
             "delete",
             f"session:{session_id}",
-            lambda: deletion.delete_session(self.store, principal, session_id),
+            lambda: deletion.delete_session(
+                self.store, principal, session_id, idempotency_key=idempotency_key
+            ),
         )
 
-    def delete_owner(self, principal: Principal, owner: str) -> DeletionReceipt:
+    def delete_owner(
+        self, principal: Principal, owner: str, *, idempotency_key: str | None = None
+    ) -> DeletionReceipt:
         return self._guard(
-            principal, "delete", f"owner:{owner}", lambda: deletion.delete_owner(self.store, principal, owner)
+            principal,
+            "delete",
+            f"owner:{owner}",
+            lambda: deletion.delete_owner(self.store, principal, owner, idempotency_key=idempotency_key),
         )
 
     def verify_deleted(self, principal: Principal, receipt: DeletionReceipt) -> list[str]:

@@ -12,7 +12,9 @@ for any record (a data-subject request).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Column, ColumnElement, Connection, delete, or_, select, tuple_, update
 
@@ -22,6 +24,7 @@ from .blobs import delete_unreferenced
 from .clock import utcnow
 from .errors import NotFound
 from .evidence import lock_chain
+from .idempotency import KeyedRequest, keyed, previous_reply, save_reply
 from .outbox import enqueue
 from .principal import Principal, Role, check_identifier
 from .records import DeletionReceipt, result_id
@@ -143,7 +146,12 @@ def _memory(conn: Connection, tenant: str, condition: ColumnElement[bool], out: 
 
 
 def _finish(
-    conn: Connection, store: ArchiveStore, principal: Principal, target: str, out: _Removed
+    conn: Connection,
+    store: ArchiveStore,
+    principal: Principal,
+    target: str,
+    out: _Removed,
+    request: KeyedRequest | None,
 ) -> DeletionReceipt:
     tenant = principal.tenant_id
     _derived(conn, tenant, out)
@@ -187,7 +195,7 @@ def _finish(
         "blobs": len(blobs),
     }
     seq = append_event(conn, tenant, principal.subject, "delete", target, counts)
-    return DeletionReceipt(
+    receipt = DeletionReceipt(
         tenant_id=tenant,
         target=target,
         deleted_at=utcnow(),
@@ -202,26 +210,65 @@ def _finish(
         audit_seq=seq,
         counts=counts,
     )
+    # The receipt holds identifiers and hashes only, never deleted content.
+    save_reply(conn, request, asdict(receipt))
+    return receipt
 
 
-def delete_evidence(store: ArchiveStore, principal: Principal, evidence_id: str) -> DeletionReceipt:
-    """Delete every version of an evidence record and what was derived from it."""
+def _receipt(reply: dict[str, Any]) -> DeletionReceipt:
+    """The receipt a deletion first returned, from its stored reply."""
+    return DeletionReceipt(
+        tenant_id=reply["tenant_id"],
+        target=reply["target"],
+        deleted_at=datetime.fromisoformat(reply["deleted_at"]),
+        evidence_versions=tuple((e, int(v)) for e, v in reply["evidence_versions"]),
+        tool_results=tuple(reply["tool_results"]),
+        sessions=tuple(reply["sessions"]),
+        memory_facts=tuple((o, k, int(v)) for o, k, v in reply["memory_facts"]),
+        summaries=tuple(reply["summaries"]),
+        blobs=tuple(reply["blobs"]),
+        content_sha256=tuple(reply["content_sha256"]),
+        outbox_ids=tuple(int(i) for i in reply["outbox_ids"]),
+        audit_seq=int(reply["audit_seq"]),
+        counts={k: int(v) for k, v in reply["counts"].items()},
+    )
+
+
+def delete_evidence(
+    store: ArchiveStore, principal: Principal, evidence_id: str, *, idempotency_key: str | None = None
+) -> DeletionReceipt:
+    """Delete every version of an evidence record and what was derived from it.
+
+    With an idempotency key (here and in the other deletions), repeating the same call returns
+    the first receipt and deletes nothing more; reusing the key for another request raises
+    IdempotencyMismatch. A call that fails (NotFound) leaves its key unused.
+    """
     principal.require(Role.ADMIN, "deleting evidence")
     check_evidence_id(evidence_id)
+    request = keyed(principal.tenant_id, idempotency_key, "delete_evidence", {"evidence_id": evidence_id})
     with store.write() as conn:
+        previous = previous_reply(conn, request)
+        if previous is not None:
+            return _receipt(previous)
         out = _Removed()
         _evidence(conn, principal.tenant_id, evidence_id, out)
         if not out.evidence_versions:
             raise NotFound("evidence", evidence_id)
-        return _finish(conn, store, principal, f"evidence:{evidence_id}", out)
+        return _finish(conn, store, principal, f"evidence:{evidence_id}", out, request)
 
 
-def delete_session(store: ArchiveStore, principal: Principal, session_id: str) -> DeletionReceipt:
+def delete_session(
+    store: ArchiveStore, principal: Principal, session_id: str, *, idempotency_key: str | None = None
+) -> DeletionReceipt:
     """Delete a session: its results, notes, originals, evidence recorded from it, and what
     was derived from any of them."""
     principal.require(Role.ADMIN, "deleting a session")
     check_identifier("session_id", session_id)
+    request = keyed(principal.tenant_id, idempotency_key, "delete_session", {"session_id": session_id})
     with store.write() as conn:
+        previous = previous_reply(conn, request)
+        if previous is not None:
+            return _receipt(previous)
         exists = conn.execute(
             select(t.sessions.c.session_id).where(
                 t.sessions.c.tenant_id == principal.tenant_id,
@@ -233,10 +280,12 @@ def delete_session(store: ArchiveStore, principal: Principal, session_id: str) -
             raise NotFound("session", session_id)
         out = _Removed()
         _session(conn, principal.tenant_id, session_id, out)
-        return _finish(conn, store, principal, f"session:{session_id}", out)
+        return _finish(conn, store, principal, f"session:{session_id}", out, request)
 
 
-def delete_owner(store: ArchiveStore, principal: Principal, owner: str) -> DeletionReceipt:
+def delete_owner(
+    store: ArchiveStore, principal: Principal, owner: str, *, idempotency_key: str | None = None
+) -> DeletionReceipt:
     """Delete everything of one owner: memory facts, owned evidence, owned sessions, and derivations.
 
     An owner with nothing stored yields an empty receipt (the request is still audited).
@@ -244,7 +293,11 @@ def delete_owner(store: ArchiveStore, principal: Principal, owner: str) -> Delet
     principal.require(Role.ADMIN, "deleting an owner's data")
     check_identifier("owner", owner)
     tenant = principal.tenant_id
+    request = keyed(tenant, idempotency_key, "delete_owner", {"owner": owner})
     with store.write() as conn:
+        previous = previous_reply(conn, request)
+        if previous is not None:
+            return _receipt(previous)
         out = _Removed()
         _memory(conn, tenant, t.memory_facts.c.owner == owner, out)
         for (evidence_id,) in conn.execute(
@@ -261,7 +314,7 @@ def delete_owner(store: ArchiveStore, principal: Principal, owner: str) -> Delet
             )
         ).all():
             _session(conn, tenant, session_id, out)
-        return _finish(conn, store, principal, f"owner:{owner}", out)
+        return _finish(conn, store, principal, f"owner:{owner}", out, request)
 
 
 def verify_deleted(store: ArchiveStore, principal: Principal, receipt: DeletionReceipt) -> list[str]:

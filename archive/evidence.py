@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -17,9 +17,10 @@ from sqlalchemy import Connection, Row, select, text, update
 
 from . import schema as t
 from .audit import append_event
-from .blobs import put_blob, read_blob
+from .blobs import put_blob, read_blob, sha256_hex
 from .clock import aware, utcnow
 from .errors import Forbidden, InvalidBatch, InvalidInput, NotFound, StateConflict
+from .idempotency import KeyedRequest, keyed, previous_reply, save_reply
 from .outbox import enqueue
 from .principal import Principal, Role, Sensitivity, check_identifier
 from .records import EVIDENCE_KINDS, PROVENANCES, EvidenceRecord
@@ -145,6 +146,16 @@ class _Prepared:
     media: str
     fields: dict[str, Any]
     observed_at: datetime | None
+    requested_id: str | None  # None when the id was generated
+
+    def request(self) -> dict[str, Any]:
+        """What the caller asked for, for an idempotency key: a generated id is not part of it."""
+        return {
+            **self.fields,
+            "evidence_id": self.requested_id,
+            "content_sha256": sha256_hex(self.data),
+            "observed_at": self.observed_at,
+        }
 
 
 def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> _Prepared:
@@ -188,7 +199,9 @@ def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> 
         "owner": owner,
         "session_id": session_id,
     }
-    return _Prepared(evidence_id, data, media, fields, aware("observed_at", item.observed_at))
+    return _Prepared(
+        evidence_id, data, media, fields, aware("observed_at", item.observed_at), item.evidence_id
+    )
 
 
 def _write(conn: Connection, principal: Principal, p: _Prepared) -> EvidenceRecord:
@@ -249,24 +262,34 @@ def _write(conn: Connection, principal: Principal, p: _Prepared) -> EvidenceReco
     return rec
 
 
-def put_evidence(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> EvidenceRecord:
+def put_evidence(
+    store: ArchiveStore, principal: Principal, item: EvidenceInput, *, idempotency_key: str | None = None
+) -> EvidenceRecord:
     """Store a new version of an evidence record (version 1 for a new id).
 
     The previous active version, if any, becomes superseded and stays readable. Storing
     content and fields identical to the current version changes nothing and returns it.
+    With an idempotency key, repeating the same call returns the first call's record (NotFound
+    if it was deleted since) and stores nothing; reusing the key for another request raises
+    IdempotencyMismatch. An item without an evidence id is the same request on every retry.
     """
     principal.require(Role.AGENT, "storing evidence")
     prepared = _prepare(store, principal, item)
-    with store.write() as conn:
-        return _write(conn, principal, prepared)
+    request = keyed(principal.tenant_id, idempotency_key, "put_evidence", prepared.request())
+    return _put(store, principal, [prepared], request)[0]
 
 
 def put_evidence_batch(
-    store: ArchiveStore, principal: Principal, items: Sequence[EvidenceInput]
+    store: ArchiveStore,
+    principal: Principal,
+    items: Sequence[EvidenceInput],
+    *,
+    idempotency_key: str | None = None,
 ) -> list[EvidenceRecord]:
     """Store many records all or nothing: every item is validated first (InvalidBatch lists each
     bad item with its index and problem), then one transaction writes them in order, so an id
-    that appears twice gets two versions."""
+    that appears twice gets two versions. An idempotency key works as for `put_evidence`, over
+    the whole batch in its order."""
     principal.require(Role.AGENT, "storing evidence")
     prepared: list[_Prepared] = []
     problems: list[dict[str, Any]] = []
@@ -279,8 +302,37 @@ def put_evidence_batch(
             )
     if problems:
         raise InvalidBatch(problems)
+    request = keyed(
+        principal.tenant_id, idempotency_key, "put_evidence_batch", [p.request() for p in prepared]
+    )
+    return _put(store, principal, prepared, request)
+
+
+def _put(
+    store: ArchiveStore, principal: Principal, prepared: Sequence[_Prepared], request: KeyedRequest | None
+) -> list[EvidenceRecord]:
     with store.write() as conn:
-        return [_write(conn, principal, p) for p in prepared]
+        previous = previous_reply(conn, request)
+        if previous is not None:
+            return [_stored(conn, principal.tenant_id, eid, version) for eid, version in previous["records"]]
+        records = [_write(conn, principal, p) for p in prepared]
+        save_reply(conn, request, {"records": [[r.evidence_id, r.version] for r in records]})
+        return records
+
+
+def _stored(conn: Connection, tenant_id: str, evidence_id: str, version: int) -> EvidenceRecord:
+    """A version as a put first returned it (for a replay)."""
+    row = conn.execute(
+        select(t.evidence).where(
+            t.evidence.c.tenant_id == tenant_id,
+            t.evidence.c.evidence_id == evidence_id,
+            t.evidence.c.version == version,
+        )
+    ).first()
+    if row is None:
+        raise NotFound("evidence", f"{evidence_id}@{version}")
+    # A put answers with the version it made current; superseding it later is a later state.
+    return replace(to_record(row), status="active", ended_at=None)
 
 
 def retract(store: ArchiveStore, principal: Principal, evidence_id: str, reason: str) -> EvidenceRecord:

@@ -9,6 +9,7 @@ at read time, whether or not any sweep has run.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -16,8 +17,9 @@ from sqlalchemy import Connection, Row, select, update
 
 from . import schema as t
 from .clock import aware, utcnow
-from .errors import Forbidden, InvalidInput
+from .errors import Forbidden, InvalidInput, NotFound
 from .evidence import lock_chain
+from .idempotency import keyed, previous_reply, save_reply
 from .outbox import enqueue
 from .principal import Principal, Role, check_identifier
 from .records import PROVENANCES, MemoryFact, RememberOutcome
@@ -72,11 +74,15 @@ def remember(
     *,
     ttl: timedelta | None = None,
     derived_from: str | SourceRef | None = None,
+    idempotency_key: str | None = None,
 ) -> RememberOutcome:
     """Store `value` as the owner's current fact for `key`, superseding the previous one.
 
     Returns the outcome: persisted (a new version, or the unchanged current one) or, for a
     model inference the policy does not persist, a candidate that was not stored.
+    With an idempotency key, repeating the same call returns the first outcome (NotFound if
+    its fact was deleted since) and stores nothing; reusing the key for another request raises
+    IdempotencyMismatch. A candidate's key is kept too, so a retry gets the same candidate.
     """
     principal.require(Role.READER, "remembering")
     _check_access(principal, owner, "remembering")
@@ -92,79 +98,151 @@ def remember(
         raise InvalidInput("ttl", "must be a positive timedelta")
     source = str(SourceRef.parse(derived_from)) if derived_from is not None else None
     tenant = principal.tenant_id
-
-    if provenance == "model_inference" and not store.policy.persist_model_inferences:
-        now = utcnow()
-        expires = now + ttl if ttl is not None else None
-        candidate = MemoryFact(owner, key, value, 0, provenance, "active", now, expires, source)
-        return RememberOutcome(
-            candidate, persisted=False, reason="model inferences are candidates, not stored"
-        )
+    request = keyed(
+        tenant,
+        idempotency_key,
+        "remember",
+        {
+            "owner": owner,
+            "key": key,
+            "value": value,
+            "provenance": provenance,
+            "ttl_seconds": None if ttl is None else ttl.total_seconds(),
+            "derived_from": source,
+        },
+    )
+    candidate = provenance == "model_inference" and not store.policy.persist_model_inferences
+    if candidate and request is None:
+        return _candidate(owner, key, value, provenance, source, ttl)
 
     with store.write() as conn:
-        lock_chain(conn, "memory", tenant, owner, key)
-        # Taken after the lock, so versions of one fact are stamped in the order they commit.
-        now = utcnow()
-        expires = now + ttl if ttl is not None else None
-        chain = _chain(conn, tenant, owner, key, lock=True)
-        current = next((r for r in chain if r.status == "active"), None)
-        if (
-            current is not None
-            and current.value == value
-            and current.provenance == provenance
-            and current.derived_from == source
-            and (current.expires_at is None or current.expires_at > now)
-            and expires is None
-        ):
-            return RememberOutcome(fact_from_row(current), persisted=True, reason="unchanged")
-        if current is not None:
-            conn.execute(
-                update(t.memory_facts)
-                .where(
-                    t.memory_facts.c.tenant_id == tenant,
-                    t.memory_facts.c.owner == owner,
-                    t.memory_facts.c.key == key,
-                    t.memory_facts.c.version == current.version,
-                )
-                .values(status="superseded", ended_at=now)
-            )
-            enqueue(
-                conn, tenant, "index_delete", "memory", f"{owner}/{key}@{current.version}", {"owner": owner}
-            )
-        version = (chain[-1].version + 1) if chain else 1
-        conn.execute(
-            t.memory_facts.insert().values(
-                tenant_id=tenant,
-                owner=owner,
-                key=key,
-                version=version,
-                value=value,
-                provenance=provenance,
-                status="active",
-                created_at=now,
-                created_by=principal.subject,
-                expires_at=expires,
-                ended_at=None,
-                derived_from=source,
-            )
-        )
-        enqueue(
+        previous = previous_reply(conn, request)
+        if previous is not None:
+            return _replayed(conn, tenant, previous, owner, key, value, provenance, source)
+        if candidate:
+            outcome = _candidate(owner, key, value, provenance, source, ttl)
+        else:
+            outcome = _persist(conn, principal, owner, key, value, provenance, ttl, source)
+        save_reply(
             conn,
-            tenant,
-            "index_upsert",
-            "memory",
-            f"{owner}/{key}@{version}",
+            request,
             {
-                "owner": owner,
-                "key": key,
-                "version": version,
-                "expires_at": expires.isoformat() if expires else None,
+                "version": outcome.fact.version,
+                "reason": outcome.reason,
+                "created_at": outcome.fact.created_at,
+                "expires_at": outcome.fact.expires_at,
             },
         )
-        enqueue(conn, tenant, "cache_purge", "tenant", tenant, {"reason": "memory changed"})
-        fact = fact_from_row(_chain(conn, tenant, owner, key)[-1])
+        return outcome
+
+
+def _candidate(
+    owner: str, key: str, value: str, provenance: str, source: str | None, ttl: timedelta | None
+) -> RememberOutcome:
+    now = utcnow()
+    expires = now + ttl if ttl is not None else None
+    candidate = MemoryFact(owner, key, value, 0, provenance, "active", now, expires, source)
+    return RememberOutcome(candidate, persisted=False, reason="model inferences are candidates, not stored")
+
+
+def _persist(
+    conn: Connection,
+    principal: Principal,
+    owner: str,
+    key: str,
+    value: str,
+    provenance: str,
+    ttl: timedelta | None,
+    source: str | None,
+) -> RememberOutcome:
+    tenant = principal.tenant_id
+    lock_chain(conn, "memory", tenant, owner, key)
+    # Taken after the lock, so versions of one fact are stamped in the order they commit.
+    now = utcnow()
+    expires = now + ttl if ttl is not None else None
+    chain = _chain(conn, tenant, owner, key, lock=True)
+    current = next((r for r in chain if r.status == "active"), None)
+    if (
+        current is not None
+        and current.value == value
+        and current.provenance == provenance
+        and current.derived_from == source
+        and (current.expires_at is None or current.expires_at > now)
+        and expires is None
+    ):
+        return RememberOutcome(fact_from_row(current), persisted=True, reason="unchanged")
+    if current is not None:
+        conn.execute(
+            update(t.memory_facts)
+            .where(
+                t.memory_facts.c.tenant_id == tenant,
+                t.memory_facts.c.owner == owner,
+                t.memory_facts.c.key == key,
+                t.memory_facts.c.version == current.version,
+            )
+            .values(status="superseded", ended_at=now)
+        )
+        enqueue(conn, tenant, "index_delete", "memory", f"{owner}/{key}@{current.version}", {"owner": owner})
+    version = (chain[-1].version + 1) if chain else 1
+    conn.execute(
+        t.memory_facts.insert().values(
+            tenant_id=tenant,
+            owner=owner,
+            key=key,
+            version=version,
+            value=value,
+            provenance=provenance,
+            status="active",
+            created_at=now,
+            created_by=principal.subject,
+            expires_at=expires,
+            ended_at=None,
+            derived_from=source,
+        )
+    )
+    enqueue(
+        conn,
+        tenant,
+        "index_upsert",
+        "memory",
+        f"{owner}/{key}@{version}",
+        {
+            "owner": owner,
+            "key": key,
+            "version": version,
+            "expires_at": expires.isoformat() if expires else None,
+        },
+    )
+    enqueue(conn, tenant, "cache_purge", "tenant", tenant, {"reason": "memory changed"})
+    fact = fact_from_row(_chain(conn, tenant, owner, key)[-1])
     reason = "new fact" if current is None else f"supersedes version {current.version}"
     return RememberOutcome(fact, persisted=True, reason=reason)
+
+
+def _replayed(
+    conn: Connection,
+    tenant: str,
+    reply: dict[str, Any],
+    owner: str,
+    key: str,
+    value: str,
+    provenance: str,
+    source: str | None,
+) -> RememberOutcome:
+    """The outcome `remember` first returned. The request is the same as the first one's, so
+    the reply keeps only the version, the reason and the times."""
+    version = int(reply["version"])
+    if version == 0:  # a candidate: nothing was stored but its times
+        created = datetime.fromisoformat(reply["created_at"])
+        expires = None if reply["expires_at"] is None else datetime.fromisoformat(reply["expires_at"])
+        fact = MemoryFact(owner, key, value, 0, provenance, "active", created, expires, source)
+        return RememberOutcome(fact, persisted=False, reason=reply["reason"])
+    row = next((r for r in _chain(conn, tenant, owner, key) if r.version == version), None)
+    if row is None:
+        raise NotFound("memory", f"{owner}/{key}@{version}")
+    # `remember` answers with the fact it made current; superseding it later is a later state.
+    fact = replace(fact_from_row(row), status="active")
+    return RememberOutcome(fact, persisted=True, reason=reply["reason"])
 
 
 def current(

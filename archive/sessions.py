@@ -13,7 +13,7 @@ Invariants:
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import json
 import re
 import unicodedata
@@ -22,11 +22,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, select, text, update
+from sqlalchemy import Connection, Row, select, update
 
 from . import schema as t
 from .audit import append_event
-from .blobs import put_blob, read_blob
+from .blobs import put_blob, read_blob, sha256_hex
 from .clock import aware, insert_ignore, utcnow
 from .envelope import render_live, render_stub, render_withheld
 from .errors import (
@@ -34,12 +34,12 @@ from .errors import (
     BatchRejected,
     ContentTooLarge,
     Forbidden,
-    IdempotencyMismatch,
     InvalidInput,
     NotFound,
     StateConflict,
     TargetStatus,
 )
+from .idempotency import keyed, previous_reply, save_reply
 from .outbox import enqueue
 from .policy import check_policy_class
 from .principal import Principal, Role, Sensitivity, check_identifier
@@ -253,6 +253,7 @@ def record(
     sensitivity: Sensitivity | str | int = Sensitivity.INTERNAL,
     policy_class: str = "default",
     owner: str | None = None,
+    idempotency_key: str | None = None,
 ) -> ToolResult:
     """Record a tool result; returns it with its new stable id (`r1`, `r2`, … per session).
 
@@ -262,6 +263,10 @@ def record(
     The original is stored as a content-addressed blob with its sha256. A session is
     created by its first result. Raises InvalidInput/ContentTooLarge for bad input,
     Forbidden without the agent role or for a sensitivity above the principal's clearance.
+
+    With an idempotency key, repeating the same call returns the first call's result and
+    records nothing (NotFound if that result was deleted since); reusing the key for another
+    request raises IdempotencyMismatch.
     """
     principal.require(Role.AGENT, "recording a tool result")
     policy = store.policy
@@ -274,11 +279,31 @@ def record(
     check_policy_class(policy_class)
     # Recording needs the agent role, and agents act for any owner in their tenant.
     session_owner = principal.subject if owner is None else check_identifier("owner", owner)
-    observed = aware("observed_at", observed_at) or utcnow()
+    given_observed = aware("observed_at", observed_at)
+    observed = given_observed or utcnow()
     now = utcnow()
     tenant = principal.tenant_id
+    keyed_request = keyed(
+        tenant,
+        idempotency_key,
+        "record",
+        {
+            "session_id": session_id,
+            "tool_name": tool_name,
+            "content_sha256": sha256_hex(data),
+            "media_type": media,
+            "arguments": args_json,
+            "observed_at": given_observed,
+            "sensitivity": int(level),
+            "policy_class": policy_class,
+            "owner": owner,
+        },
+    )
 
     with store.write() as conn:
+        previous = previous_reply(conn, keyed_request)
+        if previous is not None:
+            return _recorded(conn, tenant, previous["session_id"], previous["result_id"])
         insert_ignore(
             conn,
             t.sessions,
@@ -333,7 +358,23 @@ def record(
                 t.tool_results.c.result_no == number,
             )
         ).one()
+        save_reply(conn, keyed_request, {"session_id": session_id, "result_id": result_id(number)})
         return _to_result(row)
+
+
+def _recorded(conn: Connection, tenant_id: str, session_id: str, ref: str) -> ToolResult:
+    """A recorded result as `record` first returned it (for a replay)."""
+    row = conn.execute(
+        select(t.tool_results).where(
+            t.tool_results.c.tenant_id == tenant_id,
+            t.tool_results.c.session_id == session_id,
+            t.tool_results.c.result_no == parse_result_id(ref),
+        )
+    ).first()
+    if row is None:
+        raise NotFound("result", f"{session_id}/{ref}")
+    # A result is recorded live; archiving it later is a later state, not another answer to the call.
+    return dataclasses.replace(_to_result(row), state="live")
 
 
 _CONFLICT_HINT = "Reload the live view: those results were archived already (perhaps by another caller)."
@@ -344,13 +385,6 @@ _REJECT_HINT = (
     "Fix or drop the targets listed with a status other than ok and send the batch again; "
     "the targets marked ok were not archived either."
 )
-
-
-def _request_sha(session_id: str, targets: Sequence[ArchiveTarget]) -> str:
-    canonical = json.dumps([session_id, [[x.result_id, x.note] for x in targets]], ensure_ascii=False)
-    # surrogatepass: a note with a lone surrogate must reach validation (and be rejected there as
-    # note_invalid_text) instead of failing here; valid text encodes exactly as plain UTF-8.
-    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _validate_batch(
@@ -438,21 +472,21 @@ def archive(
         raise InvalidInput(
             "targets", f"{len(batch)} targets; at most {store.policy.max_batch_size} per batch"
         )
-    if idempotency_key is not None:
-        check_identifier("idempotency_key", idempotency_key)
-    request_sha = _request_sha(session_id, batch)
     tenant = principal.tenant_id
+    # A list, not a mapping: the hash of this request is the one keys stored before have.
+    keyed_request = keyed(
+        tenant, idempotency_key, "archive", [session_id, [[x.result_id, x.note] for x in batch]]
+    )
 
     with store.write() as conn:
-        if idempotency_key is not None:
-            previous = _idempotent_reply(conn, tenant, idempotency_key, "archive", request_sha)
-            if previous is not None:
-                return ArchiveReceipt(
-                    session_id=previous["session_id"],
-                    batch_id=previous["batch_id"],
-                    archived=tuple(previous["archived"]),
-                    replayed=True,
-                )
+        previous = previous_reply(conn, keyed_request)
+        if previous is not None:
+            return ArchiveReceipt(
+                session_id=previous["session_id"],
+                batch_id=previous["batch_id"],
+                archived=tuple(previous["archived"]),
+                replayed=True,
+            )
         _session_row(conn, tenant, session_id, lock=False)
         statuses, rows = _validate_batch(conn, store, principal, session_id, batch)
         bad = [s for s in statuses if not s.ok]
@@ -518,43 +552,12 @@ def archive(
             f"session:{session_id}",
             {"batch_id": batch_id, "results": list(archived)},
         )
-        receipt = ArchiveReceipt(session_id=session_id, batch_id=batch_id, archived=archived)
-        if idempotency_key is not None:
-            conn.execute(
-                t.idempotency_keys.insert().values(
-                    tenant_id=tenant,
-                    key=idempotency_key,
-                    operation="archive",
-                    request_sha256=request_sha,
-                    response_json=json.dumps(
-                        {"session_id": session_id, "batch_id": batch_id, "archived": list(archived)}
-                    ),
-                    created_at=now,
-                )
-            )
-        return receipt
-
-
-def _idempotent_reply(
-    conn: Connection, tenant_id: str, key: str, operation: str, request_sha: str
-) -> dict[str, Any] | None:
-    if conn.dialect.name == "postgresql":
-        # FOR UPDATE locks nothing while the key row does not exist yet, so two calls with one
-        # key could both miss it; this lock serialises them (SQLite already serialises writers).
-        conn.execute(
-            text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": f"{tenant_id}\x1f{key}"}
+        save_reply(
+            conn,
+            keyed_request,
+            {"session_id": session_id, "batch_id": batch_id, "archived": list(archived)},
         )
-    row = conn.execute(
-        select(t.idempotency_keys).where(
-            t.idempotency_keys.c.tenant_id == tenant_id, t.idempotency_keys.c.key == key
-        )
-    ).first()
-    if row is None:
-        return None
-    if row.operation != operation or row.request_sha256 != request_sha:
-        raise IdempotencyMismatch(key)
-    reply: dict[str, Any] = json.loads(row.response_json)
-    return reply
+        return ArchiveReceipt(session_id=session_id, batch_id=batch_id, archived=archived)
 
 
 # ---- read ----------------------------------------------------------------------------------

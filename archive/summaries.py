@@ -16,6 +16,7 @@ from sqlalchemy import Connection, Row, select
 from . import schema as t
 from .clock import utcnow
 from .errors import InvalidInput, NotFound
+from .idempotency import keyed, previous_reply, save_reply
 from .outbox import enqueue
 from .principal import Principal, Role, Sensitivity
 from .records import Summary, parse_result_id
@@ -54,8 +55,15 @@ def create_summary(
     derived_from: Sequence[str | SourceRef],
     *,
     trace_ref: str | None = None,
+    idempotency_key: str | None = None,
 ) -> Summary:
-    """Store a summary of existing sources. Its sensitivity is the highest of its sources'."""
+    """Store a summary of existing sources. Its sensitivity is the highest of its sources'.
+
+    NotFound names a source that does not exist; Forbidden one above the caller's clearance.
+    With an idempotency key, repeating the same call returns the first summary (NotFound if it
+    was deleted since) and stores nothing; reusing the key for another request raises
+    IdempotencyMismatch.
+    """
     principal.require(Role.AGENT, "writing a summary")
     if not isinstance(text, str) or not text.strip() or len(text) > TEXT_LIMIT or "\x00" in text:
         raise InvalidInput("text", f"must be non-empty text of at most {TEXT_LIMIT} characters, without NUL")
@@ -65,9 +73,22 @@ def create_summary(
     if trace_ref is not None and (not isinstance(trace_ref, str) or len(trace_ref) > 1024):
         raise InvalidInput("trace_ref", "must be a string of at most 1024 characters")
     tenant = principal.tenant_id
+    request = keyed(
+        tenant,
+        idempotency_key,
+        "create_summary",
+        {"text": text, "derived_from": refs, "trace_ref": trace_ref},
+    )
     summary_id = f"sum:{uuid.uuid4().hex}"
     now = utcnow()
     with store.write() as conn:
+        previous = previous_reply(conn, request)
+        if previous is not None:
+            found = _load(conn, tenant, previous["summary_id"])
+            if found is None:
+                raise NotFound("summary", previous["summary_id"])
+            principal.require_clearance(found.sensitivity, f"reading {found.summary_id}")
+            return found
         levels: list[Sensitivity] = []
         for ref in refs:
             level = _source_sensitivity(conn, tenant, SourceRef.parse(ref))
@@ -93,6 +114,7 @@ def create_summary(
         )
         enqueue(conn, tenant, "index_upsert", "summary", summary_id, {"derived_from": refs})
         enqueue(conn, tenant, "cache_purge", "tenant", tenant, {"reason": "summary added"})
+        save_reply(conn, request, {"summary_id": summary_id})
     return Summary(summary_id, text, tuple(refs), trace_ref, now, sensitivity)
 
 
@@ -107,24 +129,26 @@ def get_summary(store: ArchiveStore, principal: Principal, summary_id: str) -> S
     if not isinstance(summary_id, str) or len(summary_id) > 64:
         raise InvalidInput("summary_id", "is not a summary id")
     with store.read() as conn:
-        row = conn.execute(
-            select(t.summaries).where(
-                t.summaries.c.tenant_id == principal.tenant_id, t.summaries.c.summary_id == summary_id
-            )
-        ).first()
-        if row is None:
-            raise NotFound("summary", summary_id)
-        refs = [
-            r.source_ref
-            for r in conn.execute(
-                select(t.summary_sources.c.source_ref)
-                .where(
-                    t.summary_sources.c.tenant_id == principal.tenant_id,
-                    t.summary_sources.c.summary_id == summary_id,
-                )
-                .order_by(t.summary_sources.c.source_ref)
-            )
-        ]
-    summary = summary_from_row(row, refs)
+        summary = _load(conn, principal.tenant_id, summary_id)
+    if summary is None:
+        raise NotFound("summary", summary_id)
     principal.require_clearance(summary.sensitivity, f"reading {summary_id}")
     return summary
+
+
+def _load(conn: Connection, tenant: str, summary_id: str) -> Summary | None:
+    row = conn.execute(
+        select(t.summaries).where(t.summaries.c.tenant_id == tenant, t.summaries.c.summary_id == summary_id)
+    ).first()
+    if row is None:
+        return None
+    # Sorted here, not by the database: its collation may order refs unlike `create_summary` did.
+    refs = sorted(
+        r.source_ref
+        for r in conn.execute(
+            select(t.summary_sources.c.source_ref).where(
+                t.summary_sources.c.tenant_id == tenant, t.summary_sources.c.summary_id == summary_id
+            )
+        )
+    )
+    return summary_from_row(row, refs)

@@ -270,13 +270,16 @@ class Mnemo:
 
     # ---- knowledge ---------------------------------------------------------------------------
 
-    def ingest(self, principal: Principal, items: Iterable[EvidenceInput]) -> IngestReport:
+    def ingest(
+        self, principal: Principal, items: Iterable[EvidenceInput], *, idempotency_key: str | None = None
+    ) -> IngestReport:
         """Store evidence records all or nothing (new versions supersede), then index them.
 
-        Raises InvalidBatch naming every bad item before anything is stored.
+        Raises InvalidBatch naming every bad item before anything is stored. A retry under the
+        same idempotency key stores nothing and reports every record as unchanged.
         """
         started = utcnow()
-        stored = self.archive.put_evidence_batch(principal, list(items))
+        stored = self.archive.put_evidence_batch(principal, list(items), idempotency_key=idempotency_key)
         # An unchanged record comes back as the version that was already current.
         new_versions = sum(1 for rec in stored if rec.recorded_at >= started)
         report = self.sync() if self.sync_writes else None
@@ -418,9 +421,18 @@ class Mnemo:
     # ---- sessions ----------------------------------------------------------------------------
 
     def record(
-        self, principal: Principal, session_id: str, tool_name: str, content: str | bytes, **kw: Any
+        self,
+        principal: Principal,
+        session_id: str,
+        tool_name: str,
+        content: str | bytes,
+        *,
+        idempotency_key: str | None = None,
+        **kw: Any,
     ) -> ToolResult:
-        return self.archive.record(principal, session_id, tool_name, content, **kw)
+        return self.archive.record(
+            principal, session_id, tool_name, content, idempotency_key=idempotency_key, **kw
+        )
 
     def archive_results(
         self,
@@ -452,9 +464,17 @@ class Mnemo:
         *,
         ttl: timedelta | None = None,
         derived_from: str | None = None,
+        idempotency_key: str | None = None,
     ) -> RememberOutcome:
         outcome = self.archive.remember(
-            principal, owner, key, value, provenance, ttl=ttl, derived_from=derived_from
+            principal,
+            owner,
+            key,
+            value,
+            provenance,
+            ttl=ttl,
+            derived_from=derived_from,
+            idempotency_key=idempotency_key,
         )
         self._after_write()
         return outcome
@@ -468,27 +488,41 @@ class Mnemo:
     # ---- summaries ---------------------------------------------------------------------------
 
     def create_summary(
-        self, principal: Principal, text: str, derived_from: Sequence[str], *, trace_ref: str | None = None
+        self,
+        principal: Principal,
+        text: str,
+        derived_from: Sequence[str],
+        *,
+        trace_ref: str | None = None,
+        idempotency_key: str | None = None,
     ) -> Summary:
         """A derived summary of existing sources, searchable and labelled derived wherever shown."""
-        summary = self.archive.create_summary(principal, text, derived_from, trace_ref=trace_ref)
+        summary = self.archive.create_summary(
+            principal, text, derived_from, trace_ref=trace_ref, idempotency_key=idempotency_key
+        )
         self._after_write()
         return summary
 
     # ---- deletion ----------------------------------------------------------------------------
 
-    def delete_evidence(self, principal: Principal, evidence_id: str) -> DeletionReceipt:
-        receipt = self.archive.delete_evidence(principal, evidence_id)
+    def delete_evidence(
+        self, principal: Principal, evidence_id: str, *, idempotency_key: str | None = None
+    ) -> DeletionReceipt:
+        receipt = self.archive.delete_evidence(principal, evidence_id, idempotency_key=idempotency_key)
         self._after_write()
         return receipt
 
-    def delete_session(self, principal: Principal, session_id: str) -> DeletionReceipt:
-        receipt = self.archive.delete_session(principal, session_id)
+    def delete_session(
+        self, principal: Principal, session_id: str, *, idempotency_key: str | None = None
+    ) -> DeletionReceipt:
+        receipt = self.archive.delete_session(principal, session_id, idempotency_key=idempotency_key)
         self._after_write()
         return receipt
 
-    def delete_owner(self, principal: Principal, owner: str) -> DeletionReceipt:
-        receipt = self.archive.delete_owner(principal, owner)
+    def delete_owner(
+        self, principal: Principal, owner: str, *, idempotency_key: str | None = None
+    ) -> DeletionReceipt:
+        receipt = self.archive.delete_owner(principal, owner, idempotency_key=idempotency_key)
         self._after_write()
         return receipt
 
