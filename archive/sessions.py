@@ -590,7 +590,15 @@ def list_results(store: ArchiveStore, principal: Principal, session_id: str) -> 
     check_identifier("session_id", session_id)
     with store.read() as conn:
         _readable_session(conn, principal, session_id)
-        return _results_with_notes(conn, principal.tenant_id, session_id)
+        return [_as_seen_by(principal, r) for r in _results_with_notes(conn, principal.tenant_id, session_id)]
+
+
+def _as_seen_by(principal: Principal, result: ToolResult) -> ToolResult:
+    """A result above the principal's clearance keeps its place (id, tool, sensitivity, times)
+    but shows nothing derived from its content: no arguments, no note, no hash."""
+    if principal.can_read(result.sensitivity):
+        return result
+    return dataclasses.replace(result, arguments={}, note=None, content_sha256="")
 
 
 def staleness_warning(store: ArchiveStore, result: ToolResult) -> str | None:
@@ -612,8 +620,11 @@ def live_view(store: ArchiveStore, principal: Principal, session_id: str) -> Liv
         _readable_session(conn, principal, session_id)
         for result in _results_with_notes(conn, tenant, session_id):
             if not principal.can_read(result.sensitivity):
-                rendered = render_withheld(result)
-            elif result.state == "archived":
+                items.append(
+                    LiveItem(result=_as_seen_by(principal, result), rendered=render_withheld(result))
+                )
+                continue
+            if result.state == "archived":
                 rendered = render_stub(result)
             else:
                 content = read_blob(conn, tenant, result.content_sha256)

@@ -9,6 +9,7 @@ is no longer there or no longer current, so a lagging index never shows deleted 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -18,6 +19,7 @@ from typing import Any
 
 from mnemo_sea.archive import (
     Archive,
+    ArchiveError,
     ArchiveReceipt,
     ArchiveTarget,
     DeletionReceipt,
@@ -52,6 +54,8 @@ from mnemo_sea.retrieval import (
 )
 from mnemo_sea.retrieval.filters import evidence_filter
 from mnemo_sea.settings import MnemoSettings
+
+log = logging.getLogger(__name__)
 
 ARCHIVE_FILE = "archive.db"
 INDEX_DIR = "index"
@@ -264,9 +268,18 @@ class Mnemo:
             if report.applied == 0 or report.pending == 0:
                 return total
 
-    def _after_write(self) -> None:
-        if self.sync_writes:
-            self.sync()
+    def _after_write(self) -> DrainReport | None:
+        """Apply the outbox after a committed write. The write already stands, so a store that
+        fails now (index, cache, or the database right after the commit) must not turn it into
+        an error: the rows stay pending for the next sync or the worker, and search hydrates
+        from the archive meanwhile."""
+        if not self.sync_writes:
+            return None
+        try:
+            return self.sync()
+        except (ArchiveError, RetrievalError) as e:
+            log.warning("outbox left pending after a committed write: %s", e)
+            return None
 
     # ---- knowledge ---------------------------------------------------------------------------
 
@@ -282,7 +295,7 @@ class Mnemo:
         stored = self.archive.put_evidence_batch(principal, list(items), idempotency_key=idempotency_key)
         # An unchanged record comes back as the version that was already current.
         new_versions = sum(1 for rec in stored if rec.recorded_at >= started)
-        report = self.sync() if self.sync_writes else None
+        report = self._after_write()
         return IngestReport(tuple(stored), new_versions, len(stored) - new_versions, report)
 
     def search(

@@ -64,6 +64,9 @@ class RecordResultInput(ToolInput):
     owner: str | None = Field(
         None, description="The person the session is about. Default: the caller; fixed by the first result."
     )
+    idempotency_key: str | None = Field(
+        None, description="Optional; retrying with the same key returns the first result instead of a second."
+    )
 
 
 class ArchiveItem(ToolInput):
@@ -105,6 +108,9 @@ class RememberInput(ToolInput):
     ttl_seconds: int | None = Field(None, gt=0, description="Forget the fact after this many seconds.")
     derived_from: str | None = Field(
         None, description="What it came from: 'evidence:<evidence_id>' or 'result:<session_id>/<rN>'."
+    )
+    idempotency_key: str | None = Field(
+        None, description="Optional; retrying with the same key returns the first answer, stores nothing."
     )
 
 

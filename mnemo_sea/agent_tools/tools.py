@@ -95,6 +95,7 @@ def record_result(mnemo: Mnemo, principal: Principal, a: RecordResultInput) -> d
         sensitivity=a.sensitivity,
         policy_class=a.policy_class,
         owner=a.owner,
+        idempotency_key=a.idempotency_key,
     )
     return _result(result, mnemo.archive.policy.is_protected(result.policy_class))
 
@@ -155,6 +156,7 @@ def remember(mnemo: Mnemo, principal: Principal, a: RememberInput) -> dict[str, 
         a.provenance,
         ttl=None if a.ttl_seconds is None else timedelta(seconds=a.ttl_seconds),
         derived_from=a.derived_from,
+        idempotency_key=a.idempotency_key,
     )
     return plain_object(outcome)
 

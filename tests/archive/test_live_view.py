@@ -205,6 +205,9 @@ def test_results_above_the_readers_clearance_are_withheld_in_place(
     assert [w["id"] for w in withheld] == ["r2", "r3"]
     assert [body for _, body in envelopes(view.text)] == ["open 9-18", "consultation 50 EUR"]
     assert "<archived_result" not in view.text
+    # The withheld items' metadata shows nothing derived from the content either.
+    hidden = [view.items[1].result, view.items[2].result, *archive.list_results(public_reader, "s1")[1:3]]
+    assert all(r.note is None and r.arguments == {} and r.content_sha256 == "" for r in hidden)
     # Someone cleared sees everything.
     full = archive.live_view(agent, "s1")
     assert "SECRET diagnosis" in full.text

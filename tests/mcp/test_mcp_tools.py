@@ -343,3 +343,17 @@ def test_unknown_tools_and_unexpected_failures_are_tool_errors(mnemo: Mnemo) -> 
             assert error["error"] == "internal_error" and "secret" not in error["message"]
 
     anyio.run(main)
+
+
+def test_record_result_retried_with_its_idempotency_key_records_once(mnemo: Mnemo, session_id: str) -> None:
+    args = {"session_id": session_id, "tool_name": "lab_results", "content": CBC, "idempotency_key": "rec-1"}
+
+    async def body(client: Client) -> None:
+        first = payload(await client.call_tool("record_result", args))
+        again = payload(await client.call_tool("record_result", args))
+        assert again["result_id"] == first["result_id"]
+        other = await client.call_tool("record_result", {**args, "content": "something else"})
+        assert other.is_error and payload(other)["error"] == "idempotency_mismatch"
+
+    with_client(mnemo, CLINIC, body)
+    assert len(mnemo.archive.list_results(CLINIC, session_id)) == 1
