@@ -16,6 +16,7 @@ from fastapi.openapi.utils import get_openapi
 
 from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.rest import observability, problems
+from mnemo_sea.rest.limits import BodyLimit
 from mnemo_sea.rest.routes import admin, deletion, evidence, health, memory, search, sessions, summaries
 from mnemo_sea.settings import MnemoSettings
 
@@ -47,12 +48,13 @@ def create_app(
         version=API_VERSION,
         description=DESCRIPTION,
         lifespan=lifespan,
-        max_body_size=cfg.max_request_bytes,
     )
     app.state.mnemo = mnemo
     app.state.settings = cfg
     app.state.metrics = observability.Metrics(mnemo)
     problems.install(app)
+    # Inside the observing middleware (added after it), so a 413 carries the request id and is logged.
+    app.add_middleware(BodyLimit, max_bytes=cfg.max_request_bytes)
     observability.install(app, app.state.metrics)
     for module in (health, evidence, search, sessions, memory, summaries, deletion, admin):
         app.include_router(module.router)

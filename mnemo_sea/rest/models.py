@@ -25,6 +25,8 @@ from mnemo_sea.citations import CitationCheck, CitationReport
 
 SensitivityName = Literal["public", "internal", "confidential", "restricted"]
 T = TypeVar("T")
+# Far beyond any useful lifetime, and far below where created_at + ttl leaves the datetime range.
+MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
 
 
 class Strict(BaseModel):
@@ -168,7 +170,12 @@ class RememberIn(Strict):
     key: str = Field(description="letters, digits and . _ : / -; at most 100 characters")
     value: str
     provenance: Literal["document", "user_claim", "user_correction", "tool_fact", "model_inference"]
-    ttl_seconds: float | None = Field(None, gt=0, description="stale after this long (price, stock...)")
+    ttl_seconds: float | None = Field(
+        None,
+        gt=0,
+        le=MAX_TTL_SECONDS,
+        description="stale after this long (price, stock...); at most 100 years",
+    )
     derived_from: str | None = Field(None, description="evidence:<id> or result:<session>/<rN>")
 
 

@@ -127,23 +127,31 @@ def install(app: FastAPI, metrics: Metrics) -> None:
         request_id = given if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
         request.state.request_id = request_id
         started = time.perf_counter()
-        response = await call_next(request)
-        elapsed = time.perf_counter() - started
-        route = _route_template(request)
-        status = str(response.status_code)
-        metrics.latency.labels(request.method, route, status).observe(elapsed)
-        metrics.requests.labels(request.method, route, status).inc()
+
+        def observed(status: int) -> None:
+            elapsed = time.perf_counter() - started
+            route = _route_template(request)
+            metrics.latency.labels(request.method, route, str(status)).observe(elapsed)
+            metrics.requests.labels(request.method, route, str(status)).inc()
+            access_log.info(
+                "request",
+                extra={
+                    "request_id": request_id,
+                    "method": request.method,
+                    "route": route,
+                    "status": status,
+                    "duration_ms": round(elapsed * 1000, 2),
+                    "tenant_id": getattr(request.state, "tenant_id", None),
+                    "subject": getattr(request.state, "subject", None),
+                },
+            )
+
+        try:
+            response = await call_next(request)
+        except Exception:
+            # The outermost error middleware answers it (a 500 problem); it is still a request.
+            observed(500)
+            raise
+        observed(response.status_code)
         response.headers["X-Request-ID"] = request_id
-        access_log.info(
-            "request",
-            extra={
-                "request_id": request_id,
-                "method": request.method,
-                "route": route,
-                "status": response.status_code,
-                "duration_ms": round(elapsed * 1000, 2),
-                "tenant_id": getattr(request.state, "tenant_id", None),
-                "subject": getattr(request.state, "subject", None),
-            },
-        )
         return response

@@ -123,6 +123,9 @@ def problem_response(
     for key, value in (extra or {}).items():
         body.setdefault(key, value)
     headers: dict[str, str] = {}
+    if body["request_id"] is not None:
+        # Set here too: a 500 is answered outside the middleware that sets it on the rest.
+        headers["X-Request-ID"] = body["request_id"]
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="mnemo-sea"'
     if status == 503:
@@ -165,6 +168,13 @@ def _validation(request: Request, exc: Exception) -> JSONResponse:
 
 def _http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400:
+        # FastAPI's answer to a body it cannot decode (not UTF-8, say); a JSON syntax error is
+        # already a 422, and an undecodable body is the same mistake, so it gets the same answer.
+        error = {"loc": ["body"], "msg": str(exc.detail), "type": "body_unreadable"}
+        return problem_response(
+            request, 422, "invalid_request", f"body: {exc.detail} (send UTF-8 JSON)", {"errors": [error]}
+        )
     code = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}.get(
         exc.status_code, "http_error"
     )
@@ -172,7 +182,9 @@ def _http(request: Request, exc: Exception) -> JSONResponse:
 
 
 def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("unexpected error", extra={"error_type": type(exc).__name__})
+    # Starlette runs a sync handler in a worker thread, where sys.exc_info() is empty, so the
+    # exception is passed explicitly: the log must carry the traceback the answer withholds.
+    log.error("unexpected error", exc_info=exc, extra={"error_type": type(exc).__name__})
     return problem_response(request, 500, "internal_error", "unexpected server error; see the logs")
 
 

@@ -12,7 +12,7 @@ from mnemo_sea.fsck import Problem, run_fsck
 from mnemo_sea.rest.auth import Admin, System
 from mnemo_sea.rest.models import Page
 from mnemo_sea.rest.problems import responses
-from mnemo_sea.rest.routes.common import Limit
+from mnemo_sea.rest.routes.common import MAX_SQL_INT, Limit
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"])
 
@@ -39,7 +39,7 @@ def verify_audit(principal: Admin, mnemo: System) -> AuditReportOut:
 def audit_events(
     principal: Admin,
     mnemo: System,
-    after_seq: Annotated[int, Query(ge=0, description="the last seq already read")] = 0,
+    after_seq: Annotated[int, Query(ge=0, le=MAX_SQL_INT, description="the last seq already read")] = 0,
     limit: Limit = 100,
 ) -> Page[AuditEvent]:
     """The tenant's audit events after `after_seq`, in order (keyset pagination: pass the last

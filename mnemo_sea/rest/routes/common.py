@@ -17,3 +17,5 @@ IdempotencyKey = Annotated[
 ]
 Offset = Annotated[int, Query(ge=0, le=1_000_000, description="items to skip")]
 Limit = Annotated[int, Query(ge=1, le=500, description="items per page")]
+# The largest integer SQL stores (BIGINT, SQLite INTEGER): a larger one fails in the driver.
+MAX_SQL_INT = 2**63 - 1

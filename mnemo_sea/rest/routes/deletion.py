@@ -5,11 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import BaseModel
 
-from mnemo_sea.archive import DeletionReceipt
+from mnemo_sea.archive import DeletionReceipt, InvalidInput
 from mnemo_sea.mnemo import DeletionCheck
 from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.problems import responses
-from mnemo_sea.rest.routes.common import IdempotencyKey
+from mnemo_sea.rest.routes.common import MAX_SQL_INT, IdempotencyKey
 
 router = APIRouter(prefix="/v1", tags=["deletion"])
 
@@ -30,7 +30,9 @@ class DeletionCheckOut(BaseModel):
         )
 
 
-@router.delete("/evidence/{evidence_id:path}", response_model=DeletionReceipt, responses=responses(403, 404))
+@router.delete(
+    "/evidence/{evidence_id:path}", response_model=DeletionReceipt, responses=responses(403, 404, 409)
+)
 def delete_evidence(
     evidence_id: str, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
 ) -> DeletionReceipt:
@@ -38,7 +40,7 @@ def delete_evidence(
     return mnemo.delete_evidence(principal, evidence_id, idempotency_key=idempotency_key)
 
 
-@router.delete("/sessions/{session_id}", response_model=DeletionReceipt, responses=responses(403, 404))
+@router.delete("/sessions/{session_id}", response_model=DeletionReceipt, responses=responses(403, 404, 409))
 def delete_session(
     session_id: str, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
 ) -> DeletionReceipt:
@@ -46,7 +48,7 @@ def delete_session(
     return mnemo.delete_session(principal, session_id, idempotency_key=idempotency_key)
 
 
-@router.delete("/owners/{owner}", response_model=DeletionReceipt, responses=responses(403, 404))
+@router.delete("/owners/{owner}", response_model=DeletionReceipt, responses=responses(403, 404, 409))
 def delete_owner(
     owner: str, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
 ) -> DeletionReceipt:
@@ -54,7 +56,13 @@ def delete_owner(
     return mnemo.delete_owner(principal, owner, idempotency_key=idempotency_key)
 
 
-@router.post("/deletions/verify", response_model=DeletionCheckOut, responses=responses(403, 404))
+@router.post("/deletions/verify", response_model=DeletionCheckOut, responses=responses(403, 404, 413))
 def verify_deleted(receipt: DeletionReceipt, principal: Caller, mnemo: System) -> DeletionCheckOut:
     """Given a deletion's receipt, check every store: nothing of it can be reached any more."""
+    # The receipt comes back from the client: numbers no database holds are refused here
+    # rather than failing in the driver.
+    numbers = [v for _, v in receipt.evidence_versions] + [v for _, _, v in receipt.memory_facts]
+    numbers += [*receipt.outbox_ids, receipt.audit_seq]
+    if any(not 0 <= n <= MAX_SQL_INT for n in numbers):
+        raise InvalidInput("receipt", f"versions, outbox ids and audit_seq are between 0 and {MAX_SQL_INT}")
     return DeletionCheckOut.of(mnemo.verify_deleted(principal, receipt))

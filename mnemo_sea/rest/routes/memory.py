@@ -18,7 +18,7 @@ router = APIRouter(prefix="/v1/memory", tags=["memory"])
 MemoryKey = Annotated[str, Query(description="the fact's key (letters, digits, . _ : / -)")]
 
 
-@router.post("", response_model=RememberOutcome, responses=responses(403, 404, 409))
+@router.post("", response_model=RememberOutcome, responses=responses(403, 404, 409, 413))
 def remember(
     body: RememberIn, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
 ) -> RememberOutcome:

@@ -12,7 +12,7 @@ from mnemo_sea.rest.problems import ApiProblem, responses
 router = APIRouter(prefix="/v1", tags=["search"])
 
 
-@router.post("/search", response_model=SearchResult, responses=responses(403))
+@router.post("/search", response_model=SearchResult, responses=responses(403, 413))
 def search(body: SearchIn, principal: Caller, mnemo: System) -> SearchResult:
     """Hybrid BM25 + vector search under the caller's tenant, clearance and owner pre-filters.
 
@@ -38,7 +38,7 @@ def search(body: SearchIn, principal: Caller, mnemo: System) -> SearchResult:
     return found
 
 
-@router.post("/citations/check", response_model=CitationReportOut)
+@router.post("/citations/check", response_model=CitationReportOut, responses=responses(413))
 def check_citations(body: CitationsIn, principal: Caller, mnemo: System) -> CitationReportOut:
     """Check each citation: does the cited evidence exist for the caller, was it in force at
     `answered_at`, and does it contain the quote? Counts and precision come with the details."""

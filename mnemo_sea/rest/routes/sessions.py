@@ -52,7 +52,7 @@ def live_view(session_id: str, principal: Caller, mnemo: System) -> LiveViewOut:
     return LiveViewOut.of(mnemo.live_view(principal, session_id))
 
 
-@router.post("/{session_id}/archive", response_model=ArchiveReceipt, responses=responses(403, 404, 409))
+@router.post("/{session_id}/archive", response_model=ArchiveReceipt, responses=responses(403, 404, 409, 413))
 def archive_results(
     session_id: str, body: ArchiveIn, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
 ) -> ArchiveReceipt:
@@ -65,7 +65,7 @@ def archive_results(
 @router.post(
     "/{session_id}/results/{result_id}/recover",
     response_model=RecoveredOut,
-    responses=responses(403, 404),
+    responses=responses(403, 404, 409),
 )
 def recover(session_id: str, result_id: str, principal: Caller, mnemo: System) -> RecoveredOut:
     """The exact original, hash-verified, appended to the session labelled historical (with a

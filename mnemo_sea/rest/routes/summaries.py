@@ -13,7 +13,9 @@ from mnemo_sea.rest.routes.common import IdempotencyKey
 router = APIRouter(prefix="/v1/summaries", tags=["summaries"])
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=Summary, responses=responses(403, 404))
+@router.post(
+    "", status_code=status.HTTP_201_CREATED, response_model=Summary, responses=responses(403, 404, 409, 413)
+)
 def create_summary(
     body: SummaryIn, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
 ) -> Summary:
