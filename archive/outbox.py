@@ -95,12 +95,13 @@ def mark_done(conn: Connection, ids: list[int]) -> None:
         conn.execute(update(t.outbox).where(t.outbox.c.id.in_(ids)).values(done_at=utcnow()))
 
 
-def mark_failed(conn: Connection, item_id: int, error: str) -> None:
-    conn.execute(
-        update(t.outbox)
-        .where(t.outbox.c.id == item_id)
-        .values(attempts=t.outbox.c.attempts + 1, last_error=error[:2000])
-    )
+def mark_failed(conn: Connection, item_id: int, error: str, *, counts: bool = True) -> None:
+    """Keep the row pending with its error. `counts=False` for an outage (a store unreachable):
+    only a failure of the row itself brings it closer to being set aside after MAX_ATTEMPTS."""
+    values: dict[str, Any] = {"last_error": error[:2000]}
+    if counts:
+        values["attempts"] = t.outbox.c.attempts + 1
+    conn.execute(update(t.outbox).where(t.outbox.c.id == item_id).values(**values))
 
 
 def pending_count(conn: Connection) -> int:

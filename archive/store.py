@@ -25,7 +25,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
-from .errors import StoreUnavailable
+from .errors import InvalidInput, StoreUnavailable
 from .policy import DEFAULT_POLICY, ArchivePolicy
 
 SQLITE_BUSY_TIMEOUT_MS = 15_000
@@ -71,6 +71,12 @@ class ArchiveStore:
                 yield conn
         except (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.DisconnectionError) as e:
             raise StoreUnavailable(f"archive store failed, nothing was changed: {_reason(e)}") from e
+        except sa_exc.DataError as e:
+            if "NUL" in str(e.orig):
+                # PostgreSQL text cannot hold NUL. Most fields refuse it when validated; this keeps
+                # any value that reaches the driver unchecked a caller's error, not a server error.
+                raise InvalidInput("value", "text must not contain NUL (0x00) characters") from e
+            raise
         except sa_exc.DatabaseError as e:
             if isinstance(e.orig, sqlite3.DatabaseError) and not isinstance(e.orig, sqlite3.IntegrityError):
                 # e.g. "file is not a database": a corrupt or foreign file is unavailable, not a bug.

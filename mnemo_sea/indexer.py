@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from mnemo_sea.archive import ArchiveError, EvidenceRecord, MemoryFact, Summary, feeds
+from mnemo_sea.archive import ArchiveError, EvidenceRecord, MemoryFact, StoreUnavailable, Summary, feeds
 from mnemo_sea.archive.outbox import OutboxItem, claim_pending, mark_done, mark_failed, pending_count
 from mnemo_sea.archive.store import ArchiveStore
 from mnemo_sea.caches import Cache
-from mnemo_sea.retrieval import EvidenceDocument, HybridIndex, RetrievalError
+from mnemo_sea.retrieval import EvidenceDocument, HybridIndex, IndexUnavailable, RetrievalError
 
 # How derived entities are named in the index (the archive's own evidence ids are used as-is).
 RESULT_PREFIX = "result:"
@@ -46,6 +46,13 @@ class DrainReport:
     errors: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Failure:
+    item_id: int
+    error: str
+    outage: bool  # a store was unreachable, not a problem of the row itself
+
+
 class Indexer:
     def __init__(self, store: ArchiveStore, index: HybridIndex, cache: Cache) -> None:
         self.store = store
@@ -66,37 +73,46 @@ class Indexer:
                 self._record(conn, done, problems)
         with self.store.read() as conn:
             pending = pending_count(conn)
-        errors = tuple(e for _, e in problems[:20])
+        errors = tuple(f.error for f in problems[:20])
         return DrainReport(applied=len(done), failed=len(problems), pending=pending, errors=errors)
 
-    def _apply_all(self, items: list[OutboxItem]) -> tuple[list[int], list[tuple[int, str]]]:
-        """Apply rows in order; the index is flushed before any row may be marked done."""
+    def _apply_all(self, items: list[OutboxItem]) -> tuple[list[int], list[Failure]]:
+        """Apply rows in order; the index is flushed before any row may be marked done.
+
+        An outage (index, cache or database unreachable) ends the pass: the rows behind would
+        meet the same dead store, and each try would add its timeout to the caller's write.
+        """
         done: list[int] = []
-        problems: list[tuple[int, str]] = []
+        problems: list[Failure] = []
         for item in items:
-            error = self._apply_one(item)
-            if error is None:
+            failure = self._apply_one(item)
+            if failure is None:
                 done.append(item.id)
-            else:
-                problems.append((item.id, error))
-        if items:
+                continue
+            problems.append(failure)
+            if failure.outage:
+                break
+        if done:
             self.index.flush()
         return done, problems
 
     @staticmethod
-    def _record(conn: Connection, done: list[int], problems: list[tuple[int, str]]) -> None:
+    def _record(conn: Connection, done: list[int], problems: list[Failure]) -> None:
         mark_done(conn, done)
-        for item_id, error in problems:
-            mark_failed(conn, item_id, error)
+        for failure in problems:
+            mark_failed(conn, failure.item_id, failure.error, counts=not failure.outage)
 
-    def _apply_one(self, item: OutboxItem) -> str | None:
+    def _apply_one(self, item: OutboxItem) -> Failure | None:
         try:
             with self.store.read() as conn:
                 self._apply(conn, item)
         except (RetrievalError, ArchiveError, ValueError, KeyError) as e:
             # A malformed or failing row stays pending with its error (and is retried up to
-            # MAX_ATTEMPTS times); it never stops the rows behind it.
-            return f"outbox {item.id} ({item.op} {item.entity} {item.entity_ref}): {e}"
+            # MAX_ATTEMPTS times); it never stops the rows behind it. An outage is not the
+            # row's fault and does not count towards setting it aside.
+            outage = isinstance(e, StoreUnavailable | IndexUnavailable)
+            where = f"outbox {item.id} ({item.op} {item.entity} {item.entity_ref})"
+            return Failure(item.id, f"{where}: {e}", outage)
         return None
 
     def _apply(self, conn: Connection, item: OutboxItem) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from mnemo_sea.archive import StoreUnavailable
 from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.retrieval import IndexUnavailable
 
 
 @dataclass
@@ -34,7 +35,7 @@ def run_worker(
 ) -> WorkerStats:
     """Drain until `stop` is set; sleeps `poll_seconds` whenever there is nothing to do.
 
-    An unavailable store (database or cache down) is waited out, not fatal: the rows stay
+    An unavailable store (database, index or cache down) is waited out, not fatal: the rows stay
     pending and are applied once it is back. With `heartbeat`, the file is touched after each
     pass that reached the database, so a health check can tell a live worker from a stuck one.
     """
@@ -42,7 +43,7 @@ def run_worker(
     while not stop.is_set():
         try:
             report = mnemo.indexer.drain(batch)
-        except StoreUnavailable:
+        except (StoreUnavailable, IndexUnavailable):
             stats.store_errors += 1
             stop.wait(poll_seconds)
             continue

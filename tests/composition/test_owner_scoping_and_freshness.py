@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 from fakes import HashingEmbedder
+from sqlalchemy import select
 
 from mnemo_sea.archive import EvidenceInput, Forbidden, InvalidInput, Principal, Role, Sensitivity
+from mnemo_sea.archive import schema as t
 from mnemo_sea.archive.outbox import MAX_ATTEMPTS, enqueue
+from mnemo_sea.caches import CacheUnavailable
 from mnemo_sea.fsck import run_fsck
 from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.retrieval import EvidenceDocument
@@ -105,3 +108,23 @@ def test_fsck_finds_orphans_of_a_tenant_the_archive_does_not_know(mnemo: Mnemo) 
     assert [(p.kind, p.tenant_id, p.ref) for p in report.problems] == [("orphan_point", "ghost", "x:1@1")]
     assert run_fsck(mnemo, repair=True).ok
     assert mnemo.index.count("ghost") == 0
+
+
+def test_an_outage_never_sets_rows_aside_and_never_fails_a_committed_write(
+    mnemo: Mnemo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def cache_down(tenant: str) -> int:
+        raise CacheUnavailable("redis://cache:6379 unreachable (bump_generation failed)")
+
+    monkeypatch.setattr(mnemo.cache, "bump_generation", cache_down)
+    for i in range(MAX_ATTEMPTS + 2):  # each write's sync meets the dead cache
+        outcome = mnemo.remember(AGENT, "alice", f"pet{i}", "capybara", "user_claim")
+        assert outcome.persisted  # the write stands; the call does not fail
+    with mnemo.archive.store.read() as conn:
+        rows = conn.execute(select(t.outbox).where(t.outbox.c.done_at.is_(None))).all()
+    assert rows and all(r.attempts == 0 for r in rows)  # an outage is not the rows' fault
+    assert {r.last_error is not None for r in rows} == {True, False}  # the pass stopped at the outage
+    monkeypatch.undo()
+    report = mnemo.sync()
+    assert report.pending == 0 and report.failed == 0
+    assert len(mnemo.search(AGENT, "capybara", limit=20).hits) == MAX_ATTEMPTS + 2
