@@ -128,3 +128,7 @@ _register_service(app)
 from .cli_mcp import register as _register_mcp  # noqa: E402 - needs app above
 
 _register_mcp(app)
+
+from .cli_bench_api import register as _register_bench_api  # noqa: E402 - needs bench_app above
+
+_register_bench_api(bench_app)

@@ -1,0 +1,169 @@
+"""Load benchmark of the REST API: N concurrent agents for D seconds, then a zero-lost-writes audit.
+
+The API runs as a real `mnemo-sea serve` process on a loopback port, on a fresh database of
+the PostgreSQL server at `pg_admin_url` (dropped afterwards), a key prefix of its own on the
+Redis at `redis_url` (deleted afterwards) and qdrant-client's in-process engine (":memory:",
+no Qdrant server being needed). Writes are synchronous (MNEMO_SYNC_WRITES=true): an archive
+returns once its note is indexed. Each client has a key and a session of its own and mixes
+search, record, archive and recover (see `_api_clients`).
+
+Read the latencies with the set-up in mind: the server is one Python process, the load
+generator shares the machine's cores with it, and the in-process engine evaluates its
+tenant filters in pure Python point by point, so a search costs far more CPU than on a
+Qdrant server and grows with the index (archived notes are indexed as the run goes).
+
+The report gives, per operation, the count, errors, p50/p95/p99 latency of the successful
+calls and the throughput; then the audit: every acknowledged record still there and
+byte-exact (sha256), nothing stored that was not acknowledged. `ok` is false on any error,
+any audit finding, or when the hard timeout fired.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ._api_clients import DEFAULT_MIX, AgentClient, Fleet, latency_summary, seed_evidence
+from ._api_stack import (
+    ApiServer,
+    StackError,
+    Watchdog,
+    keep_logs,
+    mint_keys,
+    postgres_problem,
+    redis_problem,
+    scratch_database,
+    scratch_redis_prefix,
+)
+from ._write_audit import audit_all
+
+DEFAULT_PG_ADMIN_URL = os.environ.get("MNEMO_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+DEFAULT_REDIS_URL = os.environ.get("MNEMO_TEST_REDIS", "redis://127.0.0.1:6379/0")
+TENANT = "bench"
+
+
+def run(
+    *,
+    clients: int = 32,
+    duration_s: float = 60.0,
+    embedder: str = "hashing",
+    pg_admin_url: str = DEFAULT_PG_ADMIN_URL,
+    redis_url: str = DEFAULT_REDIS_URL,
+    seed_docs: int = 200,
+    request_timeout_s: float = 30.0,
+    hard_timeout_s: float | None = None,
+    seed: int = 7,
+) -> dict[str, Any]:
+    """Run the load and the audit; returns a JSON-able report (`ok` says whether it passed).
+
+    Raises StackError when PostgreSQL or Redis is unreachable or the server does not start.
+    The hard timeout (default: 3 x duration + 5 min) kills the server, which ends every call.
+    """
+    for what, url, problem in (
+        ("PostgreSQL", pg_admin_url, postgres_problem(pg_admin_url)),
+        ("Redis", redis_url, redis_problem(redis_url)),
+    ):
+        if problem is not None:
+            raise StackError(f"{what} at {url} is unreachable: {problem}")
+    bound = hard_timeout_s if hard_timeout_s is not None else 3 * duration_s + 300
+    began = time.monotonic()
+    load_at_start = round(os.getloadavg()[0], 2)
+    with (
+        tempfile.TemporaryDirectory(prefix="mnemo-load-") as tmp,
+        scratch_database(pg_admin_url) as db_url,
+        scratch_redis_prefix(redis_url, "load") as prefix,
+    ):
+        subjects = [f"agent-{i}" for i in range(clients)]
+        keys = mint_keys(db_url, TENANT, subjects, ["agent"])
+        server = ApiServer(
+            {
+                "MNEMO_DATABASE_URL": db_url,
+                "MNEMO_QDRANT_URL": ":memory:",
+                "MNEMO_REDIS_URL": redis_url,
+                "MNEMO_REDIS_PREFIX": prefix,
+                "MNEMO_EMBEDDER": embedder,
+                "MNEMO_SYNC_WRITES": "true",
+            },
+            Path(tmp) / "api.log",
+        )
+        watchdog = Watchdog(bound, server.kill)
+        try:
+            with watchdog:
+                startup_s = server.start()
+                seed_evidence(server.base_url, keys[0], seed_docs)
+                fleet = Fleet(
+                    [
+                        AgentClient(
+                            server.base_url,
+                            key,
+                            f"load-{i}",
+                            seed=seed * 1000 + i,
+                            timeout_s=request_timeout_s,
+                        )
+                        for i, key in enumerate(keys)
+                    ]
+                )
+                started = time.monotonic()
+                fleet.start()
+                time.sleep(duration_s)
+                stuck = fleet.stop(request_timeout_s + 10)
+                elapsed = time.monotonic() - started
+                calls = fleet.calls()
+                crashes = fleet.crashes()
+                writes = audit_all(fleet.clients, server.base_url)
+        except (httpx.HTTPError, StackError) as e:
+            if watchdog.expired:
+                raise StackError(f"the load run overstayed its hard timeout of {bound:.0f} s") from e
+            raise
+        finally:
+            server.stop()
+        log = server.log_problems()
+        logs = keep_logs([server.log_path], "load")
+    operations = latency_summary(calls, elapsed)
+    errors = sum(op["errors"] for op in operations.values())
+    count = sum(op["count"] for op in operations.values())
+    error_samples = [f"{c.op} {c.status}: {c.detail}" for c in calls if not c.ok][:10]
+    report: dict[str, Any] = {
+        "benchmark": "api_load",
+        "config": {
+            "clients": clients,
+            "duration_s": duration_s,
+            "embedder": embedder,
+            "mix": DEFAULT_MIX,
+            "seed_docs": seed_docs,
+            "sync_writes": True,
+            "index": "qdrant-client :memory: (in the API process)",
+            "machine_cpus": os.cpu_count(),
+            # Other work on the machine shares its cores with the server and the clients.
+            "load_avg_1m_at_start": load_at_start,
+        },
+        "startup_s": round(startup_s, 2),
+        "elapsed_s": round(elapsed, 2),
+        "operations": operations,
+        "total": {
+            "count": count,
+            "ok": count - errors,
+            "errors": errors,
+            "throughput_per_s": round((count - errors) / elapsed, 1),
+        },
+        "errors_total": errors,
+        "error_samples": error_samples,
+        "clients_stuck": stuck,
+        "client_crashes": crashes,
+        "writes": writes.to_dict(),
+        "server_log": log,
+        "hard_timeout_s": bound,
+        "timed_out": watchdog.expired,
+        "wall_s": round(time.monotonic() - began, 1),
+    }
+    report["ok"] = errors == 0 and writes.clean and stuck == 0 and not crashes and not watchdog.expired
+    report["logs_kept_in"] = None if report["ok"] else str(logs)
+    if report["ok"]:
+        shutil.rmtree(logs, ignore_errors=True)
+    return report
