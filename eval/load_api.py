@@ -2,15 +2,17 @@
 
 The API runs as a real `mnemo-sea serve` process on a loopback port, on a fresh database of
 the PostgreSQL server at `pg_admin_url` (dropped afterwards), a key prefix of its own on the
-Redis at `redis_url` (deleted afterwards) and qdrant-client's in-process engine (":memory:",
-no Qdrant server being needed). Writes are synchronous (MNEMO_SYNC_WRITES=true): an archive
-returns once its note is indexed. Each client has a key and a session of its own and mixes
-search, record, archive and recover (see `_api_clients`).
+Redis at `redis_url` (deleted afterwards) and, for the index, either qdrant-client's in-process
+engine (`index="memory"`: the server code path, no Qdrant server being needed) or an embedded
+Qdrant Edge index (`index="edge"`, MNEMO_INDEX_PATH). Writes are synchronous
+(MNEMO_SYNC_WRITES=true): an archive returns once its note is indexed. Each client has a key
+and a session of its own and mixes search, record, archive and recover (see `_api_clients`).
 
-Read the latencies with the set-up in mind: the server is one Python process, the load
-generator shares the machine's cores with it, and the in-process engine evaluates its
-tenant filters in pure Python point by point, so a search costs far more CPU than on a
-Qdrant server and grows with the index (archived notes are indexed as the run goes).
+Read the latencies with the set-up in mind: the server is one Python process and the load
+generator shares the machine's cores with it. qdrant-client's in-process engine evaluates its
+tenant filters in pure Python point by point, so with it a search costs far more CPU than on a
+Qdrant server and grows with the index (archived notes are indexed as the run goes); Edge is
+the Qdrant engine itself, in process.
 
 The report gives, per operation, the count, errors, p50/p95/p99 latency of the successful
 calls and the throughput; then the audit: every acknowledged record still there and
@@ -46,6 +48,18 @@ from ._write_audit import audit_all
 DEFAULT_PG_ADMIN_URL = os.environ.get("MNEMO_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 DEFAULT_REDIS_URL = os.environ.get("MNEMO_TEST_REDIS", "redis://127.0.0.1:6379/0")
 TENANT = "bench"
+INDEXES = {
+    "memory": "qdrant-client :memory: (in the API process; the Qdrant-server code path)",
+    "edge": "Qdrant Edge (embedded, in the API process; MNEMO_INDEX_PATH)",
+}
+
+
+def index_env(index: str, tmp: Path) -> dict[str, str]:
+    if index == "memory":
+        return {"MNEMO_QDRANT_URL": ":memory:"}
+    if index == "edge":
+        return {"MNEMO_INDEX_PATH": str(tmp / "index")}
+    raise ValueError(f"index must be one of {', '.join(INDEXES)}, got {index!r}")
 
 
 def run(
@@ -56,6 +70,7 @@ def run(
     pg_admin_url: str = DEFAULT_PG_ADMIN_URL,
     redis_url: str = DEFAULT_REDIS_URL,
     seed_docs: int = 200,
+    index: str = "memory",
     request_timeout_s: float = 30.0,
     hard_timeout_s: float | None = None,
     seed: int = 7,
@@ -84,7 +99,7 @@ def run(
         server = ApiServer(
             {
                 "MNEMO_DATABASE_URL": db_url,
-                "MNEMO_QDRANT_URL": ":memory:",
+                **index_env(index, Path(tmp)),
                 "MNEMO_REDIS_URL": redis_url,
                 "MNEMO_REDIS_PREFIX": prefix,
                 "MNEMO_EMBEDDER": embedder,
@@ -138,7 +153,7 @@ def run(
             "mix": DEFAULT_MIX,
             "seed_docs": seed_docs,
             "sync_writes": True,
-            "index": "qdrant-client :memory: (in the API process)",
+            "index": INDEXES[index],
             "machine_cpus": os.cpu_count(),
             # Other work on the machine shares its cores with the server and the clients.
             "load_avg_1m_at_start": load_at_start,

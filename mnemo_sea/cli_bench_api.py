@@ -54,6 +54,12 @@ def bench_api(
         typer.Option(help="Redis to use under a scratch prefix (default: MNEMO_TEST_REDIS or local)"),
     ] = None,
     seed_docs: Annotated[int, typer.Option(min=0, help="knowledge records stored before the load")] = 200,
+    index: Annotated[
+        Literal["memory", "edge"],
+        typer.Option(
+            help="memory: qdrant-client's in-process engine (the server code path); edge: Qdrant Edge"
+        ),
+    ] = "memory",
     timeout: Annotated[
         float | None, typer.Option(min=10, help="hard timeout in seconds (default: 3 x duration + 300)")
     ] = None,
@@ -74,6 +80,7 @@ def bench_api(
             pg_admin_url=pg_admin_url or load_api.DEFAULT_PG_ADMIN_URL,
             redis_url=redis_url or load_api.DEFAULT_REDIS_URL,
             seed_docs=seed_docs,
+            index=index,
             hard_timeout_s=timeout,
         )
     except (StackError, httpx.HTTPError) as e:

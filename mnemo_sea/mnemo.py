@@ -205,18 +205,21 @@ class Mnemo:
     ) -> Mnemo:
         """Server mode: the archive on PostgreSQL, the index on a Qdrant server, caches on Redis.
 
+        Instead of a Qdrant server, `index_path` keeps an embedded Qdrant Edge index owned by
+        this process (one API process, writes synchronous; a worker cannot open it too).
         Every component is reached before this returns; an unreachable one raises
         StoreUnavailable (CacheUnavailable for Redis, IndexUnavailable for Qdrant) naming it.
         With `sync_writes=False` writes return after the SQL commit and an outbox worker
         (`mnemo_sea.worker.run_worker`, `mnemo-sea worker`) applies them.
         """
         cfg = settings or MnemoSettings()
-        missing = [name for name in ("database_url", "qdrant_url") if getattr(cfg, name) is None]
-        if missing:
+        if cfg.database_url is None:
+            raise InvalidInput("settings", "server mode needs MNEMO_DATABASE_URL")
+        if (cfg.qdrant_url is None) == (cfg.index_path is None):
             raise InvalidInput(
-                "settings", f"server mode needs {', '.join('MNEMO_' + m.upper() for m in missing)}"
+                "settings",
+                "server mode needs one index: MNEMO_QDRANT_URL (a Qdrant server) or MNEMO_INDEX_PATH",
             )
-        assert cfg.database_url is not None and cfg.qdrant_url is not None
         cache: Cache = (
             MemoryCache() if cfg.redis_url is None else RedisCache(cfg.redis_url, prefix=cfg.redis_prefix)
         )
@@ -227,10 +230,14 @@ class Mnemo:
             cache.close()
             raise
         try:
-            api_key = cfg.qdrant_api_key.get_secret_value() if cfg.qdrant_api_key else None
-            index = HybridIndex.connect(
-                cfg.qdrant_url, cfg.qdrant_collection, embedder=embedder, api_key=api_key
-            )
+            if cfg.qdrant_url is not None:
+                api_key = cfg.qdrant_api_key.get_secret_value() if cfg.qdrant_api_key else None
+                index = HybridIndex.connect(
+                    cfg.qdrant_url, cfg.qdrant_collection, embedder=embedder, api_key=api_key
+                )
+            else:
+                assert cfg.index_path is not None
+                index = HybridIndex.open(cfg.index_path, embedder=embedder)
         except BaseException:
             archive.close()
             cache.close()

@@ -21,6 +21,8 @@ class MnemoSettings(BaseSettings):
     MNEMO_DATABASE_URL   server mode, the archive: postgresql+psycopg://user:pass@host/db
     MNEMO_QDRANT_URL     server mode, the index: http://qdrant:6333 (":memory:" runs an in-process engine)
     MNEMO_QDRANT_COLLECTION, MNEMO_QDRANT_API_KEY
+    MNEMO_INDEX_PATH     server mode without a Qdrant server: an embedded Qdrant Edge index in this
+                         folder, owned by one API process (writes sync; no separate worker can open it)
     MNEMO_REDIS_URL      shared caches: redis://host:6379/0 (unset: an in-process cache, one API process)
     MNEMO_REDIS_PREFIX   key prefix, so several deployments can share one Redis
     MNEMO_EMBEDDER       default (all-MiniLM-L6-v2) | hashing (deterministic; tests and smoke runs only)
@@ -35,6 +37,7 @@ class MnemoSettings(BaseSettings):
     qdrant_url: str | None = None
     qdrant_collection: str = "mnemo_evidence"
     qdrant_api_key: SecretStr | None = None
+    index_path: Path | None = None
     redis_url: str | None = None
     redis_prefix: str = "mnemo-sea:"
     embedder: Literal["default", "hashing"] = "default"

@@ -4,6 +4,7 @@ qdrant-client's in-process engine standing in for a Qdrant server (same client c
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fakes import HashingEmbedder
@@ -216,3 +217,20 @@ def test_the_worker_waits_out_an_unavailable_store() -> None:
     fake = SimpleNamespace(indexer=SimpleNamespace(drain=drain))
     stats = run_worker(fake, stop, poll_seconds=0.01)  # type: ignore[arg-type]
     assert (stats.store_errors, stats.applied, stats.passes) == (2, 4, 2)
+
+
+def test_server_mode_can_keep_an_embedded_edge_index_instead_of_a_qdrant_server(
+    pg_migrated_url: str, tmp_path: Path
+) -> None:
+    with pytest.raises(InvalidInput, match="one index"):
+        Mnemo.from_settings(
+            MnemoSettings(database_url=pg_migrated_url, qdrant_url=":memory:", index_path=tmp_path / "ix"),
+            embedder=HashingEmbedder(),
+        )
+    settings = MnemoSettings(database_url=pg_migrated_url, index_path=tmp_path / "ix")
+    with Mnemo.from_settings(settings, embedder=HashingEmbedder()) as m:
+        m.ingest(AGENT, [EvidenceInput(body="returns within 30 days", source="kb", evidence_id="r:1")])
+        assert [h.evidence_id for h in m.search(AGENT, "returns days").hits] == ["r:1"]
+    assert (tmp_path / "ix").is_dir()
+    with Mnemo.from_settings(settings, embedder=HashingEmbedder()) as again:  # the index persisted
+        assert again.index.count("shop") == 1
