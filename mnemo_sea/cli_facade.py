@@ -38,9 +38,8 @@ import os
 import sys
 import typing
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -64,6 +63,7 @@ from mnemo_sea.archive import (
     StateConflict,
     StoreUnavailable,
 )
+from mnemo_sea.plain import plain
 
 if TYPE_CHECKING:
     from mnemo_sea.archive import Archive
@@ -368,25 +368,6 @@ def _open_archive(target: Target) -> Iterator[Archive]:
 # ---- output --------------------------------------------------------------------------------------
 
 
-def _plain(value: Any) -> Any:
-    """Domain values as JSON-ready data: dataclasses as dicts, datetimes ISO-8601, enums by name."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, Sensitivity):
-        return value.name.lower()
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | frozenset | set):
-        return [_plain(v) for v in value]
-    if isinstance(value, bytes):
-        return None
-    return value
-
-
 def _emit(report: dict[str, Any], as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
@@ -593,7 +574,7 @@ def session_record(
         result = mnemo.record(
             principal, session, tool, data, policy_class=policy_class, sensitivity=sensitivity
         )
-    _emit(_plain(result), as_json)
+    _emit(plain(result), as_json)
 
 
 def _targets(pairs: list[str]) -> list[tuple[str, str]]:
@@ -620,7 +601,7 @@ def session_archive(
     principal = target.principal()
     with _open_mnemo(target) as mnemo:
         receipt = mnemo.archive_results(principal, session, batch, idempotency_key=idempotency_key)
-    _emit(_plain(receipt), as_json)
+    _emit(plain(receipt), as_json)
 
 
 def session_live(
@@ -698,7 +679,7 @@ def memory_remember(
     ttl = None if ttl_seconds is None else timedelta(seconds=ttl_seconds)
     with _open_mnemo(target) as mnemo:
         outcome = mnemo.remember(principal, owner, key, value, provenance, ttl=ttl)
-    _emit(_plain(outcome), as_json)
+    _emit(plain(outcome), as_json)
 
 
 def memory_current(
@@ -713,7 +694,7 @@ def memory_current(
         fact = archive.current(principal, owner, key)
     if fact is None:
         raise CliError(f"no current value for {owner}/{key}", EXIT_NOT_FOUND)
-    _emit(_plain(fact), as_json)
+    _emit(plain(fact), as_json)
 
 
 def memory_history(
@@ -726,14 +707,14 @@ def memory_history(
     principal = target.principal()
     with _open_archive(target) as archive:
         facts = archive.memory_history(principal, owner, key)
-    _emit({"owner": owner, "key": key, "versions": _plain(facts)}, as_json)
+    _emit({"owner": owner, "key": key, "versions": plain(facts)}, as_json)
 
 
 # ---- deletion, verification, fsck, audit, citations ----------------------------------------------
 
 
 def receipt_to_dict(receipt: DeletionReceipt) -> dict[str, Any]:
-    data: dict[str, Any] = _plain(receipt)
+    data: dict[str, Any] = plain(receipt)
     return data
 
 

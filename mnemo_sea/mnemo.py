@@ -25,6 +25,7 @@ from mnemo_sea.archive import (
     DeletionReceipt,
     EvidenceInput,
     EvidenceRecord,
+    Forbidden,
     IntegrityError,
     InvalidInput,
     LiveView,
@@ -47,6 +48,7 @@ from mnemo_sea.retrieval import (
     Embedder,
     Hit,
     HybridIndex,
+    IndexUnavailable,
     RetrievalError,
     SearchMode,
     SearchQuery,
@@ -135,6 +137,17 @@ class SearchResult:
     reason: str = ""
     dropped: int = 0  # index hits whose record is no longer current (the index is catching up)
     cached: bool = False
+
+    def raise_for_status(self) -> SearchResult:
+        """This result, or the typed error of a search that could not run, so that no surface
+        ever shows a dead leg as an empty list: InvalidInput, Forbidden or IndexUnavailable."""
+        if self.status == "invalid":
+            raise InvalidInput("query", self.reason)
+        if self.status == "forbidden":
+            raise Forbidden(self.reason or "this search is not allowed")
+        if self.status == "unavailable":
+            raise IndexUnavailable("index", self.reason or "the search index did not answer")
+        return self
 
     def to_dict(self) -> dict[str, Any]:
         return {

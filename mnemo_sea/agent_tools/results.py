@@ -11,36 +11,17 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import fields, is_dataclass
-from datetime import datetime
-from enum import Enum
 from typing import Any
 
 from mcp_types import CallToolResult, TextContent
 from pydantic import ValidationError
 
 from mnemo_sea.api_keys import Unauthenticated
-from mnemo_sea.archive import ArchiveError, Sensitivity
+from mnemo_sea.archive import ArchiveError
+from mnemo_sea.plain import plain
 from mnemo_sea.retrieval import RetrievalError
 
 log = logging.getLogger("mnemo_sea.agent_tools")
-
-
-def plain(value: Any) -> Any:
-    """Domain values as JSON-ready data: dataclasses as objects, datetimes ISO-8601, clearances by name."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, Sensitivity):
-        return value.name.lower()
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [plain(v) for v in value]
-    return value
 
 
 def plain_object(value: object) -> dict[str, Any]:

@@ -16,9 +16,8 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from mnemo_sea.archive import Forbidden, InvalidInput, Principal, ToolResult
+from mnemo_sea.archive import Principal, ToolResult
 from mnemo_sea.mnemo import Mnemo
-from mnemo_sea.retrieval import IndexUnavailable
 
 from .inputs import (
     ArchiveResultsInput,
@@ -74,13 +73,7 @@ def search_evidence(mnemo: Mnemo, principal: Principal, a: SearchEvidenceInput) 
         as_of=a.as_of,
     )
     # A search that could not run is an error the model must see, never an empty list.
-    if found.status == "invalid":
-        raise InvalidInput("search", found.reason, status=found.status)
-    if found.status == "forbidden":
-        raise Forbidden(found.reason or "this search is not allowed", status=found.status)
-    if found.status == "unavailable":
-        raise IndexUnavailable("index", found.reason or "the search index did not answer")
-    return found.to_dict()
+    return found.raise_for_status().to_dict()
 
 
 def record_result(mnemo: Mnemo, principal: Principal, a: RecordResultInput) -> dict[str, Any]:

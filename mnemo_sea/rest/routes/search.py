@@ -7,7 +7,7 @@ from fastapi import APIRouter
 from mnemo_sea.mnemo import SearchResult
 from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.models import CitationReportOut, CitationsIn, SearchIn
-from mnemo_sea.rest.problems import ApiProblem, responses
+from mnemo_sea.rest.problems import responses
 
 router = APIRouter(prefix="/v1", tags=["search"])
 
@@ -29,13 +29,7 @@ def search(body: SearchIn, principal: Caller, mnemo: System) -> SearchResult:
         sources=body.sources,
         as_of=body.as_of,
     )
-    if found.status == "unavailable":
-        raise ApiProblem(503, "index_unavailable", found.reason or "the index is unavailable")
-    if found.status == "forbidden":
-        raise ApiProblem(403, "forbidden", found.reason or "not allowed")
-    if found.status == "invalid":
-        raise ApiProblem(422, "invalid_query", found.reason)
-    return found
+    return found.raise_for_status()
 
 
 @router.post("/citations/check", response_model=CitationReportOut, responses=responses(413))

@@ -1,0 +1,33 @@
+"""Domain values as JSON-ready data, for every surface that prints or returns them (CLI, MCP)."""
+
+from __future__ import annotations
+
+from dataclasses import fields, is_dataclass
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from mnemo_sea.archive import Sensitivity
+
+
+def plain(value: Any) -> Any:
+    """Dataclasses as objects, datetimes ISO-8601, clearances by name, other enums by value.
+
+    Bytes become None: originals travel through their own fields (text or base64), never by
+    accident inside a metadata object.
+    """
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, Sensitivity):
+        return value.name.lower()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [plain(v) for v in value]
+    if isinstance(value, bytes):
+        return None
+    return value
