@@ -23,7 +23,10 @@ def aware(field: str, value: datetime | None) -> datetime | None:
         raise InvalidInput(field, f"must be a datetime, got {type(value).__name__}")
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidInput(field, "must be time-zone aware (e.g. datetime.now(UTC))")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # e.g. 9999-12-31T23:59-14:00 is past datetime.max in UTC
+        raise InvalidInput(field, f"{value.isoformat()} is out of range in UTC") from None
 
 
 def insert_ignore(conn: Connection, table: Table, values: dict[str, Any], keys: list[str]) -> bool:

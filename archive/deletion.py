@@ -245,7 +245,7 @@ def delete_evidence(
     """
     principal.require(Role.ADMIN, "deleting evidence")
     check_evidence_id(evidence_id)
-    request = keyed(principal.tenant_id, idempotency_key, "delete_evidence", {"evidence_id": evidence_id})
+    request = keyed(principal, idempotency_key, "delete_evidence", {"evidence_id": evidence_id})
     with store.write() as conn:
         previous = previous_reply(conn, request)
         if previous is not None:
@@ -264,7 +264,7 @@ def delete_session(
     was derived from any of them."""
     principal.require(Role.ADMIN, "deleting a session")
     check_identifier("session_id", session_id)
-    request = keyed(principal.tenant_id, idempotency_key, "delete_session", {"session_id": session_id})
+    request = keyed(principal, idempotency_key, "delete_session", {"session_id": session_id})
     with store.write() as conn:
         previous = previous_reply(conn, request)
         if previous is not None:
@@ -293,7 +293,7 @@ def delete_owner(
     principal.require(Role.ADMIN, "deleting an owner's data")
     check_identifier("owner", owner)
     tenant = principal.tenant_id
-    request = keyed(tenant, idempotency_key, "delete_owner", {"owner": owner})
+    request = keyed(principal, idempotency_key, "delete_owner", {"owner": owner})
     with store.write() as conn:
         previous = previous_reply(conn, request)
         if previous is not None:

@@ -275,7 +275,7 @@ def put_evidence(
     """
     principal.require(Role.AGENT, "storing evidence")
     prepared = _prepare(store, principal, item)
-    request = keyed(principal.tenant_id, idempotency_key, "put_evidence", prepared.request())
+    request = keyed(principal, idempotency_key, "put_evidence", prepared.request())
     return _put(store, principal, [prepared], request)[0]
 
 
@@ -291,6 +291,8 @@ def put_evidence_batch(
     that appears twice gets two versions. An idempotency key works as for `put_evidence`, over
     the whole batch in its order."""
     principal.require(Role.AGENT, "storing evidence")
+    if len(items) > store.policy.max_batch_size:
+        raise InvalidInput("items", f"{len(items)} items; at most {store.policy.max_batch_size} per batch")
     prepared: list[_Prepared] = []
     problems: list[dict[str, Any]] = []
     for i, item in enumerate(items):
@@ -302,9 +304,7 @@ def put_evidence_batch(
             )
     if problems:
         raise InvalidBatch(problems)
-    request = keyed(
-        principal.tenant_id, idempotency_key, "put_evidence_batch", [p.request() for p in prepared]
-    )
+    request = keyed(principal, idempotency_key, "put_evidence_batch", [p.request() for p in prepared])
     return _put(store, principal, prepared, request)
 
 

@@ -7,7 +7,7 @@ archive. Nothing here is exposed to a caller's request.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, select
@@ -155,39 +155,12 @@ def summary_ids(conn: Connection, tenant_id: str) -> list[str]:
     ]
 
 
-def blob_problems(conn: Connection) -> Iterator[tuple[str, str, str]]:
-    """(tenant, sha256, problem) for every stored original that fails its hash."""
-    for row in conn.execute(select(t.blobs.c.tenant_id, t.blobs.c.sha256, t.blobs.c.content)):
+def blob_problems(conn: Connection, tenant_id: str | None = None) -> Iterator[tuple[str, str, str]]:
+    """(tenant, sha256, problem) for every stored original (of one tenant) that fails its hash."""
+    stmt = select(t.blobs.c.tenant_id, t.blobs.c.sha256, t.blobs.c.content)
+    if tenant_id is not None:
+        stmt = stmt.where(t.blobs.c.tenant_id == tenant_id)
+    for row in conn.execute(stmt):
         actual = sha256_hex(bytes(row.content))
         if actual != row.sha256:
             yield row.tenant_id, row.sha256, f"stored bytes hash to {actual}"
-
-
-def source_owner(conn: Connection, tenant_id: str, refs: Sequence[str]) -> str | None:
-    """Whose data a derived view (a summary) repeats: None when no source has an owner, the
-    owner when they all share one, and a value no principal has when owners differ, so that
-    only agents and admins (who act for every owner) find it."""
-    owners: set[str] = set()
-    for ref in refs:
-        if ref.startswith("evidence:"):
-            rows = conn.execute(
-                select(t.evidence.c.owner).where(
-                    t.evidence.c.tenant_id == tenant_id,
-                    t.evidence.c.evidence_id == ref.removeprefix("evidence:"),
-                )
-            )
-            owners.update(r.owner for r in rows if r.owner is not None)
-        elif ref.startswith("result:"):
-            session_id = ref.removeprefix("result:").rpartition("/")[0]
-            row = conn.execute(
-                select(t.sessions.c.owner).where(
-                    t.sessions.c.tenant_id == tenant_id, t.sessions.c.session_id == session_id
-                )
-            ).first()
-            if row is not None:
-                owners.add(row.owner)
-    if not owners:
-        return None
-    if len(owners) == 1:
-        return owners.pop()
-    return "0-shared." + sha256_hex("\n".join(sorted(owners)).encode("utf-8"))[:32]

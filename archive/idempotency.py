@@ -1,7 +1,8 @@
 """Idempotency keys: a retried write returns the first call's answer and writes nothing again.
 
 The contract every write with an `idempotency_key` keeps:
-- keys are per tenant; a key names one request: its operation plus a sha256 over a canonical
+- keys are per principal (tenant and subject): one caller's key never answers, or reveals, another
+  caller's request; a key names one request: its operation plus a sha256 over a canonical
   JSON of every argument that shapes the write (bytes enter as their sha256);
 - the same key, operation and request replays the stored reply; the same key for another
   operation or another request raises IdempotencyMismatch and writes nothing;
@@ -27,17 +28,23 @@ from sqlalchemy import Connection, select, text
 from . import schema as t
 from .clock import utcnow
 from .errors import IdempotencyMismatch
-from .principal import check_identifier
+from .principal import Principal, check_identifier
 
 
 @dataclass(frozen=True)
 class KeyedRequest:
-    """One write under an idempotency key: the tenant's key, the operation, its request hash."""
+    """One write under an idempotency key: the caller's key, the operation, its request hash."""
 
     tenant_id: str
-    key: str
+    key: str  # as the caller gave it
     operation: str
     request_sha256: str
+    subject: str = ""
+
+    @property
+    def stored_key(self) -> str:
+        # The subject, hashed so that subject (128) and key (128) fit the 255-character column.
+        return f"{hashlib.sha256(self.subject.encode('utf-8')).hexdigest()[:16]}:{self.key}"
 
 
 def _plain(value: object) -> object:
@@ -54,7 +61,7 @@ def request_sha256(request: object) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def keyed(tenant_id: str, key: str | None, operation: str, request: object) -> KeyedRequest | None:
+def keyed(principal: Principal, key: str | None, operation: str, request: object) -> KeyedRequest | None:
     """Validate `key` and hash `request`; None when the caller gave no key.
 
     Raises InvalidInput (field idempotency_key) for a key that is not an identifier.
@@ -62,7 +69,7 @@ def keyed(tenant_id: str, key: str | None, operation: str, request: object) -> K
     if key is None:
         return None
     check_identifier("idempotency_key", key)
-    return KeyedRequest(tenant_id, key, operation, request_sha256(request))
+    return KeyedRequest(principal.tenant_id, key, operation, request_sha256(request), principal.subject)
 
 
 def previous_reply(conn: Connection, request: KeyedRequest | None) -> dict[str, Any] | None:
@@ -77,11 +84,12 @@ def previous_reply(conn: Connection, request: KeyedRequest | None) -> dict[str, 
         # key could both miss it; this lock serialises them (SQLite already serialises writers).
         conn.execute(
             text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"),
-            {"k": f"{request.tenant_id}\x1f{request.key}"},
+            {"k": f"{request.tenant_id}\x1f{request.stored_key}"},
         )
     row = conn.execute(
         select(t.idempotency_keys).where(
-            t.idempotency_keys.c.tenant_id == request.tenant_id, t.idempotency_keys.c.key == request.key
+            t.idempotency_keys.c.tenant_id == request.tenant_id,
+            t.idempotency_keys.c.key == request.stored_key,
         )
     ).first()
     if row is None:
@@ -99,7 +107,7 @@ def save_reply(conn: Connection, request: KeyedRequest | None, reply: Mapping[st
     conn.execute(
         t.idempotency_keys.insert().values(
             tenant_id=request.tenant_id,
-            key=request.key,
+            key=request.stored_key,
             operation=request.operation,
             request_sha256=request.request_sha256,
             response_json=json.dumps(dict(reply), ensure_ascii=False, sort_keys=True, default=_plain),

@@ -26,6 +26,8 @@ from .records import PROVENANCES, MemoryFact, RememberOutcome
 from .refs import SourceRef
 from .store import ArchiveStore
 
+# A fact that outlives a century is not time-sensitive; the bound keeps expiry dates in range.
+MAX_TTL = timedelta(days=36_500)
 # 100 characters: with the owner (128) the index id `memory:<owner>/<key>` stays within 256.
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}$")
 VALUE_LIMIT = 8_000
@@ -94,12 +96,12 @@ def remember(
         raise InvalidInput("value", f"must be at most {VALUE_LIMIT} characters, without NUL")
     if provenance not in PROVENANCES:
         raise InvalidInput("provenance", f"{provenance!r} is not one of {', '.join(PROVENANCES)}")
-    if ttl is not None and (not isinstance(ttl, timedelta) or ttl <= timedelta(0)):
-        raise InvalidInput("ttl", "must be a positive timedelta")
+    if ttl is not None and (not isinstance(ttl, timedelta) or not timedelta(0) < ttl <= MAX_TTL):
+        raise InvalidInput("ttl", f"must be a positive timedelta of at most {MAX_TTL.days} days")
     source = str(SourceRef.parse(derived_from)) if derived_from is not None else None
     tenant = principal.tenant_id
     request = keyed(
-        tenant,
+        principal,
         idempotency_key,
         "remember",
         {

@@ -104,12 +104,18 @@ def mark_failed(conn: Connection, item_id: int, error: str, *, counts: bool = Tr
     conn.execute(update(t.outbox).where(t.outbox.c.id == item_id).values(**values))
 
 
-def pending_count(conn: Connection) -> int:
-    return int(conn.execute(select(func.count()).where(t.outbox.c.done_at.is_(None))).scalar_one())
+def _pending(tenant_id: str | None) -> Any:
+    cond = t.outbox.c.done_at.is_(None)
+    return cond if tenant_id is None else cond & (t.outbox.c.tenant_id == tenant_id)
 
 
-def pending_ids(conn: Connection) -> set[int]:
-    return {int(r.id) for r in conn.execute(select(t.outbox.c.id).where(t.outbox.c.done_at.is_(None)))}
+def pending_count(conn: Connection, tenant_id: str | None = None) -> int:
+    """Rows not yet applied: all of them, or one tenant's (what a tenant may be told)."""
+    return int(conn.execute(select(func.count()).where(_pending(tenant_id))).scalar_one())
+
+
+def pending_ids(conn: Connection, tenant_id: str | None = None) -> set[int]:
+    return {int(r.id) for r in conn.execute(select(t.outbox.c.id).where(_pending(tenant_id)))}
 
 
 def backlog(conn: Connection) -> tuple[int, datetime | None]:

@@ -284,7 +284,7 @@ def record(
     now = utcnow()
     tenant = principal.tenant_id
     keyed_request = keyed(
-        tenant,
+        principal,
         idempotency_key,
         "record",
         {
@@ -475,7 +475,7 @@ def archive(
     tenant = principal.tenant_id
     # A list, not a mapping: the hash of this request is the one keys stored before have.
     keyed_request = keyed(
-        tenant, idempotency_key, "archive", [session_id, [[x.result_id, x.note] for x in batch]]
+        principal, idempotency_key, "archive", [session_id, [[x.result_id, x.note] for x in batch]]
     )
 
     with store.write() as conn:

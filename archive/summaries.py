@@ -14,8 +14,9 @@ from typing import Any
 from sqlalchemy import Connection, Row, select
 
 from . import schema as t
+from .blobs import sha256_hex
 from .clock import utcnow
-from .errors import InvalidInput, NotFound
+from .errors import Forbidden, InvalidInput, NotFound
 from .idempotency import keyed, previous_reply, save_reply
 from .outbox import enqueue
 from .principal import Principal, Role, Sensitivity
@@ -74,7 +75,7 @@ def create_summary(
         raise InvalidInput("trace_ref", "must be a string of at most 1024 characters")
     tenant = principal.tenant_id
     request = keyed(
-        tenant,
+        principal,
         idempotency_key,
         "create_summary",
         {"text": text, "derived_from": refs, "trace_ref": trace_ref},
@@ -130,9 +131,13 @@ def get_summary(store: ArchiveStore, principal: Principal, summary_id: str) -> S
         raise InvalidInput("summary_id", "is not a summary id")
     with store.read() as conn:
         summary = _load(conn, principal.tenant_id, summary_id)
+        owner = None if summary is None else source_owner(conn, principal.tenant_id, summary.derived_from)
     if summary is None:
         raise NotFound("summary", summary_id)
     principal.require_clearance(summary.sensitivity, f"reading {summary_id}")
+    # A summary repeats its sources: a reader sees it only when they are about that reader.
+    if owner is not None and not principal.may_act_for(owner):
+        raise Forbidden(f"reading {summary_id}: it summarises another owner's data", owner=owner)
     return summary
 
 
@@ -152,3 +157,33 @@ def _load(conn: Connection, tenant: str, summary_id: str) -> Summary | None:
         )
     )
     return summary_from_row(row, refs)
+
+
+def source_owner(conn: Connection, tenant_id: str, refs: Sequence[str]) -> str | None:
+    """Whose data a derived view (a summary) repeats: None when no source has an owner, the
+    owner when they all share one, and a value no principal has when owners differ, so that
+    only agents and admins (who act for every owner) find it."""
+    owners: set[str] = set()
+    for ref in refs:
+        if ref.startswith("evidence:"):
+            rows = conn.execute(
+                select(t.evidence.c.owner).where(
+                    t.evidence.c.tenant_id == tenant_id,
+                    t.evidence.c.evidence_id == ref.removeprefix("evidence:"),
+                )
+            )
+            owners.update(r.owner for r in rows if r.owner is not None)
+        elif ref.startswith("result:"):
+            session_id = ref.removeprefix("result:").rpartition("/")[0]
+            row = conn.execute(
+                select(t.sessions.c.owner).where(
+                    t.sessions.c.tenant_id == tenant_id, t.sessions.c.session_id == session_id
+                )
+            ).first()
+            if row is not None:
+                owners.add(row.owner)
+    if not owners:
+        return None
+    if len(owners) == 1:
+        return owners.pop()
+    return "0-shared." + sha256_hex("\n".join(sorted(owners)).encode("utf-8"))[:32]

@@ -160,10 +160,11 @@ def run(
         if choice not in EMBEDDERS:
             raise InvalidInput("embedder", f"{embedder!r} is not one of {', '.join(EMBEDDERS)}")
         overrides["embedder"] = choice
-    mnemo = open_mnemo(MnemoSettings(**overrides))
+    settings = MnemoSettings(**overrides)
+    mnemo = open_mnemo(settings)
     try:
         if transport is Transport.HTTP:
-            serve_http(mnemo, host=host, port=port)
+            serve_http(mnemo, host=host, port=port, max_request_bytes=settings.max_request_bytes)
             return
         if principal is None:
             assert api_key is not None

@@ -15,6 +15,7 @@ from typing import Any
 from mnemo_sea.archive import IntegrityError, feeds
 from mnemo_sea.archive.audit import verify_chain
 from mnemo_sea.archive.outbox import pending_count
+from mnemo_sea.archive.summaries import source_owner
 from mnemo_sea.indexer import evidence_document, memory_document, note_document, summary_document
 from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.retrieval import EvidenceDocument
@@ -78,7 +79,7 @@ def _expected(
         for summary_id in feeds.summary_ids(conn, tenant):
             found_summary = feeds.summary(conn, tenant, summary_id)
             if found_summary is not None:
-                owner = feeds.source_owner(conn, tenant, found_summary.derived_from)
+                owner = source_owner(conn, tenant, found_summary.derived_from)
                 docs.append(summary_document(tenant, found_summary, owner))
     return {(d.evidence_id, d.version): d for d in docs}, corrupt
 
@@ -110,19 +111,24 @@ def _index_tenants(mnemo: Mnemo) -> set[str]:
     return {p.tenant_id for _pid, p in mnemo.index.backend.matching(everything, limit=total + 1)}
 
 
-def run_fsck(mnemo: Mnemo, *, repair: bool = False) -> FsckReport:
-    """Check (and with `repair`, fix from the archive) every tenant's index, the outbox, blobs and audit."""
+def run_fsck(mnemo: Mnemo, *, repair: bool = False, tenant_id: str | None = None) -> FsckReport:
+    """Check (and with `repair`, fix from the archive) every tenant's index, the outbox, blobs and
+    audit, or with `tenant_id` only that tenant's (what a tenant's admin may see)."""
     problems: list[Problem] = []
     repaired = 0
     if repair:
         repaired += mnemo.sync().applied
     with mnemo.archive.store.read() as conn:
-        pending = pending_count(conn)
-        tenants = sorted(set(feeds.tenants(conn)) | _index_tenants(mnemo))
-        blobs = list(feeds.blob_problems(conn))
+        pending = pending_count(conn, tenant_id)
+        if tenant_id is None:
+            tenants = sorted(set(feeds.tenants(conn)) | _index_tenants(mnemo))
+        else:
+            tenants = [tenant_id]
+        blobs = list(feeds.blob_problems(conn, tenant_id))
         chains = [verify_chain(conn, tenant) for tenant in tenants]
     if pending:
-        problems.append(Problem("pending_outbox", "*", "outbox", f"{pending} rows not yet applied", True))
+        where = tenant_id or "*"
+        problems.append(Problem("pending_outbox", where, "outbox", f"{pending} rows not yet applied", True))
     problems += [Problem("blob_hash", tenant, sha, detail, False) for tenant, sha, detail in blobs]
     problems += [
         Problem("audit_chain", report.tenant_id, "audit", "; ".join(report.problems), False)
@@ -157,6 +163,6 @@ def run_fsck(mnemo: Mnemo, *, repair: bool = False) -> FsckReport:
                 repaired += 1
     if repair:
         mnemo.index.flush()
-        after = run_fsck(mnemo, repair=False)
+        after = run_fsck(mnemo, repair=False, tenant_id=tenant_id)
         return FsckReport(after.problems, repaired, after.checked)
     return FsckReport(tuple(problems), repaired, checked)

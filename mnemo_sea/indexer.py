@@ -14,6 +14,7 @@ the write lock is never held while text is being embedded.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 from sqlalchemy import Connection
@@ -21,6 +22,7 @@ from sqlalchemy import Connection
 from mnemo_sea.archive import ArchiveError, EvidenceRecord, MemoryFact, StoreUnavailable, Summary, feeds
 from mnemo_sea.archive.outbox import OutboxItem, claim_pending, mark_done, mark_failed, pending_count
 from mnemo_sea.archive.store import ArchiveStore
+from mnemo_sea.archive.summaries import source_owner
 from mnemo_sea.caches import Cache
 from mnemo_sea.retrieval import EvidenceDocument, HybridIndex, IndexUnavailable, RetrievalError
 
@@ -58,9 +60,17 @@ class Indexer:
         self.store = store
         self.index = index
         self.cache = cache
+        # One drain at a time per process: on SQLite rows are read, not claimed, so two threads
+        # could apply an upsert after the delete that follows it; other processes are kept
+        # apart by the database (SQLite's write lock, PostgreSQL's SKIP LOCKED).
+        self._draining = threading.Lock()
 
     def drain(self, limit: int = 500) -> DrainReport:
         """Apply up to `limit` pending rows, oldest first; failures stay pending with their error."""
+        with self._draining:
+            return self._drain(limit)
+
+    def _drain(self, limit: int) -> DrainReport:
         if self.store.is_sqlite:
             with self.store.read() as conn:
                 items = claim_pending(conn, limit)
@@ -161,7 +171,7 @@ class Indexer:
             else:
                 found = feeds.summary(conn, tenant, item.entity_ref)
                 if found is not None:
-                    summary_owner = feeds.source_owner(conn, tenant, found.derived_from)
+                    summary_owner = source_owner(conn, tenant, found.derived_from)
                     self.index.upsert([summary_document(tenant, found, summary_owner)])
         else:
             raise ValueError(f"unknown outbox entity {item.entity!r}")

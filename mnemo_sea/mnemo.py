@@ -569,7 +569,7 @@ class Mnemo:
         ids |= set(receipt.summaries)
         index_left = sorted(i for i in ids if self.index.backend.count(evidence_filter(tenant, i)) > 0)
         with self.archive.store.read() as conn:
-            pending = len(pending_ids(conn) & set(receipt.outbox_ids))
+            pending = len(pending_ids(conn, tenant) & set(receipt.outbox_ids))
         return DeletionCheck(receipt, tuple(archive_left), tuple(index_left), pending)
 
     # ---- citations ---------------------------------------------------------------------------

@@ -19,11 +19,16 @@ from mnemo_sea.api_keys import Unauthenticated, authenticate
 from mnemo_sea.archive import Principal
 from mnemo_sea.archive.store import ArchiveStore
 from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.rest.limits import BodyLimit
+from mnemo_sea.settings import MnemoSettings
 
 from .server import Context, build_server
 
 PRINCIPAL_STATE = "mnemo_principal"
 MCP_PATH = "/mcp"
+
+
+DEFAULT_MAX_REQUEST_BYTES = MnemoSettings.model_fields["max_request_bytes"].default
 
 
 def bearer_key(scope: Scope) -> str:
@@ -85,8 +90,15 @@ def request_principal(ctx: Context) -> Principal:
     return principal
 
 
-def http_app(mnemo: Mnemo, *, host: str = "127.0.0.1", path: str = MCP_PATH) -> ASGIApp:
-    """The streamable-HTTP MCP app at `path`, behind API-key authentication.
+def http_app(
+    mnemo: Mnemo,
+    *,
+    host: str = "127.0.0.1",
+    path: str = MCP_PATH,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+) -> ASGIApp:
+    """The streamable-HTTP MCP app at `path`, behind API-key authentication and the same request
+    body limit as the REST API (413 above `max_request_bytes`).
 
     `host` is where it will listen: on a loopback address the SDK also refuses requests whose
     Host or Origin header is not loopback (DNS-rebinding protection).
@@ -95,11 +107,19 @@ def http_app(mnemo: Mnemo, *, host: str = "127.0.0.1", path: str = MCP_PATH) -> 
     app = server.streamable_http_app(
         streamable_http_path=path, stateless_http=True, json_response=True, host=host
     )
-    return BearerKeys(app, mnemo.archive.store)
+    return BodyLimit(BearerKeys(app, mnemo.archive.store), max_request_bytes)
 
 
-def serve_http(mnemo: Mnemo, *, host: str, port: int, path: str = MCP_PATH) -> None:
+def serve_http(
+    mnemo: Mnemo,
+    *,
+    host: str,
+    port: int,
+    path: str = MCP_PATH,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+) -> None:
     """Serve streamable HTTP until interrupted (SIGINT/SIGTERM)."""
     import uvicorn
 
-    uvicorn.run(http_app(mnemo, host=host, path=path), host=host, port=port, log_level="info")
+    app = http_app(mnemo, host=host, path=path, max_request_bytes=max_request_bytes)
+    uvicorn.run(app, host=host, port=port, log_level="info")

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from mnemo_sea.archive.memory import MAX_TTL
+
 Clearance = Literal["public", "internal", "confidential", "restricted"]
 Kind = Literal["knowledge", "tool_result", "memory", "summary"]
 Provenance = Literal["document", "user_claim", "user_correction", "tool_fact", "model_inference"]
@@ -105,7 +107,9 @@ class RememberInput(ToolInput):
         description="Where it comes from: user_claim, user_correction, document, tool_fact, or "
         "model_inference (a guess: returned as a candidate and not stored)."
     )
-    ttl_seconds: int | None = Field(None, gt=0, description="Forget the fact after this many seconds.")
+    ttl_seconds: int | None = Field(
+        None, gt=0, le=int(MAX_TTL.total_seconds()), description="Forget the fact after this many seconds."
+    )
     derived_from: str | None = Field(
         None, description="What it came from: 'evidence:<evidence_id>' or 'result:<session_id>/<rN>'."
     )

@@ -27,6 +27,10 @@ The Session Evidence Archive of mnemo-sea over HTTP.
 Every endpoint but `/v1/health/live`, `/openapi.json` and `/docs` needs an API key
 (`Authorization: Bearer msk_...` or `X-API-Key`); the key decides the tenant, subject, roles
 and clearance. Errors are `application/problem+json` with a stable `code`.
+
+Ids in paths are percent-encoded: evidence ids may contain `/`, `#` and `.`, so send `#` as
+`%23` and a `.` or `..` segment as `%2E` / `%2E%2E` (clients otherwise drop or resolve them).
+Writes accept an `Idempotency-Key` header; lists page with `offset`/`limit`/`next_offset`.
 """
 
 

@@ -21,12 +21,12 @@ from mnemo_sea.archive import (
     Recovered,
     ToolResult,
 )
+from mnemo_sea.archive.memory import MAX_TTL
 from mnemo_sea.citations import CitationCheck, CitationReport
 
 SensitivityName = Literal["public", "internal", "confidential", "restricted"]
 T = TypeVar("T")
-# Far beyond any useful lifetime, and far below where created_at + ttl leaves the datetime range.
-MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
+MAX_TTL_SECONDS = int(MAX_TTL.total_seconds())  # the archive's bound, checked when parsing
 
 
 class Strict(BaseModel):

@@ -126,3 +126,15 @@ def test_a_key_acts_as_its_principal_in_its_own_tenant_only(mnemo: Mnemo, url: s
     assert [item.result.result_id for item in mnemo.live_view(CLINIC, session_id).items] == ["r1"]
     with pytest.raises(NotFound):
         mnemo.live_view(Principal("shop", "x", frozenset({Role.ADMIN})), session_id)
+
+
+def test_a_request_body_over_the_limit_gets_413_before_any_work(mnemo: Mnemo) -> None:
+    from starlette.testclient import TestClient
+
+    client = TestClient(http_app(mnemo, max_request_bytes=2048))
+    good = _key(mnemo, "clinic", "agent-big")
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {good}"}
+    big = {**INITIALIZE, "padding": "x" * 4096}
+    response = client.post("/mcp", json=big, headers=headers)
+    assert response.status_code == 413
+    assert response.json()["code"] == "request_too_large"

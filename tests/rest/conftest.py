@@ -23,7 +23,7 @@ import psycopg
 import pytest
 from composition.conftest import REDIS_URL, delete_prefix, require_redis
 from fastapi.testclient import TestClient
-from rest_helpers import Api, System
+from rest_helpers import OPERATOR_TENANT, Api, System
 
 from mnemo_sea.hashing_embedder import HashingEmbedder
 from mnemo_sea.mnemo import Mnemo
@@ -65,7 +65,11 @@ def module_redis_prefix() -> Iterator[str]:
 
 def server_settings(database_url: str, redis_prefix: str) -> MnemoSettings:
     return MnemoSettings(
-        database_url=database_url, qdrant_url=":memory:", redis_url=REDIS_URL, redis_prefix=redis_prefix
+        database_url=database_url,
+        qdrant_url=":memory:",
+        redis_url=REDIS_URL,
+        redis_prefix=redis_prefix,
+        operator_tenant=OPERATOR_TENANT,
     )
 
 
@@ -74,7 +78,7 @@ def system(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     if request.param == "embedded":
         folder = tmp_path_factory.mktemp("rest-embedded")
         mnemo = Mnemo.open(folder, embedder=HashingEmbedder())
-        settings = MnemoSettings(data_dir=folder, database_url=None)
+        settings = MnemoSettings(data_dir=folder, database_url=None, operator_tenant=OPERATOR_TENANT)
     else:
         url: str = request.getfixturevalue("module_pg_url")
         settings = server_settings(url, request.getfixturevalue("module_redis_prefix"))

@@ -15,6 +15,7 @@ from mnemo_sea.api_keys import create_key
 from mnemo_sea.mnemo import Mnemo
 
 PROBLEM_JSON = "application/problem+json"
+OPERATOR_TENANT = "ops"  # MNEMO_OPERATOR_TENANT of the test apps: its admins read /metrics
 
 
 class HttpResponse(Protocol):

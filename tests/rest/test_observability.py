@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
-from rest_helpers import Api, assert_problem, evidence
+from rest_helpers import OPERATOR_TENANT, Api, assert_problem, evidence
 
 from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.rest.app import create_app
@@ -92,8 +92,12 @@ def test_access_logs_are_json_lines_without_keys_or_content(api: Api, access_log
         assert leak not in everything, leak
 
 
+def _operator(api: Api) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api.key('admin', subject='sre', tenant=OPERATOR_TENANT)}"}
+
+
 def _metrics(api: Api) -> dict[str, Any]:
-    response = api.client.get("/metrics", headers=api.headers("admin"))
+    response = api.client.get("/metrics", headers=_operator(api))
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain")
     return {family.name: family for family in text_string_to_metric_families(response.text)}
@@ -106,9 +110,12 @@ def _value(family: Any, sample_name: str, **labels: str) -> float:
     raise AssertionError(f"no sample {sample_name} {labels} in {family.samples}")
 
 
-def test_metrics_need_an_admin_key(api: Api) -> None:
+def test_metrics_need_an_admin_key_of_the_operator_tenant(api: Api) -> None:
     assert_problem(api.client.get("/metrics"), 401)
     assert_problem(api.client.get("/metrics", headers=api.headers("agent")), 403)
+    # They cover every tenant, so a tenant's own admin may not read them.
+    assert_problem(api.client.get("/metrics", headers=api.headers("admin")), 403)
+    assert api.client.get("/metrics", headers=_operator(api)).status_code == 200
 
 
 def test_metrics_expose_latency_outbox_and_cache(api: Api) -> None:
@@ -136,15 +143,16 @@ def test_metrics_expose_latency_outbox_and_cache(api: Api) -> None:
 def test_metrics_show_an_outbox_backlog_until_it_is_drained(api: Api) -> None:
     # The same stores, with writes left to an outbox worker (as API processes run in server mode).
     deferred = Mnemo(api.mnemo.archive, api.mnemo.index, api.mnemo.cache, sync_writes=False)
-    client = TestClient(create_app(deferred))
+    client = TestClient(create_app(deferred, api.system.app.state.settings))
     admin = api.headers("admin")
+    operator = _operator(api)
     assert (
         client.post("/v1/evidence", json=evidence("later", "indexed later"), headers=admin).status_code == 201
     )
 
     def pending() -> tuple[float, float]:
         families = {
-            f.name: f for f in text_string_to_metric_families(client.get("/metrics", headers=admin).text)
+            f.name: f for f in text_string_to_metric_families(client.get("/metrics", headers=operator).text)
         }
         return (
             _value(families["mnemo_outbox_pending"], "mnemo_outbox_pending"),

@@ -54,6 +54,5 @@ def audit_events(
 def fsck(principal: Admin, mnemo: System) -> FsckOut:
     """Report drift between archive, index and outbox for the caller's tenant (no repair here:
     `mnemo-sea fsck --repair` does that)."""
-    report = run_fsck(mnemo)
-    mine = [p for p in report.problems if p.tenant_id in (principal.tenant_id, "*")]
-    return FsckOut(ok=not mine, problems=mine)
+    report = run_fsck(mnemo, tenant_id=principal.tenant_id)
+    return FsckOut(ok=report.ok, problems=list(report.problems))

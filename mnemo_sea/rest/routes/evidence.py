@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, Query, Response, status
 
 from mnemo_sea.archive import ContentTooLarge, EvidenceRecord
 from mnemo_sea.rest.auth import Caller, System
@@ -28,12 +28,17 @@ router = APIRouter(prefix="/v1", tags=["evidence"])
     "/evidence",
     status_code=status.HTTP_201_CREATED,
     response_model=EvidenceRecord,
-    responses=responses(403, 409, 413),
+    responses={**responses(403, 409, 413), 200: {"model": EvidenceRecord, "description": "unchanged"}},
 )
 def put_evidence(
-    body: EvidenceIn, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
+    body: EvidenceIn,
+    principal: Caller,
+    mnemo: System,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
 ) -> EvidenceRecord:
-    """Store one version of an evidence record and index it. An unchanged body returns the current version."""
+    """Store one version of an evidence record and index it: 201 with the new version, or 200
+    with the current one when the body is unchanged (nothing was written)."""
     # The archive reports a batch's oversized items among its other problems (422); a single
     # record over the limit is the request being too large, so it is answered 413 here.
     size = len(body.body.encode("utf-8", "surrogatepass"))  # a lone surrogate is the archive's 422
@@ -41,6 +46,8 @@ def put_evidence(
     if size > limit:
         raise ContentTooLarge("body", size, limit)
     report = mnemo.ingest(principal, [body.to_input()], idempotency_key=idempotency_key)
+    if report.new_versions == 0:
+        response.status_code = status.HTTP_200_OK
     return report.stored[0]
 
 

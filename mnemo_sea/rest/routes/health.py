@@ -10,6 +10,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
 from sqlalchemy import text
 
+from mnemo_sea.archive import Forbidden
 from mnemo_sea.rest.auth import Admin, Caller, System
 from mnemo_sea.rest.problems import ApiProblem, responses
 from mnemo_sea.retrieval.filters import tenant_filter
@@ -80,6 +81,13 @@ def ready(request: Request, principal: Caller, mnemo: System) -> Ready:
     responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}}, **responses(403)},
 )
 def metrics(request: Request, principal: Admin) -> Response:
-    """Prometheus metrics (admin key): request latency histograms, outbox backlog and lag,
-    cache hits and misses."""
+    """Prometheus metrics for operators (an admin key of MNEMO_OPERATOR_TENANT): request latency
+    histograms, outbox backlog and lag, cache hits and misses, across every tenant."""
+    operator = request.app.state.settings.operator_tenant
+    if operator is None or principal.tenant_id != operator:
+        raise Forbidden(
+            "metrics cover every tenant: they need an admin key of the operator tenant "
+            "(MNEMO_OPERATOR_TENANT)",
+            needed="operator",
+        )
     return Response(generate_latest(request.app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST)

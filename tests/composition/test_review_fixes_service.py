@@ -1,0 +1,115 @@
+"""What a tenant's admin may learn stays inside the tenant; idempotency keys belong to one caller;
+out-of-range times and oversized batches are the caller's errors, never a server error."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from fakes import HashingEmbedder
+from fastapi.testclient import TestClient
+
+from mnemo_sea.api_keys import create_key
+from mnemo_sea.archive import (
+    EvidenceInput,
+    Forbidden,
+    IdempotencyMismatch,
+    InvalidInput,
+    NotFound,
+    Principal,
+    Role,
+    Sensitivity,
+)
+from mnemo_sea.archive.policy import ArchivePolicy
+from mnemo_sea.fsck import run_fsck
+from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.rest.app import create_app
+
+A_AGENT = Principal("ta", "agent-a", frozenset({Role.AGENT}), Sensitivity.INTERNAL)
+A_OTHER = Principal("ta", "agent-b", frozenset({Role.AGENT}), Sensitivity.INTERNAL)
+A_RITA = Principal("ta", "rita", frozenset({Role.READER}), Sensitivity.INTERNAL)
+B_ADMIN = Principal("tb", "admin-b", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
+B_AGENT = Principal("tb", "agent-b", frozenset({Role.AGENT}), Sensitivity.INTERNAL)
+
+
+@pytest.fixture
+def mnemo(tmp_path: Path) -> Iterator[Mnemo]:
+    m = Mnemo.open(tmp_path / "data", embedder=HashingEmbedder())
+    try:
+        yield m
+    finally:
+        m.close()
+
+
+def test_another_tenants_backlog_is_invisible_to_fsck_and_deletion_checks(mnemo: Mnemo) -> None:
+    mnemo.sync_writes = False
+    mnemo.ingest(A_AGENT, [EvidenceInput(body="tenant a pending text", source="kb", evidence_id="a:1")])
+    mnemo.ingest(B_AGENT, [EvidenceInput(body="tenant b text", source="kb", evidence_id="b:1")])
+    mnemo.sync_writes = True
+    receipt = mnemo.delete_evidence(B_ADMIN, "b:1")  # syncs everything, then A writes again
+    mnemo.sync_writes = False
+    mnemo.ingest(A_AGENT, [EvidenceInput(body="tenant a more text", source="kb", evidence_id="a:2")])
+    forged = type(receipt)(**{**receipt.__dict__, "outbox_ids": tuple(range(1, 100))})
+    assert mnemo.verify_deleted(B_ADMIN, forged).pending_outbox == 0  # A's pending rows are not B's
+    assert run_fsck(mnemo, tenant_id="tb").ok
+    assert "pending_outbox" in {p.kind for p in run_fsck(mnemo, tenant_id="ta").problems}
+
+
+def test_a_reader_cannot_read_a_summary_of_another_owners_data(mnemo: Mnemo) -> None:
+    mnemo.record(A_AGENT, "s1", "lab", "alice ALT 112 high", owner="alice")
+    summary = mnemo.create_summary(A_AGENT, "Alice has ALT 112", ["result:s1/r1"])
+    with pytest.raises(Forbidden):
+        mnemo.archive.get_summary(A_RITA, summary.summary_id)
+    alice = Principal("ta", "alice", frozenset({Role.READER}), Sensitivity.INTERNAL)
+    assert mnemo.archive.get_summary(alice, summary.summary_id).text == "Alice has ALT 112"
+
+
+def test_idempotency_keys_belong_to_one_caller(mnemo: Mnemo) -> None:
+    first = mnemo.record(A_AGENT, "s1", "lab", "result one", idempotency_key="K1")
+    # Another caller of the tenant may use the same key for its own request...
+    other = mnemo.record(A_OTHER, "s1", "lab", "result one", idempotency_key="K1")
+    assert other.result_id != first.result_id
+    # ...and a different request under it neither collides nor learns about agent-a's use.
+    mnemo.remember(A_OTHER, "alice", "pet", "cat", "user_claim", idempotency_key="K2")
+    with pytest.raises(IdempotencyMismatch):
+        mnemo.record(A_AGENT, "s1", "lab", "something else", idempotency_key="K1")
+
+
+def test_out_of_range_times_are_invalid_input(mnemo: Mnemo) -> None:
+    edge = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone(timedelta(hours=-14)))
+    with pytest.raises(InvalidInput) as e:
+        mnemo.record(A_AGENT, "s1", "lab", "x", observed_at=edge)
+    assert e.value.field == "observed_at"
+    with pytest.raises(InvalidInput):
+        mnemo.search(A_AGENT, "x", as_of=edge)
+    with pytest.raises(InvalidInput):
+        mnemo.remember(A_AGENT, "alice", "pet", "cat", "user_claim", ttl=timedelta(days=100_000))
+    key, _ = create_key(mnemo.archive.store, tenant_id="ta", subject="agent-a", roles=["agent"])
+    client = TestClient(create_app(mnemo))
+    headers = {"Authorization": f"Bearer {key}"}
+    for path, body in (
+        ("/v1/search", {"query": "x", "as_of": "9999-12-31T23:59:59-14:00"}),
+        (
+            "/v1/sessions/s1/results",
+            {"tool_name": "t", "content": "x", "observed_at": "9999-12-31T23:59:59-14:00"},
+        ),
+        ("/v1/citations/check", {"citations": [], "answered_at": "0001-01-01T00:00:00+14:00"}),
+    ):
+        response = client.post(path, json=body, headers=headers)
+        assert response.status_code == 422, (path, response.text)
+
+
+def test_a_batch_over_the_policy_limit_is_refused_whole(tmp_path: Path) -> None:
+    from mnemo_sea.archive import Archive
+
+    archive = Archive.open(str(tmp_path / "a.db"), ArchivePolicy(max_batch_size=3))
+    try:
+        items = [EvidenceInput(body=f"doc {i}", source="kb", evidence_id=f"d:{i}") for i in range(4)]
+        with pytest.raises(InvalidInput, match="at most 3"):
+            archive.put_evidence_batch(A_AGENT, items)
+        with pytest.raises(NotFound):  # nothing of the batch was stored
+            archive.get_evidence(A_AGENT, "d:0")
+    finally:
+        archive.close()
