@@ -151,8 +151,8 @@ def test_killed_writer_leaves_no_partial_batch(db_url: str, tmp_path: Path) -> N
             entries = list(
                 conn.execute(select(t.archive_entries).where(t.archive_entries.c.tenant_id == TENANT))
             )
-            keys = {
-                r.key: json.loads(r.response_json)
+            keys = {  # stored as "<caller hash>:<key>": keys are per caller
+                r.key.partition(":")[2]: json.loads(r.response_json)
                 for r in conn.execute(
                     select(t.idempotency_keys).where(t.idempotency_keys.c.tenant_id == TENANT)
                 )
