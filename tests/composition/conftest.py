@@ -9,49 +9,15 @@ exercise Redis.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-import redis
+from stores import REDIS_URL, delete_prefix, require_redis
 
 from mnemo_sea.archive import Principal, Role, Sensitivity
 from mnemo_sea.caches import Cache, MemoryCache, RedisCache
-
-REDIS_URL = os.environ.get("MNEMO_TEST_REDIS", "redis://127.0.0.1:6379/0")
-
-
-def _redis_reachable() -> str | None:
-    try:
-        client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3, socket_timeout=3)
-        try:
-            client.ping()
-        finally:
-            client.close()
-        return None
-    except redis.RedisError as e:
-        return str(e).strip().splitlines()[0]
-
-
-def require_redis() -> None:
-    problem = _redis_reachable()
-    if problem is None:
-        return
-    message = f"Redis at {REDIS_URL} is unreachable: {problem}"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message + " (CI=true: the Redis suite must run)")
-    pytest.skip(message)
-
-
-def delete_prefix(prefix: str) -> int:
-    client = redis.Redis.from_url(REDIS_URL)
-    try:
-        keys = list(client.scan_iter(match=prefix + "*", count=1000))
-        return int(client.delete(*keys)) if keys else 0
-    finally:
-        client.close()
 
 
 @pytest.fixture

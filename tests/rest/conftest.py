@@ -15,41 +15,28 @@ The embedder is the deterministic hashing one: the model is not the subject here
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 
-import psycopg
 import pytest
-from composition.conftest import REDIS_URL, delete_prefix, require_redis
 from fastapi.testclient import TestClient
 from rest_helpers import OPERATOR_TENANT, Api, System
+from stores import REDIS_URL, create_database, delete_prefix, drop_database, require_redis
 
 from mnemo_sea.hashing_embedder import HashingEmbedder
 from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.rest.app import create_app
 from mnemo_sea.settings import MnemoSettings
 
-# The same server tests/conftest.py uses (its helpers are not importable: every conftest is "conftest").
-PG_ADMIN_URL = os.environ.get("MNEMO_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
-
-
-def _sqlalchemy_url(name: str) -> str:
-    base = PG_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
-    return f"{base}/{name}"
-
 
 @pytest.fixture(scope="module")
 def module_pg_url(pg_template: str) -> Iterator[str]:
     """A migrated PostgreSQL database for one test module (copied from the session's template)."""
     name = f"mnemo_rest_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"')
     try:
-        yield _sqlalchemy_url(name)
+        yield create_database(name, template=pg_template)
     finally:
-        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        drop_database(name)
 
 
 @pytest.fixture(scope="module")

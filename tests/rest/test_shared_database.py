@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from composition.conftest import REDIS_URL
 from fastapi.testclient import TestClient
 from rest_helpers import evidence
+from stores import REDIS_URL
 
 from mnemo_sea.api_keys import create_key
 from mnemo_sea.archive import Archive
