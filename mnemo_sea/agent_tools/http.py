@@ -1,7 +1,8 @@
 """Streamable HTTP: every request carries an API key, and its tools run as that key's principal.
 
 `BearerKeys` wraps the SDK's Starlette app: a request without `Authorization: Bearer <key>`,
-or with a malformed, unknown or revoked key, gets 401 before it reaches MCP; an accepted one
+or with a malformed, unknown or revoked key, gets the REST API's 401 problem+json before it
+reaches MCP; an accepted one
 carries its principal in the request scope, where `request_principal` finds it for each tool
 call. The tenant therefore always comes from the key, never from a tool's arguments. The
 server is stateless (no MCP session state between requests), like the REST API.
@@ -9,10 +10,10 @@ server is stateless (no MCP session state between requests), like the REST API.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import anyio.to_thread
+from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mnemo_sea.api_keys import Unauthenticated, authenticate
@@ -20,6 +21,7 @@ from mnemo_sea.archive import Principal
 from mnemo_sea.archive.store import ArchiveStore
 from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.rest.limits import BodyLimit
+from mnemo_sea.rest.problems import problem_response
 from mnemo_sea.settings import MnemoSettings
 
 from .server import Context, build_server
@@ -58,26 +60,12 @@ class BearerKeys:
             key = bearer_key(scope)
             principal = await anyio.to_thread.run_sync(authenticate, self.store, key)
         except Unauthenticated as e:
-            await _unauthorized(send, e.reason)
+            # The REST API's one mapping of errors to HTTP answers here too: 401 problem+json.
+            response = problem_response(Request(scope), 401, "unauthenticated", e.reason)
+            await response(scope, receive, send)
             return
         scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
         await self.app(scope, receive, send)
-
-
-async def _unauthorized(send: Send, reason: str) -> None:
-    body = json.dumps({"error": "unauthenticated", "message": reason}).encode("utf-8")
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode("ascii")),
-                (b"www-authenticate", b'Bearer realm="mnemo-sea"'),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
 
 
 def request_principal(ctx: Context) -> Principal:

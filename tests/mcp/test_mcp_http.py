@@ -73,7 +73,8 @@ def test_requests_without_a_valid_key_get_401(mnemo: Mnemo, url: str) -> None:
         response = httpx.post(url, json=INITIALIZE, headers=accept | extra)
         assert response.status_code == 401, extra
         assert response.headers["www-authenticate"].startswith("Bearer")
-        assert response.json()["error"] == "unauthenticated"
+        assert response.headers["content-type"] == "application/problem+json"
+        assert response.json()["code"] == "unauthenticated"
     good = _key(mnemo, "clinic", "agent-ok")
     response = httpx.post(url, json=INITIALIZE, headers=accept | {"Authorization": f"Bearer {good}"})
     assert response.status_code == 200
