@@ -313,6 +313,18 @@ class Mnemo:
         """
         started = utcnow()
         stored = self.archive.put_evidence_batch(principal, list(items), idempotency_key=idempotency_key)
+        return self._ingested(started, stored)
+
+    def put_evidence(
+        self, principal: Principal, item: EvidenceInput, *, idempotency_key: str | None = None
+    ) -> IngestReport:
+        """`ingest` of one record, failing with that record's own error (e.g. ContentTooLarge)
+        rather than a batch's InvalidBatch."""
+        started = utcnow()
+        stored = self.archive.put_evidence(principal, item, idempotency_key=idempotency_key)
+        return self._ingested(started, [stored])
+
+    def _ingested(self, started: datetime, stored: Sequence[EvidenceRecord]) -> IngestReport:
         # An unchanged record comes back as the version that was already current.
         new_versions = sum(1 for rec in stored if rec.recorded_at >= started)
         report = self._after_write()

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
-from mnemo_sea.archive import ContentTooLarge, EvidenceRecord
+from mnemo_sea.archive import EvidenceRecord
 from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.models import (
     EvidenceBatchIn,
@@ -39,13 +39,9 @@ def put_evidence(
 ) -> EvidenceRecord:
     """Store one version of an evidence record and index it: 201 with the new version, or 200
     with the current one when the body is unchanged (nothing was written)."""
-    # The archive reports a batch's oversized items among its other problems (422); a single
-    # record over the limit is the request being too large, so it is answered 413 here.
-    size = len(body.body.encode("utf-8", "surrogatepass"))  # a lone surrogate is the archive's 422
-    limit = mnemo.archive.policy.max_content_bytes
-    if size > limit:
-        raise ContentTooLarge("body", size, limit)
-    report = mnemo.ingest(principal, [body.to_input()], idempotency_key=idempotency_key)
+    # One record fails with its own error: over the content limit that is a 413, not the 422
+    # a batch gives when it lists an oversized item among its problems.
+    report = mnemo.put_evidence(principal, body.to_input(), idempotency_key=idempotency_key)
     if report.new_versions == 0:
         response.status_code = status.HTTP_200_OK
     return report.stored[0]
