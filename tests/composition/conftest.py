@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import HashingEmbedder
 from stores import REDIS_URL, delete_prefix, require_redis
 
 from mnemo_sea.archive import Principal, Role, Sensitivity
 from mnemo_sea.caches import Cache, MemoryCache, RedisCache
+from mnemo_sea.mnemo import Mnemo
 
 
 @pytest.fixture
@@ -82,3 +85,13 @@ def admin() -> Principal:
 @pytest.fixture
 def other_tenant() -> Principal:
     return Principal("shop-b", "admin-9", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
+
+
+@pytest.fixture
+def mnemo(tmp_path: Path) -> Iterator[Mnemo]:
+    """The embedded system in a fresh folder, with the deterministic hashing embedder."""
+    m = Mnemo.open(tmp_path / "data", embedder=HashingEmbedder())
+    try:
+        yield m
+    finally:
+        m.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,15 +14,6 @@ from mnemo_sea.sample_data import load_sample_tenant
 CLINIC = Principal("clinic", "assistant", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
 CLINIC_ADMIN = Principal("clinic", "dpo", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
 SHOP = Principal("shop", "investigator", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
-
-
-@pytest.fixture
-def mnemo(tmp_path: Path) -> Iterator[Mnemo]:
-    m = Mnemo.open(tmp_path / "data", embedder=HashingEmbedder())
-    try:
-        yield m
-    finally:
-        m.close()
 
 
 def test_ingested_knowledge_is_found_hydrated_and_isolated(mnemo: Mnemo) -> None:

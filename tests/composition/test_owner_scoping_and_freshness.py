@@ -3,12 +3,9 @@ outbox row never stalls the queue; fsck finds orphans of tenants the archive no 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
-from fakes import HashingEmbedder
 from sqlalchemy import select
 
 from mnemo_sea.archive import EvidenceInput, Forbidden, InvalidInput, Principal, Role, Sensitivity
@@ -22,15 +19,6 @@ from mnemo_sea.retrieval import EvidenceDocument
 AGENT = Principal("t1", "assistant", frozenset({Role.AGENT}), Sensitivity.INTERNAL)
 ALICE = Principal("t1", "alice", frozenset({Role.READER}), Sensitivity.INTERNAL)
 BOB = Principal("t1", "bob", frozenset({Role.READER}), Sensitivity.INTERNAL)
-
-
-@pytest.fixture
-def mnemo(tmp_path: Path) -> Iterator[Mnemo]:
-    m = Mnemo.open(tmp_path / "data", embedder=HashingEmbedder())
-    try:
-        yield m
-    finally:
-        m.close()
 
 
 def test_a_reader_finds_only_notes_and_summaries_about_itself(mnemo: Mnemo) -> None:

@@ -3,12 +3,10 @@ out-of-range times and oversized batches are the caller's errors, never a server
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from fakes import HashingEmbedder
 from fastapi.testclient import TestClient
 
 from mnemo_sea.api_keys import create_key
@@ -32,15 +30,6 @@ A_OTHER = Principal("ta", "agent-b", frozenset({Role.AGENT}), Sensitivity.INTERN
 A_RITA = Principal("ta", "rita", frozenset({Role.READER}), Sensitivity.INTERNAL)
 B_ADMIN = Principal("tb", "admin-b", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
 B_AGENT = Principal("tb", "agent-b", frozenset({Role.AGENT}), Sensitivity.INTERNAL)
-
-
-@pytest.fixture
-def mnemo(tmp_path: Path) -> Iterator[Mnemo]:
-    m = Mnemo.open(tmp_path / "data", embedder=HashingEmbedder())
-    try:
-        yield m
-    finally:
-        m.close()
 
 
 def test_another_tenants_backlog_is_invisible_to_fsck_and_deletion_checks(mnemo: Mnemo) -> None:
