@@ -116,6 +116,17 @@ def _versions(conn: Connection, tenant_id: str, evidence_id: str, *, lock: bool 
     return list(conn.execute(stmt))
 
 
+def version_row(conn: Connection, tenant_id: str, evidence_id: str, version: int) -> Row[Any] | None:
+    """One stored version's row, or None."""
+    return conn.execute(
+        select(t.evidence).where(
+            t.evidence.c.tenant_id == tenant_id,
+            t.evidence.c.evidence_id == evidence_id,
+            t.evidence.c.version == version,
+        )
+    ).first()
+
+
 def lock_chain(conn: Connection, *key: str) -> None:
     """Make writers of one version chain (an evidence id, a memory key) take turns until commit.
 
@@ -322,13 +333,7 @@ def _put(
 
 def _stored(conn: Connection, tenant_id: str, evidence_id: str, version: int) -> EvidenceRecord:
     """A version as a put first returned it (for a replay)."""
-    row = conn.execute(
-        select(t.evidence).where(
-            t.evidence.c.tenant_id == tenant_id,
-            t.evidence.c.evidence_id == evidence_id,
-            t.evidence.c.version == version,
-        )
-    ).first()
+    row = version_row(conn, tenant_id, evidence_id, version)
     if row is None:
         raise NotFound("evidence", f"{evidence_id}@{version}")
     # A put answers with the version it made current; superseding it later is a later state.

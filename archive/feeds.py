@@ -14,7 +14,7 @@ from sqlalchemy import Connection, select
 
 from . import schema as t
 from .blobs import read_blob, sha256_hex
-from .evidence import to_record
+from .evidence import to_record, version_row
 from .memory import fact_from_row
 from .records import EvidenceRecord, MemoryFact, Summary, parse_result_id, result_id
 from .summaries import summary_from_row
@@ -36,13 +36,7 @@ class ArchivedNote:
 def evidence_version(
     conn: Connection, tenant_id: str, evidence_id: str, version: int
 ) -> tuple[EvidenceRecord, bytes] | None:
-    row = conn.execute(
-        select(t.evidence).where(
-            t.evidence.c.tenant_id == tenant_id,
-            t.evidence.c.evidence_id == evidence_id,
-            t.evidence.c.version == version,
-        )
-    ).first()
+    row = version_row(conn, tenant_id, evidence_id, version)
     if row is None:
         return None
     return to_record(row), read_blob(conn, tenant_id, row.blob_sha256)

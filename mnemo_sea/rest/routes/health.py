@@ -13,7 +13,6 @@ from sqlalchemy import text
 from mnemo_sea.archive import Forbidden
 from mnemo_sea.rest.auth import Admin, Caller, System
 from mnemo_sea.rest.problems import ApiProblem, responses
-from mnemo_sea.retrieval.filters import tenant_filter
 
 router = APIRouter(tags=["health"])
 
@@ -60,7 +59,7 @@ def ready(request: Request, principal: Caller, mnemo: System) -> Ready:
 
     checks = {
         "archive": _timed(archive),
-        "index": _timed(lambda: mnemo.index.backend.count(tenant_filter(principal.tenant_id))),
+        "index": _timed(lambda: mnemo.index.count(principal.tenant_id)),
         "cache": _timed(mnemo.cache.ping),
     }
     mode = "server" if request.app.state.settings.server_mode else "embedded"
