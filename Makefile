@@ -28,8 +28,9 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy -p mnemo_sea
 
+# Both cores: each test file runs whole on one worker, so module fixtures are built once.
 test: lint typecheck
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 clean:
 	rm -rf $(VENV) build *.egg-info
