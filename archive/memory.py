@@ -46,10 +46,12 @@ VALUE_LIMIT = 8_000
 
 
 def fact_from_row(row: Row[Any], now: datetime | None = None) -> MemoryFact:
-    """The fact a row holds, its status as of `now` (default: the time of the call): an
-    active version past its expiry reads `expired` until the purge deletes it."""
-    when = utcnow() if now is None else now
-    expired = row.status == "active" and row.expires_at is not None and row.expires_at <= when
+    """The fact a row holds. With `now` (what callers are shown), an active version past its
+    expiry reads `expired` until the purge deletes it; without, the stored status (what the
+    indexer and fsck work from, which judge expiry themselves)."""
+    expired = (
+        now is not None and row.status == "active" and row.expires_at is not None and row.expires_at <= now
+    )
     return MemoryFact(
         owner=row.owner,
         key=row.key,
