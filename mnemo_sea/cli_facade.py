@@ -752,10 +752,16 @@ def memory_purge_expired(target: Target, receipt_out: ReceiptOut = None, as_json
     principal = target.principal()
     with _open_mnemo(target) as mnemo:
         receipt = mnemo.purge_expired(principal)
-    if receipt is None:
-        _emit({"deleted": "memory:expired", "versions": []}, as_json)
+    data = None if receipt is None else receipt_to_dict(receipt)
+    if data is not None and receipt_out is not None:
+        receipt_out.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+    purged = 0 if receipt is None else len(receipt.memory_facts)
+    if as_json:  # the shape of POST /v1/memory/purge-expired
+        _emit({"purged": purged, "receipt": data}, as_json=True)
         return
-    _memory_receipt(receipt, receipt_out, as_json)
+    versions = [] if receipt is None else [f"{o}/{k}@{v}" for o, k, v in receipt.memory_facts]
+    kept = str(receipt_out) if receipt_out else "(use --receipt-out FILE or --json to keep it)"
+    _emit({"purged": purged, "versions": versions, "receipt": kept if receipt else "none"}, as_json=False)
 
 
 # ---- deletion, verification, fsck, audit, citations ----------------------------------------------

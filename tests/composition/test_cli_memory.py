@@ -77,9 +77,12 @@ def test_memory_precedence_derived_from_ttl_purge_and_forget(tmp_path: Path) -> 
     assert cli(folder, "memory", "current", "u-7", "code")[0] == 3
     assert cli(folder, "memory", "purge-expired")[0] == 4  # agents may not purge
     purged = ok(folder, "memory", "purge-expired", who=ADMIN)
-    assert purged["target"] == "memory:expired" and purged["memory_facts"] == [["u-7", "code", 1]]
+    assert purged["purged"] == 1 and purged["receipt"]["target"] == "memory:expired"
+    assert purged["receipt"]["memory_facts"] == [["u-7", "code", 1]]
     assert ok(folder, "memory", "history", "u-7", "code")["versions"] == []
-    assert ok(folder, "memory", "purge-expired", who=ADMIN)["versions"] == []
+    assert ok(folder, "memory", "purge-expired", who=ADMIN) == {"purged": 0, "receipt": None}
+    code, out, _ = cli(folder, "memory", "purge-expired", who=ADMIN)
+    assert code == 0 and "purged: 0" in out and "None" not in out
 
     # forget: every version goes, with a receipt verify-deleted proves; then there is nothing to forget.
     receipt_file = tmp_path / "forget.json"
