@@ -53,10 +53,6 @@ def test_memory_precedence_derived_from_ttl_purge_and_forget(tmp_path: Path) -> 
         "evidence:nope",
     )
     assert code == 3 and "evidence:nope" in err, out + err
-    code, out, err = cli(
-        folder, "memory", "remember", "u-7", "k", "v", "--provenance", "document", "--derived-from", "doc:7"
-    )
-    assert code == 2 and "derived_from" in err, out + err
 
     # TTL: expired shows as expired until purge-expired (admin) deletes it.
     ok(
