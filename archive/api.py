@@ -269,6 +269,29 @@ class Archive:
             principal, "memory_facts", f"memory:{owner}", lambda: memory.facts(self.store, principal, owner)
         )
 
+    def forget(
+        self, principal: Principal, owner: str, key: str, *, idempotency_key: str | None = None
+    ) -> DeletionReceipt:
+        return self._guard(
+            principal,
+            "forget",
+            f"memory:{owner}/{key}",
+            lambda: memory.forget(self.store, principal, owner, key, idempotency_key=idempotency_key),
+        )
+
+    def purge_expired(self, principal: Principal, *, now: datetime | None = None) -> DeletionReceipt | None:
+        return self._guard(
+            principal,
+            "purge_expired",
+            "memory:expired",
+            lambda: memory.purge_expired(self.store, principal, now=now),
+        )
+
+    def purge_expired_everywhere(self, *, now: datetime | None = None) -> list[DeletionReceipt]:
+        """The scheduled TTL purge over every tenant (the deployment's housekeeping: no caller
+        principal; each tenant's purge is audited in that tenant as memory.PURGE_SUBJECT)."""
+        return memory.purge_expired_everywhere(self.store, now=now)
+
     # ---- summaries ---------------------------------------------------------------------------
 
     def create_summary(

@@ -90,6 +90,25 @@ class StateConflict(ArchiveError):
     code = "state_conflict"
 
 
+class MemoryConflict(StateConflict):
+    """A memory write would supersede a current fact of a higher-ranked provenance (a user's
+    correction, say); nothing was stored. The detail names the current fact, never its value."""
+
+    code = "memory_conflict"
+
+    def __init__(self, owner: str, key: str, provenance: str, current_version: int, current: str) -> None:
+        super().__init__(
+            f"memory {owner}/{key}: a {provenance} does not supersede the current {current} "
+            f"(version {current_version}); nothing was stored. Store it as a {current} (or higher) "
+            "if the user confirms the new value, or forget the fact first",
+            owner=owner,
+            key=key,
+            provenance=provenance,
+            current_version=current_version,
+            current_provenance=current,
+        )
+
+
 class IdempotencyMismatch(StateConflict):
     """An idempotency key was reused for a different request."""
 

@@ -2,8 +2,15 @@
 
 A correction never overwrites: the previous version becomes superseded and stays in the
 history, so an answer that changed can be explained. Model inferences are candidates:
-they are returned, not stored, unless the policy allows it. An expired fact (TTL) is hidden
-at read time, whether or not any sweep has run.
+they are returned, not stored, unless the policy allows it. A write never supersedes a current
+fact of a higher-ranked provenance (records.PROVENANCE_RANK): a user_claim after a
+user_correction raises MemoryConflict naming the current fact, so the contradiction reaches
+the caller instead of being resolved silently.
+
+An expired fact (TTL) is hidden at read time, whether or not any sweep has run, and reads as
+status `expired` in the history. `purge_expired` (on demand, and on a schedule in the worker)
+deletes expired versions like a deletion does: rows, index points and caches, with an audit
+event. `forget` deletes every version of one fact the same way.
 """
 
 from __future__ import annotations
@@ -13,18 +20,23 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Row, select, update
+from sqlalchemy import Connection, Row, and_, select, update
 
+from . import deletion
 from . import schema as t
 from .clock import aware, utcnow
-from .errors import Forbidden, InvalidInput, NotFound
+from .errors import Forbidden, InvalidInput, MemoryConflict, NotFound
 from .evidence import lock_chain
 from .idempotency import keyed, previous_reply, save_reply
 from .outbox import enqueue
-from .principal import Principal, Role, check_identifier
-from .records import PROVENANCES, MemoryFact, RememberOutcome
+from .principal import Principal, Role, Sensitivity, check_identifier
+from .records import PROVENANCE_RANK, PROVENANCES, DeletionReceipt, MemoryFact, RememberOutcome
 from .refs import SourceRef
 from .store import ArchiveStore
+from .summaries import _source_sensitivity, source_owner
+
+# Who the worker's scheduled purge acts as in each tenant's audit log.
+PURGE_SUBJECT = "system:ttl-purge"
 
 # A fact that outlives a century is not time-sensitive; the bound keeps expiry dates in range.
 MAX_TTL = timedelta(days=36_500)
@@ -33,14 +45,20 @@ _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}$")
 VALUE_LIMIT = 8_000
 
 
-def fact_from_row(row: Row[Any]) -> MemoryFact:
+def fact_from_row(row: Row[Any], now: datetime | None = None) -> MemoryFact:
+    """The fact a row holds. With `now` (what callers are shown), an active version past its
+    expiry reads `expired` until the purge deletes it; without, the stored status (what the
+    indexer and fsck work from, which judge expiry themselves)."""
+    expired = (
+        now is not None and row.status == "active" and row.expires_at is not None and row.expires_at <= now
+    )
     return MemoryFact(
         owner=row.owner,
         key=row.key,
         value=row.value,
         version=row.version,
         provenance=row.provenance,
-        status=row.status,
+        status="expired" if expired else row.status,
         created_at=row.created_at,
         expires_at=row.expires_at,
         derived_from=row.derived_from,
@@ -51,6 +69,20 @@ def _check_access(principal: Principal, owner: str, action: str) -> None:
     check_identifier("owner", owner)
     if not principal.may_act_for(owner):
         raise Forbidden(f"{action}: {principal.subject!r} may not act for owner {owner!r}", owner=owner)
+
+
+def _check_source(conn: Connection, principal: Principal, ref: str) -> None:
+    """A fact derived from a source must name one the caller can read, as a summary must:
+    NotFound when it does not exist in the tenant (another tenant's is missing too), Forbidden
+    above the caller's clearance or of an owner the caller may not act for."""
+    parsed = SourceRef.parse(ref)
+    level: Sensitivity | None = _source_sensitivity(conn, principal.tenant_id, parsed)
+    if level is None:
+        raise NotFound("source", ref)
+    principal.require_clearance(level, f"remembering a fact derived from {ref}")
+    owner = source_owner(conn, principal.tenant_id, [ref])
+    if owner is not None and not principal.may_act_for(owner):
+        raise Forbidden(f"remembering a fact derived from {ref}: it is another owner's data", owner=owner)
 
 
 def _chain(conn: Connection, tenant: str, owner: str, key: str, *, lock: bool = False) -> list[Row[Any]]:
@@ -115,12 +147,17 @@ def remember(
     )
     candidate = provenance == "model_inference" and not store.policy.persist_model_inferences
     if candidate and request is None:
+        if source is not None:
+            with store.read() as conn:
+                _check_source(conn, principal, source)
         return _candidate(owner, key, value, provenance, source, ttl)
 
     with store.write() as conn:
         previous = previous_reply(conn, request)
         if previous is not None:
             return _replayed(conn, tenant, previous, owner, key, value, provenance, source)
+        if source is not None:  # in the writing transaction: the source cannot vanish meanwhile
+            _check_source(conn, principal, source)
         if candidate:
             outcome = _candidate(owner, key, value, provenance, source, ttl)
         else:
@@ -139,12 +176,18 @@ def remember(
 
 
 def _candidate(
-    owner: str, key: str, value: str, provenance: str, source: str | None, ttl: timedelta | None
+    owner: str,
+    key: str,
+    value: str,
+    provenance: str,
+    source: str | None,
+    ttl: timedelta | None,
+    reason: str = "model inferences are candidates, not stored",
 ) -> RememberOutcome:
     now = utcnow()
     expires = now + ttl if ttl is not None else None
     candidate = MemoryFact(owner, key, value, 0, provenance, "active", now, expires, source)
-    return RememberOutcome(candidate, persisted=False, reason="model inferences are candidates, not stored")
+    return RememberOutcome(candidate, persisted=False, reason=reason)
 
 
 def _persist(
@@ -173,6 +216,13 @@ def _persist(
         and expires is None
     ):
         return RememberOutcome(fact_from_row(current), persisted=True, reason="unchanged")
+    in_force = current is not None and (current.expires_at is None or current.expires_at > now)
+    if current is not None and in_force and PROVENANCE_RANK[provenance] < PROVENANCE_RANK[current.provenance]:
+        if provenance == "model_inference":
+            # A guess stays a candidate, as it is under the default policy: it is no contradiction.
+            reason = f"a model inference does not supersede the current {current.provenance}; not stored"
+            return _candidate(owner, key, value, provenance, source, ttl, reason)
+        raise MemoryConflict(owner, key, provenance, current.version, current.provenance)
     if current is not None:
         conn.execute(
             update(t.memory_facts)
@@ -258,17 +308,19 @@ def current(
         for row in reversed(_chain(conn, principal.tenant_id, owner, key)):
             in_force = row.created_at <= when and (row.ended_at is None or when < row.ended_at)
             if in_force:
-                fact = fact_from_row(row)
+                fact = fact_from_row(row, when)
                 return None if fact.expired(when) else fact
     return None
 
 
 def history(store: ArchiveStore, principal: Principal, owner: str, key: str) -> list[MemoryFact]:
-    """Every version of the owner's fact, oldest first (superseded and expired ones included)."""
+    """Every version of the owner's fact, oldest first: superseded ones, and an expired one
+    (status `expired`) until the purge deletes it."""
     principal.require(Role.READER, "reading memory")
     _check_access(principal, owner, "reading memory")
+    now = utcnow()
     with store.read() as conn:
-        return [fact_from_row(r) for r in _chain(conn, principal.tenant_id, owner, key)]
+        return [fact_from_row(r, now) for r in _chain(conn, principal.tenant_id, owner, key)]
 
 
 def facts(store: ArchiveStore, principal: Principal, owner: str) -> list[MemoryFact]:
@@ -286,4 +338,105 @@ def facts(store: ArchiveStore, principal: Principal, owner: str) -> list[MemoryF
             )
             .order_by(t.memory_facts.c.key)
         )
-        return [f for f in (fact_from_row(r) for r in rows) if not f.expired(now)]
+        return [f for f in (fact_from_row(r, now) for r in rows) if not f.expired(now)]
+
+
+# ---- forgetting: TTL purge and forget ----------------------------------------------------------
+
+
+def _delete_versions(
+    conn: Connection,
+    store: ArchiveStore,
+    principal: Principal,
+    target: str,
+    chains: list[tuple[str, str]],
+    condition: Any,
+    request: Any = None,
+) -> DeletionReceipt | None:
+    """Delete the memory versions matching `condition` through the deletion cascade (rows,
+    index points and caches queued in the outbox of this transaction, an audit `delete` event,
+    a receipt `verify_deleted` checks). None when nothing matched (and nothing is audited)."""
+    for owner, key in sorted(set(chains)):  # one order for every writer: no deadlock
+        lock_chain(conn, "memory", principal.tenant_id, owner, key)
+    out = deletion._Removed()
+    deletion._memory(conn, principal.tenant_id, condition, out)
+    if not out.memory_facts:
+        return None
+    return deletion._finish(conn, store, principal, target, out, request)
+
+
+def purge_expired(
+    store: ArchiveStore, principal: Principal, *, now: datetime | None = None
+) -> DeletionReceipt | None:
+    """Delete every version of the tenant's memory whose expiry has passed (by `now`, default the
+    time of the call), current or superseded: a TTL says the value is to be forgotten. Versions
+    without an expiry stay, superseded or not. Returns the receipt, or None when nothing had
+    expired (then nothing is written, not even an audit event). Admin only, like a deletion."""
+    principal.require(Role.ADMIN, "purging expired memory")
+    when = aware("now", now) or utcnow()
+    tenant = principal.tenant_id
+    expired = and_(t.memory_facts.c.expires_at.is_not(None), t.memory_facts.c.expires_at <= when)
+    with store.write() as conn:
+        chains = [
+            (r.owner, r.key)
+            for r in conn.execute(
+                select(t.memory_facts.c.owner, t.memory_facts.c.key)
+                .where(t.memory_facts.c.tenant_id == tenant, expired)
+                .distinct()
+            )
+        ]
+        if not chains:
+            return None
+        # The condition is evaluated again after the chain locks: a version written meanwhile
+        # is judged by its own expiry.
+        return _delete_versions(conn, store, principal, "memory:expired", chains, expired)
+
+
+def purge_expired_everywhere(store: ArchiveStore, *, now: datetime | None = None) -> list[DeletionReceipt]:
+    """The scheduled purge: `purge_expired` in every tenant that holds an expired version, each
+    in its own transaction and audited in that tenant as PURGE_SUBJECT."""
+    when = aware("now", now) or utcnow()
+    with store.read() as conn:
+        tenants = sorted(
+            r.tenant_id
+            for r in conn.execute(
+                select(t.memory_facts.c.tenant_id)
+                .where(t.memory_facts.c.expires_at.is_not(None), t.memory_facts.c.expires_at <= when)
+                .distinct()
+            )
+        )
+    receipts: list[DeletionReceipt] = []
+    for tenant in tenants:
+        system = Principal(tenant, PURGE_SUBJECT, frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
+        receipt = purge_expired(store, system, now=when)
+        if receipt is not None:
+            receipts.append(receipt)
+    return receipts
+
+
+def forget(
+    store: ArchiveStore, principal: Principal, owner: str, key: str, *, idempotency_key: str | None = None
+) -> DeletionReceipt:
+    """Delete every version of the owner's fact for `key` (a user asking to be forgotten on one
+    point), like a deletion: rows, index points, cached searches, an audit event, a receipt.
+
+    Whoever may remember the fact may forget it: the owner themselves, agents and admins.
+    NotFound when the fact has no version. With an idempotency key a retry returns the first
+    receipt and deletes nothing more.
+    """
+    principal.require(Role.READER, "forgetting a memory fact")
+    _check_access(principal, owner, "forgetting a memory fact")
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
+        raise InvalidInput("key", f"{key!r} is not a memory key (letters, digits, . _ : / -; max 100)")
+    request = keyed(principal, idempotency_key, "forget", {"owner": owner, "key": key})
+    with store.write() as conn:
+        previous = previous_reply(conn, request)
+        if previous is not None:
+            return deletion._receipt(previous)
+        condition = and_(t.memory_facts.c.owner == owner, t.memory_facts.c.key == key)
+        receipt = _delete_versions(
+            conn, store, principal, f"memory:{owner}/{key}", [(owner, key)], condition, request
+        )
+        if receipt is None:
+            raise NotFound("memory fact", f"{owner}/{key}")
+        return receipt

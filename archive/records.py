@@ -113,6 +113,16 @@ class Recovered:
 
 Provenance = Literal["document", "user_claim", "user_correction", "tool_fact", "model_inference"]
 PROVENANCES: tuple[str, ...] = ("document", "user_claim", "user_correction", "tool_fact", "model_inference")
+# Which memory write may replace which (see memory.remember): a write never supersedes a current
+# fact of a higher rank. What the user corrected outranks what they once said, which outranks
+# what a document or a tool said, which outranks a model's guess.
+PROVENANCE_RANK: dict[str, int] = {
+    "user_correction": 3,
+    "user_claim": 2,
+    "document": 1,
+    "tool_fact": 1,
+    "model_inference": 0,
+}
 EvidenceKind = Literal["knowledge", "tool_result", "memory", "summary"]
 EVIDENCE_KINDS: tuple[str, ...] = ("knowledge", "tool_result", "memory", "summary")
 EvidenceStatus = Literal["active", "superseded", "retracted"]
@@ -148,6 +158,11 @@ class EvidenceRecord:
         )
 
 
+# `expired` is the status of an active version past its TTL, as read at the time of the read; the
+# purge (memory.purge_expired) removes such versions from the archive altogether.
+MemoryStatus = Literal["active", "superseded", "expired"]
+
+
 @dataclass(frozen=True)
 class MemoryFact:
     owner: str
@@ -155,7 +170,7 @@ class MemoryFact:
     value: str
     version: int
     provenance: str
-    status: Literal["active", "superseded"]
+    status: MemoryStatus
     created_at: datetime
     expires_at: datetime | None
     derived_from: str | None

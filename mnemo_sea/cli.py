@@ -77,7 +77,8 @@ def worker(
     """Server mode: apply the outbox to the index and caches until SIGTERM or Ctrl-C.
 
     Reads MNEMO_DATABASE_URL, MNEMO_QDRANT_URL, MNEMO_REDIS_URL, MNEMO_EMBEDDER (see
-    mnemo_sea.settings); run as many workers as you like against one database. Prints its
+    mnemo_sea.settings); run as many workers as you like against one database. Also deletes
+    expired memory facts every MNEMO_TTL_PURGE_SECONDS (default 300; 0: never). Prints its
     counts as JSON when it stops.
     """
     import signal
@@ -103,7 +104,9 @@ def worker(
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(code=6) from None
     try:
-        stats = run_worker(mnemo, stop, poll_seconds=poll, heartbeat=heartbeat)
+        stats = run_worker(
+            mnemo, stop, poll_seconds=poll, heartbeat=heartbeat, purge_seconds=settings.ttl_purge_seconds
+        )
     finally:
         mnemo.close()
     emit(stats.__dict__, True)

@@ -672,13 +672,21 @@ def memory_remember(
         str, typer.Option(help="user_claim | user_correction | document | tool_fact | model_inference")
     ],
     ttl_seconds: Annotated[int | None, typer.Option(help="forget after this many seconds")] = None,
+    derived_from: Annotated[
+        str | None,
+        typer.Option(help="the source it came from: evidence:<id> or result:<session>/<rN> (must exist)"),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Remember (owner, key) = value; a new value supersedes the old one, which stays in history."""
+    """Remember (owner, key) = value; a new value supersedes the old one, which stays in history.
+
+    A value never supersedes a current one of higher provenance (user_correction > user_claim >
+    document, tool_fact > model_inference): that is a conflict (exit 5) naming the current fact.
+    """
     principal = target.principal()
     ttl = None if ttl_seconds is None else timedelta(seconds=ttl_seconds)
     with _open_mnemo(target) as mnemo:
-        outcome = mnemo.remember(principal, owner, key, value, provenance, ttl=ttl)
+        outcome = mnemo.remember(principal, owner, key, value, provenance, ttl=ttl, derived_from=derived_from)
     _emit(plain(outcome), as_json)
 
 
@@ -703,11 +711,57 @@ def memory_history(
     key: Annotated[str, typer.Argument(help="which fact")],
     as_json: JsonOpt = False,
 ) -> None:
-    """Every version of (owner, key), oldest first, with provenance and status."""
+    """Every version of (owner, key), oldest first, with provenance and status (active,
+    superseded, or expired until the purge deletes it)."""
     principal = target.principal()
     with _open_archive(target) as archive:
         facts = archive.memory_history(principal, owner, key)
     _emit({"owner": owner, "key": key, "versions": plain(facts)}, as_json)
+
+
+def _memory_receipt(receipt: DeletionReceipt, receipt_out: Path | None, as_json: bool) -> None:
+    data = receipt_to_dict(receipt)
+    if receipt_out is not None:
+        receipt_out.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+    if as_json:
+        _emit(data, as_json=True)
+        return
+    kept = str(receipt_out) if receipt_out else "(use --receipt-out FILE or --json to keep it)"
+    versions = [f"{o}/{k}@{v}" for o, k, v in receipt.memory_facts]
+    _emit({"deleted": receipt.target, "versions": versions, "receipt": kept}, as_json=False)
+
+
+def memory_forget(
+    target: Target,
+    owner: Annotated[str, typer.Argument(help="whose fact")],
+    key: Annotated[str, typer.Argument(help="which fact")],
+    receipt_out: ReceiptOut = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Forget (owner, key): delete every version, its index points and cached searches (audited,
+    with a receipt for verify-deleted); exit 3 when there is no such fact."""
+    principal = target.principal()
+    with _open_mnemo(target) as mnemo:
+        receipt = mnemo.forget(principal, owner, key)
+    _memory_receipt(receipt, receipt_out, as_json)
+
+
+def memory_purge_expired(target: Target, receipt_out: ReceiptOut = None, as_json: JsonOpt = False) -> None:
+    """Delete the tenant's expired memory facts now, with their index points (admin). Server
+    mode's worker does this every MNEMO_TTL_PURGE_SECONDS; the embedded default has no worker."""
+    principal = target.principal()
+    with _open_mnemo(target) as mnemo:
+        receipt = mnemo.purge_expired(principal)
+    data = None if receipt is None else receipt_to_dict(receipt)
+    if data is not None and receipt_out is not None:
+        receipt_out.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+    purged = 0 if receipt is None else len(receipt.memory_facts)
+    if as_json:  # the shape of POST /v1/memory/purge-expired
+        _emit({"purged": purged, "receipt": data}, as_json=True)
+        return
+    versions = [] if receipt is None else [f"{o}/{k}@{v}" for o, k, v in receipt.memory_facts]
+    kept = str(receipt_out) if receipt_out else "(use --receipt-out FILE or --json to keep it)"
+    _emit({"purged": purged, "versions": versions, "receipt": kept if receipt else "none"}, as_json=False)
 
 
 # ---- deletion, verification, fsck, audit, citations ----------------------------------------------
@@ -914,6 +968,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     add(memory, "remember", memory_remember)
     add(memory, "current", memory_current)
     add(memory, "history", memory_history)
+    add(memory, "forget", memory_forget)
+    add(memory, "purge-expired", memory_purge_expired)
     delete = subgroup("delete", "Deletion cascades (admin); each prints its receipt.")
     add(delete, "evidence", delete_evidence)
     add(delete, "session", delete_session)

@@ -530,6 +530,30 @@ class Mnemo:
     def memory_history(self, principal: Principal, owner: str, key: str) -> list[MemoryFact]:
         return self.archive.memory_history(principal, owner, key)
 
+    def forget(
+        self, principal: Principal, owner: str, key: str, *, idempotency_key: str | None = None
+    ) -> DeletionReceipt:
+        """Delete every version of one fact with its index points and cached searches (audited;
+        the receipt is checked by `verify_deleted`)."""
+        receipt = self.archive.forget(principal, owner, key, idempotency_key=idempotency_key)
+        self._after_write()
+        return receipt
+
+    def purge_expired(self, principal: Principal) -> DeletionReceipt | None:
+        """Delete the tenant's expired memory versions now (admin); None when none had expired."""
+        receipt = self.archive.purge_expired(principal)
+        if receipt is not None:
+            self._after_write()
+        return receipt
+
+    def purge_expired_everywhere(self) -> list[DeletionReceipt]:
+        """The worker's scheduled purge, over every tenant (no principal: it is the deployment's
+        own housekeeping, audited in each tenant as the purge's system subject)."""
+        receipts = self.archive.purge_expired_everywhere()
+        if receipts:
+            self._after_write()
+        return receipts
+
     # ---- summaries ---------------------------------------------------------------------------
 
     def create_summary(

@@ -28,6 +28,8 @@ class MnemoSettings(BaseSettings):
     MNEMO_EMBEDDER       default (all-MiniLM-L6-v2) | hashing (deterministic; tests and smoke runs only)
     MNEMO_SYNC_WRITES    true: a write returns once the index has it; false: an outbox worker applies it
     MNEMO_MAX_REQUEST_BYTES  the largest request body the API accepts (413 above it)
+    MNEMO_TTL_PURGE_SECONDS  how often the outbox worker deletes expired memory facts (default 300;
+                             0: never, then run `mnemo-sea memory purge-expired` yourself)
     MNEMO_OPERATOR_TENANT    admins of this tenant are the deployment's operators: they read /metrics,
                              which covers every tenant (unset: nobody does)
     """
@@ -47,6 +49,7 @@ class MnemoSettings(BaseSettings):
     # The archive takes originals up to 16 MiB; JSON escaping can double that.
     max_request_bytes: int = Field(default=40 * 1024 * 1024, ge=1024)
     operator_tenant: str | None = None
+    ttl_purge_seconds: float = Field(default=300.0, ge=0)
 
     @property
     def server_mode(self) -> bool:

@@ -4,11 +4,18 @@ Several workers (in several processes) may share one PostgreSQL database: each c
 with `FOR UPDATE SKIP LOCKED`, so a row is applied by one worker at a time, and applying a
 row twice (after a crash) is harmless. Failed rows stay pending with their error and are
 retried on the next pass.
+
+The worker also runs the TTL purge (`Mnemo.purge_expired_everywhere`) every `purge_seconds`:
+expired memory facts are deleted with their index points, cached searches and an audit event,
+so a TTL forgets even when nobody asks. Two workers purging at once take turns on each chain;
+the second finds nothing left.
 """
 
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +30,8 @@ class WorkerStats:
     applied: int = 0
     failed: int = 0
     store_errors: int = 0
+    purges: int = 0
+    purged_facts: int = 0
 
 
 def run_worker(
@@ -32,16 +41,28 @@ def run_worker(
     poll_seconds: float = 0.5,
     batch: int = 200,
     heartbeat: Path | None = None,
+    purge_seconds: float | None = 300.0,
+    clock: Callable[[], float] = time.monotonic,
 ) -> WorkerStats:
     """Drain until `stop` is set; sleeps `poll_seconds` whenever there is nothing to do.
 
     An unavailable store (database, index or cache down) is waited out, not fatal: the rows stay
     pending and are applied once it is back. With `heartbeat`, the file is touched after each
     pass that reached the database, so a health check can tell a live worker from a stuck one.
+    With `purge_seconds` (None or 0: never), expired memory is purged on the first pass and
+    then once that many seconds (of `clock`) have passed since the last purge; a purge that
+    met an unavailable store is tried again on the next pass.
     """
     stats = WorkerStats()
+    next_purge = clock()
     while not stop.is_set():
         try:
+            if purge_seconds and clock() >= next_purge:
+                # Before the drain, so the purge's outbox rows are applied in this very pass.
+                receipts = mnemo.purge_expired_everywhere()
+                stats.purges += 1
+                stats.purged_facts += sum(len(r.memory_facts) for r in receipts)
+                next_purge = clock() + purge_seconds
             report = mnemo.indexer.drain(batch)
         except (StoreUnavailable, IndexUnavailable):
             stats.store_errors += 1

@@ -230,7 +230,10 @@ TOOLS: tuple[AgentTool[Any], ...] = (
         "Remember a durable fact about a user (owner) under a key, replacing that key's previous value; "
         "history is kept. Say where it comes from: user_claim, user_correction, document or tool_fact "
         "are stored; model_inference is only returned as a candidate (persisted=false): ask the user to "
-        "confirm it instead. Remembered facts are found by search_evidence (kind 'memory').",
+        "confirm it instead. A value never replaces one of higher provenance (user_correction > "
+        "user_claim > document, tool_fact): that is a memory_conflict error naming the current fact; ask "
+        "the user, and store their answer as a user_correction. derived_from must name a source you can "
+        "read. Remembered facts are found by search_evidence (kind 'memory'); expired ones are not.",
         RememberInput,
         remember,
     ),

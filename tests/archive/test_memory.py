@@ -87,8 +87,8 @@ def test_same_value_again_is_unchanged(archive: Archive, agent: Principal) -> No
     assert len(archive.memory_history(agent, "user-7", "timezone")) == 1
     assert memory_outbox(archive) == outbox_before
     # The same value from another source is a new version: the provenance is part of the fact.
-    confirmed = archive.remember(agent, "user-7", "timezone", "UTC", "tool_fact")
-    assert confirmed.fact.version == 2 and confirmed.fact.provenance == "tool_fact"
+    confirmed = archive.remember(agent, "user-7", "timezone", "UTC", "user_correction")
+    assert confirmed.fact.version == 2 and confirmed.fact.provenance == "user_correction"
 
 
 def test_history_keeps_every_superseded_version(archive: Archive, agent: Principal) -> None:
@@ -268,6 +268,8 @@ def test_another_tenant_sees_nothing(archive: Archive, agent: Principal, other_t
 
 def test_derived_from_is_kept_as_a_source_ref(archive: Archive, agent: Principal) -> None:
     archive.put_evidence(agent, EvidenceInput(evidence_id="form:7", body="tz UTC", source="intake"))
+    archive.record(agent, "s1", "crm.lookup", "city: Paris")
+    archive.record(agent, "s1", "crm.lookup", "city: Berlin")
     a = archive.remember(agent, "user-7", "timezone", "UTC", "document", derived_from="evidence:form:7")
     assert a.fact.derived_from == "evidence:form:7"
     b = archive.remember(

@@ -214,7 +214,7 @@ def test_the_worker_waits_out_an_unavailable_store() -> None:
         stop.set()
         return DrainReport(applied=0, failed=0, pending=0)
 
-    fake = SimpleNamespace(indexer=SimpleNamespace(drain=drain))
+    fake = SimpleNamespace(indexer=SimpleNamespace(drain=drain), purge_expired_everywhere=list)
     stats = run_worker(fake, stop, poll_seconds=0.01)  # type: ignore[arg-type]
     assert (stats.store_errors, stats.applied, stats.passes) == (2, 4, 2)
 

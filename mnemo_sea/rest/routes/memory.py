@@ -1,4 +1,4 @@
-"""Memory facts: remember, read the current value, list a key's history."""
+"""Memory facts: remember, read the current value, list a key's history, forget, purge expired."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
 
-from mnemo_sea.archive import MemoryFact, NotFound, RememberOutcome
+from mnemo_sea.archive import DeletionReceipt, MemoryFact, NotFound, RememberOutcome
 from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.models import Page, RememberIn, page
 from mnemo_sea.rest.problems import responses
@@ -52,3 +53,25 @@ def history(
 ) -> Page[MemoryFact]:
     """Every version of the fact, oldest first, superseded ones included."""
     return page(mnemo.memory_history(principal, owner, key), offset, limit)
+
+
+@router.delete("/{owner}", response_model=DeletionReceipt, responses=responses(403, 404, 409))
+def forget(
+    owner: str, key: MemoryKey, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
+) -> DeletionReceipt:
+    """Forget the fact: every version, its index points and cached searches are deleted (audited).
+    The owner themselves, agents and admins may; the receipt is checked by /v1/deletions/verify."""
+    return mnemo.forget(principal, owner, key, idempotency_key=idempotency_key)
+
+
+class PurgeOut(BaseModel):
+    purged: int = Field(description="expired memory versions deleted")
+    receipt: DeletionReceipt | None = Field(description="the deletion receipt; null when none had expired")
+
+
+@router.post("/purge-expired", response_model=PurgeOut, responses=responses(403))
+def purge_expired(principal: Caller, mnemo: System) -> PurgeOut:
+    """Delete the tenant's expired memory versions now, with their index points (admin). The
+    outbox worker does this on a schedule (MNEMO_TTL_PURGE_SECONDS)."""
+    receipt = mnemo.purge_expired(principal)
+    return PurgeOut(purged=0 if receipt is None else len(receipt.memory_facts), receipt=receipt)
