@@ -69,3 +69,40 @@ def test_search_as_of_holds_for_every_kind(api: Api) -> None:
             ("summary", 1, "okapi ferry summary"),
             ("tool_result", 1, "okapi sighting note"),
         }
+
+
+def check(api: Api, headers: dict[str, str], citations: list[dict[str, Any]]) -> list[str]:
+    response = api.client.post("/v1/citations/check", json={"citations": citations}, headers=headers)
+    assert response.status_code == 200, response.text
+    return [c["verdict"] for c in response.json()["citations"]]
+
+
+def test_every_search_hit_is_a_checkable_citation(api: Api) -> None:
+    agent = api.headers("agent")
+    seed(api, agent)
+    admin = api.headers("admin", clearance="restricted")
+    write(
+        api,
+        "/v1/sessions/vault/results",
+        {"tool_name": "t", "content": "x", "sensitivity": "restricted"},
+        admin,
+    )
+    write(
+        api, "/v1/sessions/vault/archive", {"targets": [{"result_id": "r1", "note": "okapi secret"}]}, admin
+    )
+    hits = search(api, agent, None)
+    assert {h["kind"] for h in hits} == {"knowledge", "memory", "summary", "tool_result"}
+    cited = [{k: h[k] for k in ("evidence_id", "version")} | {"quote": h["snippet"]} for h in hits]
+    assert check(api, agent, cited) == ["ok"] * 4
+    assert check(api, agent, [c | {"quote": "okapi named Zed"} for c in cited]) == ["quote_not_found"] * 4
+    missing = ["result:s-1/r9", "memory:u-1/nothing", "sum:" + "f" * 32]
+    assert check(api, agent, [{"evidence_id": i, "quote": "okapi"} for i in missing]) == ["unresolved"] * 3
+    # Above the agent's clearance; another owner's session and memory, for a reader.
+    secret = {"evidence_id": "result:vault/r1", "quote": "okapi secret"}
+    assert check(api, agent, [secret]) == ["forbidden"]
+    assert check(api, admin, [secret]) == ["ok"]
+    about_others = [c for c in cited if c["evidence_id"].startswith(("result:", "memory:"))]
+    assert check(api, api.headers("reader", subject="u-2"), about_others) == ["forbidden"] * 2
+    # Another tenant's ids are unresolved, exactly like missing ones.
+    stranger = api.other_tenant().headers("admin", clearance="restricted")
+    assert check(api, stranger, [*cited, secret]) == ["unresolved"] * 5
