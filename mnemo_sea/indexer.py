@@ -258,10 +258,10 @@ def memory_document(tenant: str, fact: MemoryFact, ended_at: datetime | None) ->
 
     As `current(at=T)` reads memory: the version answers at T if it was written by T
     (`created_at`), not yet superseded at T (`ended_at`) and not expired at T (`expires_at`).
-    Statuses other than active and superseded are never searchable.
+    A version past its TTL stays indexed as it was (active, valid until its expiry) until the
+    purge deletes it: the time filter hides it now and still finds it `as_of` before then.
     """
-    if fact.status not in ("active", "superseded"):
-        return None
+    status = "superseded" if fact.status == "superseded" else "active"
     valid_until = fact.expires_at
     if ended_at is not None:
         valid_until = ended_at if valid_until is None else min(valid_until, ended_at)
@@ -277,7 +277,7 @@ def memory_document(tenant: str, fact: MemoryFact, ended_at: datetime | None) ->
         scope="memory",
         owner=fact.owner,
         sensitivity=1,
-        status=fact.status,
+        status=status,
         valid_from=fact.created_at,
         valid_until=valid_until,
     )

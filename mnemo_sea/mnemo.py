@@ -448,10 +448,9 @@ class Mnemo:
             fact, ended_at = stored
             if as_of is None:  # what `current` answers now
                 held = fact.status == "active" and not fact.expired(utcnow())
-            else:  # what `current(at=as_of)` answers
+            else:  # what `current(at=as_of)` answers: the times decide, not today's status
                 held = (
-                    fact.status in ("active", "superseded")
-                    and fact.created_at <= as_of
+                    fact.created_at <= as_of
                     and (ended_at is None or as_of < ended_at)
                     and not fact.expired(as_of)
                 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from mnemo_sea.agent_tools.inputs import SearchEvidenceInput
 from mnemo_sea.agent_tools.tools import search_evidence
@@ -136,3 +136,19 @@ def test_an_index_without_validity_is_dropped_at_hydration_and_repaired_by_fsck(
     assert repaired.ok and repaired.repaired == 4
     assert mnemo.search(AGENT, "okapi", mode="bm25", as_of=at.start).dropped == 0
     assert found(mnemo, "memory", at.middle) == [("memory:u-1/pet", 1, "pet: okapi named Mimi")]
+
+
+def test_a_fact_with_a_ttl_answers_until_its_expiry(mnemo: Mnemo) -> None:
+    ttl = timedelta(seconds=0.4)
+    written = mnemo.remember(AGENT, "u-2", "stock", "okapi food: 3 bags", "tool_fact", ttl=ttl)
+    assert written.fact.expires_at is not None
+    while datetime.now(UTC) <= written.fact.expires_at:
+        time.sleep(0.05)
+    before_expiry = written.fact.expires_at - timedelta(seconds=0.1)
+    assert found(mnemo, "memory", before_expiry) == [("memory:u-2/stock", 1, "stock: okapi food: 3 bags")]
+    assert found(mnemo, "memory", written.fact.expires_at) == []
+    assert found(mnemo, "memory", None) == []
+    quote = {"evidence_id": "memory:u-2/stock", "quote": "okapi food: 3 bags"}
+    then, now = (mnemo.check_citations(AGENT, [quote], answered_at=at) for at in (before_expiry, None))
+    assert (then.checks[0].verdict, now.checks[0].verdict) == ("ok", "invalid_at_time")
+    assert run_fsck(mnemo).ok
