@@ -10,14 +10,20 @@ repair the drift.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from typer.testing import CliRunner
 
 from mnemo_sea.agent_tools.inputs import SearchEvidenceInput
 from mnemo_sea.agent_tools.tools import search_evidence
 from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
+from mnemo_sea.cli import app as cli_app
 from mnemo_sea.fsck import _expected, run_fsck
+from mnemo_sea.hashing_embedder import HashingEmbedder as PackageHashingEmbedder
 from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.retrieval import EvidenceDocument
 
@@ -152,3 +158,20 @@ def test_a_fact_with_a_ttl_answers_until_its_expiry(mnemo: Mnemo) -> None:
     then, now = (mnemo.check_citations(AGENT, [quote], answered_at=at) for at in (before_expiry, None))
     assert (then.checks[0].verdict, now.checks[0].verdict) == ("ok", "invalid_at_time")
     assert run_fsck(mnemo).ok
+
+
+def test_the_command_line_search_obeys_as_of_for_every_kind(tmp_path: Path) -> None:
+    folder = tmp_path / "cli-data"
+    with Mnemo.open(folder, embedder=PackageHashingEmbedder()) as mnemo:
+        at = seed(mnemo)
+
+    def cli_search(as_of: datetime) -> set[tuple[str, int]]:
+        argv = ["search", "okapi", "--mode", "bm25", "--as-of", as_of.isoformat(), "--json"]
+        argv += ["--data-dir", str(folder), "--embedder", "hashing"]
+        argv += ["--tenant", AGENT.tenant_id, "--subject", AGENT.subject, "--role", "agent"]
+        result = CliRunner().invoke(cli_app, argv, env={"MNEMO_DATABASE_URL": None, "MNEMO_DATA_DIR": None})
+        assert result.exit_code == 0, result.output
+        return {(h["evidence_id"], h["version"]) for h in json.loads(result.output)["hits"]}
+
+    assert cli_search(LONG_AGO) == set()
+    assert cli_search(at.middle) == {("ferry", 1), ("memory:u-1/pet", 1)}
