@@ -15,11 +15,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
-from mnemo_sea.citations import CitationCheck, check_answers, load_citations_jsonl
+from mnemo_sea.archive import EvidenceInput, InvalidInput, Principal, Role, Sensitivity
+from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.refs import DERIVED_ID_PREFIXES
+from mnemo_sea.citations import SUMMARY_PREFIX, CitationCheck, check_answers, load_citations_jsonl
 from mnemo_sea.cli import app as cli_app
+from mnemo_sea.indexer import MEMORY_PREFIX, RESULT_PREFIX
 from mnemo_sea.mnemo import Mnemo, SearchHit
 
 TENANT = "clinic-cite"
@@ -200,3 +205,15 @@ def test_the_jsonl_eval_checks_search_ids(mnemo: Mnemo, tmp_path: Path) -> None:
     out = json.loads(result.output)
     assert out["precision"] == 0.5 and out["counts"]["ok"] == len(hits)
     assert out["counts"]["quote_not_found"] == len(hits)
+
+
+def test_no_evidence_record_can_take_an_id_search_gives_to_other_kinds(mnemo: Mnemo) -> None:
+    """Otherwise a planted record `result:s-alice/r1` would share the note's index points and
+    answer citations of the note."""
+    assert (RESULT_PREFIX, MEMORY_PREFIX, SUMMARY_PREFIX) == DERIVED_ID_PREFIXES
+    for taken in ("result:s-alice/r1", "memory:alice/pet", "sum:" + "0" * 32):
+        with pytest.raises(InvalidInput) as err:
+            mnemo.put_evidence(AGENT, EvidenceInput(body="planted okapi", source="kb", evidence_id=taken))
+        assert err.value.field == "evidence_id"
+    with mnemo.archive.store.read() as conn:
+        assert conn.execute(select(func.count()).select_from(t.evidence)).scalar_one() == 0
