@@ -157,6 +157,16 @@ class Archive:
             lambda: sessions.recover(self.store, principal, session_id, result_id),
         )
 
+    def read_result(
+        self, principal: Principal, session_id: str, result_id: str
+    ) -> tuple[ToolResult, datetime | None, bytes | None]:
+        return self._guard(
+            principal,
+            "read_result",
+            f"session:{session_id}/{result_id}",
+            lambda: sessions.read_result(self.store, principal, session_id, result_id),
+        )
+
     # ---- evidence ----------------------------------------------------------------------------
 
     def put_evidence(

@@ -24,7 +24,7 @@ from .idempotency import KeyedRequest, keyed, previous_reply, save_reply
 from .outbox import enqueue
 from .principal import Principal, Role, Sensitivity, check_identifier
 from .records import EVIDENCE_KINDS, PROVENANCES, EvidenceRecord
-from .refs import check_evidence_id
+from .refs import DERIVED_ID_PREFIXES, check_evidence_id
 from .sessions import check_media_type, content_bytes
 from .store import ArchiveStore
 
@@ -173,6 +173,12 @@ def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> 
     # Only None asks for a generated id: an empty string is a caller bug, not a request for one.
     generated = f"ev:{uuid.uuid4().hex}"
     evidence_id = check_evidence_id(generated if item.evidence_id is None else item.evidence_id)
+    if evidence_id.startswith(DERIVED_ID_PREFIXES):
+        raise InvalidInput(
+            "evidence_id",
+            f"{evidence_id!r}: ids starting with {', '.join(DERIVED_ID_PREFIXES)} name archived results, "
+            "memory facts and summaries; choose another id",
+        )
     source = _check_text("source", item.source, _TEXT_LIMITS["source"], required=True)
     scope = _check_text("scope", item.scope, _TEXT_LIMITS["scope"], required=True)
     locator = _check_text("locator", item.locator, _TEXT_LIMITS["locator"], required=False)

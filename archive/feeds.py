@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import Connection, select
 
@@ -31,6 +32,7 @@ class ArchivedNote:
     sensitivity: int
     owner: str
     content_sha256: str
+    archived_at: datetime  # when the note was written: `as_of` searches find it from then on
 
 
 def evidence_version(
@@ -49,6 +51,7 @@ def archived_note(conn: Connection, tenant_id: str, session_id: str, rid: str) -
             t.tool_results.c.sensitivity,
             t.tool_results.c.blob_sha256,
             t.archive_entries.c.note,
+            t.archive_entries.c.archived_at,
             t.sessions.c.owner,
         )
         .select_from(
@@ -72,10 +75,20 @@ def archived_note(conn: Connection, tenant_id: str, session_id: str, rid: str) -
     ).first()
     if row is None:
         return None
-    return ArchivedNote(session_id, rid, row.tool_name, row.note, row.sensitivity, row.owner, row.blob_sha256)
+    return ArchivedNote(
+        session_id, rid, row.tool_name, row.note, row.sensitivity, row.owner, row.blob_sha256, row.archived_at
+    )
 
 
 def memory_fact(conn: Connection, tenant_id: str, owner: str, key: str, version: int) -> MemoryFact | None:
+    found = memory_version(conn, tenant_id, owner, key, version)
+    return None if found is None else found[0]
+
+
+def memory_version(
+    conn: Connection, tenant_id: str, owner: str, key: str, version: int
+) -> tuple[MemoryFact, datetime | None] | None:
+    """One version of a fact with the time it stopped being current (None while it is)."""
     row = conn.execute(
         select(t.memory_facts).where(
             t.memory_facts.c.tenant_id == tenant_id,
@@ -84,7 +97,7 @@ def memory_fact(conn: Connection, tenant_id: str, owner: str, key: str, version:
             t.memory_facts.c.version == version,
         )
     ).first()
-    return None if row is None else fact_from_row(row)
+    return None if row is None else (fact_from_row(row), row.ended_at)
 
 
 def summary(conn: Connection, tenant_id: str, summary_id: str) -> Summary | None:
@@ -140,6 +153,20 @@ def active_memory(conn: Connection, tenant_id: str) -> Iterator[MemoryFact]:
         )
     ):
         yield fact_from_row(row)
+
+
+def searchable_memory(conn: Connection, tenant_id: str) -> Iterator[tuple[MemoryFact, datetime | None]]:
+    """Every fact version the index should hold (current and superseded, for `as_of` searches),
+    with the time it stopped being current."""
+    for row in conn.execute(
+        select(t.memory_facts)
+        .where(
+            t.memory_facts.c.tenant_id == tenant_id,
+            t.memory_facts.c.status.in_(("active", "superseded")),
+        )
+        .order_by(t.memory_facts.c.owner, t.memory_facts.c.key, t.memory_facts.c.version)
+    ):
+        yield fact_from_row(row), row.ended_at
 
 
 def summary_ids(conn: Connection, tenant_id: str) -> list[str]:

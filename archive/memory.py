@@ -234,7 +234,9 @@ def _persist(
             )
             .values(status="superseded", ended_at=now)
         )
-        enqueue(conn, tenant, "index_delete", "memory", f"{owner}/{key}@{current.version}", {"owner": owner})
+        # The superseded version stays in the index (status and validity updated) so `as_of`
+        # searches find what was current then, as for superseded evidence.
+        enqueue(conn, tenant, "index_status", "memory", f"{owner}/{key}@{current.version}", {"owner": owner})
     version = (chain[-1].version + 1) if chain else 1
     conn.execute(
         t.memory_facts.insert().values(

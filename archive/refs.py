@@ -14,6 +14,10 @@ from .principal import check_identifier
 from .records import parse_result_id
 
 EVIDENCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@#-]{0,255}$")
+# The ids search gives to what is not an evidence record (an archived result's note, a memory
+# fact, a summary) and citations resolve: no evidence record may take one, or the index would
+# hold two things under one id and a citation could not say which it names.
+DERIVED_ID_PREFIXES = ("result:", "memory:", "sum:")
 
 
 def check_evidence_id(value: object) -> str:

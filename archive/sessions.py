@@ -713,4 +713,39 @@ def recover(store: ArchiveStore, principal: Principal, session_id: str, result_r
     )
 
 
-__all__ = ["Forbidden", "archive", "live_view", "record", "recover"]
+def read_result(
+    store: ArchiveStore, principal: Principal, session_id: str, result_ref: str
+) -> tuple[ToolResult, datetime | None, bytes | None]:
+    """One result as this principal may read it, changing nothing (citation checks use it).
+
+    Returns the result with its note, the time it was archived (None while live) and its
+    hash-verified original when the principal may see that: a live result's original is in the
+    live view of anyone who may read the session; an archived one's only comes back through
+    `recover`, which needs the agent role, so a reader gets None. Raises InvalidInput (malformed
+    ids), NotFound (no such result in a session of this tenant), Forbidden (another owner's
+    session for a reader, or above the principal's clearance) or IntegrityError.
+    """
+    principal.require(Role.READER, "reading a result")
+    check_identifier("session_id", session_id)
+    number = parse_result_id(result_ref)
+    tenant = principal.tenant_id
+    with store.read() as conn:
+        _readable_session(conn, principal, session_id)
+        found = _results_with_notes(conn, tenant, session_id, number)
+        if not found:
+            raise NotFound("result", f"{session_id}/{result_ref}")
+        result = found[0]
+        principal.require_clearance(result.sensitivity, f"reading {session_id}/{result_ref}")
+        archived_at = conn.execute(
+            select(t.archive_entries.c.archived_at).where(
+                t.archive_entries.c.tenant_id == tenant,
+                t.archive_entries.c.session_id == session_id,
+                t.archive_entries.c.result_no == number,
+            )
+        ).scalar_one_or_none()
+        readable = archived_at is None or principal.has(Role.AGENT)
+        content = read_blob(conn, tenant, result.content_sha256) if readable else None
+    return result, archived_at, content
+
+
+__all__ = ["Forbidden", "archive", "live_view", "read_result", "record", "recover"]

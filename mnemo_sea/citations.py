@@ -1,13 +1,28 @@
 """Citation checks: does each citation of an answer resolve, hold at the answer's time, and say
 what it quotes?
 
-A citation names an evidence record (`evidence_id`, optionally a `version`), a `quote` from
-its original and optionally a `locator` (section, page). `check_citations` reads the archive
-as the given principal and, for each citation, answers:
+A citation names what it cites (`evidence_id`, optionally a `version`), a `quote` from it and
+optionally a `locator` (section, page). Every id a search returns can be cited, with the same
+verdicts:
+
+- an evidence record's id: the quote is checked against its original;
+- `result:<session>/<rN>`, a session's tool result: against the original of a live result, and
+  for an archived one its note (what search returns; it exists from the archiving on) or, for a
+  principal who may recover it (agent role), its original. Version 1 only; locator `<session>/<rN>`;
+- `memory:<owner>/<key>`, a memory fact: the version's `key: value` as search shows it, held
+  from its write until superseded, valid until its TTL expiry; locator `<owner>/<key>`;
+- `sum:<id>`, a summary: its text, from its creation on. Version 1 only; locator its trace_ref.
+
+An evidence record of the id comes first (evidence ids are caller-given and may look like the
+others). `check_citations` reads the archive as the given principal and, for each citation,
+answers:
 
 - does it resolve for this principal? A missing id, a deleted one and another tenant's id get
   the same answer (`unresolved`), so the check is never an oracle for other tenants' data;
-  an id in the principal's tenant it may not read (clearance, owner, role) is `forbidden`;
+  an id in the principal's tenant it may not read (clearance; another owner's evidence,
+  session or summary for a reader; role) is `forbidden`. A `memory:` id of another owner is
+  `forbidden` for a reader whether or not the fact exists: the id names the owner, so the
+  answer says nothing the id does not;
 - which version was checked: the cited one, else the one in force at `answered_at` (the
   archive's `as_of` rule: current in the archive at that time and valid in the world then);
   when none was, the latest version recorded by then (or the first one, if all came later);
@@ -60,9 +75,10 @@ import os
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
 
@@ -77,6 +93,7 @@ from mnemo_sea.archive import (
 )
 from mnemo_sea.archive.clock import aware, utcnow
 from mnemo_sea.archive.refs import check_evidence_id
+from mnemo_sea.indexer import MEMORY_PREFIX, RESULT_PREFIX
 
 Verdict = Literal[
     "ok",
@@ -109,6 +126,7 @@ QUOTE_LIMIT = 20_000
 LOCATOR_LIMIT = 1_024
 JSONL_LIMIT = 64 * 1024 * 1024
 _FIELDS = ("evidence_id", "version", "quote", "locator")
+SUMMARY_PREFIX = "sum:"  # the archive's summary ids: `sum:<uuid hex>`
 
 
 # ---- text normalisation and quote matching --------------------------------------------------------
@@ -335,21 +353,63 @@ class CitationReport:
         }
 
 
-def _in_force(rec: EvidenceRecord, at: datetime) -> bool:
-    # Transaction time, as in the archive's as_of reads: the archive's current version then.
-    return rec.recorded_at <= at and (rec.ended_at is None or at < rec.ended_at)
+@dataclass(frozen=True)
+class _Cited:
+    """The version a citation resolved to, whatever its kind: what the verdicts read.
+
+    `recorded_at`/`ended_at` are transaction time (when it entered the archive, when it stopped
+    being current), `valid_from`/`valid_until` valid time; `text` is what the quote must be in
+    (None: not text, `media_type` says what it is instead).
+    """
+
+    name: str  # for reasons: "policy:x@2", "memory:u-1/pet@1"
+    version: int
+    status: str  # active | superseded | retracted
+    recorded_at: datetime
+    ended_at: datetime | None
+    valid_from: datetime | None
+    valid_until: datetime | None
+    superseded_by: int | None
+    locator: str
+    text: str | None
+    media_type: str = "text/plain; charset=utf-8"
+
+    def in_force(self, at: datetime) -> bool:
+        # Transaction time, as in the archive's as_of reads: the archive's current version then.
+        return self.recorded_at <= at and (self.ended_at is None or at < self.ended_at)
+
+    def valid_at(self, at: datetime) -> bool:
+        return (self.valid_from is None or self.valid_from <= at) and (
+            self.valid_until is None or at < self.valid_until
+        )
 
 
-def _resolve(
+def _evidence(rec: EvidenceRecord, content: bytes | None) -> _Cited:
+    return _Cited(
+        name=f"{rec.evidence_id}@{rec.version}",
+        version=rec.version,
+        status=rec.status,
+        recorded_at=rec.recorded_at,
+        ended_at=rec.ended_at,
+        valid_from=rec.valid_from,
+        valid_until=rec.valid_until,
+        superseded_by=rec.version + 1 if rec.status == "superseded" else None,
+        locator=rec.locator,
+        text=None if content is None else _decode(content, rec.media_type),
+        media_type=rec.media_type,
+    )
+
+
+def _resolve_evidence(
     archive: Archive, principal: Principal, citation: Citation, at: datetime
-) -> tuple[EvidenceRecord, bytes | None, VersionSource]:
+) -> tuple[_Cited, VersionSource]:
     eid = citation.evidence_id
     if citation.version is not None:
         rec, content = archive.get_evidence(principal, eid, version=citation.version, with_content=True)
-        return rec, content, "given"
+        return _evidence(rec, content), "given"
     try:
         rec, content = archive.get_evidence(principal, eid, as_of=at, with_content=True)
-        return rec, content, "in_force"
+        return _evidence(rec, content), "in_force"
     except NotFound:
         # Nothing answered at that time. Check what the answer most plausibly saw: the latest
         # version recorded by then (it may have been retracted, or outside its valid time),
@@ -358,7 +418,146 @@ def _resolve(
         before = [r for r in history if r.recorded_at <= at]
         pick = before[-1] if before else history[0]
         rec, content = archive.get_evidence(principal, eid, version=pick.version, with_content=True)
-        return rec, content, "fallback"
+        return _evidence(rec, content), "fallback"
+
+
+def _only_version_one(citation: Citation, what: str) -> None:
+    if citation.version not in (None, 1):
+        raise NotFound(what, f"{citation.evidence_id}@{citation.version}")
+
+
+def _resolve_result(
+    archive: Archive, principal: Principal, citation: Citation, at: datetime
+) -> tuple[_Cited, VersionSource]:
+    """`result:<session>/<rN>`: the quote may come from what the principal can read under that
+    id: the original of a live result; an archived one's note (what search returns, written when
+    it was archived) or, for an agent who may recover it, its original."""
+    _only_version_one(citation, "result")
+    session_id, _, rid = citation.evidence_id.removeprefix(RESULT_PREFIX).rpartition("/")
+    result, archived_at, content = archive.read_result(principal, session_id, rid)
+    original = None if content is None else _decode(content, result.media_type)
+    texts: list[tuple[str, datetime]] = []
+    if original is not None:
+        texts.append((original, result.recorded_at))
+    if archived_at is not None and result.note is not None:
+        texts.append((result.note, archived_at))  # the note exists from its archiving on
+    # The text holding the quote; without one, the note when there is one (what search showed).
+    match = next((x for x in texts if quote_in_text(citation.quote, x[0])), None)
+    text, since = match or (texts[-1] if texts else (None, result.recorded_at))
+    cited = _Cited(
+        name=f"{citation.evidence_id}@1",
+        version=1,
+        status="active",
+        recorded_at=since,
+        ended_at=None,
+        valid_from=None,
+        valid_until=None,
+        superseded_by=None,
+        locator=f"{session_id}/{rid}",
+        text=text,
+        media_type="text/plain; charset=utf-8" if text is not None else result.media_type,
+    )
+    return cited, "given" if citation.version is not None else "in_force"
+
+
+def _resolve_memory(
+    archive: Archive, principal: Principal, citation: Citation, at: datetime
+) -> tuple[_Cited, VersionSource]:
+    """`memory:<owner>/<key>`: a fact version, read as search shows it (`key: value`), valid
+    from its write until superseded, and not after its TTL expiry. For a principal that may not
+    act for the owner the answer is forbidden whether or not the fact exists: the id itself names
+    the owner, so the answer reveals nothing beyond it."""
+    owner, _, key = citation.evidence_id.removeprefix(MEMORY_PREFIX).partition("/")
+    history = archive.memory_history(principal, owner, key)
+    if not history:
+        raise NotFound("memory", citation.evidence_id)
+    # A version stops being current when the next one is written (the same instant).
+    ended = {fact.version: nxt.created_at for fact, nxt in pairwise(history)}
+    following = {fact.version: nxt.version for fact, nxt in pairwise(history)}
+    source: VersionSource
+    if citation.version is not None:
+        pick = next((f for f in history if f.version == citation.version), None)
+        if pick is None:
+            raise NotFound("memory", f"{citation.evidence_id}@{citation.version}")
+        source = "given"
+    else:
+        held = [
+            f
+            for f in history
+            if f.created_at <= at and (ended.get(f.version) is None or at < ended[f.version])
+        ]
+        if held and not held[-1].expired(at):
+            pick, source = held[-1], "in_force"
+        else:
+            before = [f for f in history if f.created_at <= at]
+            pick, source = (before[-1] if before else history[0]), "fallback"
+    superseded = pick.status == "superseded"
+    cited = _Cited(
+        name=f"{citation.evidence_id}@{pick.version}",
+        version=pick.version,
+        status=pick.status,
+        recorded_at=pick.created_at,
+        ended_at=ended.get(pick.version) if superseded else None,
+        valid_from=None,
+        valid_until=pick.expires_at,
+        superseded_by=following.get(pick.version) if superseded else None,
+        locator=f"{owner}/{key}",
+        text=f"{pick.key}: {pick.value}",
+    )
+    return cited, source
+
+
+def _resolve_summary(
+    archive: Archive, principal: Principal, citation: Citation, at: datetime
+) -> tuple[_Cited, VersionSource]:
+    """A summary id: its text, from its creation on (a summary is never superseded)."""
+    _only_version_one(citation, "summary")
+    found = archive.get_summary(principal, citation.evidence_id)
+    cited = _Cited(
+        name=f"{found.summary_id}@1",
+        version=1,
+        status="active",
+        recorded_at=found.created_at,
+        ended_at=None,
+        valid_from=None,
+        valid_until=None,
+        superseded_by=None,
+        locator=found.trace_ref or "",
+        text=found.text,
+    )
+    return cited, "given" if citation.version is not None else "in_force"
+
+
+Resolver = Callable[[Archive, Principal, Citation, datetime], tuple[_Cited, VersionSource]]
+
+
+def _derived_resolver(evidence_id: str) -> Resolver | None:
+    """How to read an id that search gives to something other than an evidence record."""
+    if evidence_id.startswith(RESULT_PREFIX) and "/" in evidence_id:
+        return _resolve_result
+    if evidence_id.startswith(MEMORY_PREFIX) and "/" in evidence_id:
+        return _resolve_memory
+    if evidence_id.startswith(SUMMARY_PREFIX):
+        return _resolve_summary
+    return None
+
+
+def _resolve(
+    archive: Archive, principal: Principal, citation: Citation, at: datetime
+) -> tuple[_Cited, VersionSource]:
+    # An evidence record of that id comes first: evidence ids are caller-given and were citable
+    # before derived ids were, so a citation that resolved to evidence still does.
+    try:
+        return _resolve_evidence(archive, principal, citation, at)
+    except NotFound:
+        derived = _derived_resolver(citation.evidence_id)
+        if derived is None:
+            raise
+    try:
+        return derived(archive, principal, citation, at)
+    except InvalidInput:
+        # Shaped like a derived id but naming nothing the archive could hold (`memory:/x`).
+        raise NotFound("evidence", citation.evidence_id) from None
 
 
 def _check_one(
@@ -370,7 +569,7 @@ def _check_one(
         return CitationCheck(index, "invalid", e.message, None)
     ref = citation.evidence_id if citation.version is None else f"{citation.evidence_id}@{citation.version}"
     try:
-        rec, content, source = _resolve(archive, principal, citation, at)
+        rec, source = _resolve(archive, principal, citation, at)
     except NotFound:
         # One message for missing, deleted and other tenants' ids.
         return CitationCheck(
@@ -379,19 +578,18 @@ def _check_one(
     except Forbidden as e:
         return CitationCheck(index, "forbidden", e.message, citation)
 
-    text = None if content is None else _decode(content, rec.media_type)
+    text = rec.text
     quote_found = text is not None and quote_in_text(citation.quote, text)
     locator_matches = (
         None if citation.locator is None else normalise_text(citation.locator) == normalise_text(rec.locator)
     )
-    in_force = _in_force(rec, at)
+    in_force = rec.in_force(at)
     valid_at_answer = in_force and rec.valid_at(at)
     ended_before = rec.ended_at is not None and rec.ended_at <= at
     changed_since = rec.ended_at is not None and rec.ended_at > at
-    superseded_by = rec.version + 1 if rec.status == "superseded" else None
-    name = f"{rec.evidence_id}@{rec.version}"
+    superseded_by = rec.superseded_by
+    name = rec.name
     when = at.isoformat()
-
     verdict: Verdict
     if not quote_found:
         verdict = "quote_not_found"

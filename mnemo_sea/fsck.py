@@ -75,7 +75,10 @@ def _expected(
             note = feeds.archived_note(conn, tenant, session_id, rid)
             if note is not None:
                 docs.append(note_document(tenant, note))
-        docs.extend(memory_document(tenant, fact) for fact in feeds.active_memory(conn, tenant))
+        for fact, ended_at in feeds.searchable_memory(conn, tenant):
+            memory_doc = memory_document(tenant, fact, ended_at)
+            if memory_doc is not None:
+                docs.append(memory_doc)
         for summary_id in feeds.summary_ids(conn, tenant):
             found_summary = feeds.summary(conn, tenant, summary_id)
             if found_summary is not None:
@@ -84,12 +87,21 @@ def _expected(
     return {(d.evidence_id, d.version): d for d in docs}, corrupt
 
 
-# What must agree between a point and the archive: everything a filter or a hydration reads.
-Fields = tuple[str, str, str | None, int, float]
+# What must agree between a point and the archive: everything a filter or a hydration reads
+# (an index built before notes, memory and summaries carried their start of validity has
+# valid_from at the beginning of time: a stale point, re-indexed by --repair).
+Fields = tuple[str, str, str | None, int, float, float]
 
 
 def _fields(doc: EvidenceDocument) -> Fields:
-    return (doc.status, doc.content_sha256, doc.owner, doc.sensitivity, doc.valid_until_epoch)
+    return (
+        doc.status,
+        doc.content_sha256,
+        doc.owner,
+        doc.sensitivity,
+        doc.valid_from_epoch,
+        doc.valid_until_epoch,
+    )
 
 
 def _indexed(mnemo: Mnemo, tenant: str) -> dict[tuple[str, int], set[Fields]]:
@@ -99,7 +111,7 @@ def _indexed(mnemo: Mnemo, tenant: str) -> dict[tuple[str, int], set[Fields]]:
     out: dict[tuple[str, int], set[Fields]] = defaultdict(set)
     for _pid, p in mnemo.index.backend.matching(spec, limit=total + 1):
         out[(p.evidence_id, p.version)].add(
-            (p.status, p.content_sha256, p.owner, p.sensitivity, p.valid_until)
+            (p.status, p.content_sha256, p.owner, p.sensitivity, p.valid_from, p.valid_until)
         )
     return out
 
@@ -137,6 +149,7 @@ def run_fsck(mnemo: Mnemo, *, repair: bool = False, tenant_id: str | None = None
     ]
     checked = {"tenants": len(tenants), "documents": 0, "indexed": 0}
     for tenant in tenants:
+        repaired_before = repaired
         expected, corrupt = _expected(mnemo, tenant)
         indexed = _indexed(mnemo, tenant)
         checked["documents"] += len(expected)
@@ -161,6 +174,10 @@ def run_fsck(mnemo: Mnemo, *, repair: bool = False, tenant_id: str | None = None
                     mnemo.index.delete(tenant, key[0], key[1])
                 mnemo.index.upsert([doc])
                 repaired += 1
+        if repaired > repaired_before:
+            # Cached searches hold the pointers the drifted index answered: a repaired point
+            # (a superseded fact put back, a corrected validity) must show in them too.
+            mnemo.cache.bump_generation(tenant)
     if repair:
         mnemo.index.flush()
         after = run_fsck(mnemo, repair=False, tenant_id=tenant_id)

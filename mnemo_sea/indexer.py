@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import Connection
 
@@ -159,12 +160,20 @@ class Indexer:
         elif item.entity == "memory":
             ref, _, version_text = item.entity_ref.rpartition("@")
             owner, _, key = ref.partition("/")
+            version = int(version_text)
             if item.op == "index_delete":
-                self.index.delete(tenant, memory_evidence_id(owner, key), int(version_text))
+                self.index.delete(tenant, memory_evidence_id(owner, key), version)
             else:
-                fact = feeds.memory_fact(conn, tenant, owner, key, int(version_text))
-                if fact is not None and fact.status == "active":
-                    self.index.upsert([memory_document(tenant, fact)])
+                # index_upsert (a new version) and index_status (superseded): either way the
+                # archive's row says what the index holds now. A superseded version stays
+                # searchable `as_of` the time it was current, as superseded evidence does.
+                fact_row = feeds.memory_version(conn, tenant, owner, key, version)
+                if fact_row is not None:
+                    fact_doc = memory_document(tenant, *fact_row)
+                    if fact_doc is None:
+                        self.index.delete(tenant, memory_evidence_id(owner, key), version)
+                    else:
+                        self.index.upsert([fact_doc])
         elif item.entity == "summary":
             if item.op == "index_delete":
                 self.index.delete(tenant, item.entity_ref)
@@ -228,6 +237,7 @@ def evidence_document(tenant: str, record: EvidenceRecord, content: bytes) -> Ev
 
 
 def note_document(tenant: str, note: feeds.ArchivedNote) -> EvidenceDocument:
+    """An archived result's note, searchable `as_of` any time from its archiving on."""
     return EvidenceDocument(
         tenant_id=tenant,
         evidence_id=result_evidence_id(f"{note.session_id}/{note.result_id}"),
@@ -239,10 +249,24 @@ def note_document(tenant: str, note: feeds.ArchivedNote) -> EvidenceDocument:
         # A reader finds notes of sessions about itself only, as with live_view.
         owner=note.owner,
         sensitivity=note.sensitivity,
+        valid_from=note.archived_at,
     )
 
 
-def memory_document(tenant: str, fact: MemoryFact) -> EvidenceDocument:
+def memory_document(tenant: str, fact: MemoryFact, ended_at: datetime | None) -> EvidenceDocument | None:
+    """One version of a fact as the index sees it, or None when it answers at no moment.
+
+    As `current(at=T)` reads memory: the version answers at T if it was written by T
+    (`created_at`), not yet superseded at T (`ended_at`) and not expired at T (`expires_at`).
+    A version past its TTL stays indexed as it was (active, valid until its expiry) until the
+    purge deletes it: the time filter hides it now and still finds it `as_of` before then.
+    """
+    status = "superseded" if fact.status == "superseded" else "active"
+    valid_until = fact.expires_at
+    if ended_at is not None:
+        valid_until = ended_at if valid_until is None else min(valid_until, ended_at)
+    if valid_until is not None and valid_until <= fact.created_at:
+        return None  # superseded or expired the instant it was written
     return EvidenceDocument(
         tenant_id=tenant,
         evidence_id=memory_evidence_id(fact.owner, fact.key),
@@ -253,11 +277,14 @@ def memory_document(tenant: str, fact: MemoryFact) -> EvidenceDocument:
         scope="memory",
         owner=fact.owner,
         sensitivity=1,
-        valid_until=fact.expires_at,
+        status=status,
+        valid_from=fact.created_at,
+        valid_until=valid_until,
     )
 
 
 def summary_document(tenant: str, found: Summary, owner: str | None = None) -> EvidenceDocument:
+    """A summary, searchable `as_of` any time from its creation on."""
     return EvidenceDocument(
         tenant_id=tenant,
         evidence_id=found.summary_id,
@@ -268,4 +295,5 @@ def summary_document(tenant: str, found: Summary, owner: str | None = None) -> E
         scope="summary",
         owner=owner,
         sensitivity=int(found.sensitivity),
+        valid_from=found.created_at,
     )

@@ -431,21 +431,35 @@ class Mnemo:
                 label=label,
             )
 
+        # Every kind is checked against the archive's own times as well as the index's filter,
+        # so an index built before a kind carried its validity (or lagging behind) never
+        # answers `as_of` a moment with something written later.
         if hit.kind == "tool_result" and hit.evidence_id.startswith(RESULT_PREFIX):
             session_id, _, rid = hit.evidence_id.removeprefix(RESULT_PREFIX).rpartition("/")
             note = feeds.archived_note(conn, tenant, session_id, rid)
-            if note is None:
+            if note is None or (as_of is not None and as_of < note.archived_at):
                 return None
             return make(note.note, f"{session_id}/{rid}", label="archived result note")
         if hit.kind == "memory" and hit.evidence_id.startswith(MEMORY_PREFIX):
             owner, _, key = hit.evidence_id.removeprefix(MEMORY_PREFIX).partition("/")
-            fact = feeds.memory_fact(conn, tenant, owner, key, hit.version)
-            if fact is None or fact.status != "active" or fact.expired(utcnow()):
+            stored = feeds.memory_version(conn, tenant, owner, key, hit.version)
+            if stored is None:
+                return None
+            fact, ended_at = stored
+            if as_of is None:  # what `current` answers now
+                held = fact.status == "active" and not fact.expired(utcnow())
+            else:  # what `current(at=as_of)` answers: the times decide, not today's status
+                held = (
+                    fact.created_at <= as_of
+                    and (ended_at is None or as_of < ended_at)
+                    and not fact.expired(as_of)
+                )
+            if not held:
                 return None
             return make(f"{fact.key}: {fact.value}", f"{owner}/{key}", label=f"memory ({fact.provenance})")
         if hit.kind == "summary":
             found = feeds.summary(conn, tenant, hit.evidence_id)
-            if found is None:
+            if found is None or (as_of is not None and as_of < found.created_at):
                 return None
             return make(found.text, found.trace_ref or "", label=found.label)
         try:
@@ -456,9 +470,13 @@ class Mnemo:
             return None
         record, content = version
         if as_of is None:
-            current = record.status == "active"
-        else:  # in force at as_of, as the archive reads it
-            current = record.recorded_at <= as_of and (record.ended_at is None or as_of < record.ended_at)
+            current = record.status == "active" and record.valid_at(utcnow())
+        else:  # in force and valid at as_of, as the archive reads it
+            current = (
+                record.recorded_at <= as_of
+                and (record.ended_at is None or as_of < record.ended_at)
+                and record.valid_at(as_of)
+            )
         if not current or record.content_sha256 != hit.content_sha256:
             return None
         return make(content.decode("utf-8"), record.locator)

@@ -69,7 +69,7 @@ def test_design_note_example_timezone_correction(archive: Archive) -> None:
             "user-7/timezone@1",
             {"owner": "user-7", "key": "timezone", "version": 1, "expires_at": None},
         ),
-        ("index_delete", "user-7/timezone@1", {"owner": "user-7"}),
+        ("index_status", "user-7/timezone@1", {"owner": "user-7"}),  # stays searchable as_of
         (
             "index_upsert",
             "user-7/timezone@2",
