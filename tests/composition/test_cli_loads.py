@@ -4,6 +4,7 @@ embedder, and the commands for sessions, evidence and summaries.
 
 In-process (the same functions and Typer app the `mnemo-sea` process runs) because each CLI
 subprocess pays ~2 s of imports; tests/composition/test_cli_facade.py runs the real processes.
+What these tests are about is imported inside them, so each fails on its own where it is missing.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import pytest
 from fakes import HashingEmbedder
 from typer.testing import CliRunner
 
-from mnemo_sea import bulk_ingest
 from mnemo_sea.archive import (
     Archive,
     ArchivePolicy,
@@ -27,11 +27,9 @@ from mnemo_sea.archive import (
     Principal,
     StoreUnavailable,
 )
-from mnemo_sea.bulk_ingest import ingest_in_batches
 from mnemo_sea.caches import MemoryCache
 from mnemo_sea.cli import app
-from mnemo_sea.documents import media_type_of
-from mnemo_sea.mnemo import IngestProgress, Mnemo
+from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.retrieval import HybridIndex
 
 AGENT = ["--tenant", "clinic-a", "--subject", "agent-1", "--role", "agent"]
@@ -62,6 +60,9 @@ def small_batches(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mnemo]:
 def test_a_load_larger_than_a_batch_is_stored_in_batches_with_true_progress(
     small_batches: Mnemo, agent: Principal
 ) -> None:
+    from mnemo_sea.bulk_ingest import ingest_in_batches
+    from mnemo_sea.mnemo import IngestProgress
+
     seen: list[IngestProgress] = []
     report = ingest_in_batches(small_batches, agent, docs(10), progress=seen.append)
 
@@ -94,6 +95,8 @@ def test_a_load_larger_than_a_batch_is_stored_in_batches_with_true_progress(
 def test_a_batch_the_store_refuses_stops_the_load_and_says_what_stayed_stored(
     small_batches: Mnemo, agent: Principal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from mnemo_sea.bulk_ingest import ingest_in_batches
+
     calls = {"n": 0}
     real = Mnemo.ingest
 
@@ -147,6 +150,8 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_failed_batch_exits_with_the_stores_code_and_reports_the_stored_batches(
     folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from mnemo_sea import bulk_ingest
+
     real_batches, real_ingest = bulk_ingest.ingest_in_batches, Mnemo.ingest
     monkeypatch.setattr(
         bulk_ingest, "ingest_in_batches", lambda *a, **kw: real_batches(*a, **kw, batch_size=2)
@@ -226,6 +231,8 @@ def test_serve_detects_the_folders_embedder_or_takes_the_option(folder: Path, tm
     ],
 )
 def test_the_media_type_of_a_recorded_file(name: str, data: bytes, expected: str) -> None:
+    from mnemo_sea.documents import media_type_of
+
     assert media_type_of(name, data) == expected
 
 
