@@ -1,5 +1,6 @@
-"""CLI commands over the `Mnemo` facade: init, ingest, search, session, memory, delete, verify-deleted,
-fsck, audit verify and eval citations. `register(app, eval_app)` adds them to `mnemo-sea`.
+"""CLI commands over the `Mnemo` facade: init, ingest, search, session, evidence, summary, memory,
+delete, verify-deleted, fsck, audit verify and eval citations. `register(app, eval_app)` adds them
+to `mnemo-sea`.
 
 Every command works on one data folder (`--data-dir`, env MNEMO_DATA_DIR) as one principal
 (`--tenant/--subject/--role/--clearance`, env MNEMO_TENANT/MNEMO_SUBJECT/MNEMO_ROLE/MNEMO_CLEARANCE;
