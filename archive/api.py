@@ -149,6 +149,14 @@ class Archive:
             lambda: sessions.list_results(self.store, principal, session_id),
         )
 
+    def list_sessions(self, principal: Principal, *, limit: int = 1000) -> list[sessions.SessionInfo]:
+        return self._guard(
+            principal,
+            "list_sessions",
+            "sessions",
+            lambda: sessions.list_sessions(self.store, principal, limit=limit),
+        )
+
     def recover(self, principal: Principal, session_id: str, result_id: str) -> Recovered:
         return self._guard(
             principal,
@@ -325,6 +333,14 @@ class Archive:
                 trace_ref=trace_ref,
                 idempotency_key=idempotency_key,
             ),
+        )
+
+    def list_summaries(self, principal: Principal, *, limit: int = 1000) -> list[Summary]:
+        return self._guard(
+            principal,
+            "list_summaries",
+            "summary",
+            lambda: summaries.list_summaries(self.store, principal, limit=limit),
         )
 
     def get_summary(self, principal: Principal, summary_id: str) -> Summary:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, select, update
+from sqlalchemy import Connection, Row, func, select, update
 
 from . import schema as t
 from .audit import append_event
@@ -748,4 +748,65 @@ def read_result(
     return result, archived_at, content
 
 
-__all__ = ["Forbidden", "archive", "live_view", "read_result", "record", "recover"]
+# ---- listing -------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionInfo:
+    """One session as a listing shows it: who it is about and how many results it holds."""
+
+    session_id: str
+    owner: str
+    created_at: datetime
+    results: int
+    live: int
+    archived: int
+
+
+def list_sessions(store: ArchiveStore, principal: Principal, *, limit: int = 1000) -> list[SessionInfo]:
+    """The tenant's sessions, oldest first (deleted ones never); a user sees only sessions
+    about itself, as with `live_view`. At most `limit` (1 to 10,000)."""
+    principal.require(Role.READER, "listing sessions")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= 10_000:
+        raise InvalidInput("limit", f"must be an integer from 1 to 10000, got {limit!r}")
+    tenant = principal.tenant_id
+    stmt = (
+        select(t.sessions.c.session_id, t.sessions.c.owner, t.sessions.c.created_at)
+        .where(t.sessions.c.tenant_id == tenant, t.sessions.c.deleted_at.is_(None))
+        .order_by(t.sessions.c.created_at, t.sessions.c.session_id)
+    )
+    if not principal.has(Role.AGENT):
+        stmt = stmt.where(t.sessions.c.owner == principal.subject)
+    with store.read() as conn:
+        rows = list(conn.execute(stmt.limit(limit)))
+        listed = [r.session_id for r in rows]
+        counts: dict[tuple[str, str], int] = {}
+        for row in conn.execute(
+            select(t.tool_results.c.session_id, t.tool_results.c.state, func.count())
+            .where(t.tool_results.c.tenant_id == tenant, t.tool_results.c.session_id.in_(listed))
+            .group_by(t.tool_results.c.session_id, t.tool_results.c.state)
+        ):
+            counts[(row.session_id, row.state)] = row[2]
+    return [
+        SessionInfo(
+            r.session_id,
+            r.owner,
+            r.created_at,
+            counts.get((r.session_id, "live"), 0) + counts.get((r.session_id, "archived"), 0),
+            counts.get((r.session_id, "live"), 0),
+            counts.get((r.session_id, "archived"), 0),
+        )
+        for r in rows
+    ]
+
+
+__all__ = [
+    "Forbidden",
+    "SessionInfo",
+    "archive",
+    "list_sessions",
+    "live_view",
+    "read_result",
+    "record",
+    "recover",
+]

@@ -187,3 +187,29 @@ def source_owner(conn: Connection, tenant_id: str, refs: Sequence[str]) -> str |
     if len(owners) == 1:
         return owners.pop()
     return "0-shared." + sha256_hex("\n".join(sorted(owners)).encode("utf-8"))[:32]
+
+
+def list_summaries(store: ArchiveStore, principal: Principal, *, limit: int = 1000) -> list[Summary]:
+    """The summaries this principal may read (as `get_summary` decides), oldest first; at most
+    `limit` (1 to 10,000)."""
+    principal.require(Role.READER, "listing summaries")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= 10_000:
+        raise InvalidInput("limit", f"must be an integer from 1 to 10000, got {limit!r}")
+    tenant = principal.tenant_id
+    out: list[Summary] = []
+    with store.read() as conn:
+        ids = conn.execute(
+            select(t.summaries.c.summary_id)
+            .where(t.summaries.c.tenant_id == tenant, t.summaries.c.sensitivity <= int(principal.clearance))
+            .order_by(t.summaries.c.created_at, t.summaries.c.summary_id)
+        ).scalars()
+        for summary_id in list(ids):
+            summary = _load(conn, tenant, summary_id)
+            if summary is None:
+                continue
+            owner = source_owner(conn, tenant, summary.derived_from)
+            if owner is None or principal.may_act_for(owner):
+                out.append(summary)
+            if len(out) == limit:
+                break
+    return out

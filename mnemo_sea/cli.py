@@ -84,8 +84,8 @@ def worker(
     import signal
     import threading
 
+    from mnemo_sea.cli_facade import CliError, guard
     from mnemo_sea.mnemo import Mnemo
-    from mnemo_sea.retrieval import RetrievalError
     from mnemo_sea.runtime import settings_embedder
     from mnemo_sea.settings import MnemoSettings
     from mnemo_sea.worker import run_worker
@@ -96,13 +96,11 @@ def worker(
     try:
         settings = MnemoSettings() if embedder is None else MnemoSettings(embedder=embedder)  # type: ignore[arg-type]
     except ValueError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(code=2) from None
-    try:
+        with guard():
+            raise CliError(" ".join(str(e).split())) from None
+    # Exit codes as every other command's (cli_facade.exit_code_of): 2 bad settings, 6 a store down.
+    with guard():
         mnemo = Mnemo.from_settings(settings, embedder=settings_embedder(settings), sync_writes=False)
-    except (ArchiveError, RetrievalError) as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(code=6) from None
     try:
         stats = run_worker(
             mnemo, stop, poll_seconds=poll, heartbeat=heartbeat, purge_seconds=settings.ttl_purge_seconds

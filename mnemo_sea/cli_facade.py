@@ -1,5 +1,6 @@
-"""CLI commands over the `Mnemo` facade: init, ingest, search, session, memory, delete, verify-deleted,
-fsck, audit verify and eval citations. `register(app, eval_app)` adds them to `mnemo-sea`.
+"""CLI commands over the `Mnemo` facade: init, ingest, search, session, evidence, summary, memory,
+delete, verify-deleted, fsck, audit verify and eval citations. `register(app, eval_app)` adds them
+to `mnemo-sea`.
 
 Every command works on one data folder (`--data-dir`, env MNEMO_DATA_DIR) as one principal
 (`--tenant/--subject/--role/--clearance`, env MNEMO_TENANT/MNEMO_SUBJECT/MNEMO_ROLE/MNEMO_CLEARANCE;
@@ -13,15 +14,19 @@ existing folder keeps the embedder its index was built with (a new one gets `def
 for the other one is refused, since the stored vectors would not match.
 
 Reports go to stdout (JSON with `--json`), progress bars to stderr (only on a terminal). Every
-user mistake and every typed error prints one line `error: ...` on stderr, never a traceback,
-and exits with:
+user mistake and every typed error prints one line `error: ...` on stderr, never a traceback;
+with `--json` it is also printed on stdout as `{"error": {"code", "message", "exit_code",
+"detail"}}` (`code` is the typed error's stable code, `detail` its structured fields, e.g. the
+`targets` of a rejected batch). The exit code (`exit_code_of`, the one policy, as REST's status
+table in mnemo_sea.rest.problems):
 
     1  a check ran and found problems (fsck, verify-deleted), or an unexpected error
     2  usage or input: bad option, missing/malformed/binary/oversize file, missing data folder,
-       an index built with another embedder
+       an index built with another embedder, a rejected batch (nothing archived; REST 422)
     3  not found (including records of other tenants)
     4  forbidden: role or clearance
-    5  conflict: state conflict, rejected archive batch (nothing archived), reused idempotency key
+    5  conflict: state conflict (every target already archived, nothing to retract), reused
+       idempotency key (REST 409)
     6  store unavailable: archive unreachable, index locked by another process (named), index down
     7  integrity: corrupt archive file, an original failing its hash, a broken audit chain
 
@@ -37,7 +42,7 @@ import json
 import os
 import sys
 import typing
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -67,7 +72,7 @@ from mnemo_sea.plain import plain
 
 if TYPE_CHECKING:
     from mnemo_sea.archive import Archive
-    from mnemo_sea.mnemo import Mnemo
+    from mnemo_sea.mnemo import IngestProgress, Mnemo
     from mnemo_sea.retrieval import Embedder
     from mnemo_sea.retrieval.errors import RetrievalError
 
@@ -90,13 +95,37 @@ EMBEDDERS = ("default", "hashing")
 # ---- errors --------------------------------------------------------------------------------------
 
 
-class CliError(Exception):
-    """A failure the CLI reports as one line and an exit code."""
+_EXIT_NAMES = {
+    EXIT_PROBLEMS: "problems",
+    EXIT_USAGE: "invalid_input",
+    EXIT_NOT_FOUND: "not_found",
+    EXIT_FORBIDDEN: "forbidden",
+    EXIT_CONFLICT: "conflict",
+    EXIT_UNAVAILABLE: "unavailable",
+    EXIT_INTEGRITY: "integrity",
+}
 
-    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
+
+class CliError(Exception):
+    """A failure the CLI reports as one line and an exit code (and, with --json, as JSON).
+
+    `code` defaults to the exit code's name (`invalid_input`, `not_found`, ...); `detail` is
+    structured data for programs (printed only with --json).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        exit_code: int = EXIT_USAGE,
+        *,
+        code: str | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
+        self.code = code or _EXIT_NAMES.get(exit_code, "error")
+        self.detail = detail or {}
 
 
 def _retrieval_errors() -> Any:
@@ -108,28 +137,46 @@ def _retrieval_errors() -> Any:
     return sys.modules.get("mnemo_sea.retrieval.errors")
 
 
-def _exit_code(exc: ArchiveError | RetrievalError) -> int:
+# The exit-code policy, most specific first, as REST's status table (mnemo_sea.rest.problems):
+# a rejected batch is invalid input (422 there), unless every target was already archived
+# (ArchiveConflict, also a StateConflict: 409 there, a conflict here).
+_ARCHIVE_EXITS: tuple[tuple[type[ArchiveError], int], ...] = (
+    (StateConflict, EXIT_CONFLICT),
+    (BatchRejected, EXIT_USAGE),
+    (InvalidInput, EXIT_USAGE),
+    (NotFound, EXIT_NOT_FOUND),
+    (Forbidden, EXIT_FORBIDDEN),
+    (IntegrityError, EXIT_INTEGRITY),
+    (StoreUnavailable, EXIT_UNAVAILABLE),
+)
+# By name: the retrieval layer is imported only by commands that open the index.
+_RETRIEVAL_EXITS: tuple[tuple[str, int], ...] = (
+    ("InvalidQuery", EXIT_USAGE),
+    ("InvalidDocument", EXIT_USAGE),
+    ("IndexConfigMismatch", EXIT_USAGE),
+    ("IndexLocked", EXIT_UNAVAILABLE),
+    ("IndexUnavailable", EXIT_UNAVAILABLE),
+)
+
+
+def exit_code_of(exc: BaseException) -> int:
+    """The exit code of any error a command can meet (the one place that decides it)."""
+    if isinstance(exc, CliError):
+        return exc.exit_code
     errors = _retrieval_errors()
     if errors is not None and isinstance(exc, errors.RetrievalError):
-        if isinstance(exc, errors.InvalidQuery | errors.InvalidDocument | errors.IndexConfigMismatch):
-            return EXIT_USAGE
-        if isinstance(exc, errors.IndexLocked | errors.IndexUnavailable):
-            return EXIT_UNAVAILABLE
+        for name, code in _RETRIEVAL_EXITS:
+            if isinstance(exc, getattr(errors, name)):
+                return code
         return EXIT_PROBLEMS
-    if isinstance(exc, InvalidInput):
-        return EXIT_USAGE
-    if isinstance(exc, NotFound):
-        return EXIT_NOT_FOUND
-    if isinstance(exc, Forbidden):
-        return EXIT_FORBIDDEN
-    if isinstance(exc, StateConflict | BatchRejected):
-        return EXIT_CONFLICT
-    if isinstance(exc, IntegrityError):
-        return EXIT_INTEGRITY
     if isinstance(exc, StoreUnavailable):
         # SQLite says so when the file is not (any more) a database: that is corruption, not an outage.
         corrupt = "not a database" in exc.message or "malformed" in exc.message
         return EXIT_INTEGRITY if corrupt else EXIT_UNAVAILABLE
+    if isinstance(exc, ArchiveError):
+        return next((code for kind, code in _ARCHIVE_EXITS if isinstance(exc, kind)), EXIT_PROBLEMS)
+    if isinstance(exc, OSError):
+        return EXIT_UNAVAILABLE
     return EXIT_PROBLEMS
 
 
@@ -141,51 +188,72 @@ def _message(exc: ArchiveError | RetrievalError) -> str:
     return exc.message
 
 
-def _fail(message: str, exit_code: int) -> NoReturn:
-    typer.echo(f"error: {' '.join(message.split())}", err=True)
-    raise typer.Exit(code=exit_code)
+def as_cli_error(exc: Exception) -> CliError:
+    """Any error as the CliError the CLI reports: its message, exit code, stable code, detail."""
+    if isinstance(exc, CliError):
+        return exc
+    errors = _retrieval_errors()
+    typed = isinstance(exc, ArchiveError) or (errors is not None and isinstance(exc, errors.RetrievalError))
+    if typed:
+        typed_exc: Any = exc
+        return CliError(
+            _message(typed_exc), exit_code_of(exc), code=typed_exc.code, detail=dict(typed_exc.detail)
+        )
+    if isinstance(exc, OSError):
+        return CliError(f"{exc.filename or 'file'}: {exc.strerror or exc}", EXIT_UNAVAILABLE, code="os_error")
+    return CliError(
+        f"unexpected {type(exc).__name__}: {exc} (set MNEMO_DEBUG=1 for the traceback)",
+        EXIT_PROBLEMS,
+        code="unexpected",
+    )
+
+
+def _fail(error: CliError, as_json: bool = False) -> NoReturn:
+    message = " ".join(error.message.split())
+    if as_json:
+        body = {"code": error.code, "message": message, "exit_code": error.exit_code, "detail": error.detail}
+        typer.echo(json.dumps({"error": plain(body)}, ensure_ascii=False, indent=2, default=str))
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=error.exit_code)
 
 
 @contextlib.contextmanager
-def guard() -> Iterator[None]:
-    """Turn every failure into one `error:` line and its exit code."""
+def guard(as_json: bool = False) -> Iterator[None]:
+    """Turn every failure into one `error:` line (and with `as_json` a JSON error on stdout)
+    and its exit code."""
     try:
         yield
-    except CliError as e:
-        _fail(e.message, e.exit_code)
-    except ArchiveError as e:
-        _fail(_message(e), _exit_code(e))
-    except OSError as e:
-        _fail(f"{e.filename or 'file'}: {e.strerror or e}", EXIT_UNAVAILABLE)
     except (typer.Exit, typer.Abort, KeyboardInterrupt):
         raise
     except Exception as e:
+        typed = isinstance(e, CliError | ArchiveError | OSError)
         errors = _retrieval_errors()
-        if errors is not None and isinstance(e, errors.RetrievalError):
-            _fail(_message(e), _exit_code(e))
-        if os.environ.get("MNEMO_DEBUG") == "1":
+        typed = typed or (errors is not None and isinstance(e, errors.RetrievalError))
+        if not typed and os.environ.get("MNEMO_DEBUG") == "1":
             raise
-        _fail(f"unexpected {type(e).__name__}: {e} (set MNEMO_DEBUG=1 for the traceback)", EXIT_PROBLEMS)
+        _fail(as_cli_error(e), as_json)
 
 
 class _Command(TyperCommand):
     """Usage mistakes (missing argument, bad option value) as one `error:` line, exit 2."""
 
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        as_json = "--json" in args  # before parsing, which consumes the list
         try:
             return super().parse_args(ctx, args)
         except UsageError as e:
-            _fail(e.format_message(), EXIT_USAGE)
+            _fail(CliError(e.format_message(), EXIT_USAGE, code="usage"), as_json)
 
 
 class _Group(TyperGroup):
     """An unknown subcommand as one `error:` line, exit 2."""
 
     def resolve_command(self, ctx: Context, args: list[str]) -> tuple[str | None, Command | None, list[str]]:
+        as_json = "--json" in args
         try:
             return super().resolve_command(ctx, args)
         except UsageError as e:
-            _fail(e.format_message(), EXIT_USAGE)
+            _fail(CliError(e.format_message(), EXIT_USAGE, code="usage"), as_json)
 
 
 # ---- the data folder and the principal -----------------------------------------------------------
@@ -301,7 +369,7 @@ def _command(fn: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(fn)
     def run(**kwargs: Any) -> None:
         target = Target(**{name: kwargs.pop(name) for name, _, _ in _COMMON})
-        with guard():
+        with guard(as_json=bool(kwargs.get("as_json", False))):
             fn(target=target, **kwargs)
 
     params = own + shared
@@ -334,16 +402,22 @@ def _embedder(choice: str | None, folder: Path) -> Embedder | None:
     """The embedder asked for, or the one the folder's index was built with; None = the default."""
     from mnemo_sea.hashing_embedder import HashingEmbedder
 
-    if choice is None:
+    return HashingEmbedder() if embedder_choice(choice, folder) == "hashing" else None
+
+
+def embedder_choice(choice: str | None, folder: Path | None) -> str:
+    """`default` or `hashing`: the one asked for, else the one `folder`'s index was built with
+    (a new or absent folder gets `default`). CliError for another name."""
+    if choice is None and folder is not None:
         from mnemo_sea.retrieval.hybrid_index import IDENTITY_FILE
         from mnemo_sea.retrieval.settings import read_identity
 
         stored = read_identity(folder / INDEX_DIR / IDENTITY_FILE)
         choice = "hashing" if stored is not None and stored.model_id == _hashing_model_id() else "default"
-    choice = choice.strip().lower()
+    choice = (choice or "default").strip().lower()
     if choice not in EMBEDDERS:
         raise CliError(f"--embedder: {choice!r} is not one of {', '.join(EMBEDDERS)}")
-    return HashingEmbedder() if choice == "hashing" else None
+    return choice
 
 
 def _open_mnemo(target: Target, *, create: bool = False) -> Mnemo:
@@ -373,8 +447,16 @@ def _emit(report: dict[str, Any], as_json: bool) -> None:
         typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
     for key, value in report.items():
-        shown = json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else value
-        typer.echo(f"{key}: {shown}")
+        typer.echo(f"{key}: {_shown(value)}")
+
+
+def _shown(value: Any) -> str:
+    """A value for people: nested data as JSON, and no value as `—`, never `None`."""
+    if value is None:
+        return "—"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON")]
@@ -401,38 +483,61 @@ def init(target: Target, as_json: JsonOpt = False) -> None:
     )
 
 
-def _tracked(
-    items: list[EvidenceInput], quiet: bool
-) -> contextlib.AbstractContextManager[Iterable[EvidenceInput]]:
-    """The items, advancing a progress bar on stderr as the facade stores them."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+class _Progress:
+    """True progress of an ingest on stderr (only on a terminal): documents stored, documents
+    indexed (each with rate and ETA) and chunks embedded (with rate), fed by the callback
+    `Mnemo.ingest` calls as the archive commits and the indexer applies each record."""
 
-    console = Console(stderr=True)
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        disable=quiet or not console.is_terminal,
-        transient=False,
-    )
+    def __init__(self, documents: int, quiet: bool) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
-    @contextlib.contextmanager
-    def run() -> Iterator[Iterable[EvidenceInput]]:
-        with progress:
-            task = progress.add_task("storing", total=len(items))
+        console = Console(stderr=True)
+        self.progress = Progress(
+            TextColumn("{task.description:<9}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=quiet or not console.is_terminal,
+            transient=False,
+        )
+        self.stored = self.progress.add_task("stored", total=documents, rate="")
+        self.indexed = self.progress.add_task("indexed", total=documents, rate="")
+        self.chunks = self.progress.add_task("embedded", total=None, rate="", visible=False)
 
-            def advance() -> Iterator[EvidenceInput]:
-                for item in items:
-                    yield item
-                    progress.advance(task)
-                progress.update(task, description="indexing")
+    def __enter__(self) -> _Progress:
+        self.progress.__enter__()
+        return self
 
-            yield advance()
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(None, None, None)
 
-    return run()
+    def __call__(self, p: IngestProgress) -> None:
+        for task, done in ((self.stored, p.stored), (self.indexed, p.indexed)):
+            self.progress.update(task, completed=done)
+            self.progress.update(task, rate=self._rate(task, "docs"))
+        self.progress.update(
+            self.chunks,
+            completed=p.chunks_embedded,
+            visible=p.chunks_embedded > 0,
+            description="embedded",
+        )
+        self.progress.update(self.chunks, rate=self._rate(self.chunks, "chunks"))
+
+    def _rate(self, task_id: Any, unit: str) -> str:
+        speed = self.progress.tasks[task_id].speed
+        return "" if speed is None else f"{speed:,.1f} {unit}/s"
 
 
 def _check_may_store(principal: Principal, items: list[EvidenceInput]) -> None:
@@ -462,7 +567,14 @@ def ingest(
     quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Store documents as evidence (an edited document becomes a new version) and index them."""
+    """Store documents as evidence (an edited document becomes a new version) and index them.
+
+    Any number of documents, in batches of up to 1,000, each stored all or nothing. Every file
+    and line is checked first: without --partial one bad one stores nothing (all are listed).
+    If storing batch k fails (the store, not the input), batches before it stay stored and the
+    report says which (exit code of the store's error).
+    """
+    from mnemo_sea.bulk_ingest import ingest_in_batches
     from mnemo_sea.documents import load_documents
 
     folder = target.folder()
@@ -470,22 +582,38 @@ def ingest(
     # Read and validate every file before opening anything: a bad file changes nothing.
     loaded = load_documents(path, source=source, scope=scope, partial=partial)
     _check_may_store(principal, loaded.items)
-    with _open_mnemo(target) as mnemo, _tracked(loaded.items, quiet) as items:
-        report = mnemo.ingest(principal, items)
-    _emit(
-        {
-            "data_dir": str(folder),
-            "path": str(path),
-            "documents": len(loaded),
-            "stored": len(report.stored),
-            "new_versions": report.new_versions,
-            "unchanged": report.unchanged,
-            "indexed": report.index.applied if report.index else 0,
-            "index_pending": report.index.pending if report.index else 0,
-            "problems": [p.to_dict() for p in loaded.problems],
-            "skipped_files": list(loaded.skipped),
-        },
-        as_json,
+    with _open_mnemo(target) as mnemo, _Progress(len(loaded), quiet) as progress:
+        outcome = ingest_in_batches(mnemo, principal, loaded.items, progress=progress)
+    report = {
+        "data_dir": str(folder),
+        "path": str(path),
+        "documents": len(loaded),
+        "stored": outcome.stored,
+        "new_versions": outcome.new_versions,
+        "unchanged": outcome.unchanged,
+        "indexed": outcome.indexed,
+        "index_pending": outcome.index_pending,
+        "batches": [b.to_dict() for b in outcome.batches],
+        "problems": [p.to_dict() for p in loaded.problems],
+        "skipped_files": list(loaded.skipped),
+    }
+    if outcome.failure is None:
+        _emit(report | {"records": outcome.records} if as_json else report, as_json)
+        return
+    cause = as_cli_error(outcome.failure.error)
+    failed = outcome.failure
+    report["failed_batch"] = {
+        "batch": failed.number,
+        "documents": [failed.first + 1, failed.first + failed.count],
+        "error": {"code": cause.code, "message": cause.message, "detail": cause.detail},
+    }
+    if not as_json:  # with --json the report travels in the error's detail
+        _emit(report, as_json=False)
+    raise CliError(
+        outcome.describe_failure(),
+        cause.exit_code,
+        code=cause.code,
+        detail=report | {"records": outcome.records},
     )
 
 
@@ -499,6 +627,11 @@ def _as_of(value: str | None) -> datetime | None:
     if when.utcoffset() is None:
         raise CliError(f"--as-of: {value!r} has no time zone (add Z or +00:00)")
     return when
+
+
+def _rank(rank: int | None) -> str:
+    """A leg's rank for people: `#3`, or `—` when that leg did not find the hit."""
+    return "—" if rank is None else f"#{rank}"
 
 
 def search(
@@ -531,7 +664,7 @@ def search(
     for n, hit in enumerate(result.hits, start=1):
         typer.echo(
             f"{n}. {hit.evidence_id} v{hit.version} [{hit.kind}] {hit.source} / {hit.scope} / {hit.locator}"
-            f"  score {hit.score:.4f} (bm25 #{hit.bm25_rank}, dense #{hit.dense_rank})"
+            f"  score {hit.score:.4f} (bm25 {_rank(hit.bm25_rank)}, dense {_rank(hit.dense_rank)})"
         )
         typer.echo(f"   {' '.join(hit.snippet.split())[:300]}")
 
@@ -551,6 +684,14 @@ def session_record(
     sensitivity: Annotated[
         str, typer.Option(help="public | internal | confidential | restricted")
     ] = "internal",
+    media_type: Annotated[
+        str | None,
+        typer.Option(
+            help="e.g. application/json; default: text/plain for --content, detected for --file "
+            "(UTF-8 text is text, typed by its extension; other bytes by extension or "
+            "application/octet-stream)"
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Record a tool result in a session; prints its stable id (r1, r2, ...)."""
@@ -558,7 +699,7 @@ def session_record(
         raise CliError("give exactly one of --content TEXT or --file F")
     data: str | bytes
     if file is not None:
-        from mnemo_sea.documents import MAX_FILE_BYTES
+        from mnemo_sea.documents import MAX_FILE_BYTES, media_type_of
 
         if not file.is_file():
             raise CliError(f"--file {file}: no such file")
@@ -566,13 +707,22 @@ def session_record(
         if size > MAX_FILE_BYTES:
             raise CliError(f"--file {file}: {size} bytes exceeds the limit of {MAX_FILE_BYTES} bytes")
         data = file.read_bytes()
+        # Bytes are stored as given; only their label is detected, so a text log is shown as
+        # text in the live view and on recovery instead of `[binary original ...]`.
+        media_type = media_type or media_type_of(file.name, data)
     else:
         assert content is not None
         data = content
     principal = target.principal()
     with _open_mnemo(target) as mnemo:
         result = mnemo.record(
-            principal, session, tool, data, policy_class=policy_class, sensitivity=sensitivity
+            principal,
+            session,
+            tool,
+            data,
+            policy_class=policy_class,
+            sensitivity=sensitivity,
+            media_type=media_type,
         )
     _emit(plain(result), as_json)
 
@@ -596,7 +746,8 @@ def session_archive(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Set results aside with a note each; all or nothing (exit 5 lists every rejected target)."""
+    """Set results aside with a note each; all or nothing (exit 2 lists every rejected target;
+    exit 5 when every one was already archived)."""
     batch = _targets(targets)
     principal = target.principal()
     with _open_mnemo(target) as mnemo:
@@ -658,6 +809,146 @@ def session_recover(
         },
         as_json=True,
     )
+
+
+def _limit(value: int) -> int:
+    if not 0 < value <= 10_000:
+        raise CliError(f"--limit: {value} is not between 1 and 10000")
+    return value
+
+
+LimitOpt = Annotated[int, typer.Option(help="at most this many (1-10000)")]
+
+
+def session_list(target: Target, limit: LimitOpt = 1000, as_json: JsonOpt = False) -> None:
+    """The tenant's sessions, oldest first, with their result counts (a reader sees its own)."""
+    principal = target.principal()
+    with _open_archive(target) as archive:
+        found = archive.list_sessions(principal, limit=_limit(limit))
+    if as_json:
+        _emit({"sessions": plain(found)}, as_json=True)
+        return
+    typer.echo(f"{len(found)} session(s)")
+    for info in found:
+        typer.echo(
+            f"{info.session_id}  owner {info.owner}  {info.results} result(s): {info.live} live, "
+            f"{info.archived} archived  created {info.created_at.isoformat()}"
+        )
+
+
+# ---- evidence ------------------------------------------------------------------------------------
+
+
+def evidence_get(
+    target: Target,
+    evidence_id: Annotated[str, typer.Argument(help="the record")],
+    version: Annotated[int | None, typer.Option(help="this version (default: the current one)")] = None,
+    as_of: Annotated[
+        str | None, typer.Option(help="the version in force then (ISO-8601 with time zone)")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """One version of a record with its hash-checked original: the current one, --version N, or
+    the one in force --as-of T (exit 3 if none)."""
+    if version is not None and as_of is not None:
+        raise CliError("give at most one of --version N or --as-of T")
+    when = _as_of(as_of)
+    principal = target.principal()
+    with _open_archive(target) as archive:
+        record, content = archive.get_evidence(
+            principal, evidence_id, version=version, as_of=when, with_content=True
+        )
+    assert content is not None
+    try:
+        text: str | None = content.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None  # a binary original: its metadata and hash, not its bytes
+    data: dict[str, Any] = plain(record) | {"size": len(content), "text": text}
+    if as_json:
+        _emit(data, as_json=True)
+        return
+    _emit({k: v for k, v in data.items() if k != "text"}, as_json=False)
+    typer.echo("---")
+    typer.echo(text if text is not None else f"[binary original: {len(content)} bytes, {record.media_type}]")
+
+
+def evidence_history(
+    target: Target,
+    evidence_id: Annotated[str, typer.Argument(help="the record")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Every version of a record, oldest first (superseded and retracted ones too)."""
+    principal = target.principal()
+    with _open_archive(target) as archive:
+        versions = archive.evidence_history(principal, evidence_id)
+    if as_json:
+        _emit({"evidence_id": evidence_id, "versions": plain(versions)}, as_json=True)
+        return
+    for rec in versions:
+        ended = f", ended {rec.ended_at.isoformat()}" if rec.ended_at else ""
+        typer.echo(f"v{rec.version} {rec.status}: recorded {rec.recorded_at.isoformat()}{ended}")
+
+
+def evidence_retract(
+    target: Target,
+    evidence_id: Annotated[str, typer.Argument(help="the record")],
+    reason: Annotated[str, typer.Option(help="why it is withdrawn (kept in the audit log)")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Withdraw a record's current version: it stays in history, no longer answers search, and
+    citations of it say `retracted` (exit 5 if it has no current version)."""
+    principal = target.principal()
+    with _open_mnemo(target) as mnemo:
+        record = mnemo.retract(principal, evidence_id, reason)
+    _emit(plain(record), as_json)
+
+
+# ---- summaries -----------------------------------------------------------------------------------
+
+
+def summary_create(
+    target: Target,
+    text: Annotated[str, typer.Argument(help="the summary's text")],
+    derived_from: Annotated[
+        list[str],
+        typer.Option(
+            "--from", help="a source it summarises: evidence:ID[@V] or result:SESSION/rN (repeatable)"
+        ),
+    ],
+    trace_ref: Annotated[str | None, typer.Option(help="where it came from (e.g. a run id)")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Store a derived summary of existing sources; searchable, always labelled derived."""
+    principal = target.principal()
+    with _open_mnemo(target) as mnemo:
+        summary = mnemo.create_summary(principal, text, derived_from, trace_ref=trace_ref)
+    _emit(plain(summary), as_json)
+
+
+def summary_list(target: Target, limit: LimitOpt = 1000, as_json: JsonOpt = False) -> None:
+    """The summaries you may read, oldest first."""
+    principal = target.principal()
+    with _open_archive(target) as archive:
+        found = archive.list_summaries(principal, limit=_limit(limit))
+    if as_json:
+        _emit({"summaries": plain(found)}, as_json=True)
+        return
+    typer.echo(f"{len(found)} summary(ies)")
+    for summary in found:
+        typer.echo(f"{summary.summary_id}  from {', '.join(summary.derived_from)}")
+        typer.echo(f"   {' '.join(summary.text.split())[:300]}")
+
+
+def summary_get(
+    target: Target,
+    summary_id: Annotated[str, typer.Argument(help="the summary")],
+    as_json: JsonOpt = False,
+) -> None:
+    """One summary with its sources."""
+    principal = target.principal()
+    with _open_archive(target) as archive:
+        summary = archive.get_summary(principal, summary_id)
+    _emit(plain(summary), as_json)
 
 
 # ---- memory --------------------------------------------------------------------------------------
@@ -959,11 +1250,20 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     add(app, "init", init)
     add(app, "ingest", ingest)
     add(app, "search", search)
-    session = subgroup("session", "Tool results of a session: record, archive, live view, recover.")
+    session = subgroup("session", "Tool results of a session: record, archive, live view, recover, list.")
     add(session, "record", session_record)
     add(session, "archive", session_archive)
     add(session, "live", session_live)
     add(session, "recover", session_recover)
+    add(session, "list", session_list)
+    evidence = subgroup("evidence", "Evidence records: read a version, its history, retract.")
+    add(evidence, "get", evidence_get)
+    add(evidence, "history", evidence_history)
+    add(evidence, "retract", evidence_retract)
+    summary = subgroup("summary", "Derived summaries of existing sources: create, list, get.")
+    add(summary, "create", summary_create)
+    add(summary, "list", summary_list)
+    add(summary, "get", summary_get)
     memory = subgroup("memory", "User memory facts with supersede chains.")
     add(memory, "remember", memory_remember)
     add(memory, "current", memory_current)
@@ -981,4 +1281,14 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     add(eval_app, "citations", eval_citations)
 
 
-__all__ = ["CliError", "Target", "receipt_from_dict", "receipt_to_dict", "register"]
+__all__ = [
+    "CliError",
+    "Target",
+    "as_cli_error",
+    "embedder_choice",
+    "exit_code_of",
+    "guard",
+    "receipt_from_dict",
+    "receipt_to_dict",
+    "register",
+]

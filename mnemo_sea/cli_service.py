@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from mnemo_sea.cli_facade import guard
+from mnemo_sea.cli_facade import embedder_choice, guard
 from mnemo_sea.settings import MnemoSettings
 
 keys_app = typer.Typer(no_args_is_help=True, help="API keys: create, list, revoke (shown once at creation).")
@@ -28,10 +28,27 @@ def _settings(data_dir: Path | None) -> MnemoSettings:
     return settings if data_dir is None else settings.model_copy(update={"data_dir": data_dir})
 
 
+def serve_settings(data_dir: Path | None, embedder: str | None) -> MnemoSettings:
+    """The settings `serve` runs with: `--embedder` (or MNEMO_EMBEDDER) if given, else, on the
+    embedded default, the embedder the data folder's index was built with, like every other
+    command (a hashing-built folder would otherwise refuse the default model)."""
+    settings = _settings(data_dir)
+    folder = None if settings.server_mode else settings.data_dir
+    return settings.model_copy(update={"embedder": embedder_choice(embedder, folder)})
+
+
 def serve(
     host: Annotated[str, typer.Option(envvar="MNEMO_HOST", help="interface to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(envvar="MNEMO_PORT", min=1, max=65535, help="TCP port")] = 8000,
     data_dir: DataDir = None,
+    embedder: Annotated[
+        str | None,
+        typer.Option(
+            envvar="MNEMO_EMBEDDER",
+            help="default (all-MiniLM-L6-v2) | hashing (tests/offline smoke only); "
+            "default: what the data folder's index was built with",
+        ),
+    ] = None,
 ) -> None:
     """Serve the REST API (OpenAPI at /openapi.json, docs at /docs) until SIGTERM or Ctrl-C.
 
@@ -43,8 +60,8 @@ def serve(
     from mnemo_sea.rest.observability import configure_logging
     from mnemo_sea.runtime import open_mnemo
 
-    settings = _settings(data_dir)
     with guard():
+        settings = serve_settings(data_dir, embedder)
         mnemo = open_mnemo(settings)
     configure_logging()
     app = create_app(mnemo, settings, close_on_shutdown=True)

@@ -24,17 +24,25 @@ record and supersedes the one before.
 Errors are InvalidInput subclasses that name the file (the CLI prints their message as one line):
 `MissingPath`, `UnsupportedFile` (a single file of another type), `FileTooLarge` (also a
 `ContentTooLarge`), `BinaryFile` (NUL bytes, or text that is not UTF-8), `UnreadableFile`, and
-`MalformedDocuments`, which lists every malformed JSONL line (with its number and the problem)
-and every empty document of the whole load at once. Without `partial` nothing is returned when
-anything is wrong: the first unusable file raises its error, else all malformed lines raise
-together. With `partial=True` the good documents come back and every problem is listed in
+`MalformedDocuments`, which lists every problem of the whole load at once: each unusable file
+(binary, too large, unreadable), each malformed JSONL line (with its number and the problem) and
+each empty document. Without `partial` nothing is returned when anything is wrong: every file is
+read first and all problems raise together as `MalformedDocuments`, except that a load whose
+only problem is one unusable file raises that file's own error (`BinaryFile`, `FileTooLarge`,
+...). With `partial=True` the good documents come back and every problem is listed in
 `LoadedDocuments.problems`; only a missing path or an unsupported single file still raises.
+
+`media_type_of(name, data)` names the media type of a file's bytes for `session record --file`:
+UTF-8 text is text (its type from the extension when that names a text type, else
+`text/plain`, with `charset=utf-8`), anything else keeps its extension's type or
+`application/octet-stream`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import mimetypes
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -44,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemo_sea.archive import ContentTooLarge, EvidenceInput, InvalidInput, Sensitivity
+from mnemo_sea.archive.envelope import is_textual
 from mnemo_sea.archive.evidence import STATEMENT_LIMIT
 from mnemo_sea.archive.principal import check_identifier
 from mnemo_sea.archive.records import EVIDENCE_KINDS, PROVENANCES
@@ -72,6 +81,7 @@ __all__ = [
     "load_sample_citations",
     "load_sample_tenant",
     "load_session_script",
+    "media_type_of",
     "parse_jsonl",
 ]
 
@@ -186,8 +196,8 @@ class MalformedDocuments(DocumentError):
         InvalidInput.__init__(
             self,
             "path",
-            f"{len(problems)} malformed document(s), nothing loaded (use partial loading to keep "
-            f"the good ones): {shown}",
+            f"{len(problems)} bad file(s) or document(s), nothing loaded (use partial loading to "
+            f"keep the good ones): {shown}",
             path=paths[0] if len(paths) == 1 else None,
             problems=[p.to_dict() for p in problems],
         )
@@ -516,6 +526,7 @@ def load_documents(
 
     documents: list[LoadedDocument] = []
     problems: list[DocumentProblem] = []
+    unusable: list[DocumentError] = []
     for file, relative in files:
         shown = str(file)
         suffix = file.suffix.lower()
@@ -534,11 +545,13 @@ def load_documents(
         except _Empty:
             problems.append(DocumentProblem(shown, None, "is empty (no text to store)", "empty"))
         except (BinaryFile, FileTooLarge, UnreadableFile, MissingPath) as e:
-            if not partial:
-                raise
+            # Kept, not raised: a refused load names every bad file at once, not the first.
             problem = e.message.removeprefix(f"path: {shown}: ")
             problems.append(DocumentProblem(shown, None, problem, e.code))
+            unusable.append(e)
     if problems and not partial:
+        if len(problems) == 1 and len(unusable) == 1:
+            raise unusable[0]  # one bad file and nothing else: its own, more specific error
         raise MalformedDocuments(problems, documents)
     return LoadedDocuments(
         root=shown_root,
@@ -547,3 +560,33 @@ def load_documents(
         files=tuple(relative for _, relative in files),
         skipped=tuple(skipped),
     )
+
+
+# ---- media types of single files ------------------------------------------------------------------
+
+_BINARY_MEDIA_TYPE = "application/octet-stream"
+
+
+def media_type_of(name: str, data: bytes) -> str:
+    """The media type to record a file's bytes under, from its name and content.
+
+    Bytes that are UTF-8 without NUL are text: the extension's type when it names a text type
+    (`.json` -> application/json, `.md` -> text/markdown), else `text/plain`, with
+    `charset=utf-8` so that every surface decodes them alike. Other bytes keep their
+    extension's type (`.png` -> image/png) or are `application/octet-stream`. A text
+    extension on bytes that are not UTF-8 does not make them text: they would not decode.
+    """
+    guessed, encoding = mimetypes.guess_type(name, strict=False)
+    if encoding is not None:  # .gz, .bz2: compressed bytes, whatever the inner type
+        guessed = {"gzip": "application/gzip", "bzip2": "application/x-bzip2"}.get(encoding)
+    if b"\x00" not in data:
+        try:
+            data.removeprefix(_BOM).decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            essence = guessed if guessed is not None and is_textual(guessed) else "text/plain"
+            return f"{essence}; charset=utf-8"
+    if guessed is not None and not is_textual(guessed):
+        return guessed
+    return _BINARY_MEDIA_TYPE

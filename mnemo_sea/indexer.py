@@ -15,6 +15,7 @@ the write lock is never held while text is being embedded.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -50,6 +51,19 @@ class DrainReport:
 
 
 @dataclass(frozen=True)
+class AppliedRow:
+    """One outbox row applied to the index, for progress reports (`Indexer.drain(on_applied=)`)."""
+
+    op: str
+    entity: str
+    entity_ref: str  # `evidence_id@version` for evidence
+    chunks_embedded: int  # chunks written with new vectors (model or embedding cache)
+
+
+OnApplied = Callable[[AppliedRow], None]
+
+
+@dataclass(frozen=True)
 class Failure:
     item_id: int
     error: str
@@ -66,28 +80,34 @@ class Indexer:
         # apart by the database (SQLite's write lock, PostgreSQL's SKIP LOCKED).
         self._draining = threading.Lock()
 
-    def drain(self, limit: int = 500) -> DrainReport:
-        """Apply up to `limit` pending rows, oldest first; failures stay pending with their error."""
-        with self._draining:
-            return self._drain(limit)
+    def drain(self, limit: int = 500, *, on_applied: OnApplied | None = None) -> DrainReport:
+        """Apply up to `limit` pending rows, oldest first; failures stay pending with their error.
 
-    def _drain(self, limit: int) -> DrainReport:
+        `on_applied` is called after each row is applied to the index (before the pass is
+        flushed and marked done), so a caller can show progress through a long pass.
+        """
+        with self._draining:
+            return self._drain(limit, on_applied)
+
+    def _drain(self, limit: int, on_applied: OnApplied | None) -> DrainReport:
         if self.store.is_sqlite:
             with self.store.read() as conn:
                 items = claim_pending(conn, limit)
-            done, problems = self._apply_all(items)
+            done, problems = self._apply_all(items, on_applied)
             with self.store.write() as conn:
                 self._record(conn, done, problems)
         else:
             with self.store.write() as conn:
-                done, problems = self._apply_all(claim_pending(conn, limit))
+                done, problems = self._apply_all(claim_pending(conn, limit), on_applied)
                 self._record(conn, done, problems)
         with self.store.read() as conn:
             pending = pending_count(conn)
         errors = tuple(f.error for f in problems[:20])
         return DrainReport(applied=len(done), failed=len(problems), pending=pending, errors=errors)
 
-    def _apply_all(self, items: list[OutboxItem]) -> tuple[list[int], list[Failure]]:
+    def _apply_all(
+        self, items: list[OutboxItem], on_applied: OnApplied | None = None
+    ) -> tuple[list[int], list[Failure]]:
         """Apply rows in order; the index is flushed before any row may be marked done.
 
         An outage (index, cache or database unreachable) ends the pass: the rows behind would
@@ -97,8 +117,10 @@ class Indexer:
         problems: list[Failure] = []
         for item in items:
             failure = self._apply_one(item)
-            if failure is None:
+            if not isinstance(failure, Failure):
                 done.append(item.id)
+                if on_applied is not None:
+                    on_applied(AppliedRow(item.op, item.entity, item.entity_ref, failure))
                 continue
             problems.append(failure)
             if failure.outage:
@@ -113,10 +135,11 @@ class Indexer:
         for failure in problems:
             mark_failed(conn, failure.item_id, failure.error, counts=not failure.outage)
 
-    def _apply_one(self, item: OutboxItem) -> Failure | None:
+    def _apply_one(self, item: OutboxItem) -> Failure | int:
+        """The row's failure, or the number of chunks it embedded."""
         try:
             with self.store.read() as conn:
-                self._apply(conn, item)
+                return self._apply(conn, item)
         except (RetrievalError, ArchiveError, ValueError, KeyError) as e:
             # A malformed or failing row stays pending with its error (and is retried up to
             # MAX_ATTEMPTS times); it never stops the rows behind it. An outage is not the
@@ -124,16 +147,16 @@ class Indexer:
             outage = isinstance(e, StoreUnavailable | IndexUnavailable)
             where = f"outbox {item.id} ({item.op} {item.entity} {item.entity_ref})"
             return Failure(item.id, f"{where}: {e}", outage)
-        return None
 
-    def _apply(self, conn: Connection, item: OutboxItem) -> None:
+    def _apply(self, conn: Connection, item: OutboxItem) -> int:
+        """Apply one row; returns the chunks it embedded (evidence upserts; 0 for the rest)."""
         tenant = item.tenant_id
         if item.op == "cache_purge":
             self.cache.bump_generation(tenant)
             hashes = item.payload.get("content_sha256") or []
             if hashes:
                 self.cache.purge_content(list(hashes))
-            return
+            return 0
         if item.entity == "evidence":
             evidence_id, _, version_text = item.entity_ref.rpartition("@")
             version = int(version_text)
@@ -148,7 +171,7 @@ class Indexer:
                             tenant, evidence_id, version, doc.status, valid_until=doc.valid_until
                         )
             else:
-                self._upsert_evidence(conn, tenant, evidence_id, version)
+                return self._upsert_evidence(conn, tenant, evidence_id, version)
         elif item.entity == "tool_result":
             if item.op == "index_delete":
                 self.index.delete(tenant, result_evidence_id(item.entity_ref))
@@ -184,14 +207,16 @@ class Indexer:
                     self.index.upsert([summary_document(tenant, found, summary_owner)])
         else:
             raise ValueError(f"unknown outbox entity {item.entity!r}")
+        return 0
 
-    def _upsert_evidence(self, conn: Connection, tenant: str, evidence_id: str, version: int) -> None:
+    def _upsert_evidence(self, conn: Connection, tenant: str, evidence_id: str, version: int) -> int:
         found = feeds.evidence_version(conn, tenant, evidence_id, version)
         if found is None or found[0].status == "retracted":
-            return  # deleted or withdrawn since; the row that did so removes what was indexed
+            return 0  # deleted or withdrawn since; the row that did so removes what was indexed
         doc = evidence_document(tenant, *found)
-        if doc is not None:
-            self.index.upsert([doc])
+        if doc is None:
+            return 0
+        return self.index.upsert([doc]).written
 
 
 def _text(content: bytes) -> str | None:

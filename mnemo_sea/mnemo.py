@@ -10,7 +10,7 @@ is no longer there or no longer current, so a lagging index never shows deleted 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -42,7 +42,15 @@ from mnemo_sea.archive.clock import aware, utcnow
 from mnemo_sea.archive.outbox import pending_ids
 from mnemo_sea.caches import Cache, MemoryCache, RedisCache, search_query_key
 from mnemo_sea.citations import Citation, CitationReport, check_citations
-from mnemo_sea.indexer import MEMORY_PREFIX, RESULT_PREFIX, DrainReport, Indexer, memory_evidence_id
+from mnemo_sea.indexer import (
+    MEMORY_PREFIX,
+    RESULT_PREFIX,
+    AppliedRow,
+    DrainReport,
+    Indexer,
+    OnApplied,
+    memory_evidence_id,
+)
 from mnemo_sea.retrieval import (
     AccessScope,
     Embedder,
@@ -168,6 +176,20 @@ class IngestReport:
 
 
 @dataclass(frozen=True)
+class IngestProgress:
+    """How far one `Mnemo.ingest` call has come. Every count only grows; at the end `stored`
+    equals `documents` and, unless indexing was left pending, so does `indexed`."""
+
+    documents: int  # in this call
+    stored: int  # committed to the archive (all at once: the batch is one transaction)
+    indexed: int  # whose index entry is up to date: new versions indexed, plus unchanged ones
+    chunks_embedded: int  # chunks written to the index with new vectors so far
+
+
+ProgressCallback = Callable[[IngestProgress], None]
+
+
+@dataclass(frozen=True)
 class DeletionCheck:
     """Whether anything of a deletion can still be reached, store by store."""
 
@@ -179,6 +201,32 @@ class DeletionCheck:
     @property
     def ok(self) -> bool:
         return not self.archive_leftovers and not self.index_leftovers and self.pending_outbox == 0
+
+
+def _ingest_progress(
+    stored: Sequence[EvidenceRecord], started: datetime, progress: ProgressCallback
+) -> OnApplied:
+    """Report the stored batch now, then count its records as the indexer applies them.
+
+    Only this batch's own upserts count (a sync also applies rows other writes left pending),
+    so `indexed` never passes `documents`.
+    """
+    waiting = {f"{r.evidence_id}@{r.version}" for r in stored if r.recorded_at >= started}
+    state = {"indexed": len(stored) - len(waiting), "chunks": 0}
+
+    def report() -> None:
+        progress(IngestProgress(len(stored), len(stored), state["indexed"], state["chunks"]))
+
+    def on_applied(row: AppliedRow) -> None:
+        if row.entity != "evidence" or row.op != "index_upsert" or row.entity_ref not in waiting:
+            return
+        waiting.discard(row.entity_ref)
+        state["indexed"] += 1
+        state["chunks"] += row.chunks_embedded
+        report()
+
+    report()
+    return on_applied
 
 
 class Mnemo:
@@ -274,11 +322,12 @@ class Mnemo:
 
     # ---- consistency -------------------------------------------------------------------------
 
-    def sync(self) -> DrainReport:
-        """Apply every pending outbox row to the index and caches (idempotent)."""
+    def sync(self, *, on_applied: OnApplied | None = None) -> DrainReport:
+        """Apply every pending outbox row to the index and caches (idempotent); `on_applied`
+        is called after each row (see `Indexer.drain`)."""
         total = DrainReport(0, 0, 0)
         while True:
-            report = self.indexer.drain()
+            report = self.indexer.drain(on_applied=on_applied)
             total = DrainReport(
                 total.applied + report.applied,
                 total.failed + report.failed,
@@ -288,7 +337,7 @@ class Mnemo:
             if report.applied == 0 or report.pending == 0:
                 return total
 
-    def _after_write(self) -> DrainReport | None:
+    def _after_write(self, on_applied: OnApplied | None = None) -> DrainReport | None:
         """Apply the outbox after a committed write. The write already stands, so a store that
         fails now (index, cache, or the database right after the commit) must not turn it into
         an error: the rows stay pending for the next sync or the worker, and search hydrates
@@ -296,7 +345,7 @@ class Mnemo:
         if not self.sync_writes:
             return None
         try:
-            return self.sync()
+            return self.sync(on_applied=on_applied)
         except (ArchiveError, RetrievalError) as e:
             log.warning("outbox left pending after a committed write: %s", e)
             return None
@@ -304,16 +353,22 @@ class Mnemo:
     # ---- knowledge ---------------------------------------------------------------------------
 
     def ingest(
-        self, principal: Principal, items: Iterable[EvidenceInput], *, idempotency_key: str | None = None
+        self,
+        principal: Principal,
+        items: Iterable[EvidenceInput],
+        *,
+        idempotency_key: str | None = None,
+        progress: ProgressCallback | None = None,
     ) -> IngestReport:
         """Store evidence records all or nothing (new versions supersede), then index them.
 
         Raises InvalidBatch naming every bad item before anything is stored. A retry under the
-        same idempotency key stores nothing and reports every record as unchanged.
+        same idempotency key stores nothing and reports every record as unchanged. `progress`
+        is called once the batch is stored and after each of its records is indexed.
         """
         started = utcnow()
         stored = self.archive.put_evidence_batch(principal, list(items), idempotency_key=idempotency_key)
-        return self._ingested(started, stored)
+        return self._ingested(started, stored, progress)
 
     def put_evidence(
         self, principal: Principal, item: EvidenceInput, *, idempotency_key: str | None = None
@@ -324,11 +379,21 @@ class Mnemo:
         stored = self.archive.put_evidence(principal, item, idempotency_key=idempotency_key)
         return self._ingested(started, [stored])
 
-    def _ingested(self, started: datetime, stored: Sequence[EvidenceRecord]) -> IngestReport:
+    def _ingested(
+        self, started: datetime, stored: Sequence[EvidenceRecord], progress: ProgressCallback | None = None
+    ) -> IngestReport:
         # An unchanged record comes back as the version that was already current.
         new_versions = sum(1 for rec in stored if rec.recorded_at >= started)
-        report = self._after_write()
+        on_applied = None if progress is None else _ingest_progress(stored, started, progress)
+        report = self._after_write(on_applied)
         return IngestReport(tuple(stored), new_versions, len(stored) - new_versions, report)
+
+    def retract(self, principal: Principal, evidence_id: str, reason: str) -> EvidenceRecord:
+        """Withdraw the current version of a record (it stays in history), then drop it from the
+        index; StateConflict when it has no active version."""
+        record = self.archive.retract(principal, evidence_id, reason)
+        self._after_write()
+        return record
 
     def search(
         self,
@@ -638,4 +703,12 @@ class Mnemo:
         return check_citations(self.archive, principal, citations, answered_at=answered_at)
 
 
-__all__ = ["DeletionCheck", "IngestReport", "Mnemo", "SearchHit", "SearchResult"]
+__all__ = [
+    "DeletionCheck",
+    "IngestProgress",
+    "IngestReport",
+    "Mnemo",
+    "ProgressCallback",
+    "SearchHit",
+    "SearchResult",
+]

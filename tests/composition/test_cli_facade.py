@@ -99,7 +99,12 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     docs = write_jsonl(root / "docs.jsonl", DOCS)
     report = ok_json("ingest", docs, "--data-dir", folder, *AGENT)
     assert report["stored"] == 3 and report["new_versions"] == 3 and report["unchanged"] == 0
-    assert report["indexed"] >= 3 and report["problems"] == []
+    assert report["indexed"] == 3 and report["problems"] == []
+    assert report["batches"] == [
+        {"batch": 1, "documents": [1, 3], "stored": 3, "new_versions": 3, "unchanged": 0,
+         "indexed": 3, "index_pending": 0}
+    ]  # fmt: skip
+    assert report["records"] == [[d["evidence_id"], 1] for d in DOCS]
     return folder
 
 
@@ -138,6 +143,7 @@ def test_session_record_archive_live_recover(data: Path, tmp_path: Path) -> None
     log.write_bytes(b"GET /orders/O-1042 -> timeout after 30 s\n" * 50)
     first = ok_json("session", "record", "s-1", "logistics.query", "--file", log, "--data-dir", data, *AGENT)
     assert first["result_id"] == "r1" and first["state"] == "live" and first["size"] == log.stat().st_size
+    assert first["media_type"] == "text/plain; charset=utf-8"  # a text file is text, not octet-stream
     second = ok_json(
         "session", "record", "s-1", "inventory.check", "--content", "stock: 3 units",
         "--policy-class", "inventory", "--data-dir", data, *AGENT,
@@ -157,6 +163,7 @@ def test_session_record_archive_live_recover(data: Path, tmp_path: Path) -> None
 
     recovered_log = ok_json("session", "recover", "s-1", "r1", "--data-dir", data, *AGENT)
     assert recovered_log["text"] == log.read_text() and recovered_log["appended"] == "r3"
+    assert "[binary original" not in recovered_log["rendered"] and "GET /orders" in recovered_log["rendered"]
     assert recovered_log["staleness_warning"] is None  # a logistics log is not time-sensitive
 
 
@@ -321,13 +328,16 @@ def test_typed_errors_map_to_exit_codes(data: Path) -> None:
         ["session", "recover", "no-such-session", "r1", "--data-dir", data, *AGENT],
         ["memory", "current", "u-404", "pet_name", "--data-dir", data, *AGENT],
         ["delete", "evidence", "drug:carprofen:label", "--data-dir", data, *AGENT],
-        ["session", "archive", "s-conflict", "r1=fine", "r9=unknown", "--data-dir", data, *AGENT],
+        ["session", "archive", "s-conflict", "r1=fine", "r9=unknown", "--data-dir", data, *AGENT, "--json"],
         ["search", "x", "--data-dir", data, "--embedder", "default"],
     ]
     not_found, no_fact, forbidden, rejected, other_embedder = [run(*args) for args in commands]
     one_line_error(not_found, 3)
     one_line_error(no_fact, 3, "u-404")
     one_line_error(forbidden, 4, "admin")
-    one_line_error(rejected, 5, "r9: unknown", "nothing was archived")
+    one_line_error(rejected, 2, "r9: unknown", "nothing was archived")  # invalid input, as REST's 422
+    error = json.loads(rejected.stdout)["error"]  # with --json the error is JSON on stdout too
+    assert (error["code"], error["exit_code"]) == ("batch_rejected", 2)
+    assert {t["result_id"]: t["status"] for t in error["detail"]["targets"]} == {"r1": "ok", "r9": "unknown"}
     line = one_line_error(other_embedder, 2)
     assert "--embedder hashing" in line and "model_id" in line

@@ -330,14 +330,24 @@ def test_a_binary_file_is_a_typed_error_naming_the_file(
     assert problem in err.value.message
 
 
-def test_in_a_directory_an_unusable_file_stops_the_load_unless_partial(tmp_path: Path) -> None:
+def test_in_a_directory_every_unusable_file_is_reported_at_once_unless_partial(tmp_path: Path) -> None:
     write(tmp_path / "a.md", "fine")
     write(tmp_path / "b.txt", b"\x00\x01binary")
     write(tmp_path / "c.md", "x" * 50)
     write(tmp_path / "d.jsonl", jsonl({"body": "fine too"}, "{broken"))
+    write(tmp_path / "e.txt", b"\xff\xfe not utf-8")
 
-    with pytest.raises(BinaryFile):
+    # Not the first bad file: every one of them, with the bad line, in one error.
+    with pytest.raises(MalformedDocuments) as err:
         load_documents(tmp_path, max_file_bytes=40)
+    assert [(Path(p.path).name, p.line, p.code) for p in err.value.problems] == [
+        ("b.txt", None, "binary_file"),
+        ("c.md", None, "content_too_large"),
+        ("d.jsonl", 2, "malformed"),
+        ("e.txt", None, "binary_file"),
+    ]
+    assert all(name in err.value.message for name in ("b.txt", "c.md", "d.jsonl line 2", "e.txt"))
+    (tmp_path / "e.txt").unlink()
 
     loaded = load_documents(tmp_path, max_file_bytes=40, partial=True)
     assert [d.item.evidence_id for d in loaded.documents] == ["doc:a.md", "doc:d.jsonl#1"]
