@@ -17,7 +17,10 @@ EVIDENCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@#-]{0,255}$")
 # The ids search gives to what is not an evidence record (an archived result's note, a memory
 # fact, a summary) and citations resolve: no evidence record may take one, or the index would
 # hold two things under one id and a citation could not say which it names.
-DERIVED_ID_PREFIXES = ("result:", "memory:", "sum:")
+RESULT_PREFIX = "result:"  # result:<session>/<rN>, an archived result's note
+MEMORY_PREFIX = "memory:"  # memory:<owner>/<key>
+SUMMARY_PREFIX = "sum:"  # sum:<uuid hex>, the id summaries get when created
+DERIVED_ID_PREFIXES = (RESULT_PREFIX, MEMORY_PREFIX, SUMMARY_PREFIX)
 
 
 def check_evidence_id(value: object) -> str:

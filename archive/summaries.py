@@ -21,7 +21,7 @@ from .idempotency import keyed, previous_reply, save_reply
 from .outbox import enqueue
 from .principal import Principal, Role, Sensitivity
 from .records import Summary, parse_result_id
-from .refs import SourceRef
+from .refs import SUMMARY_PREFIX, SourceRef
 from .store import ArchiveStore
 
 TEXT_LIMIT = 64_000
@@ -80,7 +80,7 @@ def create_summary(
         "create_summary",
         {"text": text, "derived_from": refs, "trace_ref": trace_ref},
     )
-    summary_id = f"sum:{uuid.uuid4().hex}"
+    summary_id = f"{SUMMARY_PREFIX}{uuid.uuid4().hex}"
     now = utcnow()
     with store.write() as conn:
         previous = previous_reply(conn, request)

@@ -92,8 +92,7 @@ from mnemo_sea.archive import (
     Principal,
 )
 from mnemo_sea.archive.clock import aware, utcnow
-from mnemo_sea.archive.refs import check_evidence_id
-from mnemo_sea.indexer import MEMORY_PREFIX, RESULT_PREFIX
+from mnemo_sea.archive.refs import MEMORY_PREFIX, RESULT_PREFIX, SUMMARY_PREFIX, check_evidence_id
 
 Verdict = Literal[
     "ok",
@@ -126,7 +125,6 @@ QUOTE_LIMIT = 20_000
 LOCATOR_LIMIT = 1_024
 JSONL_LIMIT = 64 * 1024 * 1024
 _FIELDS = ("evidence_id", "version", "quote", "locator")
-SUMMARY_PREFIX = "sum:"  # the archive's summary ids: `sum:<uuid hex>`
 
 
 # ---- text normalisation and quote matching --------------------------------------------------------

@@ -23,14 +23,14 @@ from sqlalchemy import Connection
 
 from mnemo_sea.archive import ArchiveError, EvidenceRecord, MemoryFact, StoreUnavailable, Summary, feeds
 from mnemo_sea.archive.outbox import OutboxItem, claim_pending, mark_done, mark_failed, pending_count
+from mnemo_sea.archive.refs import MEMORY_PREFIX, RESULT_PREFIX
 from mnemo_sea.archive.store import ArchiveStore
 from mnemo_sea.archive.summaries import source_owner
 from mnemo_sea.caches import Cache
 from mnemo_sea.retrieval import EvidenceDocument, HybridIndex, IndexUnavailable, RetrievalError
 
-# How derived entities are named in the index (the archive's own evidence ids are used as-is).
-RESULT_PREFIX = "result:"
-MEMORY_PREFIX = "memory:"
+# How derived entities are named in the index (the archive's own evidence ids are used as-is):
+# archive.refs defines the prefixes, since citations resolve the same ids.
 
 
 def result_evidence_id(ref: str) -> str:

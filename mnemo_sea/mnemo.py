@@ -40,11 +40,10 @@ from mnemo_sea.archive import (
 )
 from mnemo_sea.archive.clock import aware, utcnow
 from mnemo_sea.archive.outbox import pending_ids
+from mnemo_sea.archive.refs import MEMORY_PREFIX, RESULT_PREFIX
 from mnemo_sea.caches import Cache, MemoryCache, RedisCache, search_query_key
 from mnemo_sea.citations import Citation, CitationReport, check_citations
 from mnemo_sea.indexer import (
-    MEMORY_PREFIX,
-    RESULT_PREFIX,
     AppliedRow,
     DrainReport,
     Indexer,
