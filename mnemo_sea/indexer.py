@@ -128,7 +128,12 @@ class Indexer:
     def _apply(self, conn: Connection, item: OutboxItem) -> None:
         tenant = item.tenant_id
         if item.op == "cache_purge":
-            self.cache.bump_generation(tenant)
+            if item.payload.get("drop_search"):
+                # A deletion: cached result pages name what was deleted; drop them, not only
+                # make them unreachable (Redis would keep them until their TTL).
+                self.cache.purge_tenant(tenant)
+            else:
+                self.cache.bump_generation(tenant)
             hashes = item.payload.get("content_sha256") or []
             if hashes:
                 self.cache.purge_content(list(hashes))
