@@ -8,10 +8,20 @@ indexer removes index points and purges caches. It returns a receipt that
 
 Deletion needs the admin role but no clearance: it reveals nothing and must be possible
 for any record (a data-subject request).
+
+No byte of deleted content stays in the archive database: besides the rows, the same
+transaction empties every outbox row about a deleted target (payloads carry notes and
+sources; pending re-reads of a deleted target are marked done, its pending deletes stay),
+idempotency replies and audit details hold identifiers and hashes only, and after the
+commit `ArchiveStore.reclaim` checkpoints SQLite's write-ahead log (the file itself is
+zeroed by `secure_delete`) or VACUUMs the PostgreSQL tables. What stays by design: the
+session tombstone, the receipt (ids and sha256s), the audit event naming the target.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -22,14 +32,29 @@ from . import schema as t
 from .audit import append_event
 from .blobs import delete_unreferenced
 from .clock import utcnow
-from .errors import NotFound
+from .errors import NotFound, StoreUnavailable
 from .evidence import lock_chain
 from .idempotency import KeyedRequest, keyed, previous_reply, save_reply
-from .outbox import enqueue
+from .outbox import Entity, enqueue, holding, scrub
 from .principal import Principal, Role, check_identifier
 from .records import DeletionReceipt, result_id
 from .refs import check_evidence_id, session_prefix
 from .store import ArchiveStore
+
+log = logging.getLogger(__name__)
+
+# The tables a deletion removes rows from or rewrites (what PostgreSQL must VACUUM after).
+CONTENT_TABLES = (
+    "blobs",
+    "tool_results",
+    "archive_entries",
+    "evidence",
+    "memory_facts",
+    "summaries",
+    "summary_sources",
+    "outbox",
+    "sessions",
+)
 
 
 @dataclass
@@ -42,6 +67,20 @@ class _Removed:
     digests: set[str] = field(default_factory=set)
     source_refs: list[str] = field(default_factory=list)
     ref_prefixes: list[str] = field(default_factory=list)
+
+
+def _outbox_targets(
+    evidence_versions: Iterable[tuple[str, int]],
+    tool_results: Iterable[str],
+    memory_facts: Iterable[tuple[str, str, int]],
+    summaries: Iterable[str],
+) -> list[tuple[Entity, str]]:
+    """The (entity, entity_ref) of every outbox row that may be about these targets."""
+    targets: list[tuple[Entity, str]] = [("evidence", f"{e}@{v}") for e, v in evidence_versions]
+    targets += [("tool_result", ref) for ref in tool_results]
+    targets += [("memory", f"{o}/{k}@{v}") for o, k, v in memory_facts]
+    targets += [("summary", s) for s in summaries]
+    return targets
 
 
 def _evidence(conn: Connection, tenant: str, evidence_id: str, out: _Removed) -> None:
@@ -156,6 +195,12 @@ def _finish(
     tenant = principal.tenant_id
     _derived(conn, tenant, out)
     blobs = delete_unreferenced(conn, tenant, out.digests)
+    # Before this deletion's own rows are queued: they name ids only and must stay pending.
+    scrub(
+        conn,
+        tenant,
+        _outbox_targets(out.evidence_versions, out.tool_results, out.memory_facts, out.summaries),
+    )
     outbox_ids: list[int] = []
     for evidence_id, version in out.evidence_versions:
         outbox_ids.append(
@@ -183,7 +228,9 @@ def _finish(
             "cache_purge",
             "tenant",
             tenant,
-            {"reason": f"deleted {target}", "content_sha256": sorted(out.digests)},
+            # drop_search: cached result pages (ids and hashes of what was found) go too,
+            # not only become unreachable.
+            {"reason": f"deleted {target}", "content_sha256": sorted(out.digests), "drop_search": True},
         )
     )
     counts = {
@@ -254,7 +301,9 @@ def delete_evidence(
         _evidence(conn, principal.tenant_id, evidence_id, out)
         if not out.evidence_versions:
             raise NotFound("evidence", evidence_id)
-        return _finish(conn, store, principal, f"evidence:{evidence_id}", out, request)
+        receipt = _finish(conn, store, principal, f"evidence:{evidence_id}", out, request)
+    reclaim(store)
+    return receipt
 
 
 def delete_session(
@@ -280,7 +329,9 @@ def delete_session(
             raise NotFound("session", session_id)
         out = _Removed()
         _session(conn, principal.tenant_id, session_id, out)
-        return _finish(conn, store, principal, f"session:{session_id}", out, request)
+        receipt = _finish(conn, store, principal, f"session:{session_id}", out, request)
+    reclaim(store)
+    return receipt
 
 
 def delete_owner(
@@ -314,7 +365,27 @@ def delete_owner(
             )
         ).all():
             _session(conn, tenant, session_id, out)
-        return _finish(conn, store, principal, f"owner:{owner}", out, request)
+        receipt = _finish(conn, store, principal, f"owner:{owner}", out, request)
+    reclaim(store)
+    return receipt
+
+
+def reclaim(store: ArchiveStore) -> bool:
+    """After a deletion committed: make its rows unreadable below SQL (see ArchiveStore.reclaim).
+
+    Best effort: the deletion stands either way, so a failure is logged, not raised; the
+    operator's step for PostgreSQL (README, deletion) and the next deletion catch up.
+    """
+    try:
+        done = store.reclaim(CONTENT_TABLES)
+    except StoreUnavailable as e:
+        log.warning("space of deleted rows not reclaimed yet: %s", e)
+        return False
+    if not done:
+        log.warning(
+            "write-ahead log not emptied after a deletion (a reader is active); the next checkpoint does"
+        )
+    return done
 
 
 def verify_deleted(store: ArchiveStore, principal: Principal, receipt: DeletionReceipt) -> list[str]:
@@ -370,4 +441,92 @@ def verify_deleted(store: ArchiveStore, principal: Principal, receipt: DeletionR
             ).first()
         ):
             left.append("originals (blobs)")
+        left += _raw_leftovers(conn, tenant, receipt)
+    return left
+
+
+def _raw_leftovers(conn: Connection, tenant: str, receipt: DeletionReceipt) -> list[str]:
+    """What of the deleted targets any raw table still holds, beyond the rows checked above:
+    notes, evidence recorded from a deleted session, originals nothing references any more,
+    derivations, outbox rows with a payload or error, a session that is not a bare tombstone."""
+    left: list[str] = []
+    sessions = list(receipt.sessions)
+    if sessions:
+        if conn.execute(
+            select(t.archive_entries.c.result_no).where(
+                t.archive_entries.c.tenant_id == tenant, t.archive_entries.c.session_id.in_(sessions)
+            )
+        ).first():
+            left.append("archive notes of a deleted session")
+        if conn.execute(
+            select(t.evidence.c.evidence_id).where(
+                t.evidence.c.tenant_id == tenant, t.evidence.c.session_id.in_(sessions)
+            )
+        ).first():
+            left.append("evidence recorded from a deleted session")
+        for r in conn.execute(
+            select(t.sessions.c.session_id).where(
+                t.sessions.c.tenant_id == tenant,
+                t.sessions.c.session_id.in_(sessions),
+                or_(t.sessions.c.deleted_at.is_(None), t.sessions.c.owner != "deleted"),
+            )
+        ):
+            left.append(f"session {r.session_id} is not a tombstone")
+    for digest in sorted(set(receipt.content_sha256) - set(receipt.blobs)):
+        # Kept at deletion time because another record shared it: that record's while it lives,
+        # a leftover once nothing references it.
+        referenced = conn.execute(
+            select(t.tool_results.c.result_no)
+            .where(t.tool_results.c.tenant_id == tenant, t.tool_results.c.blob_sha256 == digest)
+            .union_all(
+                select(t.evidence.c.version).where(
+                    t.evidence.c.tenant_id == tenant, t.evidence.c.blob_sha256 == digest
+                )
+            )
+            .limit(1)
+        ).first()
+        if (
+            referenced is None
+            and conn.execute(
+                select(t.blobs.c.sha256).where(t.blobs.c.tenant_id == tenant, t.blobs.c.sha256 == digest)
+            ).first()
+        ):
+            left.append(f"original {digest} (nothing references it)")
+    refs = [f"evidence:{e}" for e in sorted({e for e, _ in receipt.evidence_versions})]
+    prefixes = [session_prefix(s) for s in sessions]
+
+    def derived(column: Column[str] | Column[str | None]) -> ColumnElement[bool] | None:
+        conditions: list[ColumnElement[bool]] = [column.in_(refs)] if refs else []
+        conditions += [column.startswith(p, autoescape=True) for p in prefixes]
+        return or_(*conditions) if conditions else None
+
+    cond = derived(t.summary_sources.c.source_ref)
+    if (
+        cond is not None
+        and conn.execute(
+            select(t.summary_sources.c.summary_id).where(t.summary_sources.c.tenant_id == tenant, cond)
+        ).first()
+    ):
+        left.append("summaries derived from a deleted source")
+    cond = derived(t.memory_facts.c.derived_from)
+    if (
+        cond is not None
+        and conn.execute(
+            select(t.memory_facts.c.key).where(t.memory_facts.c.tenant_id == tenant, cond)
+        ).first()
+    ):
+        left.append("memory facts derived from a deleted source")
+    if (
+        receipt.summaries
+        and conn.execute(
+            select(t.summary_sources.c.summary_id).where(
+                t.summary_sources.c.tenant_id == tenant, t.summary_sources.c.summary_id.in_(receipt.summaries)
+            )
+        ).first()
+    ):
+        left.append("sources of a deleted summary")
+    targets = _outbox_targets(
+        receipt.evidence_versions, receipt.tool_results, receipt.memory_facts, receipt.summaries
+    )
+    left += [f"{row} still holds content" for row in holding(conn, tenant, targets, receipt.deleted_at)]
     return left

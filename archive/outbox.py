@@ -3,6 +3,11 @@
 The archive only writes them; the indexer in the composition root claims, applies and
 marks them done. Applying twice is harmless (deterministic point ids), so a crash between
 applying and marking only means a replay.
+
+A payload may carry content (an archived note, an evidence source), so no row keeps one
+longer than it is needed: marking a row done empties its payload and error, and a deletion
+empties the rows of what it deletes in its own transaction (`scrub`). Done rows themselves
+stay (they are the history of what was applied) but hold identifiers only.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, func, or_, select, tuple_, update
 
 from . import schema as t
 from .clock import utcnow
@@ -90,9 +95,85 @@ def claim_pending(conn: Connection, limit: int = 100) -> list[OutboxItem]:
     ]
 
 
+EMPTY_PAYLOAD = "{}"
+# Rows that only re-read a target from the archive: once the target is deleted they have
+# nothing left to do (the indexer would skip them), while index_delete rows still must run.
+_REREADS = ("index_upsert", "index_status")
+_CHUNK = 400  # (entity, ref) pairs per statement, under every backend's bound-parameter limit
+
+
 def mark_done(conn: Connection, ids: list[int]) -> None:
+    """Mark rows applied, emptying their payload and error: nothing reads them again, and a
+    payload may hold content that a later deletion would otherwise have to find."""
     if ids:
-        conn.execute(update(t.outbox).where(t.outbox.c.id.in_(ids)).values(done_at=utcnow()))
+        conn.execute(
+            update(t.outbox)
+            .where(t.outbox.c.id.in_(ids))
+            .values(done_at=utcnow(), payload_json=EMPTY_PAYLOAD, last_error=None)
+        )
+
+
+def scrub(conn: Connection, tenant_id: str, targets: list[tuple[Entity, str]]) -> int:
+    """Empty the payload and error of every row about one of `targets` (entity, entity_ref),
+    in the deleting transaction; pending re-reads of them are marked done too. Returns the
+    rows changed.
+
+    Pending index_delete rows stay pending: they remove points. On PostgreSQL a row a drainer
+    holds locked right now is skipped instead of waited for: that drainer marks it done (which
+    empties it) or failed, and a failed re-read of a deleted target is done on its next try.
+    `verify_deleted` reports any row still holding something.
+    """
+    changed = 0
+    now = utcnow()
+    for start in range(0, len(targets), _CHUNK):
+        chunk = targets[start : start + _CHUNK]
+        about = (t.outbox.c.tenant_id == tenant_id) & tuple_(t.outbox.c.entity, t.outbox.c.entity_ref).in_(
+            chunk
+        )
+        holding = or_(t.outbox.c.payload_json != EMPTY_PAYLOAD, t.outbox.c.last_error.is_not(None))
+        reread = t.outbox.c.done_at.is_(None) & t.outbox.c.op.in_(_REREADS)
+        stmt = select(t.outbox.c.id).where(about, or_(holding, reread))
+        if conn.dialect.name == "postgresql":
+            stmt = stmt.with_for_update(skip_locked=True)
+        ids = [int(r.id) for r in conn.execute(stmt)]
+        if not ids:
+            continue
+        conn.execute(
+            update(t.outbox).where(t.outbox.c.id.in_(ids)).values(payload_json=EMPTY_PAYLOAD, last_error=None)
+        )
+        conn.execute(
+            update(t.outbox)
+            .where(t.outbox.c.id.in_(ids), t.outbox.c.done_at.is_(None), t.outbox.c.op.in_(_REREADS))
+            .values(done_at=now)
+        )
+        changed += len(ids)
+    return changed
+
+
+def holding(
+    conn: Connection, tenant_id: str, targets: list[tuple[Entity, str]], written_by: datetime
+) -> list[str]:
+    """The rows about `targets` written by `written_by` that still hold a payload or an error,
+    or wait to re-read one (what `scrub` at that time should have left none of; rows written
+    later belong to records stored again under the same ids)."""
+    found: list[str] = []
+    for start in range(0, len(targets), _CHUNK):
+        chunk = targets[start : start + _CHUNK]
+        rows = conn.execute(
+            select(t.outbox.c.id, t.outbox.c.op, t.outbox.c.entity, t.outbox.c.entity_ref).where(
+                t.outbox.c.tenant_id == tenant_id,
+                tuple_(t.outbox.c.entity, t.outbox.c.entity_ref).in_(chunk),
+                t.outbox.c.created_at <= written_by,
+                or_(
+                    # A pending index_delete (the deletion's own) names ids only and must run.
+                    or_(t.outbox.c.done_at.is_not(None), t.outbox.c.op != "index_delete")
+                    & or_(t.outbox.c.payload_json != EMPTY_PAYLOAD, t.outbox.c.last_error.is_not(None)),
+                    t.outbox.c.done_at.is_(None) & t.outbox.c.op.in_(_REREADS),
+                ),
+            )
+        )
+        found += [f"outbox {r.id} ({r.op} {r.entity} {r.entity_ref})" for r in rows]
+    return found
 
 
 def mark_failed(conn: Connection, item_id: int, error: str, *, counts: bool = True) -> None:

@@ -243,6 +243,8 @@ outbox = Table(
     Column("attempts", Integer, nullable=False, default=0),
     Column("last_error", Text, nullable=True),
     Index("ix_outbox_pending", "done_at", "id"),
+    # A deletion finds (and empties) the rows about its targets by this.
+    Index("ix_outbox_target", "tenant_id", "entity", "entity_ref"),
 )
 
 # API keys of the service surfaces. Only a hash of the secret is kept: a leaked table lets no one in.

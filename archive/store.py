@@ -85,6 +85,29 @@ class ArchiveStore:
         finally:
             conn.close()
 
+    def reclaim(self, tables: tuple[str, ...]) -> bool:
+        """Make removed rows unreadable below SQL too, after a deletion committed; True if done.
+
+        SQLite zeroes deleted content in the file itself (`secure_delete`, set per connection),
+        but the write-ahead log still holds page images written before: a TRUNCATE checkpoint
+        copies the log into the file and empties it. It needs every reader to be off the log,
+        so with a long read running it may not complete (False); the next one does.
+        PostgreSQL keeps deleted rows as dead tuples until VACUUM removes them; VACUUM cannot
+        run in a transaction and skips (SKIP_LOCKED) a table another VACUUM holds right now.
+        Raises StoreUnavailable when the database cannot be reached.
+        """
+        try:
+            with self.engine.connect() as conn:
+                if self.is_sqlite:
+                    busy = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").one()[0]
+                    return int(busy) == 0
+                auto = conn.execution_options(isolation_level="AUTOCOMMIT")
+                names = ", ".join(self.engine.dialect.identifier_preparer.quote(n) for n in tables)
+                auto.exec_driver_sql(f"VACUUM (SKIP_LOCKED) {names}")
+                return True
+        except sa_exc.SQLAlchemyError as e:
+            raise StoreUnavailable(f"archive store failed while reclaiming space: {_reason(e)}") from e
+
     def dispose(self) -> None:
         self.engine.dispose()
 
@@ -137,6 +160,9 @@ def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
     try:
         cur.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
         cur.execute("PRAGMA foreign_keys = ON")
+        # Deleted rows are overwritten with zeros in the file, not only unlinked: a deletion
+        # must leave no byte of its content in free pages or free space of a page.
+        cur.execute("PRAGMA secure_delete = ON")
         _enable_wal(cur)
         # NORMAL in WAL mode: a commit survives a process crash (the crash tests kill writers);
         # an OS crash may lose the newest commits but never corrupts the file or splits one.

@@ -152,7 +152,12 @@ class Indexer:
         """Apply one row; returns the chunks it embedded (evidence upserts; 0 for the rest)."""
         tenant = item.tenant_id
         if item.op == "cache_purge":
-            self.cache.bump_generation(tenant)
+            if item.payload.get("drop_search"):
+                # A deletion: cached result pages name what was deleted; drop them, not only
+                # make them unreachable (Redis would keep them until their TTL).
+                self.cache.purge_tenant(tenant)
+            else:
+                self.cache.bump_generation(tenant)
             hashes = item.payload.get("content_sha256") or []
             if hashes:
                 self.cache.purge_content(list(hashes))

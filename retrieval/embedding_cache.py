@@ -6,7 +6,8 @@ An EmbeddingCache maps (model_id, content_sha256) to one float32 vector. Two imp
   that opens it in turn and surviving restarts.
 
 `discard(hashes)` drops the entries of those contents under every model: deleting evidence
-must also delete what was derived from its text.
+must also delete what was derived from its text (the SQLite file zeroes them, `secure_delete`,
+and its log is checkpointed away).
 
 CachingEmbedder wraps any Embedder: it looks every document text up, embeds only the misses
 (deduplicated, in one batched call) and stores them. Query embeddings are not cached: queries
@@ -103,6 +104,8 @@ class SqliteEmbeddingCache:
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
+            # A discarded vector is derived from deleted text: zero it in the file, not only unlink it.
+            self._db.execute("PRAGMA secure_delete=ON")
             self._db.execute(self._SCHEMA)
         except sqlite3.Error as exc:
             raise IndexUnavailable("embedding cache", f"cannot open {self.path}: {exc}") from exc
@@ -145,6 +148,10 @@ class SqliteEmbeddingCache:
                 )
                 removed += cursor.rowcount
             self._db.execute("COMMIT")
+            if removed:
+                # The log still holds the page images that carried them; copy it back and empty it.
+                # Best effort: a reader in another process may hold the log, then the next discard does.
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return removed
 
     def close(self) -> None:
