@@ -4,7 +4,7 @@ Start with `Archive.open(path_or_url)` and a `Principal`; see `Archive` for the 
 """
 
 from .api import Archive
-from .audit import AuditEvent, AuditReport
+from .audit import AuditAnchor, AuditEvent, AuditReport
 from .errors import (
     ArchiveConflict,
     ArchiveError,
@@ -16,6 +16,7 @@ from .errors import (
     InvalidBatch,
     InvalidInput,
     NotFound,
+    ReceiptInvalid,
     StateConflict,
     StoreUnavailable,
     TargetStatus,
@@ -36,6 +37,7 @@ from .records import (
     ToolResult,
 )
 from .refs import SourceRef
+from .signing import ReceiptKey
 
 __all__ = [
     "Archive",
@@ -44,6 +46,7 @@ __all__ = [
     "ArchivePolicy",
     "ArchiveReceipt",
     "ArchiveTarget",
+    "AuditAnchor",
     "AuditEvent",
     "AuditReport",
     "BatchRejected",
@@ -60,6 +63,8 @@ __all__ = [
     "MemoryFact",
     "NotFound",
     "Principal",
+    "ReceiptInvalid",
+    "ReceiptKey",
     "Recovered",
     "RememberOutcome",
     "Role",
