@@ -3,6 +3,11 @@
 404 not found or outside the caller's tenant (the same answer, so it is no oracle), 403 role or
 clearance, 409 state conflict, 413 too large, 422 invalid input or a rejected batch (listing
 each target's status), 503 a store unavailable (nothing was written), 401 no valid key.
+
+A deletion receipt or audit anchor this deployment did not issue (ReceiptInvalid, `check` says
+which check failed) is 422: the request is well-formed but the client's document is not proof
+this server can accept; no change of state would make it one (not 409), and unlike other
+integrity errors nothing stored is broken (not 500).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from mnemo_sea.archive import (
     IntegrityError,
     InvalidInput,
     NotFound,
+    ReceiptInvalid,
     StateConflict,
     StoreUnavailable,
 )
@@ -68,9 +74,10 @@ class ApiProblem(Exception):
 
 
 # Most specific first: ArchiveConflict is both a BatchRejected and a StateConflict (409 wins),
-# ContentTooLarge is an InvalidInput (413 wins).
+# ContentTooLarge is an InvalidInput (413 wins), ReceiptInvalid an IntegrityError (422 wins).
 _ARCHIVE_STATUS: tuple[tuple[type[ArchiveError], int], ...] = (
     (ContentTooLarge, 413),
+    (ReceiptInvalid, 422),
     (StateConflict, 409),
     (BatchRejected, 422),
     (InvalidInput, 422),
