@@ -4,10 +4,11 @@
 clearance, 409 state conflict, 413 too large, 422 invalid input or a rejected batch (listing
 each target's status), 503 a store unavailable (nothing was written), 401 no valid key.
 
-A deletion receipt or audit anchor this deployment did not issue (ReceiptInvalid, `check` says
-which check failed) is 422: the request is well-formed but the client's document is not proof
-this server can accept; no change of state would make it one (not 409), and unlike other
-integrity errors nothing stored is broken (not 500).
+A deletion receipt or audit anchor that does not check out (ReceiptInvalid; `check` says which
+check failed: signature, key, or an audit event the chain no longer holds) is 422: the request
+is well-formed, but the document the client sent is not proof this server can accept. It is
+not 409, since no change of the resource's state by the client would make it acceptable, nor
+500: the server answered correctly, and a rewound chain it reveals is reported by audit verify.
 """
 
 from __future__ import annotations
