@@ -173,10 +173,11 @@ def check_signed(
             "unsigned", f"the {what} is not signed, so nothing proves this deployment issued it"
         )
     if key_id != key.key_id:
+        shown = key_id[:64]  # the caller's text: bounded before it reaches a message or the audit chain
         raise ReceiptInvalid(
             "foreign_key",
-            f"the {what} was signed by another deployment's key ({key_id!r}, this one's is {key.key_id!r})",
-            key_id=key_id,
+            f"the {what} was signed by another deployment's key ({shown!r}, this one's is {key.key_id!r})",
+            key_id=shown,
         )
     if not key.verify(purpose, payload, signature):
         raise ReceiptInvalid(
