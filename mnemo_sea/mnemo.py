@@ -35,6 +35,7 @@ from mnemo_sea.archive import (
     Recovered,
     RememberOutcome,
     Role,
+    StoreUnavailable,
     Summary,
     ToolResult,
     feeds,
@@ -217,8 +218,12 @@ class Mnemo:
         archive = Archive.open(str(folder / ARCHIVE_FILE))
         try:
             # The key file beside the archive, created now (at `init`) rather than at the first
-            # deletion: whoever backs up the folder then finds it there.
-            archive.store.receipt_key  # noqa: B018
+            # deletion: whoever backs up the folder then finds it there. A folder where it cannot
+            # be written (read-only) still opens for reading; deletions then fail closed.
+            try:
+                archive.store.receipt_key  # noqa: B018
+            except StoreUnavailable as e:
+                log.warning("deletion receipts unavailable: %s", e)
             index = HybridIndex.open(folder / INDEX_DIR, embedder=embedder)
         except BaseException:
             archive.close()

@@ -301,3 +301,22 @@ def test_key_creation_and_revocation_are_audited_in_the_key_row_transaction(
     with archive.store.read() as conn:
         rows = conn.execute(select(t.api_keys.c.subject, t.api_keys.c.revoked_at)).all()
     assert sorted((r.subject, r.revoked_at is None) for r in rows) == [("second", True), ("vet-app", False)]
+
+
+def test_a_folder_whose_key_cannot_be_written_opens_but_deletes_nothing(
+    tmp_path: Path, agent: Principal, admin: Principal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(As root, a read-only folder is still writable, so the failure is injected.)"""
+    from mnemo_sea.archive import StoreUnavailable
+    from mnemo_sea.hashing_embedder import HashingEmbedder
+    from mnemo_sea.mnemo import Mnemo
+
+    def unwritable(path: Path) -> ReceiptKey:
+        raise StoreUnavailable(f"receipt key {path} cannot be created: Read-only file system")
+
+    monkeypatch.setattr(ReceiptKey, "load_or_create", staticmethod(unwritable))
+    with Mnemo.open(tmp_path / "data", embedder=HashingEmbedder()) as m:
+        m.ingest(agent, [EvidenceInput(evidence_id="kb:1", body="kept", source="doc")])
+        with pytest.raises(StoreUnavailable, match="receipt key"):
+            m.delete_evidence(admin, "kb:1")
+        assert m.archive.get_evidence(agent, "kb:1")[0].evidence_id == "kb:1"  # fail closed
