@@ -4,7 +4,7 @@ Start with `Archive.open(path_or_url)` and a `Principal`; see `Archive` for the 
 """
 
 from .api import Archive
-from .audit import AuditEvent, AuditReport
+from .audit import AuditAnchor, AuditEvent, AuditReport
 from .errors import (
     ArchiveConflict,
     ArchiveError,
@@ -17,6 +17,7 @@ from .errors import (
     InvalidInput,
     MemoryConflict,
     NotFound,
+    ReceiptInvalid,
     StateConflict,
     StoreUnavailable,
     TargetStatus,
@@ -37,6 +38,7 @@ from .records import (
     ToolResult,
 )
 from .refs import SourceRef
+from .signing import ReceiptKey
 
 __all__ = [
     "Archive",
@@ -45,6 +47,7 @@ __all__ = [
     "ArchivePolicy",
     "ArchiveReceipt",
     "ArchiveTarget",
+    "AuditAnchor",
     "AuditEvent",
     "AuditReport",
     "BatchRejected",
@@ -62,6 +65,8 @@ __all__ = [
     "MemoryFact",
     "NotFound",
     "Principal",
+    "ReceiptInvalid",
+    "ReceiptKey",
     "Recovered",
     "RememberOutcome",
     "Role",

@@ -12,11 +12,21 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from . import deletion, evidence, memory, sessions, summaries
-from .audit import AuditEvent, AuditReport, append_event, list_events, verify_chain
+from .audit import (
+    AuditAnchor,
+    AuditEvent,
+    AuditReport,
+    append_event,
+    check_anchor,
+    list_events,
+    make_anchor,
+    verify_chain,
+)
 from .errors import ArchiveError, BatchRejected, Forbidden, IntegrityError
 from .evidence import EvidenceInput
 from .policy import DEFAULT_POLICY, ArchivePolicy
 from .principal import Principal, Role, Sensitivity
+from .receipts import receipt_anchor
 from .records import (
     ArchiveReceipt,
     ArchiveTarget,
@@ -30,6 +40,7 @@ from .records import (
     ToolResult,
 )
 from .refs import SourceRef
+from .signing import ReceiptKey
 from .store import ArchiveStore, open_store
 
 T = TypeVar("T")
@@ -42,9 +53,16 @@ class Archive:
         self.store = store
 
     @classmethod
-    def open(cls, url: str, policy: ArchivePolicy = DEFAULT_POLICY) -> Archive:
-        """Open a SQLite file (a path or sqlite URL) or a PostgreSQL URL, migrating it."""
-        return cls(open_store(url, policy))
+    def open(
+        cls, url: str, policy: ArchivePolicy = DEFAULT_POLICY, *, receipt_key: ReceiptKey | None = None
+    ) -> Archive:
+        """Open a SQLite file (a path or sqlite URL) or a PostgreSQL URL, migrating it.
+
+        `receipt_key` signs deletion receipts and audit anchors; without it a SQLite archive
+        uses the key file beside it and any other database a key of this process only (see
+        `open_store`).
+        """
+        return cls(open_store(url, policy, receipt_key=receipt_key))
 
     @property
     def policy(self) -> ArchivePolicy:
@@ -395,15 +413,42 @@ class Archive:
             lambda: deletion.verify_deleted(self.store, principal, receipt),
         )
 
-    def verify_audit(self, principal: Principal) -> AuditReport:
-        """Check the principal's tenant chain (admin only): any edited or removed event is reported."""
+    def verify_audit(
+        self, principal: Principal, anchors: Sequence[AuditAnchor | DeletionReceipt] = ()
+    ) -> AuditReport:
+        """Check the principal's tenant chain (admin only): any edited or removed event is reported.
+
+        Given anchors (exported with `audit_anchor`, or deletion receipts, which carry the head
+        of their time), it also reports a chain rewound or rewritten under any of them. An anchor
+        this deployment did not sign for this tenant raises ReceiptInvalid.
+        """
 
         def run() -> AuditReport:
             principal.require(Role.ADMIN, "verifying the audit chain")
+            tenant = principal.tenant_id
+            checked: list[AuditAnchor] = []
+            for anchor in anchors:
+                if isinstance(anchor, DeletionReceipt):
+                    checked.append(receipt_anchor(self.store.receipt_key, anchor, tenant))
+                else:
+                    check_anchor(self.store.receipt_key, anchor, tenant)
+                    checked.append(anchor)
             with self.store.read() as conn:
-                return verify_chain(conn, principal.tenant_id)
+                return verify_chain(conn, tenant, tuple(checked))
 
         return self._guard(principal, "verify_audit", "audit", run)
+
+    def audit_anchor(self, principal: Principal) -> AuditAnchor:
+        """The tenant chain's head, signed with the deployment key (admin only). Keep it outside
+        the database: `verify_audit` given it detects a chain rewound or rewritten under it.
+        Raises IntegrityError when the chain is already broken (nothing to vouch for)."""
+
+        def run() -> AuditAnchor:
+            principal.require(Role.ADMIN, "anchoring the audit chain")
+            with self.store.read() as conn:
+                return make_anchor(conn, self.store.receipt_key, principal.tenant_id)
+
+        return self._guard(principal, "audit_anchor", "audit", run)
 
     def audit_events(self, principal: Principal, *, after_seq: int = 0, limit: int = 100) -> list[AuditEvent]:
         def run() -> list[AuditEvent]:

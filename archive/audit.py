@@ -4,6 +4,13 @@ Each event carries the hash of the previous one and its own hash over a canonica
 encoding of its fields; the tenant's head row records the newest sequence number and
 hash. Editing, reordering or removing any event (the newest included) breaks the chain,
 and `verify_chain` says where.
+
+The chain's hashes are plain SHA-256: someone who can write these tables can also remove the
+newest events, set the head back and recompute every hash after an edit, and the chain alone
+still verifies. Anchors close that gap. An `AuditAnchor` is the head (seq, hash) signed with the
+deployment key, which is kept outside the tables (see signing.py); every deletion receipt
+carries one too (its own event was the head). Verified against anchors kept elsewhere, a chain
+that no longer holds an anchored event with the anchored hash was rewound or rewritten.
 """
 
 from __future__ import annotations
@@ -18,9 +25,12 @@ from sqlalchemy import Connection, select, update
 
 from . import schema as t
 from .clock import insert_ignore, utcnow
+from .errors import IntegrityError, ReceiptInvalid
+from .signing import ReceiptKey, canonical_time
 
 GENESIS = "0" * 64
 TARGET_LIMIT = 1024  # the width of audit_events.target
+ANCHOR_PURPOSE = "mnemo-sea/audit-anchor/v1"
 
 
 def _event_hash(
@@ -101,7 +111,91 @@ class AuditReport:
         return not self.problems
 
 
-def verify_chain(conn: Connection, tenant_id: str) -> AuditReport:
+@dataclass(frozen=True)
+class AuditAnchor:
+    """A signed statement that tenant `tenant_id`'s chain had reached event `seq` with `hash`.
+
+    Export one now and then (`mnemo-sea audit anchor --out FILE`) and keep it away from the
+    database: `verify_chain` given it reports a chain rewound or rewritten under it.
+    """
+
+    tenant_id: str
+    seq: int
+    hash: str
+    at: datetime
+    key_id: str = ""
+    signature: str = ""
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "tenant_id": self.tenant_id,
+            "seq": self.seq,
+            "hash": self.hash,
+            "at": canonical_time(self.at),
+            "key_id": self.key_id,
+        }
+
+
+def head(conn: Connection, tenant_id: str) -> tuple[int, str]:
+    """The chain head as recorded: (last seq, last hash); (0, GENESIS) for an empty chain."""
+    row = conn.execute(select(t.audit_heads).where(t.audit_heads.c.tenant_id == tenant_id)).first()
+    return (0, GENESIS) if row is None else (int(row.last_seq), str(row.last_hash))
+
+
+def event_hash(conn: Connection, tenant_id: str, seq: int) -> str | None:
+    return conn.execute(
+        select(t.audit_events.c.hash).where(
+            t.audit_events.c.tenant_id == tenant_id, t.audit_events.c.seq == seq
+        )
+    ).scalar_one_or_none()
+
+
+def make_anchor(conn: Connection, key: ReceiptKey, tenant_id: str) -> AuditAnchor:
+    """The tenant's head now, signed. The chain is verified first: anchoring a broken chain
+    would vouch for whatever an attacker left in it."""
+    report = verify_chain(conn, tenant_id)
+    if not report.ok:
+        raise IntegrityError(
+            f"the audit chain of tenant {tenant_id} is broken; investigate it before anchoring it",
+            problems=list(report.problems),
+        )
+    seq, digest = head(conn, tenant_id)
+    unsigned = AuditAnchor(tenant_id, seq, digest, utcnow(), key.key_id)
+    return AuditAnchor(**{**unsigned.__dict__, "signature": key.sign(ANCHOR_PURPOSE, unsigned.payload())})
+
+
+def check_signed(
+    key: ReceiptKey, purpose: str, what: str, payload: dict[str, Any], key_id: str, signature: str
+) -> None:
+    """Raise ReceiptInvalid unless `signature` is this deployment's signature of `payload`."""
+    if not signature:
+        raise ReceiptInvalid(
+            "unsigned", f"the {what} is not signed, so nothing proves this deployment issued it"
+        )
+    if key_id != key.key_id:
+        shown = key_id[:64]  # the caller's text: bounded before it reaches a message or the audit chain
+        raise ReceiptInvalid(
+            "foreign_key",
+            f"the {what} was signed by another deployment's key ({shown!r}, this one's is {key.key_id!r})",
+            key_id=shown,
+        )
+    if not key.verify(purpose, payload, signature):
+        raise ReceiptInvalid(
+            "signature", f"the {what} was altered after it was signed (its signature does not match)"
+        )
+
+
+def check_anchor(key: ReceiptKey, anchor: AuditAnchor, tenant_id: str) -> None:
+    """Raise ReceiptInvalid unless this deployment signed `anchor` for this tenant."""
+    check_signed(key, ANCHOR_PURPOSE, "audit anchor", anchor.payload(), anchor.key_id, anchor.signature)
+    if anchor.tenant_id != tenant_id:
+        raise ReceiptInvalid(
+            "tenant", f"the audit anchor is of tenant {anchor.tenant_id!r}, not of {tenant_id!r}"
+        )
+
+
+def verify_chain(conn: Connection, tenant_id: str, anchors: tuple[AuditAnchor, ...] = ()) -> AuditReport:
+    """Check the chain, and that it still holds every anchored event (anchors checked by the caller)."""
     rows = conn.execute(
         select(t.audit_events).where(t.audit_events.c.tenant_id == tenant_id).order_by(t.audit_events.c.seq)
     ).all()
@@ -135,6 +229,21 @@ def verify_chain(conn: Connection, tenant_id: str) -> AuditReport:
         problems.append(f"the chain head names event {head.last_seq} but the chain ends at event {last_seq}")
     elif head.last_hash != prev:
         problems.append(f"event {last_seq} is not the event the chain head recorded (its hash differs)")
+    stored = {int(row.seq): str(row.hash) for row in rows}
+    for anchor in anchors:
+        if anchor.seq == 0:
+            continue  # anchored an empty chain: any chain extends it
+        found = stored.get(anchor.seq)
+        when = canonical_time(anchor.at)
+        if found is None:
+            problems.append(
+                f"the chain was rewound: the anchor of {when} names event {anchor.seq}, "
+                f"but the chain holds no such event (it ends at event {last_seq})"
+            )
+        elif found != anchor.hash:
+            problems.append(
+                f"the chain was rewritten: event {anchor.seq} differs from the one anchored at {when}"
+            )
     return AuditReport(tenant_id=tenant_id, events=len(rows), problems=tuple(problems))
 
 

@@ -29,7 +29,7 @@ from typing import Any
 from sqlalchemy import Column, ColumnElement, Connection, delete, or_, select, tuple_, update
 
 from . import schema as t
-from .audit import append_event
+from .audit import append_event, event_hash
 from .blobs import delete_unreferenced
 from .clock import utcnow
 from .errors import NotFound, StoreUnavailable
@@ -37,6 +37,7 @@ from .evidence import lock_chain
 from .idempotency import KeyedRequest, keyed, previous_reply, save_reply
 from .outbox import Entity, enqueue, holding, scrub
 from .principal import Principal, Role, check_identifier
+from .receipts import check_receipt, sign_receipt
 from .records import DeletionReceipt, result_id
 from .refs import check_evidence_id, session_prefix
 from .store import ArchiveStore
@@ -242,7 +243,7 @@ def _finish(
         "blobs": len(blobs),
     }
     seq = append_event(conn, tenant, principal.subject, "delete", target, counts)
-    receipt = DeletionReceipt(
+    unsigned = DeletionReceipt(
         tenant_id=tenant,
         target=target,
         deleted_at=utcnow(),
@@ -256,7 +257,9 @@ def _finish(
         outbox_ids=tuple(outbox_ids),
         audit_seq=seq,
         counts=counts,
+        audit_hash=event_hash(conn, tenant, seq) or "",
     )
+    receipt = sign_receipt(store.receipt_key, unsigned)
     # The receipt holds identifiers and hashes only, never deleted content.
     save_reply(conn, request, asdict(receipt))
     return receipt
@@ -278,6 +281,9 @@ def _receipt(reply: dict[str, Any]) -> DeletionReceipt:
         outbox_ids=tuple(int(i) for i in reply["outbox_ids"]),
         audit_seq=int(reply["audit_seq"]),
         counts={k: int(v) for k, v in reply["counts"].items()},
+        audit_hash=str(reply.get("audit_hash", "")),
+        key_id=str(reply.get("key_id", "")),
+        signature=str(reply.get("signature", "")),
     )
 
 
@@ -397,6 +403,9 @@ def verify_deleted(store: ArchiveStore, principal: Principal, receipt: DeletionR
         raise NotFound("deletion", receipt.target)
     left: list[str] = []
     with store.read() as conn:
+        # First, that this deployment issued the receipt: a forged one (say, an id that never
+        # existed) would otherwise "verify" by finding nothing of what it names.
+        check_receipt(conn, store.receipt_key, receipt)
         for evidence_id, version in receipt.evidence_versions:
             if conn.execute(
                 select(t.evidence.c.version).where(

@@ -166,3 +166,17 @@ class IntegrityError(ArchiveError):
     """Stored bytes no longer match their recorded hash, or the audit chain is broken."""
 
     code = "integrity_error"
+
+
+class ReceiptInvalid(IntegrityError):
+    """A deletion receipt or audit anchor this deployment did not issue, or one the audit chain
+    no longer matches. `check` names what failed: `unsigned`, `foreign_key` (signed by another
+    deployment's key), `signature` (edited after signing), `unknown_audit_event` (the chain holds
+    no such event, e.g. it was rewound) or `audit_mismatch` (the event differs from the one signed).
+    """
+
+    code = "receipt_invalid"
+
+    def __init__(self, check: str, message: str, **detail: Any) -> None:
+        super().__init__(message, check=check, **detail)
+        self.check = check

@@ -203,7 +203,13 @@ class Summary:
 
 @dataclass(frozen=True)
 class DeletionReceipt:
-    """What a deletion removed from the archive, and the outbox rows it queued for index and caches."""
+    """What a deletion removed from the archive, and the outbox rows it queued for index and caches.
+
+    Signed by the deployment key (`key_id`, `signature`: HMAC-SHA256 over every other field) and
+    tied to the audit chain: `audit_seq` and `audit_hash` name the deletion's own audit event,
+    which was the chain's head when the deletion committed. `verify_deleted` rejects a receipt
+    whose signature or audit event does not check out (ReceiptInvalid).
+    """
 
     tenant_id: str
     target: str
@@ -218,3 +224,6 @@ class DeletionReceipt:
     outbox_ids: tuple[int, ...] = ()
     audit_seq: int = 0
     counts: dict[str, int] = field(default_factory=dict)
+    audit_hash: str = ""
+    key_id: str = ""
+    signature: str = ""

@@ -14,10 +14,11 @@ Any driver-level failure (server down, file unreadable, lock timeout) becomes
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,9 @@ from sqlalchemy.engine import make_url
 
 from .errors import InvalidInput, StoreUnavailable
 from .policy import DEFAULT_POLICY, ArchivePolicy
+from .signing import ReceiptKey
 
+RECEIPT_KEY_FILE = "receipt.key"  # beside a SQLite archive file, unless a key is passed
 SQLITE_BUSY_TIMEOUT_MS = 15_000
 PG_CONNECT_TIMEOUT_S = 5
 _MIGRATION_LOCK = 7_310_244_101  # pg_advisory_xact_lock key: one migrator at a time
@@ -43,6 +46,24 @@ class ArchiveStore:
 
     engine: Engine
     policy: ArchivePolicy = DEFAULT_POLICY
+    # The deployment key that signs deletion receipts and audit anchors (see signing.py): given,
+    # or read from `receipt_key_path` on first use (so opening a store never writes a file).
+    receipt_key_path: Path | None = None
+    given_receipt_key: ReceiptKey | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self._key_lock = threading.Lock()
+        if self.given_receipt_key is None and self.receipt_key_path is None:
+            self.given_receipt_key = ReceiptKey.ephemeral()
+
+    @property
+    def receipt_key(self) -> ReceiptKey:
+        """The key; raises StoreUnavailable when its file cannot be read or created."""
+        with self._key_lock:
+            if self.given_receipt_key is None:
+                assert self.receipt_key_path is not None
+                self.given_receipt_key = ReceiptKey.load_or_create(self.receipt_key_path)
+            return self.given_receipt_key
 
     @property
     def is_sqlite(self) -> bool:
@@ -117,16 +138,34 @@ def _reason(e: BaseException) -> str:
     return str(orig if orig is not None else e).strip().splitlines()[0][:300]
 
 
-def open_store(url: str, policy: ArchivePolicy = DEFAULT_POLICY, *, migrate: bool = True) -> ArchiveStore:
+def open_store(
+    url: str,
+    policy: ArchivePolicy = DEFAULT_POLICY,
+    *,
+    migrate: bool = True,
+    receipt_key: ReceiptKey | None = None,
+) -> ArchiveStore:
     """Open (and by default migrate to the newest schema) the archive database at `url`.
 
     A plain filesystem path is taken as a SQLite file. Raises StoreUnavailable when the
     database cannot be reached or is not a database.
+
+    Without `receipt_key`, a SQLite file's key is the file `receipt.key` beside it (created,
+    mode 0600, on first use), so every process opening that archive signs and verifies with
+    the same key; any other database gets a key of this process only (`ReceiptKey.ephemeral`):
+    server deployments pass theirs (MNEMO_RECEIPT_KEY).
     """
     if "://" not in url:
         url = sqlite_url(url)
     engine = _make_engine(url)
-    store = ArchiveStore(engine=engine, policy=policy)
+    key_path = None
+    if receipt_key is None:
+        database = make_url(url).database
+        if engine.dialect.name == "sqlite" and database and database != ":memory:":
+            key_path = Path(database).parent / RECEIPT_KEY_FILE
+    store = ArchiveStore(
+        engine=engine, policy=policy, receipt_key_path=key_path, given_receipt_key=receipt_key
+    )
     if migrate:
         upgrade(store)
     return store

@@ -156,7 +156,9 @@ class ApiServer:
         self.log_path = log_path
         self.startup_timeout_s = startup_timeout_s
         inherited = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-        self.env = {**inherited, **env, "PYTHONUNBUFFERED": "1"}
+        # Server mode needs a deployment key (it signs deletion receipts); a fixed one unless given.
+        key = {"MNEMO_RECEIPT_KEY": "bench-only-receipt-key-0123456789abcdef"}
+        self.env = {**inherited, **key, **env, "PYTHONUNBUFFERED": "1"}
         self.process: subprocess.Popen[bytes] | None = None
 
     @property

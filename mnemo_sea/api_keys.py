@@ -4,6 +4,9 @@ A key reads `msk_<key_id>_<secret>`. The archive database keeps the key id, the 
 maps to (tenant, subject, roles, clearance) and a SHA-256 of the secret, never the secret:
 the secret is 256 random bits, so a plain hash cannot be brute-forced and a leaked table
 lets no one in. The tenant of every request comes from the key alone.
+
+Creating and revoking a key are audited in the key's tenant, in the transaction that writes
+the key row (archive.keys), with `actor` as the event's actor (the CLI passes `operator`).
 """
 
 from __future__ import annotations
@@ -15,15 +18,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 
-from mnemo_sea.archive import InvalidInput, NotFound, Principal, Role, Sensitivity, StateConflict
+from mnemo_sea.archive import InvalidInput, Principal, Role, Sensitivity
+from mnemo_sea.archive import keys as key_rows
 from mnemo_sea.archive import schema as t
 from mnemo_sea.archive.clock import utcnow
 from mnemo_sea.archive.store import ArchiveStore
 
 KEY_PREFIX = "msk"
 MAX_NAME_CHARS = 200
+OPERATOR = "operator"  # the audit actor of key management run with direct access to the archive
 
 
 class Unauthenticated(Exception):
@@ -92,6 +97,7 @@ def create_key(
     roles: Iterable[Role | str],
     clearance: Sensitivity | str | int = Sensitivity.INTERNAL,
     name: str = "",
+    actor: str = OPERATOR,
 ) -> tuple[str, ApiKeyInfo]:
     """Create a key for this principal; returns the key (shown once) and what is stored.
 
@@ -118,20 +124,21 @@ def create_key(
         created_at=utcnow(),
         revoked_at=None,
     )
-    with store.write() as conn:
-        conn.execute(
-            t.api_keys.insert().values(
-                key_id=info.key_id,
-                tenant_id=info.tenant_id,
-                subject=info.subject,
-                roles=",".join(info.roles),
-                clearance=info.clearance,
-                name=info.name,
-                secret_sha256=_secret_hash(secret),
-                created_at=info.created_at,
-                revoked_at=None,
-            )
-        )
+    key_rows.insert_key(
+        store,
+        {
+            "key_id": info.key_id,
+            "tenant_id": info.tenant_id,
+            "subject": info.subject,
+            "roles": ",".join(info.roles),
+            "clearance": info.clearance,
+            "name": info.name,
+            "secret_sha256": _secret_hash(secret),
+            "created_at": info.created_at,
+            "revoked_at": None,
+        },
+        actor=actor,
+    )
     return f"{KEY_PREFIX}_{key_id}_{secret}", info
 
 
@@ -144,16 +151,9 @@ def list_keys(store: ArchiveStore, tenant_id: str | None = None) -> list[ApiKeyI
         return [_info(row) for row in conn.execute(stmt)]
 
 
-def revoke_key(store: ArchiveStore, key_id: str) -> ApiKeyInfo:
+def revoke_key(store: ArchiveStore, key_id: str, *, actor: str = OPERATOR) -> ApiKeyInfo:
     """Revoke a key at once. Raises NotFound for an unknown id, StateConflict if already revoked."""
-    with store.write() as conn:
-        row = conn.execute(select(t.api_keys).where(t.api_keys.c.key_id == key_id)).first()
-        if row is None:
-            raise NotFound("api key", key_id)
-        if row.revoked_at is not None:
-            raise StateConflict(f"api key {key_id!r} is already revoked", key_id=key_id)
-        now = utcnow()
-        conn.execute(update(t.api_keys).where(t.api_keys.c.key_id == key_id).values(revoked_at=now))
+    row, now = key_rows.revoke_key(store, key_id, actor=actor)
     info = _info(row)
     return ApiKeyInfo(**{**info.__dict__, "revoked_at": now})
 

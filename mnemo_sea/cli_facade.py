@@ -1,6 +1,6 @@
 """CLI commands over the `Mnemo` facade: init, ingest, search, session, evidence, summary, memory,
-delete, verify-deleted, fsck, audit verify and eval citations. `register(app, eval_app)` adds them
-to `mnemo-sea`.
+delete, verify-deleted, fsck, audit verify/anchor and eval citations. `register(app, eval_app)` adds
+them to `mnemo-sea`.
 
 Every command works on one data folder (`--data-dir`, env MNEMO_DATA_DIR) as one principal
 (`--tenant/--subject/--role/--clearance`, env MNEMO_TENANT/MNEMO_SUBJECT/MNEMO_ROLE/MNEMO_CLEARANCE;
@@ -28,7 +28,8 @@ table in mnemo_sea.rest.problems):
     5  conflict: state conflict (every target already archived, nothing to retract), reused
        idempotency key (REST 409)
     6  store unavailable: archive unreachable, index locked by another process (named), index down
-    7  integrity: corrupt archive file, an original failing its hash, a broken audit chain
+    7  integrity: corrupt archive file, an original failing its hash, a broken or rewound audit
+       chain, a deletion receipt or audit anchor this deployment did not issue
 
 Set MNEMO_DEBUG=1 to get the traceback of an unexpected error instead of its one line.
 """
@@ -55,6 +56,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from mnemo_sea.archive import (
     ArchiveError,
+    AuditAnchor,
     BatchRejected,
     DeletionReceipt,
     EvidenceInput,
@@ -1080,9 +1082,43 @@ def receipt_from_dict(data: Any) -> DeletionReceipt:
             outbox_ids=tuple(int(x) for x in data.get("outbox_ids", ())),
             audit_seq=int(data.get("audit_seq", 0)),
             counts={str(k): int(v) for k, v in data.get("counts", {}).items()},
+            audit_hash=str(data.get("audit_hash", "")),
+            key_id=str(data.get("key_id", "")),
+            signature=str(data.get("signature", "")),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise CliError(f"not a deletion receipt ({type(e).__name__}: {e})") from None
+
+
+def anchor_to_dict(anchor: AuditAnchor) -> dict[str, Any]:
+    data: dict[str, Any] = plain(anchor)
+    return data
+
+
+def anchor_from_dict(data: Any) -> AuditAnchor | DeletionReceipt:
+    """What `audit anchor --out` wrote, or a deletion receipt (it anchors the chain of its time)."""
+    if isinstance(data, dict) and "target" in data:
+        return receipt_from_dict(data)
+    try:
+        return AuditAnchor(
+            tenant_id=str(data["tenant_id"]),
+            seq=int(data["seq"]),
+            hash=str(data["hash"]),
+            at=datetime.fromisoformat(data["at"]),
+            key_id=str(data.get("key_id", "")),
+            signature=str(data.get("signature", "")),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise CliError(f"not an audit anchor ({type(e).__name__}: {e})") from None
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CliError(f"{path}: no such file") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CliError(f"{path}: not JSON ({e})") from None
 
 
 ReceiptOut = Annotated[
@@ -1153,14 +1189,11 @@ def verify_deleted(
     ],
     as_json: JsonOpt = False,
 ) -> None:
-    """Prove a deletion: nothing of it left in the archive, the index or the outbox (exit 1 if any)."""
-    try:
-        data = json.loads(receipt_file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CliError(f"{receipt_file}: no such file") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CliError(f"{receipt_file}: not JSON ({e})") from None
-    receipt = receipt_from_dict(data)
+    """Prove a deletion: nothing of it left in the archive, the index or the outbox (exit 1 if any).
+
+    The receipt must be one this deployment signed, whose audit event the chain still holds:
+    an edited, foreign or unsigned receipt, or one the chain was rewound under, exits 7."""
+    receipt = receipt_from_dict(_read_json(receipt_file))
     principal = target.principal()
     with _open_mnemo(target) as mnemo:
         check = mnemo.verify_deleted(principal, receipt)
@@ -1199,11 +1232,22 @@ def fsck(
         )
 
 
-def audit_verify(target: Target, as_json: JsonOpt = False) -> None:
+def audit_verify(
+    target: Target,
+    anchor: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="an anchor of `audit anchor --out` or a deletion receipt (repeatable): also report "
+            "a chain rewound or rewritten under it"
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Check the tenant's hash-chained audit log (admin); exit 7 if it was tampered with."""
     principal = target.principal()
+    anchors = [anchor_from_dict(_read_json(path)) for path in anchor or ()]
     with _open_archive(target) as archive:
-        report = archive.verify_audit(principal)
+        report = archive.verify_audit(principal, anchors)
     _emit(
         {
             "tenant_id": report.tenant_id,
@@ -1215,6 +1259,21 @@ def audit_verify(target: Target, as_json: JsonOpt = False) -> None:
     )
     if not report.ok:
         raise CliError(f"audit chain of tenant {report.tenant_id} is broken", EXIT_INTEGRITY)
+
+
+def audit_anchor(
+    target: Target,
+    out: Annotated[Path, typer.Option(help="write the signed anchor (JSON) here; keep it off this machine")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Sign the tenant chain's head with the deployment key (admin): `audit verify --anchor FILE`
+    later reports any rewind or rewrite under it. Exit 7 if the chain is already broken."""
+    principal = target.principal()
+    with _open_archive(target) as archive:
+        made = archive.audit_anchor(principal)
+    data = anchor_to_dict(made)
+    out.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+    _emit({**data, "anchor": str(out)} if as_json else {"anchored": made.seq, "anchor": str(out)}, as_json)
 
 
 def eval_citations(
@@ -1278,12 +1337,15 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     add(app, "fsck", fsck)
     audit = subgroup("audit", "The hash-chained audit log.")
     add(audit, "verify", audit_verify)
+    add(audit, "anchor", audit_anchor)
     add(eval_app, "citations", eval_citations)
 
 
 __all__ = [
     "CliError",
     "Target",
+    "anchor_from_dict",
+    "anchor_to_dict",
     "as_cli_error",
     "embedder_choice",
     "exit_code_of",

@@ -31,9 +31,11 @@ from mnemo_sea.archive import (
     LiveView,
     MemoryFact,
     Principal,
+    ReceiptKey,
     Recovered,
     RememberOutcome,
     Role,
+    StoreUnavailable,
     Summary,
     ToolResult,
     feeds,
@@ -68,6 +70,21 @@ log = logging.getLogger(__name__)
 
 ARCHIVE_FILE = "archive.db"
 INDEX_DIR = "index"
+RECEIPT_KEY_FILE = "receipt.key"  # the archive's default beside ARCHIVE_FILE (archive/store.py)
+
+
+def settings_receipt_key(settings: MnemoSettings) -> ReceiptKey | None:
+    """The deployment key the settings name (MNEMO_RECEIPT_KEY or MNEMO_RECEIPT_KEY_FILE), or None.
+
+    Raises InvalidInput when both are set or the key is shorter than 32 characters.
+    """
+    if settings.receipt_key is not None and settings.receipt_key_file is not None:
+        raise InvalidInput("settings", "set MNEMO_RECEIPT_KEY or MNEMO_RECEIPT_KEY_FILE, not both")
+    if settings.receipt_key is not None:
+        return ReceiptKey.from_text(settings.receipt_key.get_secret_value())
+    if settings.receipt_key_file is not None:
+        return ReceiptKey.load_or_create(settings.receipt_key_file)
+    return None
 
 
 @dataclass(frozen=True)
@@ -247,6 +264,13 @@ class Mnemo:
         folder.mkdir(parents=True, exist_ok=True)
         archive = Archive.open(str(folder / ARCHIVE_FILE))
         try:
+            # The key file beside the archive, created now (at `init`) rather than at the first
+            # deletion: whoever backs up the folder then finds it there. A folder where it cannot
+            # be written (read-only) still opens for reading; deletions then fail closed.
+            try:
+                archive.store.receipt_key  # noqa: B018
+            except StoreUnavailable as e:
+                log.warning("deletion receipts unavailable: %s", e)
             index = HybridIndex.open(folder / INDEX_DIR, embedder=embedder)
         except BaseException:
             archive.close()
@@ -280,12 +304,20 @@ class Mnemo:
                 "settings",
                 "server mode needs one index: MNEMO_QDRANT_URL (a Qdrant server) or MNEMO_INDEX_PATH",
             )
+        receipt_key = settings_receipt_key(cfg)
+        if receipt_key is None:
+            # A key per process would make one API process reject another's receipts.
+            raise InvalidInput(
+                "settings",
+                "server mode needs a deployment key that signs deletion receipts: MNEMO_RECEIPT_KEY "
+                "(32+ characters, e.g. `openssl rand -hex 32`) or MNEMO_RECEIPT_KEY_FILE",
+            )
         cache: Cache = (
             MemoryCache() if cfg.redis_url is None else RedisCache(cfg.redis_url, prefix=cfg.redis_prefix)
         )
         try:
             cache.ping()
-            archive = Archive.open(cfg.database_url)
+            archive = Archive.open(cfg.database_url, receipt_key=receipt_key)
         except BaseException:
             cache.close()
             raise

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mnemo_sea.archive import Archive, InvalidInput
-from mnemo_sea.mnemo import ARCHIVE_FILE, Mnemo
+from mnemo_sea.mnemo import ARCHIVE_FILE, Mnemo, settings_receipt_key
 from mnemo_sea.retrieval import Embedder
 from mnemo_sea.settings import MnemoSettings
 
@@ -42,7 +42,7 @@ def open_archive(settings: MnemoSettings) -> Archive:
     """The archive alone (no index, no model): for key management and other archive-only work."""
     if settings.server_mode:
         assert settings.database_url is not None
-        return Archive.open(settings.database_url)
+        return Archive.open(settings.database_url, receipt_key=settings_receipt_key(settings))
     if settings.data_dir is None:
         raise InvalidInput("settings", "set MNEMO_DATA_DIR (embedded) or MNEMO_DATABASE_URL (server)")
     settings.data_dir.mkdir(parents=True, exist_ok=True)

@@ -32,6 +32,11 @@ class MnemoSettings(BaseSettings):
                              0: never, then run `mnemo-sea memory purge-expired` yourself)
     MNEMO_OPERATOR_TENANT    admins of this tenant are the deployment's operators: they read /metrics,
                              which covers every tenant (unset: nobody does)
+    MNEMO_RECEIPT_KEY        server mode: the deployment key (32+ characters) that signs deletion
+                             receipts and audit anchors; every API process and worker shares it
+    MNEMO_RECEIPT_KEY_FILE   or a file holding it (created with a random key, mode 0600, if missing).
+                             Server mode needs one of the two; the embedded default keeps
+                             `receipt.key` in the data folder.
     """
 
     model_config = SettingsConfigDict(env_prefix="MNEMO_", extra="ignore")
@@ -50,6 +55,8 @@ class MnemoSettings(BaseSettings):
     max_request_bytes: int = Field(default=40 * 1024 * 1024, ge=1024)
     operator_tenant: str | None = None
     ttl_purge_seconds: float = Field(default=300.0, ge=0)
+    receipt_key: SecretStr | None = None
+    receipt_key_file: Path | None = None
 
     @property
     def server_mode(self) -> bool:

@@ -7,6 +7,7 @@ must exercise PostgreSQL.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,11 @@ from stores import create_database, drop_database, require_postgres
 
 from mnemo_sea.archive import Archive
 from mnemo_sea.archive.store import open_store
+
+# Server mode refuses to start without a deployment key (it signs deletion receipts); every
+# server-mode test and the service subprocesses they start share this one.
+TEST_RECEIPT_KEY = "test-only-receipt-key-0123456789abcdef"
+os.environ.setdefault("MNEMO_RECEIPT_KEY", TEST_RECEIPT_KEY)
 
 
 @pytest.fixture(scope="session")

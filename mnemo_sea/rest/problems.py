@@ -3,6 +3,12 @@
 404 not found or outside the caller's tenant (the same answer, so it is no oracle), 403 role or
 clearance, 409 state conflict, 413 too large, 422 invalid input or a rejected batch (listing
 each target's status), 503 a store unavailable (nothing was written), 401 no valid key.
+
+A deletion receipt or audit anchor that does not check out (ReceiptInvalid; `check` says which
+check failed: signature, key, or an audit event the chain no longer holds) is 422: the request
+is well-formed, but the document the client sent is not proof this server can accept. It is
+not 409, since no change of the resource's state by the client would make it acceptable, nor
+500: the server answered correctly, and a rewound chain it reveals is reported by audit verify.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from mnemo_sea.archive import (
     IntegrityError,
     InvalidInput,
     NotFound,
+    ReceiptInvalid,
     StateConflict,
     StoreUnavailable,
 )
@@ -68,9 +75,10 @@ class ApiProblem(Exception):
 
 
 # Most specific first: ArchiveConflict is both a BatchRejected and a StateConflict (409 wins),
-# ContentTooLarge is an InvalidInput (413 wins).
+# ContentTooLarge is an InvalidInput (413 wins), ReceiptInvalid an IntegrityError (422 wins).
 _ARCHIVE_STATUS: tuple[tuple[type[ArchiveError], int], ...] = (
     (ContentTooLarge, 413),
+    (ReceiptInvalid, 422),
     (StateConflict, 409),
     (BatchRejected, 422),
     (InvalidInput, 422),

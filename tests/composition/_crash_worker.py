@@ -108,6 +108,9 @@ def receipt_from_json(data: dict[str, Any]) -> Any:
         outbox_ids=tuple(data["outbox_ids"]),
         audit_seq=int(data["audit_seq"]),
         counts=dict(data["counts"]),
+        audit_hash=data["audit_hash"],
+        key_id=data["key_id"],
+        signature=data["signature"],
     )
 
 

@@ -205,6 +205,71 @@ def test_delete_writes_a_receipt_that_verify_deleted_proves(data: Path, tmp_path
     assert "note:to-delete" not in {h["evidence_id"] for h in after["hits"]}
 
 
+def test_forged_receipts_exit_7_and_an_anchor_catches_a_rewound_audit_chain(tmp_path: Path) -> None:
+    """The receipt file `delete --receipt-out` writes, edited, is refused; `audit anchor --out`
+    lets `audit verify --anchor` see a truncation that `audit verify` alone passes."""
+    import sqlite3
+
+    from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
+    from mnemo_sea.cli_facade import receipt_to_dict
+    from mnemo_sea.hashing_embedder import HashingEmbedder
+    from mnemo_sea.mnemo import Mnemo
+
+    folder = tmp_path / "data"
+    admin = Principal("clinic-a", "admin-1", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
+    with Mnemo.open(folder, embedder=HashingEmbedder()) as m:  # in-process set-up: no CLI start-ups
+        m.ingest(admin, [EvidenceInput(evidence_id="n:1", body="to delete", source="s")])
+        receipt = m.delete_evidence(admin, "n:1")
+    key_file = folder / "receipt.key"
+    assert key_file.is_file() and (key_file.stat().st_mode & 0o777) == 0o600
+    good = receipt_to_dict(receipt)
+    (tmp_path / "good.json").write_text(json.dumps(good), encoding="utf-8")
+    # (An untouched receipt file verifies: test_delete_writes_a_receipt_that_verify_deleted_proves;
+    # foreign and unsigned ones: tests/archive/test_receipts.py, the same code path.)
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps({**good, "evidence_versions": [["never-existed", 1]]}), encoding="utf-8")
+    refused = run("verify-deleted", forged, "--data-dir", folder, *ADMIN)
+    one_line_error(refused, 7, "altered after it was signed")
+
+    anchored = ok_json("audit", "anchor", "--out", tmp_path / "anchor.json", "--data-dir", folder, *ADMIN)
+    # The head: the deletion, then the refusal above (audited as an integrity failure).
+    assert anchored["seq"] == receipt.audit_seq + 1 and anchored["signature"]
+    # The attack, straight on the database file: the deletion's event and the head go back.
+    db = sqlite3.connect(folder / "archive.db")
+    with db:
+        db.execute("DELETE FROM audit_events WHERE tenant_id = 'clinic-a' AND seq >= ?", (receipt.audit_seq,))
+        db.execute("DELETE FROM audit_heads WHERE tenant_id = 'clinic-a'")
+    db.close()
+    alone, with_anchor, with_receipt = run_many(
+        ["audit", "verify", "--data-dir", str(folder), *ADMIN, "--json"],
+        [
+            "audit",
+            "verify",
+            "--anchor",
+            str(tmp_path / "anchor.json"),
+            "--data-dir",
+            str(folder),
+            *ADMIN,
+            "--json",
+        ],
+        [
+            "audit",
+            "verify",
+            "--anchor",
+            str(tmp_path / "good.json"),
+            "--data-dir",
+            str(folder),
+            *ADMIN,
+            "--json",
+        ],
+    )
+    assert alone.returncode == 0 and json.loads(alone.stdout)["ok"] is True, alone.stderr
+    for proc in (with_anchor, with_receipt):
+        assert proc.returncode == 7, proc.stderr
+        report = json.loads(proc.stdout)
+        assert report["ok"] is False and "rewound" in report["problems"][0]
+
+
 def test_fsck_audit_and_citation_eval(data: Path, tmp_path: Path) -> None:
     fsck = ok_json("fsck", "--data-dir", data, *ADMIN)
     assert fsck["ok"] is True and fsck["problems"] == [] and fsck["checked"]["tenants"] >= 1

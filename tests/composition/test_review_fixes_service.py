@@ -40,7 +40,13 @@ def test_another_tenants_backlog_is_invisible_to_fsck_and_deletion_checks(mnemo:
     receipt = mnemo.delete_evidence(B_ADMIN, "b:1")  # syncs everything, then A writes again
     mnemo.sync_writes = False
     mnemo.ingest(A_AGENT, [EvidenceInput(body="tenant a more text", source="kb", evidence_id="a:2")])
-    forged = type(receipt)(**{**receipt.__dict__, "outbox_ids": tuple(range(1, 100))})
+    # A receipt naming A's outbox rows too, signed with the deployment key (only the deployment
+    # could issue one; an edited receipt is refused before any count: test_receipts.py).
+    from dataclasses import replace
+
+    from mnemo_sea.archive.receipts import sign_receipt
+
+    forged = sign_receipt(mnemo.archive.store.receipt_key, replace(receipt, outbox_ids=tuple(range(1, 100))))
     assert mnemo.verify_deleted(B_ADMIN, forged).pending_outbox == 0  # A's pending rows are not B's
     assert run_fsck(mnemo, tenant_id="tb").ok
     assert "pending_outbox" in {p.kind for p in run_fsck(mnemo, tenant_id="ta").problems}

@@ -80,6 +80,27 @@ def test_missing_or_unreachable_components_fail_closed(pg_migrated_url: str) -> 
         )
 
 
+def test_server_mode_needs_one_shared_deployment_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Without a configured key each process would sign with its own and reject the others' receipts."""
+    monkeypatch.delenv("MNEMO_RECEIPT_KEY", raising=False)
+    monkeypatch.delenv("MNEMO_RECEIPT_KEY_FILE", raising=False)
+    where = {"database_url": "postgresql+psycopg://postgres@127.0.0.1:1/x", "qdrant_url": ":memory:"}
+    for extra, message in [
+        ({}, "MNEMO_RECEIPT_KEY"),
+        ({"receipt_key": "too short"}, "at least 32 characters"),
+        ({"receipt_key": "k" * 40, "receipt_key_file": tmp_path / "key"}, "not both"),
+    ]:
+        with pytest.raises(InvalidInput, match=message):
+            Mnemo.from_settings(MnemoSettings(**where, **extra), embedder=HashingEmbedder())
+    assert not (tmp_path / "key").exists()
+    from mnemo_sea.mnemo import settings_receipt_key
+
+    from_file = settings_receipt_key(MnemoSettings(**where, receipt_key_file=tmp_path / "key"))
+    assert from_file is not None and (tmp_path / "key").stat().st_mode & 0o777 == 0o600
+    again = settings_receipt_key(MnemoSettings(**where, receipt_key_file=tmp_path / "key"))
+    assert again is not None and again.key_id == from_file.key_id
+
+
 def test_background_workers_apply_the_outbox_once_each(
     pg_migrated_url: str, redis_url: str, redis_prefix: str
 ) -> None:

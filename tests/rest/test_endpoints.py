@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from rest_helpers import Api, assert_problem, evidence
-from sqlalchemy import event
+from sqlalchemy import delete, event, select, update
 
 from mnemo_sea.archive import Archive, ArchivePolicy
+from mnemo_sea.archive import schema as t
 from mnemo_sea.archive.store import open_store
 from mnemo_sea.caches import MemoryCache, RedisCache
 from mnemo_sea.mnemo import Mnemo
@@ -434,6 +435,57 @@ def test_delete_evidence_receipt_verify_then_gone(api: Api) -> None:
     # Another tenant's receipt (or a forged one) proves nothing here.
     other = api.other_tenant()
     assert_problem(api.client.post("/v1/deletions/verify", json=body, headers=other.headers("admin")), 404)
+
+
+def test_forged_receipts_and_a_rewound_audit_chain_are_rejected(api: Api) -> None:
+    agent, admin = api.headers("agent"), api.headers("admin")
+    api.client.post("/v1/evidence", json=evidence("real", "a record to delete"), headers=agent)
+    receipt = api.client.delete("/v1/evidence/real", headers=admin).json()
+    assert len(receipt["signature"]) == 64 and receipt["audit_hash"] and receipt["key_id"]
+    anchor = api.client.post("/v1/admin/audit/anchor", headers=admin).json()
+    assert anchor["seq"] == receipt["audit_seq"] and anchor["hash"] == receipt["audit_hash"]
+
+    def verify(doc: dict[str, Any]) -> Any:
+        return api.client.post("/v1/deletions/verify", json=doc, headers=admin)
+
+    forged = {**receipt, "evidence_versions": [["never-existed", 1]], "target": "evidence:never-existed"}
+    unsigned = {k: v for k, v in receipt.items() if k not in ("signature", "key_id")}
+    for doc, check in [
+        (forged, "signature"),
+        (unsigned, "unsigned"),
+        ({**receipt, "key_id": "f" * 16}, "foreign_key"),
+    ]:
+        assert assert_problem(verify(doc), 422, "receipt_invalid")["check"] == check
+    assert verify(receipt).json()["ok"] is True
+
+    # The truncation attack: drop the newest audit rows and set the head back.
+    store = api.mnemo.archive.store
+    with store.write() as conn:
+        first = receipt["audit_seq"] - 1
+        conn.execute(
+            delete(t.audit_events).where(
+                t.audit_events.c.tenant_id == api.tenant, t.audit_events.c.seq > first
+            )
+        )
+        survivor = conn.execute(
+            select(t.audit_events.c.hash).where(
+                t.audit_events.c.tenant_id == api.tenant, t.audit_events.c.seq == first
+            )
+        ).scalar_one()
+        conn.execute(
+            update(t.audit_heads)
+            .where(t.audit_heads.c.tenant_id == api.tenant)
+            .values(last_seq=first, last_hash=survivor)
+        )
+    assert api.client.get("/v1/admin/audit/verify", headers=admin).json()["ok"] is True
+    anchored = api.client.post("/v1/admin/audit/verify", json={"anchors": [anchor]}, headers=admin).json()
+    assert anchored["ok"] is False and "rewound" in anchored["problems"][0]
+    by_receipt = api.client.post("/v1/admin/audit/verify", json={"receipts": [receipt]}, headers=admin).json()
+    assert by_receipt["ok"] is False
+    assert assert_problem(verify(receipt), 422, "receipt_invalid")["check"] == "unknown_audit_event"
+    bad_anchor = {**anchor, "seq": 1}
+    response = api.client.post("/v1/admin/audit/verify", json={"anchors": [bad_anchor]}, headers=admin)
+    assert assert_problem(response, 422, "receipt_invalid")["check"] == "signature"
 
 
 def test_delete_session_and_owner(api: Api) -> None:

@@ -42,7 +42,9 @@ def two_apps(pg_migrated_url: str, module_redis_prefix: str) -> Iterator[tuple[M
 
     def another() -> Mnemo:
         cache = RedisCache(REDIS_URL, prefix=module_redis_prefix)
-        return Mnemo(Archive.open(pg_migrated_url), first.index, cache, sync_writes=False)
+        # Another process of the same deployment: the same database and the same receipt key.
+        archive = Archive.open(pg_migrated_url, receipt_key=first.archive.store.receipt_key)
+        return Mnemo(archive, first.index, cache, sync_writes=False)
 
     second, worker = another(), another()
     try:

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from mnemo_sea.archive import AuditEvent
+from mnemo_sea.archive import AuditAnchor, AuditEvent, DeletionReceipt, InvalidInput
 from mnemo_sea.fsck import Problem, run_fsck
 from mnemo_sea.rest.auth import Admin, System
 from mnemo_sea.rest.models import Page
@@ -23,6 +23,13 @@ class AuditReportOut(BaseModel):
     problems: list[str]
 
 
+class AnchorsIn(BaseModel):
+    anchors: list[AuditAnchor] = Field(default_factory=list, max_length=1000)
+    receipts: list[DeletionReceipt] = Field(
+        default_factory=list, max_length=1000, description="deletion receipts also anchor the chain"
+    )
+
+
 class FsckOut(BaseModel):
     ok: bool = Field(description="no problem in the caller's tenant (and no outbox backlog)")
     problems: list[Problem]
@@ -33,6 +40,26 @@ def verify_audit(principal: Admin, mnemo: System) -> AuditReportOut:
     """Re-hash the tenant's audit chain: any edited or removed event is reported."""
     report = mnemo.archive.verify_audit(principal)
     return AuditReportOut(ok=report.ok, events=report.events, problems=list(report.problems))
+
+
+@router.post("/audit/verify", response_model=AuditReportOut, responses=responses(403))
+def verify_audit_anchored(body: AnchorsIn, principal: Admin, mnemo: System) -> AuditReportOut:
+    """Re-hash the chain and check it still holds every anchored event: a chain rewound or
+    rewritten under an anchor (or a receipt) is reported. An anchor or receipt this deployment
+    did not sign for the caller's tenant is 422 `receipt_invalid`."""
+    for anchor in body.anchors:
+        if not 0 <= anchor.seq <= MAX_SQL_INT:
+            raise InvalidInput("anchors", f"seq is between 0 and {MAX_SQL_INT}")
+    anchors: list[AuditAnchor | DeletionReceipt] = [*body.anchors, *body.receipts]
+    report = mnemo.archive.verify_audit(principal, anchors)
+    return AuditReportOut(ok=report.ok, events=report.events, problems=list(report.problems))
+
+
+@router.post("/audit/anchor", response_model=AuditAnchor, responses=responses(403, 500))
+def audit_anchor(principal: Admin, mnemo: System) -> AuditAnchor:
+    """The chain's head signed with the deployment key; keep it away from this server and pass
+    it to POST /v1/admin/audit/verify later. 500 `integrity_error` if the chain is already broken."""
+    return mnemo.archive.audit_anchor(principal)
 
 
 @router.get("/audit/events", response_model=Page[AuditEvent], responses=responses(403))
