@@ -5,7 +5,7 @@ index keeps that from scanning a table that only grows. Done rows were kept with
 payloads (archived notes, evidence sources), which outlived the deletion of their targets;
 nothing reads a done row's payload, so they are emptied here as `mark_done` now does.
 
-Revision ID: 0003_h1
+Revision ID: 0003
 Revises: 0002
 Create Date: 2026-12-01 11:00:00
 """
