@@ -112,7 +112,9 @@ class CliError(Exception):
     """A failure the CLI reports as one line and an exit code (and, with --json, as JSON).
 
     `code` defaults to the exit code's name (`invalid_input`, `not_found`, ...); `detail` is
-    structured data for programs (printed only with --json).
+    structured data for programs (printed only with --json). `reported`: the command already
+    printed its report (which says what failed) on stdout, so --json adds no second document
+    there and a program reads exactly one JSON value.
     """
 
     def __init__(
@@ -122,12 +124,14 @@ class CliError(Exception):
         *,
         code: str | None = None,
         detail: dict[str, Any] | None = None,
+        reported: bool = False,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
         self.code = code or _EXIT_NAMES.get(exit_code, "error")
         self.detail = detail or {}
+        self.reported = reported
 
 
 def _retrieval_errors() -> Any:
@@ -212,7 +216,7 @@ def as_cli_error(exc: Exception) -> CliError:
 
 def _fail(error: CliError, as_json: bool = False) -> NoReturn:
     message = " ".join(error.message.split())
-    if as_json:
+    if as_json and not error.reported:
         body = {"code": error.code, "message": message, "exit_code": error.exit_code, "detail": error.detail}
         typer.echo(json.dumps({"error": plain(body)}, ensure_ascii=False, indent=2, default=str))
     typer.echo(f"error: {message}", err=True)
@@ -1208,7 +1212,9 @@ def verify_deleted(
         as_json,
     )
     if not check.ok:
-        raise CliError(f"deletion of {receipt.target} is not complete (see the report)", EXIT_PROBLEMS)
+        raise CliError(
+            f"deletion of {receipt.target} is not complete (see the report)", EXIT_PROBLEMS, reported=True
+        )
 
 
 def fsck(
@@ -1229,6 +1235,7 @@ def fsck(
             f"fsck found {len(report.problems)} problem(s)"
             + ("" if repair else "; run fsck --repair to fix the repairable ones"),
             EXIT_INTEGRITY if integrity else EXIT_PROBLEMS,
+            reported=True,
         )
 
 
@@ -1258,7 +1265,7 @@ def audit_verify(
         as_json,
     )
     if not report.ok:
-        raise CliError(f"audit chain of tenant {report.tenant_id} is broken", EXIT_INTEGRITY)
+        raise CliError(f"audit chain of tenant {report.tenant_id} is broken", EXIT_INTEGRITY, reported=True)
 
 
 def audit_anchor(

@@ -42,7 +42,7 @@ def verify_audit(principal: Admin, mnemo: System) -> AuditReportOut:
     return AuditReportOut(ok=report.ok, events=report.events, problems=list(report.problems))
 
 
-@router.post("/audit/verify", response_model=AuditReportOut, responses=responses(403))
+@router.post("/audit/verify", response_model=AuditReportOut, responses=responses(403, 413))
 def verify_audit_anchored(body: AnchorsIn, principal: Admin, mnemo: System) -> AuditReportOut:
     """Re-hash the chain and check it still holds every anchored event: a chain rewound or
     rewritten under an anchor (or a receipt) is reported. An anchor or receipt this deployment
