@@ -265,7 +265,30 @@ def _finish(
     return receipt
 
 
-def _receipt(reply: dict[str, Any]) -> DeletionReceipt:
+def delete_memory_versions(
+    conn: Connection,
+    store: ArchiveStore,
+    principal: Principal,
+    target: str,
+    chains: Iterable[tuple[str, str]],
+    condition: ColumnElement[bool],
+    request: KeyedRequest | None = None,
+) -> DeletionReceipt | None:
+    """Delete the memory versions matching `condition` (within the `chains` it may touch)
+    through the cascade, in the caller's write transaction: rows, outbox rows about them,
+    index and cache work, an audit `delete` event on `target`, a signed receipt. None when
+    nothing matched (then nothing is written or audited). The caller runs `reclaim` after its
+    commit, as every deletion does."""
+    for owner, key in sorted(set(chains)):  # one order for every writer: no deadlock
+        lock_chain(conn, "memory", principal.tenant_id, owner, key)
+    out = _Removed()
+    _memory(conn, principal.tenant_id, condition, out)
+    if not out.memory_facts:
+        return None
+    return _finish(conn, store, principal, target, out, request)
+
+
+def replayed_receipt(reply: dict[str, Any]) -> DeletionReceipt:
     """The receipt a deletion first returned, from its stored reply."""
     return DeletionReceipt(
         tenant_id=reply["tenant_id"],
@@ -302,7 +325,7 @@ def delete_evidence(
     with store.write() as conn:
         previous = previous_reply(conn, request)
         if previous is not None:
-            return _receipt(previous)
+            return replayed_receipt(previous)
         out = _Removed()
         _evidence(conn, principal.tenant_id, evidence_id, out)
         if not out.evidence_versions:
@@ -323,7 +346,7 @@ def delete_session(
     with store.write() as conn:
         previous = previous_reply(conn, request)
         if previous is not None:
-            return _receipt(previous)
+            return replayed_receipt(previous)
         exists = conn.execute(
             select(t.sessions.c.session_id).where(
                 t.sessions.c.tenant_id == principal.tenant_id,
@@ -354,7 +377,7 @@ def delete_owner(
     with store.write() as conn:
         previous = previous_reply(conn, request)
         if previous is not None:
-            return _receipt(previous)
+            return replayed_receipt(previous)
         out = _Removed()
         _memory(conn, tenant, t.memory_facts.c.owner == owner, out)
         for (evidence_id,) in conn.execute(
@@ -445,7 +468,8 @@ def verify_deleted(store: ArchiveStore, principal: Principal, receipt: DeletionR
             receipt.blobs
             and conn.execute(
                 select(t.blobs.c.sha256).where(
-                    t.blobs.c.tenant_id == tenant, t.blobs.c.sha256.in_(receipt.blobs)
+                    t.blobs.c.tenant_id == tenant,
+                    t.blobs.c.sha256.in_(receipt.blobs),
                 )
             ).first()
         ):

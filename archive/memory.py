@@ -292,7 +292,8 @@ def _replayed(
         fact = MemoryFact(owner, key, value, 0, provenance, "active", created, expires, source)
         return RememberOutcome(fact, persisted=False, reason=reply["reason"])
     row = next((r for r in _chain(conn, tenant, owner, key) if r.version == version), None)
-    if row is None:
+    # A forgotten fact's numbers start over: the same number written later is another fact.
+    if row is None or row.created_at != datetime.fromisoformat(reply["created_at"]):
         raise NotFound("memory", f"{owner}/{key}@{version}")
     # `remember` answers with the fact it made current; superseding it later is a later state.
     fact = replace(fact_from_row(row), status="active")
@@ -346,27 +347,6 @@ def facts(store: ArchiveStore, principal: Principal, owner: str) -> list[MemoryF
 # ---- forgetting: TTL purge and forget ----------------------------------------------------------
 
 
-def _delete_versions(
-    conn: Connection,
-    store: ArchiveStore,
-    principal: Principal,
-    target: str,
-    chains: list[tuple[str, str]],
-    condition: Any,
-    request: Any = None,
-) -> DeletionReceipt | None:
-    """Delete the memory versions matching `condition` through the deletion cascade (rows,
-    index points and caches queued in the outbox of this transaction, an audit `delete` event,
-    a receipt `verify_deleted` checks). None when nothing matched (and nothing is audited)."""
-    for owner, key in sorted(set(chains)):  # one order for every writer: no deadlock
-        lock_chain(conn, "memory", principal.tenant_id, owner, key)
-    out = deletion._Removed()
-    deletion._memory(conn, principal.tenant_id, condition, out)
-    if not out.memory_facts:
-        return None
-    return deletion._finish(conn, store, principal, target, out, request)
-
-
 def purge_expired(
     store: ArchiveStore, principal: Principal, *, now: datetime | None = None
 ) -> DeletionReceipt | None:
@@ -391,7 +371,10 @@ def purge_expired(
             return None
         # The condition is evaluated again after the chain locks: a version written meanwhile
         # is judged by its own expiry.
-        return _delete_versions(conn, store, principal, "memory:expired", chains, expired)
+        receipt = deletion.delete_memory_versions(conn, store, principal, "memory:expired", chains, expired)
+    if receipt is not None:
+        deletion.reclaim(store)
+    return receipt
 
 
 def purge_expired_everywhere(store: ArchiveStore, *, now: datetime | None = None) -> list[DeletionReceipt]:
@@ -434,11 +417,12 @@ def forget(
     with store.write() as conn:
         previous = previous_reply(conn, request)
         if previous is not None:
-            return deletion._receipt(previous)
+            return deletion.replayed_receipt(previous)
         condition = and_(t.memory_facts.c.owner == owner, t.memory_facts.c.key == key)
-        receipt = _delete_versions(
+        receipt = deletion.delete_memory_versions(
             conn, store, principal, f"memory:{owner}/{key}", [(owner, key)], condition, request
         )
         if receipt is None:
             raise NotFound("memory fact", f"{owner}/{key}")
-        return receipt
+    deletion.reclaim(store)
+    return receipt

@@ -713,13 +713,17 @@ class Mnemo:
         """Check every store: archive rows, index points of each deleted id, pending outbox rows."""
         archive_left = self.archive.verify_deleted(principal, receipt)
         tenant = principal.tenant_id
-        ids = {eid for eid, _ in receipt.evidence_versions}
-        ids |= {f"{RESULT_PREFIX}{ref}" for ref in receipt.tool_results}
-        ids |= {memory_evidence_id(owner, key) for owner, key, _ in receipt.memory_facts}
-        ids |= set(receipt.summaries)
-        index_left = sorted(i for i in ids if self.index.backend.count(evidence_filter(tenant, i)) > 0)
         with self.archive.store.read() as conn:
             pending = len(pending_ids(conn, tenant) & set(receipt.outbox_ids))
+        # Evidence and memory points are counted per deleted version: a purge may delete some
+        # versions of a fact and keep the rest, whose points are not leftovers.
+        points: list[tuple[str, int | None]] = list(receipt.evidence_versions)
+        points += [(memory_evidence_id(owner, key), v) for owner, key, v in receipt.memory_facts]
+        points += [(f"{RESULT_PREFIX}{ref}", None) for ref in receipt.tool_results]
+        points += [(summary_id, None) for summary_id in receipt.summaries]
+        index_left = sorted(
+            {i for i, v in points if self.index.backend.count(evidence_filter(tenant, i, v)) > 0}
+        )
         return DeletionCheck(receipt, tuple(archive_left), tuple(index_left), pending)
 
     # ---- citations ---------------------------------------------------------------------------

@@ -12,8 +12,10 @@ then, after `delete_session`, finds it nowhere, and `verify_deleted` also reads 
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import closing
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +24,7 @@ import redis
 from fakes import HashingEmbedder
 from leftovers import files_holding, new_marker, scan_database
 
-from mnemo_sea.archive import ArchiveTarget, EvidenceInput, Principal, Role, Sensitivity
+from mnemo_sea.archive import ArchiveTarget, EvidenceInput, NotFound, Principal, Role, Sensitivity
 from mnemo_sea.archive.deletion import verify_deleted
 from mnemo_sea.archive.outbox import scrub
 from mnemo_sea.mnemo import ARCHIVE_FILE, INDEX_DIR, Mnemo
@@ -173,3 +175,54 @@ def test_verify_deleted_reads_the_outbox_rows_of_the_deleted_targets(embedded: t
     with store.write() as conn:
         scrub(conn, ADMIN.tenant_id, [("tool_result", f"{SESSION}/r1")])
     assert verify_deleted(store, ADMIN, receipt) == []
+
+
+def _remember_twice(m: Mnemo, owner: str, key: str, first: str, second: str) -> None:
+    m.remember(AGENT, owner, key, first, provenance="user_claim")
+    m.remember(AGENT, owner, key, second, provenance="user_claim")
+
+
+@pytest.mark.parametrize("how", ["forget", "purge"])
+def test_forgotten_and_purged_memory_leaves_no_byte_in_tables_or_files(
+    embedded: tuple[Mnemo, Path], how: str
+) -> None:
+    m, folder = embedded
+    old, new = new_marker(), new_marker()
+    if how == "forget":
+        _remember_twice(m, "u-1", "pet", f"dog {old}", f"cat {new}")
+        receipt = m.forget(AGENT, "u-1", "pet")
+        gone = [old, new]
+    else:  # the expired first version goes, the second (no TTL) stays current
+        m.remember(AGENT, "u-1", "pet", f"dog {old}", provenance="user_claim", ttl=timedelta(seconds=1))
+        time.sleep(1.1)
+        m.remember(AGENT, "u-1", "pet", f"cat {new}", provenance="user_claim")
+        found = m.purge_expired(ADMIN)
+        assert found is not None
+        receipt = found
+        gone = [old]
+    check = m.verify_deleted(ADMIN, receipt)
+    assert check.ok, check
+    for marker in gone:
+        assert scan_database(m.archive.store.engine, marker) == []
+        assert files_holding(folder, marker) == [], marker  # archive.db, its WAL, the index
+    if how == "purge":
+        assert "memory_facts.value" in scan_database(m.archive.store.engine, new)
+
+
+def test_numbers_issued_again_are_named_as_come_back_and_old_keys_do_not_answer(
+    embedded: tuple[Mnemo, Path],
+) -> None:
+    """A forgotten fact starts over at version 1: `verify_deleted` names that version as come back
+    (as it does for a deleted evidence id stored again), and the first call's idempotency key
+    does not answer with the new fact."""
+    m, _ = embedded
+    m.remember(AGENT, "u-1", "pet", "dog", provenance="user_claim", idempotency_key="first-pet")
+    forgot = m.forget(AGENT, "u-1", "pet")
+    again = m.remember(AGENT, "u-1", "pet", "cat", provenance="user_claim")
+    assert (again.fact.version, forgot.memory_facts) == (1, (("u-1", "pet", 1),))
+    check = m.verify_deleted(ADMIN, forgot)
+    assert check.archive_leftovers == ("memory u-1/pet@1",) and check.index_leftovers == ("memory:u-1/pet",)
+    with pytest.raises(NotFound):  # the first call's fact is gone; this key never answers "cat"
+        m.remember(AGENT, "u-1", "pet", "dog", provenance="user_claim", idempotency_key="first-pet")
+    m.forget(AGENT, "u-1", "pet")
+    assert m.verify_deleted(ADMIN, forgot).ok
