@@ -28,6 +28,16 @@ DEFAULT_TIME_SENSITIVE_CLASSES = frozenset(
 _POLICY_CLASS = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
+MAX_LIST_LIMIT = 10_000  # the most rows one listing call returns
+
+
+def check_list_limit(limit: object) -> int:
+    """A listing's `limit`: an integer from 1 to MAX_LIST_LIMIT, else InvalidInput."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= MAX_LIST_LIMIT:
+        raise InvalidInput("limit", f"must be an integer from 1 to {MAX_LIST_LIMIT}, got {limit!r}")
+    return limit
+
+
 def check_policy_class(value: object) -> str:
     if not isinstance(value, str) or not _POLICY_CLASS.fullmatch(value):
         raise InvalidInput(

@@ -41,7 +41,7 @@ from .errors import (
 )
 from .idempotency import keyed, previous_reply, save_reply
 from .outbox import enqueue
-from .policy import check_policy_class
+from .policy import check_list_limit, check_policy_class
 from .principal import Principal, Role, Sensitivity, check_identifier
 from .records import (
     ArchiveReceipt,
@@ -767,8 +767,7 @@ def list_sessions(store: ArchiveStore, principal: Principal, *, limit: int = 100
     """The tenant's sessions, oldest first (deleted ones never); a user sees only sessions
     about itself, as with `live_view`. At most `limit` (1 to 10,000)."""
     principal.require(Role.READER, "listing sessions")
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= 10_000:
-        raise InvalidInput("limit", f"must be an integer from 1 to 10000, got {limit!r}")
+    check_list_limit(limit)
     tenant = principal.tenant_id
     stmt = (
         select(t.sessions.c.session_id, t.sessions.c.owner, t.sessions.c.created_at)

@@ -19,6 +19,7 @@ from .clock import utcnow
 from .errors import Forbidden, InvalidInput, NotFound
 from .idempotency import keyed, previous_reply, save_reply
 from .outbox import enqueue
+from .policy import check_list_limit
 from .principal import Principal, Role, Sensitivity
 from .records import Summary, parse_result_id
 from .refs import SUMMARY_PREFIX, SourceRef
@@ -193,8 +194,7 @@ def list_summaries(store: ArchiveStore, principal: Principal, *, limit: int = 10
     """The summaries this principal may read (as `get_summary` decides), oldest first; at most
     `limit` (1 to 10,000)."""
     principal.require(Role.READER, "listing summaries")
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= 10_000:
-        raise InvalidInput("limit", f"must be an integer from 1 to 10000, got {limit!r}")
+    check_list_limit(limit)
     tenant = principal.tenant_id
     out: list[Summary] = []
     with store.read() as conn:

@@ -1016,14 +1016,20 @@ def memory_history(
     _emit({"owner": owner, "key": key, "versions": plain(facts)}, as_json)
 
 
+def _keep_receipt(data: dict[str, Any], receipt_out: Path | None) -> str:
+    """Write the receipt to `--receipt-out` when given; what human output says of where it is."""
+    if receipt_out is None:
+        return "(use --receipt-out FILE or --json to keep it)"
+    receipt_out.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+    return str(receipt_out)
+
+
 def _memory_receipt(receipt: DeletionReceipt, receipt_out: Path | None, as_json: bool) -> None:
     data = receipt_to_dict(receipt)
-    if receipt_out is not None:
-        receipt_out.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+    kept = _keep_receipt(data, receipt_out)
     if as_json:
         _emit(data, as_json=True)
         return
-    kept = str(receipt_out) if receipt_out else "(use --receipt-out FILE or --json to keep it)"
     versions = [f"{o}/{k}@{v}" for o, k, v in receipt.memory_facts]
     _emit({"deleted": receipt.target, "versions": versions, "receipt": kept}, as_json=False)
 
@@ -1050,15 +1056,13 @@ def memory_purge_expired(target: Target, receipt_out: ReceiptOut = None, as_json
     with _open_mnemo(target) as mnemo:
         receipt = mnemo.purge_expired(principal)
     data = None if receipt is None else receipt_to_dict(receipt)
-    if data is not None and receipt_out is not None:
-        receipt_out.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+    kept = "none" if data is None else _keep_receipt(data, receipt_out)
     purged = 0 if receipt is None else len(receipt.memory_facts)
     if as_json:  # the shape of POST /v1/memory/purge-expired
         _emit({"purged": purged, "receipt": data}, as_json=True)
         return
     versions = [] if receipt is None else [f"{o}/{k}@{v}" for o, k, v in receipt.memory_facts]
-    kept = str(receipt_out) if receipt_out else "(use --receipt-out FILE or --json to keep it)"
-    _emit({"purged": purged, "versions": versions, "receipt": kept if receipt else "none"}, as_json=False)
+    _emit({"purged": purged, "versions": versions, "receipt": kept}, as_json=False)
 
 
 # ---- deletion, verification, fsck, audit, citations ----------------------------------------------
@@ -1140,19 +1144,11 @@ def _deleted(target: Target, what: str, ident: str, receipt_out: Path | None, as
         }[what]
         receipt = delete(principal, ident)
     data = receipt_to_dict(receipt)
-    if receipt_out is not None:
-        receipt_out.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+    kept = _keep_receipt(data, receipt_out)
     if as_json:
         _emit(data, as_json=True)
         return
-    _emit(
-        {
-            "deleted": receipt.target,
-            "counts": receipt.counts,
-            "receipt": str(receipt_out) if receipt_out else "(use --receipt-out FILE or --json to keep it)",
-        },
-        as_json=False,
-    )
+    _emit({"deleted": receipt.target, "counts": receipt.counts, "receipt": kept}, as_json=False)
 
 
 def delete_evidence(
