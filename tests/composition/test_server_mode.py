@@ -94,11 +94,30 @@ def test_server_mode_needs_one_shared_deployment_key(monkeypatch: pytest.MonkeyP
             Mnemo.from_settings(MnemoSettings(**where, **extra), embedder=HashingEmbedder())
     assert not (tmp_path / "key").exists()
     from mnemo_sea.mnemo import settings_receipt_key
+    from mnemo_sea.runtime import open_archive
 
+    # A missing key file is refused at start, by the API (from_settings) and by archive-only
+    # commands alike, and never created: a mistyped path or an unshared volume would otherwise
+    # give each node a key of its own.
+    missing = MnemoSettings(**where, receipt_key_file=tmp_path / "mistyped.key")
+    for start in (
+        lambda: Mnemo.from_settings(missing, embedder=HashingEmbedder()),
+        lambda: open_archive(missing),
+    ):
+        with pytest.raises(InvalidInput, match="MNEMO_RECEIPT_KEY_FILE") as refused:
+            start()
+        assert str(tmp_path / "mistyped.key") in refused.value.message
+        assert "openssl rand -hex 32" in refused.value.message
+        assert refused.value.detail["receipt_key_file"] == str(tmp_path / "mistyped.key")
+    assert not (tmp_path / "mistyped.key").exists()
+
+    (tmp_path / "key").write_text("k" * 64 + "\n", encoding="utf-8")  # as `openssl rand -hex 32 >` does
     from_file = settings_receipt_key(MnemoSettings(**where, receipt_key_file=tmp_path / "key"))
-    assert from_file is not None and (tmp_path / "key").stat().st_mode & 0o777 == 0o600
-    again = settings_receipt_key(MnemoSettings(**where, receipt_key_file=tmp_path / "key"))
-    assert again is not None and again.key_id == from_file.key_id
+    same = settings_receipt_key(MnemoSettings(**where, receipt_key="k" * 64))
+    assert from_file is not None and same is not None and from_file.key_id == same.key_id
+    with pytest.raises(InvalidInput, match="at least 32 characters"):
+        (tmp_path / "short").write_text("too short\n", encoding="utf-8")
+        settings_receipt_key(MnemoSettings(**where, receipt_key_file=tmp_path / "short"))
 
 
 def test_background_workers_apply_the_outbox_once_each(
