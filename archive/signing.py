@@ -9,7 +9,7 @@ attacker can neither forge a receipt nor an anchor, and a chain rewritten or rew
 signed anchor no longer matches it.
 
 The archive never decides where the key lives: the composition root passes a `ReceiptKey`
-(`from_text`, `load_or_create`); without one an archive signs with an `ephemeral` key, whose
+(`from_text`, `load`, `load_or_create`); without one an archive signs with an `ephemeral` key, whose
 receipts verify only in the process that issued them.
 """
 
@@ -61,6 +61,20 @@ class ReceiptKey:
     @classmethod
     def ephemeral(cls) -> ReceiptKey:
         return cls(secrets.token_hex(32).encode("ascii"))
+
+    @classmethod
+    def load(cls, path: Path) -> ReceiptKey:
+        """The key in `path`, which must exist: never created here, so a key several processes
+        share is provisioned once, not made up by each process that misses the file.
+
+        Raises StoreUnavailable when the file is missing or unreadable, InvalidInput when it
+        holds fewer than 32 characters.
+        """
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise StoreUnavailable(f"receipt key {path} is unreadable: {e}") from e
+        return cls.from_text(text)
 
     @classmethod
     def load_or_create(cls, path: Path) -> ReceiptKey:

@@ -22,14 +22,16 @@ table in mnemo_sea.rest.problems):
 
     1  a check ran and found problems (fsck, verify-deleted), or an unexpected error
     2  usage or input: bad option, missing/malformed/binary/oversize file, missing data folder,
-       an index built with another embedder, a rejected batch (nothing archived; REST 422)
+       an index built with another embedder, a rejected batch (nothing archived; REST 422), a
+       deletion receipt or audit anchor this deployment did not issue or whose audit event the
+       chain no longer holds (ReceiptInvalid, code `receipt_invalid`; REST 422)
     3  not found (including records of other tenants)
     4  forbidden: role or clearance
     5  conflict: state conflict (every target already archived, nothing to retract), reused
        idempotency key (REST 409)
     6  store unavailable: archive unreachable, index locked by another process (named), index down
-    7  integrity: corrupt archive file, an original failing its hash, a broken or rewound audit
-       chain, a deletion receipt or audit anchor this deployment did not issue
+    7  integrity: corrupt archive file, an original failing its hash, a broken audit chain or
+       one `audit verify --anchor` finds rewound or rewritten
 
 Set MNEMO_DEBUG=1 to get the traceback of an unexpected error instead of its one line.
 """
@@ -65,6 +67,7 @@ from mnemo_sea.archive import (
     InvalidInput,
     NotFound,
     Principal,
+    ReceiptInvalid,
     Role,
     Sensitivity,
     StateConflict,
@@ -145,13 +148,16 @@ def _retrieval_errors() -> Any:
 
 # The exit-code policy, most specific first, as REST's status table (mnemo_sea.rest.problems):
 # a rejected batch is invalid input (422 there), unless every target was already archived
-# (ArchiveConflict, also a StateConflict: 409 there, a conflict here).
+# (ArchiveConflict, also a StateConflict: 409 there, a conflict here). A receipt or anchor that
+# does not check out (ReceiptInvalid, an IntegrityError) is input this deployment cannot accept
+# (422 there, 2 here), not a fault of its stores: before IntegrityError.
 _ARCHIVE_EXITS: tuple[tuple[type[ArchiveError], int], ...] = (
     (StateConflict, EXIT_CONFLICT),
     (BatchRejected, EXIT_USAGE),
     (InvalidInput, EXIT_USAGE),
     (NotFound, EXIT_NOT_FOUND),
     (Forbidden, EXIT_FORBIDDEN),
+    (ReceiptInvalid, EXIT_USAGE),
     (IntegrityError, EXIT_INTEGRITY),
     (StoreUnavailable, EXIT_UNAVAILABLE),
 )
@@ -1192,7 +1198,8 @@ def verify_deleted(
     """Prove a deletion: nothing of it left in the archive, the index or the outbox (exit 1 if any).
 
     The receipt must be one this deployment signed, whose audit event the chain still holds:
-    an edited, foreign or unsigned receipt, or one the chain was rewound under, exits 7."""
+    an edited, foreign or unsigned receipt, or one the chain was rewound under, exits 2
+    (`receipt_invalid`, as REST's 422)."""
     receipt = receipt_from_dict(_read_json(receipt_file))
     principal = target.principal()
     with _open_mnemo(target) as mnemo:
@@ -1246,7 +1253,8 @@ def audit_verify(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Check the tenant's hash-chained audit log (admin); exit 7 if it was tampered with."""
+    """Check the tenant's hash-chained audit log (admin); exit 7 if it was tampered with (also
+    rewound or rewritten under an anchor), 2 if an anchor is not one this deployment signed."""
     principal = target.principal()
     anchors = [anchor_from_dict(_read_json(path)) for path in anchor or ()]
     with _open_archive(target) as archive:

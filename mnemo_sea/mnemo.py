@@ -76,15 +76,28 @@ RECEIPT_KEY_FILE = "receipt.key"  # the archive's default beside ARCHIVE_FILE (a
 def settings_receipt_key(settings: MnemoSettings) -> ReceiptKey | None:
     """The deployment key the settings name (MNEMO_RECEIPT_KEY or MNEMO_RECEIPT_KEY_FILE), or None.
 
-    Raises InvalidInput when both are set or the key is shorter than 32 characters.
+    Server mode only. Raises InvalidInput when both are set, the file does not exist or the key
+    is shorter than 32 characters; StoreUnavailable when the file cannot be read.
     """
     if settings.receipt_key is not None and settings.receipt_key_file is not None:
         raise InvalidInput("settings", "set MNEMO_RECEIPT_KEY or MNEMO_RECEIPT_KEY_FILE, not both")
     if settings.receipt_key is not None:
         return ReceiptKey.from_text(settings.receipt_key.get_secret_value())
-    if settings.receipt_key_file is not None:
-        return ReceiptKey.load_or_create(settings.receipt_key_file)
-    return None
+    path = settings.receipt_key_file
+    if path is None:
+        return None
+    # Never created here (unlike the embedded default's receipt.key): a mistyped path or a
+    # volume not shared with the other nodes would give each process a key of its own, and
+    # they would reject each other's receipts and anchors.
+    if not path.exists():
+        shown = path if path.is_absolute() else f"{path} ({path.absolute()})"
+        raise InvalidInput(
+            "settings",
+            f"MNEMO_RECEIPT_KEY_FILE names {shown}, which does not exist; create it once and give "
+            f"every API process and worker the same file: `openssl rand -hex 32 > {path}; chmod 600 {path}`",
+            receipt_key_file=str(path),
+        )
+    return ReceiptKey.load(path)
 
 
 @dataclass(frozen=True)

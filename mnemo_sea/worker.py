@@ -8,20 +8,24 @@ retried on the next pass.
 The worker also runs the TTL purge (`Mnemo.purge_expired_everywhere`) every `purge_seconds`:
 expired memory facts are deleted with their index points, cached searches and an audit event,
 so a TTL forgets even when nobody asks. Two workers purging at once take turns on each chain;
-the second finds nothing left.
+the second finds nothing left. A purge that fails for another reason (a tenant's broken audit
+chain, a conflict) is logged and tried again at the next interval: the drain goes on meanwhile.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mnemo_sea.archive import StoreUnavailable
+from mnemo_sea.archive import ArchiveError, StoreUnavailable
 from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.retrieval import IndexUnavailable
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -32,6 +36,7 @@ class WorkerStats:
     store_errors: int = 0
     purges: int = 0
     purged_facts: int = 0
+    purge_errors: int = 0
 
 
 def run_worker(
@@ -51,7 +56,9 @@ def run_worker(
     pass that reached the database, so a health check can tell a live worker from a stuck one.
     With `purge_seconds` (None or 0: never), expired memory is purged on the first pass and
     then once that many seconds (of `clock`) have passed since the last purge; a purge that
-    met an unavailable store is tried again on the next pass.
+    met an unavailable store is tried again on the next pass, one that failed otherwise (any
+    other ArchiveError) is logged, counted in `purge_errors` and tried again `purge_seconds`
+    later, while the drain goes on.
     """
     stats = WorkerStats()
     next_purge = clock()
@@ -59,9 +66,24 @@ def run_worker(
         try:
             if purge_seconds and clock() >= next_purge:
                 # Before the drain, so the purge's outbox rows are applied in this very pass.
-                receipts = mnemo.purge_expired_everywhere()
-                stats.purges += 1
-                stats.purged_facts += sum(len(r.memory_facts) for r in receipts)
+                try:
+                    receipts = mnemo.purge_expired_everywhere()
+                except StoreUnavailable:
+                    raise  # waited out below, and the purge retried on the next pass
+                except ArchiveError as e:
+                    # Housekeeping must not stop the drain. The purge goes tenant by tenant in
+                    # the archive, so those before the failing one were purged and committed.
+                    stats.purge_errors += 1
+                    log.error(
+                        "TTL purge failed (retried in %ss): %s: %s %s",
+                        purge_seconds,
+                        e.code,
+                        e.message,
+                        dict(e.detail),
+                    )
+                else:
+                    stats.purges += 1
+                    stats.purged_facts += sum(len(r.memory_facts) for r in receipts)
                 next_purge = clock() + purge_seconds
             report = mnemo.indexer.drain(batch)
         except (StoreUnavailable, IndexUnavailable):

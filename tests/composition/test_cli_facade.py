@@ -205,9 +205,12 @@ def test_delete_writes_a_receipt_that_verify_deleted_proves(data: Path, tmp_path
     assert "note:to-delete" not in {h["evidence_id"] for h in after["hits"]}
 
 
-def test_forged_receipts_exit_7_and_an_anchor_catches_a_rewound_audit_chain(tmp_path: Path) -> None:
-    """The receipt file `delete --receipt-out` writes, edited, is refused; `audit anchor --out`
-    lets `audit verify --anchor` see a truncation that `audit verify` alone passes."""
+def test_forged_receipts_exit_2_like_rests_422_and_an_anchor_catches_a_rewound_audit_chain(
+    tmp_path: Path,
+) -> None:
+    """The receipt file `delete --receipt-out` writes, edited, is refused as invalid input (exit 2,
+    `receipt_invalid`, as REST's 422); `audit anchor --out` lets `audit verify --anchor` see a
+    truncation that `audit verify` alone passes (exit 7: the chain is broken)."""
     import sqlite3
 
     from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
@@ -228,8 +231,10 @@ def test_forged_receipts_exit_7_and_an_anchor_catches_a_rewound_audit_chain(tmp_
     # foreign and unsigned ones: tests/archive/test_receipts.py, the same code path.)
     forged = tmp_path / "forged.json"
     forged.write_text(json.dumps({**good, "evidence_versions": [["never-existed", 1]]}), encoding="utf-8")
-    refused = run("verify-deleted", forged, "--data-dir", folder, *ADMIN)
-    one_line_error(refused, 7, "altered after it was signed")
+    refused = run("verify-deleted", forged, "--data-dir", folder, *ADMIN, "--json")
+    one_line_error(refused, 2, "altered after it was signed")
+    err = json.loads(refused.stdout)["error"]
+    assert (err["code"], err["exit_code"], err["detail"]["check"]) == ("receipt_invalid", 2, "signature")
 
     anchored = ok_json("audit", "anchor", "--out", tmp_path / "anchor.json", "--data-dir", folder, *ADMIN)
     # The head: the deletion, then the refusal above (audited as an integrity failure).
@@ -240,6 +245,11 @@ def test_forged_receipts_exit_7_and_an_anchor_catches_a_rewound_audit_chain(tmp_
         db.execute("DELETE FROM audit_events WHERE tenant_id = 'clinic-a' AND seq >= ?", (receipt.audit_seq,))
         db.execute("DELETE FROM audit_heads WHERE tenant_id = 'clinic-a'")
     db.close()
+    forged_anchor = tmp_path / "forged-anchor.json"
+    forged_anchor.write_text(
+        (tmp_path / "anchor.json").read_text(encoding="utf-8").replace('"signature": "', '"signature": "0'),
+        encoding="utf-8",
+    )
     alone, with_anchor, with_receipt = run_many(
         ["audit", "verify", "--data-dir", str(folder), *ADMIN, "--json"],
         [
@@ -268,6 +278,15 @@ def test_forged_receipts_exit_7_and_an_anchor_catches_a_rewound_audit_chain(tmp_
         assert proc.returncode == 7, proc.stderr
         report = json.loads(proc.stdout)
         assert report["ok"] is False and "rewound" in report["problems"][0]
+    # An anchor this deployment did not sign, and a receipt whose audit event is gone, are
+    # documents the deployment cannot accept (REST's 422): invalid input, not a broken store.
+    # One after the other, after the reports above: each rejection appends an audit event (here
+    # event 1 again, which the rewound receipt would then find rewritten rather than gone).
+    rewound_receipt = run("verify-deleted", tmp_path / "good.json", "--data-dir", folder, *ADMIN, "--json")
+    one_line_error(rewound_receipt, 2, "the chain was rewound")
+    assert json.loads(rewound_receipt.stdout)["error"]["detail"]["check"] == "unknown_audit_event"
+    with_forged_anchor = run("audit", "verify", "--anchor", forged_anchor, "--data-dir", folder, *ADMIN)
+    one_line_error(with_forged_anchor, 2, "audit anchor was altered")
 
 
 def test_fsck_audit_and_citation_eval(data: Path, tmp_path: Path) -> None:

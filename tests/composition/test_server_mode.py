@@ -94,11 +94,30 @@ def test_server_mode_needs_one_shared_deployment_key(monkeypatch: pytest.MonkeyP
             Mnemo.from_settings(MnemoSettings(**where, **extra), embedder=HashingEmbedder())
     assert not (tmp_path / "key").exists()
     from mnemo_sea.mnemo import settings_receipt_key
+    from mnemo_sea.runtime import open_archive
 
+    # A missing key file is refused at start, by the API (from_settings) and by archive-only
+    # commands alike, and never created: a mistyped path or an unshared volume would otherwise
+    # give each node a key of its own.
+    missing = MnemoSettings(**where, receipt_key_file=tmp_path / "mistyped.key")
+    for start in (
+        lambda: Mnemo.from_settings(missing, embedder=HashingEmbedder()),
+        lambda: open_archive(missing),
+    ):
+        with pytest.raises(InvalidInput, match="MNEMO_RECEIPT_KEY_FILE") as refused:
+            start()
+        assert str(tmp_path / "mistyped.key") in refused.value.message
+        assert "openssl rand -hex 32" in refused.value.message
+        assert refused.value.detail["receipt_key_file"] == str(tmp_path / "mistyped.key")
+    assert not (tmp_path / "mistyped.key").exists()
+
+    (tmp_path / "key").write_text("k" * 64 + "\n", encoding="utf-8")  # as `openssl rand -hex 32 >` does
     from_file = settings_receipt_key(MnemoSettings(**where, receipt_key_file=tmp_path / "key"))
-    assert from_file is not None and (tmp_path / "key").stat().st_mode & 0o777 == 0o600
-    again = settings_receipt_key(MnemoSettings(**where, receipt_key_file=tmp_path / "key"))
-    assert again is not None and again.key_id == from_file.key_id
+    same = settings_receipt_key(MnemoSettings(**where, receipt_key="k" * 64))
+    assert from_file is not None and same is not None and from_file.key_id == same.key_id
+    with pytest.raises(InvalidInput, match="at least 32 characters"):
+        (tmp_path / "short").write_text("too short\n", encoding="utf-8")
+        settings_receipt_key(MnemoSettings(**where, receipt_key_file=tmp_path / "short"))
 
 
 def test_background_workers_apply_the_outbox_once_each(
@@ -238,6 +257,51 @@ def test_the_worker_waits_out_an_unavailable_store() -> None:
     fake = SimpleNamespace(indexer=SimpleNamespace(drain=drain), purge_expired_everywhere=list)
     stats = run_worker(fake, stop, poll_seconds=0.01)  # type: ignore[arg-type]
     assert (stats.store_errors, stats.applied, stats.passes) == (2, 4, 2)
+
+
+def test_a_failing_ttl_purge_is_logged_and_retried_while_the_worker_drains_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A purge failing with an IntegrityError (a tenant's broken audit chain) or a conflict does
+    not stop the worker: the drain goes on, the purge is tried again at its next interval."""
+    import logging
+    import threading
+    from types import SimpleNamespace
+
+    from mnemo_sea.archive import IntegrityError, MemoryConflict
+    from mnemo_sea.indexer import DrainReport
+    from mnemo_sea.worker import run_worker
+
+    now = [0.0]
+    stop = threading.Event()
+    drains: list[float] = []
+    purges: list[float] = []
+
+    def drain(_batch: int) -> DrainReport:
+        drains.append(now[0])
+        now[0] += 4.0
+        if len(drains) == 8:
+            stop.set()
+        return DrainReport(applied=1, failed=0, pending=0)
+
+    def purge() -> list[object]:
+        purges.append(now[0])
+        if len(purges) == 1:
+            raise IntegrityError("the audit chain of tenant t-9 is broken", tenant_id="t-9")
+        if len(purges) == 2:
+            raise MemoryConflict("u-1", "tz", "user_claim", 2, "user_correction")
+        return [SimpleNamespace(memory_facts=[("u-1", "tz", 1)])]
+
+    fake = SimpleNamespace(indexer=SimpleNamespace(drain=drain), purge_expired_everywhere=purge)
+    with caplog.at_level(logging.ERROR, logger="mnemo_sea.worker"):
+        stats = run_worker(fake, stop, poll_seconds=0, purge_seconds=10, clock=lambda: now[0])  # type: ignore[arg-type]
+    assert drains == [0.0, 4.0, 8.0, 12.0, 16.0, 20.0, 24.0, 28.0]  # every pass drained
+    assert purges == [0.0, 12.0, 24.0]  # each failure retried one interval later
+    assert (stats.purge_errors, stats.purges, stats.purged_facts) == (2, 1, 1)
+    assert (stats.passes, stats.applied, stats.store_errors) == (8, 8, 0)
+    logged = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(logged) == 2 and "TTL purge failed" in logged[0]
+    assert "integrity_error" in logged[0] and "t-9" in logged[0] and "memory_conflict" in logged[1]
 
 
 def test_server_mode_can_keep_an_embedded_edge_index_instead_of_a_qdrant_server(
