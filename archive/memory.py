@@ -15,6 +15,7 @@ event. `forget` deletes every version of one fact the same way.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -25,7 +26,7 @@ from sqlalchemy import Connection, Row, and_, select, update
 from . import deletion
 from . import schema as t
 from .clock import aware, utcnow
-from .errors import Forbidden, InvalidInput, MemoryConflict, NotFound
+from .errors import ArchiveError, Forbidden, InvalidInput, MemoryConflict, NotFound, StoreUnavailable
 from .evidence import lock_chain
 from .idempotency import keyed, previous_reply, save_reply
 from .outbox import enqueue
@@ -34,6 +35,8 @@ from .records import PROVENANCE_RANK, PROVENANCES, DeletionReceipt, MemoryFact, 
 from .refs import SourceRef
 from .store import ArchiveStore
 from .summaries import _source_sensitivity, source_owner
+
+log = logging.getLogger(__name__)
 
 # Who the worker's scheduled purge acts as in each tenant's audit log.
 PURGE_SUBJECT = "system:ttl-purge"
@@ -379,7 +382,9 @@ def purge_expired(
 
 def purge_expired_everywhere(store: ArchiveStore, *, now: datetime | None = None) -> list[DeletionReceipt]:
     """The scheduled purge: `purge_expired` in every tenant that holds an expired version, each
-    in its own transaction and audited in that tenant as PURGE_SUBJECT."""
+    in its own transaction and audited in that tenant as PURGE_SUBJECT. A tenant whose purge
+    fails (other than an outage, raised at once) is logged and skipped so the others are purged;
+    then the first such error is raised for the caller to report."""
     when = aware("now", now) or utcnow()
     with store.read() as conn:
         tenants = sorted(
@@ -391,11 +396,22 @@ def purge_expired_everywhere(store: ArchiveStore, *, now: datetime | None = None
             )
         )
     receipts: list[DeletionReceipt] = []
+    failed: list[tuple[str, ArchiveError]] = []
     for tenant in tenants:
         system = Principal(tenant, PURGE_SUBJECT, frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
-        receipt = purge_expired(store, system, now=when)
+        try:
+            receipt = purge_expired(store, system, now=when)
+        except StoreUnavailable:
+            raise  # an outage: every tenant would fail alike; the caller waits it out
+        except ArchiveError as e:  # this tenant's problem (say, a broken audit chain): the rest go on
+            log.error("TTL purge of tenant %s failed: %s", tenant, e.message)
+            failed.append((tenant, e))
+            continue
         if receipt is not None:
             receipts.append(receipt)
+    if failed:
+        # After the others were purged; the caller logs and counts it and retries next time.
+        raise failed[0][1]
     return receipts
 
 

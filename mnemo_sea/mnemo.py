@@ -676,10 +676,10 @@ class Mnemo:
     def purge_expired_everywhere(self) -> list[DeletionReceipt]:
         """The worker's scheduled purge, over every tenant (no principal: it is the deployment's
         own housekeeping, audited in each tenant as the purge's system subject)."""
-        receipts = self.archive.purge_expired_everywhere()
-        if receipts:
+        try:
+            return self.archive.purge_expired_everywhere()
+        finally:  # what was purged before a tenant failed is committed: apply it either way
             self._after_write()
-        return receipts
 
     # ---- summaries ---------------------------------------------------------------------------
 

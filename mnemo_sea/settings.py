@@ -34,7 +34,8 @@ class MnemoSettings(BaseSettings):
                              which covers every tenant (unset: nobody does)
     MNEMO_RECEIPT_KEY        server mode: the deployment key (32+ characters) that signs deletion
                              receipts and audit anchors; every API process and worker shares it
-    MNEMO_RECEIPT_KEY_FILE   or a file holding it (created with a random key, mode 0600, if missing).
+    MNEMO_RECEIPT_KEY_FILE   or a file holding it; it must exist (it is never created here, so every
+                             process reads the same key: `openssl rand -hex 32 > FILE`).
                              Server mode needs one of the two; the embedded default keeps
                              `receipt.key` in the data folder.
     """
