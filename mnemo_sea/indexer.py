@@ -13,8 +13,8 @@ the write lock is never held while text is being embedded.
 
 Deleted points: the embedded index (Qdrant Edge) only tombstones them, their bytes stay in its
 files until `HybridIndex.compact()` rewrites the shard. That costs a full copy (about 2.5 s at
-10,000 points, measured), too much for every deletion, so a pass compacts once
-`COMPACT_AFTER_DELETED` points have been deleted since the last compaction;
+10,000 points, more if HNSW graphs are rebuilt; measured), too much for every deletion, so a
+pass compacts once `COMPACT_AFTER_DELETED` points have been deleted since the last compaction;
 `Mnemo.compact_index()` / `mnemo-sea fsck --compact` do it at once. A Qdrant server vacuums
 by itself (its compact() does nothing).
 """

@@ -257,6 +257,10 @@ def _copy_live_points(source: qe.EdgeShard, new_dir: Path) -> int:
         expected = source.count(qe.CountRequest(exact=True))
         if target.count(qe.CountRequest(exact=True)) != expected or copied != expected:
             raise RuntimeError(f"copied {copied} points of {expected}")
+        # Copied points land unindexed; rebuild the HNSW graphs the old shard had (optimize() is
+        # not run otherwise: it costs as much as the copy and an unoptimised shard never had them).
+        if target.info().indexed_vectors_count < source.info().indexed_vectors_count:
+            target.optimize()
         target.flush()
     finally:
         target.close()
