@@ -1223,6 +1223,9 @@ def verify_deleted(
 def fsck(
     target: Target,
     repair: Annotated[bool, typer.Option(help="fix what the archive can rebuild")] = False,
+    compact: Annotated[
+        bool, typer.Option(help="first rewrite the embedded index without its deleted points")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Compare index and outbox with the archive; check blob hashes and audit chains."""
@@ -1230,8 +1233,12 @@ def fsck(
     from mnemo_sea.fsck import run_fsck
 
     with _open_mnemo(target) as mnemo:
+        compacted = mnemo.compact_index() if compact else None
         report = run_fsck(mnemo, repair=repair)
-    _emit(report.to_dict(), as_json)
+    out = report.to_dict()
+    if compacted is not None:
+        out["compacted_points_kept"] = compacted
+    _emit(out, as_json)
     if not report.ok:
         integrity = any(p.kind in ("blob_hash", "audit_chain") for p in report.problems)
         raise CliError(

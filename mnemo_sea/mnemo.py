@@ -722,6 +722,14 @@ class Mnemo:
         self._after_write()
         return receipt
 
+    def compact_index(self) -> int:
+        """Apply pending rows, then rewrite the embedded index with its live points only, so no
+        byte of a deleted point stays in its files (deletions do it by themselves only once
+        enough points were deleted: see mnemo_sea/indexer.py); returns the points kept. Over a
+        Qdrant server it does nothing and returns 0 (the server vacuums by itself)."""
+        self.sync()
+        return self.index.compact()
+
     def verify_deleted(self, principal: Principal, receipt: DeletionReceipt) -> DeletionCheck:
         """Check every store: archive rows, index points of each deleted id, pending outbox rows."""
         archive_left = self.archive.verify_deleted(principal, receipt)

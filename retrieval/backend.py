@@ -104,4 +104,9 @@ class VectorIndex(Protocol):
         """Merge segments and build indexes after a bulk load."""
         ...
 
+    def compact(self) -> int:
+        """Rewrite the index so no byte of a deleted point stays in its files; returns the
+        points kept (0 where the engine reclaims by itself)."""
+        ...
+
     def close(self) -> None: ...

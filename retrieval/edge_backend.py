@@ -8,6 +8,12 @@ Writes go to Edge's write-ahead log; `flush()` makes them durable in the segment
 builds the HNSW graphs and merges segments after a bulk load (Edge never optimises by itself;
 unindexed points are still found, by brute force).
 
+A deleted point only gets a tombstone: its vectors and payload strings stay in the segment
+files, the payload index maps and the WAL, even after flush() and optimize() (measured).
+`compact()` rewrites the shard with the live points only into `shard.new/`, then swaps it in
+(`shard/` -> `shard.old/`, `shard.new/` -> `shard/`, `shard.old/` removed), all under the lock.
+Opening finishes or undoes a swap a crash interrupted (see `_recover_swap`).
+
 Vector layout for multi-tenancy: every search filters on one tenant, so there is no global
 HNSW graph (m=0); Qdrant builds one graph per tenant instead (payload_m on the tenant index),
 and a tenant small enough is scanned exactly (full_scan_threshold_kb).
@@ -15,6 +21,8 @@ and a tenant small enough is scanned exactly (full_scan_threshold_kb).
 
 from __future__ import annotations
 
+import os
+import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -32,6 +40,12 @@ from .points import BM25, DENSE, IndexPoint, PointPayload
 from .tuning import IndexTuning
 
 T = TypeVar("T")
+
+SHARD = "shard"
+NEW_SHARD = "shard.new"  # compaction's copy while it is written
+OLD_SHARD = "shard.old"  # the replaced shard between the two renames of a swap
+CONFIG_FILE = "edge_config.json"
+COPY_PAGE = 512  # points read and written per step of a compaction
 
 
 class EdgeIndex:
@@ -63,9 +77,10 @@ class EdgeIndex:
         if lock is None:
             lock = IndexLock(directory)
             lock.acquire()
-        shard_dir = directory / "shard"
+        shard_dir = directory / SHARD
         try:
-            if (shard_dir / "edge_config.json").exists():
+            _recover_swap(directory)
+            if (shard_dir / CONFIG_FILE).exists():
                 shard = qe.EdgeShard.load(str(shard_dir))
             else:
                 shard = qe.EdgeShard.create(str(shard_dir), _config(dense_dimension, tuning or IndexTuning()))
@@ -146,16 +161,56 @@ class EdgeIndex:
     def optimize(self) -> None:
         self._call(lambda s: s.optimize())
 
+    def compact(self) -> int:
+        """Rewrite the shard with only its live points, so nothing of a deleted point stays in
+        the index files; returns the number of points copied.
+
+        Ids, both named vectors, payloads, the shard's on-disk config and the payload indexes are
+        carried over, so searches answer the same. The lock stays held throughout. A failure
+        before the swap leaves the current shard in use and removes the partial copy; a crash
+        is repaired by the next open. Costs a full copy: see README's deletion section.
+        """
+        shard = self._shard
+        if shard is None:
+            raise IndexUnavailable(self.description, "closed")
+        new_dir = self._directory / NEW_SHARD
+        try:
+            shard.flush()
+            shutil.rmtree(new_dir, ignore_errors=True)
+            new_dir.mkdir()
+            # The stored config, not today's tuning: a compaction must not re-tune the shard.
+            shutil.copyfile(self._directory / SHARD / CONFIG_FILE, new_dir / CONFIG_FILE)
+            copied = _copy_live_points(shard, new_dir)
+        except Exception as exc:
+            shutil.rmtree(new_dir, ignore_errors=True)
+            raise IndexUnavailable(self.description, f"compaction failed: {exc}") from exc
+        self._shard = None
+        try:
+            shard.close()
+            _swap_in(self._directory)
+            self._shard = qe.EdgeShard.load(str(self._directory / SHARD))
+        except Exception as exc:
+            # Whichever complete shard is on disk is put back in place and reopened; if even
+            # that fails the index stays closed (calls raise IndexUnavailable) and the next
+            # open repairs the directory.
+            reason = f"compaction failed: {exc}"
+            try:
+                _recover_swap(self._directory)
+                self._shard = qe.EdgeShard.load(str(self._directory / SHARD))
+            except Exception as again:  # noqa: BLE001 - reported in the error raised below
+                reason += f"; reopening failed too: {again}"
+            raise IndexUnavailable(self.description, reason) from exc
+        return copied
+
     def close(self) -> None:
         """Flush and release the shard and the lock; closing twice is harmless."""
         shard, self._shard = self._shard, None
-        if shard is None:
-            return
         try:
-            shard.flush()
-            shard.close()
+            if shard is not None:
+                shard.flush()
+                shard.close()
         finally:
-            self._lock.release()
+            self._lock.release()  # idempotent; also after a compaction that could not reopen
 
     def _call(self, operation: Callable[[qe.EdgeShard], T]) -> T:
         if self._shard is None:
@@ -180,6 +235,70 @@ def _config(dense_dimension: int, tuning: IndexTuning) -> qe.EdgeConfig:
         hnsw_config=hnsw,
         payload_memory=qe.Memory.Cached,
     )
+
+
+def _copy_live_points(source: qe.EdgeShard, new_dir: Path) -> int:
+    """Copy every live point of `source` into a new shard at `new_dir` (holding the config file
+    only), flush and close it; returns the number copied. Raises if the counts differ."""
+    target = qe.EdgeShard.load(str(new_dir))
+    try:
+        _create_payload_indexes(target)
+        copied = 0
+        offset: qe.PointId | None = None
+        while True:
+            request = qe.ScrollRequest(offset=offset, limit=COPY_PAGE, with_payload=True, with_vector=True)
+            records, offset = source.scroll(request)
+            points = [qe.Point(r.id, r.vector or {}, r.payload or {}) for r in records]
+            if points:
+                target.update(qe.UpdateOperation.upsert_points(points))
+                copied += len(points)
+            if offset is None:
+                break
+        expected = source.count(qe.CountRequest(exact=True))
+        if target.count(qe.CountRequest(exact=True)) != expected or copied != expected:
+            raise RuntimeError(f"copied {copied} points of {expected}")
+        # Copied points land unindexed; rebuild the HNSW graphs the old shard had (optimize() is
+        # not run otherwise: it costs as much as the copy and an unoptimised shard never had them).
+        if target.info().indexed_vectors_count < source.info().indexed_vectors_count:
+            target.optimize()
+        target.flush()
+    finally:
+        target.close()
+    return copied
+
+
+def _swap_in(directory: Path) -> None:
+    """Replace `shard/` by the complete `shard.new/`. Each rename is atomic; between the two,
+    only `shard.old/` and `shard.new/` exist, which `_recover_swap` completes."""
+    os.rename(directory / SHARD, directory / OLD_SHARD)
+    os.rename(directory / NEW_SHARD, directory / SHARD)
+    _fsync_dir(directory)
+    shutil.rmtree(directory / OLD_SHARD)
+
+
+def _recover_swap(directory: Path) -> None:
+    """Repair what an interrupted compaction left. `shard/` present: it is the shard in use (the
+    copy may be partial, the old one is replaced), drop the others. Absent: the crash fell
+    between the two renames, when `shard.new/` was already complete; promote it (or, failing
+    that, put `shard.old/` back)."""
+    shard, new, old = directory / SHARD, directory / NEW_SHARD, directory / OLD_SHARD
+    if not shard.exists():
+        if (new / CONFIG_FILE).exists() and old.exists():
+            os.rename(new, shard)
+        elif old.exists():
+            os.rename(old, shard)
+        _fsync_dir(directory)
+    for leftover in (new, old):
+        if leftover.exists():
+            shutil.rmtree(leftover)
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _create_payload_indexes(shard: qe.EdgeShard) -> None:

@@ -92,6 +92,9 @@ class HybridIndex:
         self.search_settings = search_settings or SearchSettings()
         self.encoder = PointEncoder(encoding, embedder)
         self.searcher = Searcher(backend, self.encoder.bm25, embedder, self.search_settings, clock)
+        # Points removed by `delete` since this object last compacted (not kept across opens):
+        # the composition root compacts once enough have piled up.
+        self.deleted_since_compaction = 0
 
     # ----------------------------------------------------------------- opening
 
@@ -265,6 +268,7 @@ class HybridIndex:
         while page := self.backend.matching(spec, limit=1_000):
             self.backend.delete_ids([pid for pid, _ in page])
             removed += len(page)
+            self.deleted_since_compaction += len(page)
             hashes.update(p.chunk_sha256 for _, p in page)
         discarded = 0
         if hashes and isinstance(self.embedder, CachingEmbedder):
@@ -288,6 +292,14 @@ class HybridIndex:
 
     def optimize(self) -> None:
         self.backend.optimize()
+
+    def compact(self) -> int:
+        """Rewrite the embedded index with its live points only, so nothing of a deleted point
+        stays in its files (Edge only tombstones deletes); returns the points kept. A no-op
+        returning 0 over a Qdrant server, which vacuums deleted points itself."""
+        kept = self.backend.compact()
+        self.deleted_since_compaction = 0
+        return kept
 
     def close(self) -> None:
         """Flush and close the engine and the embedding cache; idempotent."""

@@ -75,6 +75,10 @@ class SerializedIndex:
         with self._lock:
             self.inner.optimize()
 
+    def compact(self) -> int:
+        with self._lock:
+            return self.inner.compact()
+
     def close(self) -> None:
         with self._lock:
             self.inner.close()

@@ -206,6 +206,12 @@ class ServerIndex:
     def optimize(self) -> None:
         self._call(lambda c: None)  # the server optimises in the background
 
+    def compact(self) -> int:
+        """Nothing to do: a Qdrant server vacuums deleted points itself (its optimizer rewrites
+        a segment once its deleted share passes `deleted_threshold`); returns 0."""
+        self._call(lambda c: None)
+        return 0
+
     def close(self) -> None:
         client, self._client = self._client, None
         if client is not None:

@@ -294,6 +294,10 @@ def test_fsck_audit_and_citation_eval(data: Path, tmp_path: Path) -> None:
     assert fsck["ok"] is True and fsck["problems"] == [] and fsck["checked"]["tenants"] >= 1
     repaired = ok_json("fsck", "--repair", "--data-dir", data, *ADMIN)
     assert repaired["ok"] is True
+    # --compact rewrites the embedded index with its live points first; fsck then finds it whole.
+    compacted = ok_json("fsck", "--compact", "--data-dir", data, *ADMIN)
+    assert compacted["ok"] is True and compacted["compacted_points_kept"] > 0
+    assert sorted(p.name for p in (data / "index").iterdir() if p.name.startswith("shard")) == ["shard"]
 
     audit = ok_json("audit", "verify", "--data-dir", data, *ADMIN)
     assert audit["ok"] is True and audit["tenant_id"] == "clinic-a" and audit["events"] > 0
