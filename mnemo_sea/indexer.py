@@ -12,11 +12,13 @@ drainer (the embedded index allows one opener), and rows are read, applied, then
 the write lock is never held while text is being embedded.
 
 Deleted points: the embedded index (Qdrant Edge) only tombstones them, their bytes stay in its
-files until `HybridIndex.compact()` rewrites the shard. That costs a full copy (about 2.5 s at
-10,000 points, more if HNSW graphs are rebuilt; measured), too much for every deletion, so a
-pass compacts once `COMPACT_AFTER_DELETED` points have been deleted since the last compaction;
-`Mnemo.compact_index()` / `mnemo-sea fsck --compact` do it at once. A Qdrant server vacuums
-by itself (its compact() does nothing).
+files until `HybridIndex.compact()` rewrites the shard. By default a pass that deleted points
+compacts (`COMPACT_AFTER_DELETED = 1`): a deletion's promise is that nothing of it stays in any
+file, and deletions are rare. That costs a full copy of the shard (about 0.7 s for a small
+index, 2.5 s at 10,000 points, more if HNSW graphs are rebuilt; measured), during which
+searches wait; a deployment with a large embedded index may raise `compact_after_deleted` and
+run `Mnemo.compact_index()` / `mnemo-sea fsck --compact` on its own schedule instead. A Qdrant
+server vacuums by itself (its compact() does nothing).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from mnemo_sea.retrieval import EvidenceDocument, HybridIndex, IndexUnavailable,
 log = logging.getLogger(__name__)
 
 # Deleted index points after which a drain pass compacts the embedded index (see the docstring).
-COMPACT_AFTER_DELETED = 1_000
+COMPACT_AFTER_DELETED = 1
 
 # How derived entities are named in the index (the archive's own evidence ids are used as-is):
 # archive.refs defines the prefixes, since citations resolve the same ids.

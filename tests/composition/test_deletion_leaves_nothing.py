@@ -115,9 +115,7 @@ def test_embedded_deletion_leaves_no_byte_in_tables_files_or_index(embedded: tup
     } <= set(before), before
     m.index.flush()
     assert any(f.startswith(f"{INDEX_DIR}/shard/") for f in files_holding(folder, source))
-    # The drain compacts the embedded index once enough points were deleted (1,000 by default:
-    # a compaction copies the whole shard); here at the first, to see that it leaves nothing.
-    m.indexer.compact_after_deleted = 1
+    # By default the drain compacts the embedded index after every pass that deleted points.
 
     delete_and_check(m, marker)
     assert scan_database(m.archive.store.engine, source) == []
