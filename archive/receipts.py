@@ -46,11 +46,15 @@ def sign_receipt(key: ReceiptKey, receipt: DeletionReceipt) -> DeletionReceipt:
     return dataclasses.replace(unsigned, signature=key.sign(RECEIPT_PURPOSE, receipt_payload(unsigned)))
 
 
-def check_receipt(conn: Connection, key: ReceiptKey, receipt: DeletionReceipt) -> None:
-    """Raise ReceiptInvalid unless this deployment issued `receipt` and its audit event stands."""
+def _check_signature(key: ReceiptKey, receipt: DeletionReceipt) -> None:
     check_signed(
         key, RECEIPT_PURPOSE, "deletion receipt", receipt_payload(receipt), receipt.key_id, receipt.signature
     )
+
+
+def check_receipt(conn: Connection, key: ReceiptKey, receipt: DeletionReceipt) -> None:
+    """Raise ReceiptInvalid unless this deployment issued `receipt` and its audit event stands."""
+    _check_signature(key, receipt)
     event = conn.execute(
         select(t.audit_events.c.hash, t.audit_events.c.action, t.audit_events.c.target).where(
             t.audit_events.c.tenant_id == receipt.tenant_id, t.audit_events.c.seq == receipt.audit_seq
@@ -79,9 +83,7 @@ def check_receipt(conn: Connection, key: ReceiptKey, receipt: DeletionReceipt) -
 def receipt_anchor(key: ReceiptKey, receipt: DeletionReceipt, tenant_id: str) -> AuditAnchor:
     """A receipt as an anchor of its tenant's chain: its audit event was the head when it was
     issued. Raises ReceiptInvalid unless this deployment signed it for this tenant."""
-    check_signed(
-        key, RECEIPT_PURPOSE, "deletion receipt", receipt_payload(receipt), receipt.key_id, receipt.signature
-    )
+    _check_signature(key, receipt)
     if receipt.tenant_id != tenant_id:
         raise ReceiptInvalid(
             "tenant", f"the deletion receipt is of tenant {receipt.tenant_id!r}, not of {tenant_id!r}"

@@ -70,7 +70,6 @@ log = logging.getLogger(__name__)
 
 ARCHIVE_FILE = "archive.db"
 INDEX_DIR = "index"
-RECEIPT_KEY_FILE = "receipt.key"  # the archive's default beside ARCHIVE_FILE (archive/store.py)
 
 
 def settings_receipt_key(settings: MnemoSettings) -> ReceiptKey | None:
