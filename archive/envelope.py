@@ -13,7 +13,9 @@ from html import escape
 
 from .records import ToolResult
 
-_ARGS_SHOWN = 200
+# A stub shows the call's arguments only as far as they tell calls apart: every token of a stub
+# is paid on every later turn, and the whole call comes back with the original.
+_STUB_ARGS_SHOWN = 80
 
 
 def escape_text(text: str) -> str:
@@ -25,10 +27,10 @@ def _attr(value: str) -> str:
     return escape(value, quote=True)
 
 
-def _call(result: ToolResult) -> str:
+def _call(result: ToolResult, limit: int) -> str:
     args = json.dumps(result.arguments, ensure_ascii=False, sort_keys=True)
-    if len(args) > _ARGS_SHOWN:
-        args = args[:_ARGS_SHOWN] + "…"
+    if len(args) > limit:
+        args = args[:limit] + "…"
     return f"{result.tool_name}({args})"
 
 
@@ -83,14 +85,17 @@ def render_live(result: ToolResult, content: bytes, staleness_warning: str | Non
 
 
 def render_stub(result: ToolResult) -> str:
-    """The in-place stub of an archived result."""
+    """The in-place stub of an archived result: the call, the agent's note, how to recover.
+
+    Kept small on purpose (about 25 tokens beyond the note and the arguments shown, measured by
+    `mnemo-sea bench context`): a stub is re-read on every turn. Size, hash and time are a
+    `recover_result` away, which also re-checks the hash and labels the copy with its time.
+    """
     note = escape_text(result.note or "")
     return (
-        f'<archived_result id="{result.result_id}" tool="{_attr(result.tool_name)}" '
-        f'observed_at="{result.observed_at.isoformat()}">'
-        f"call: {escape_text(_call(result))} | note: {note} | "
-        f"original kept ({result.size} bytes, sha256 {result.content_sha256[:16]}…); "
-        f'recover it with recover_result("{result.result_id}")</archived_result>'
+        f'<archived_result id="{result.result_id}">'
+        f"{escape_text(_call(result, _STUB_ARGS_SHOWN))} | note: {note} | "
+        f'recover_result("{result.result_id}")</archived_result>'
     )
 
 
