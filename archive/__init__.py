@@ -21,6 +21,7 @@ from .errors import (
     StateConflict,
     StoreUnavailable,
     TargetStatus,
+    TaskStateRejected,
 )
 from .evidence import EvidenceInput
 from .policy import ArchivePolicy
@@ -28,13 +29,16 @@ from .principal import Principal, Role, Sensitivity
 from .records import (
     ArchiveReceipt,
     ArchiveTarget,
+    ConfirmedFact,
     DeletionReceipt,
     EvidenceRecord,
     LiveView,
     MemoryFact,
     Recovered,
+    ReleasedItem,
     RememberOutcome,
     Summary,
+    TaskState,
     ToolResult,
 )
 from .refs import SourceRef
@@ -51,6 +55,7 @@ __all__ = [
     "AuditEvent",
     "AuditReport",
     "BatchRejected",
+    "ConfirmedFact",
     "ContentTooLarge",
     "DeletionReceipt",
     "EvidenceInput",
@@ -68,6 +73,7 @@ __all__ = [
     "ReceiptInvalid",
     "ReceiptKey",
     "Recovered",
+    "ReleasedItem",
     "RememberOutcome",
     "Role",
     "Sensitivity",
@@ -76,5 +82,7 @@ __all__ = [
     "StoreUnavailable",
     "Summary",
     "TargetStatus",
+    "TaskState",
+    "TaskStateRejected",
     "ToolResult",
 ]

@@ -1,7 +1,7 @@
 """`Archive`: the archive layer as one object, the entry point for library users.
 
 Each method is a thin wrapper over one module function (sessions, evidence, memory,
-summaries, deletion, audit); this class adds only the cross-cutting rule that every
+summaries, task state, deletion, audit); this class adds only the cross-cutting rule that every
 denied access and every failed integrity check is written to the tenant's audit chain.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from . import deletion, evidence, memory, sessions, summaries
+from . import deletion, evidence, memory, sessions, summaries, task_state
 from .audit import (
     AuditAnchor,
     AuditEvent,
@@ -22,7 +22,7 @@ from .audit import (
     make_anchor,
     verify_chain,
 )
-from .errors import ArchiveError, BatchRejected, Forbidden, IntegrityError
+from .errors import ArchiveError, BatchRejected, Forbidden, IntegrityError, TaskStateRejected
 from .evidence import EvidenceInput
 from .policy import DEFAULT_POLICY, ArchivePolicy
 from .principal import Principal, Role, Sensitivity
@@ -30,13 +30,16 @@ from .receipts import receipt_anchor
 from .records import (
     ArchiveReceipt,
     ArchiveTarget,
+    ConfirmedFact,
     DeletionReceipt,
     EvidenceRecord,
     LiveView,
     MemoryFact,
     Recovered,
+    ReleasedItem,
     RememberOutcome,
     Summary,
+    TaskState,
     ToolResult,
 )
 from .refs import SourceRef
@@ -83,6 +86,12 @@ class Archive:
             denied = [x.result_id for x in e.targets if x.status == "forbidden"]
             if denied:
                 self._audit(principal, "denied", target, {"action": action, "results": denied})
+            raise
+        except TaskStateRejected as e:
+            # Likewise: citing evidence above the caller's clearance is a denied access.
+            fields = [p["field"] for p in e.problems if p["problem"] == "evidence_forbidden"]
+            if fields:
+                self._audit(principal, "denied", target, {"action": action, "fields": fields})
             raise
         except IntegrityError as e:
             self._audit(principal, "integrity_failure", target, {"action": action, **e.detail})
@@ -367,6 +376,63 @@ class Archive:
             "get_summary",
             f"summary:{summary_id}",
             lambda: summaries.get_summary(self.store, principal, summary_id),
+        )
+
+    # ---- task state --------------------------------------------------------------------------
+
+    def update_task_state(
+        self,
+        principal: Principal,
+        session_id: str,
+        *,
+        goal: str,
+        confirmed: Sequence[ConfirmedFact | Mapping[str, Any]] = (),
+        unresolved: Sequence[str] = (),
+        constraints: Sequence[str] = (),
+        pending_operations: Sequence[str] = (),
+        trace_ref: str | None = None,
+        release: Sequence[ReleasedItem | Mapping[str, Any]] = (),
+        expected_version: int | None = None,
+        owner: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> TaskState:
+        return self._guard(
+            principal,
+            "update_task_state",
+            f"task_state:{session_id}",
+            lambda: task_state.update_task_state(
+                self.store,
+                principal,
+                session_id,
+                goal=goal,
+                confirmed=confirmed,
+                unresolved=unresolved,
+                constraints=constraints,
+                pending_operations=pending_operations,
+                trace_ref=trace_ref,
+                release=release,
+                expected_version=expected_version,
+                owner=owner,
+                idempotency_key=idempotency_key,
+            ),
+        )
+
+    def task_state(
+        self, principal: Principal, session_id: str, *, version: int | None = None
+    ) -> TaskState | None:
+        return self._guard(
+            principal,
+            "task_state",
+            f"task_state:{session_id}",
+            lambda: task_state.task_state(self.store, principal, session_id, version=version),
+        )
+
+    def task_state_history(self, principal: Principal, session_id: str) -> list[TaskState]:
+        return self._guard(
+            principal,
+            "task_state_history",
+            f"task_state:{session_id}",
+            lambda: task_state.task_state_history(self.store, principal, session_id),
         )
 
     # ---- deletion and audit ------------------------------------------------------------------

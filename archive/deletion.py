@@ -2,8 +2,9 @@
 
 Deleting a record, a session or everything of one owner removes, in one transaction:
 the rows, originals no other record of the tenant references, summaries derived from
-any deleted source, memory facts derived from one; and it queues outbox rows so the
-indexer removes index points and purges caches. It returns a receipt that
+any deleted source, memory facts derived from one, the session's task states, and from every
+version of any task state the confirmed facts citing a deleted source (they may repeat it);
+and it queues outbox rows so the indexer removes index points and purges caches. It returns a receipt that
 `verify_deleted` checks against the archive.
 
 Deletion needs the admin role but no clearance: it reveals nothing and must be possible
@@ -39,8 +40,9 @@ from .outbox import Entity, enqueue, holding, scrub
 from .principal import Principal, Role, check_identifier
 from .receipts import check_receipt, sign_receipt
 from .records import DeletionReceipt, result_id
-from .refs import check_evidence_id, session_prefix
+from .refs import check_evidence_id, evidence_ref, memory_ref, session_prefix
 from .store import ArchiveStore
+from .task_state import cited_refs, deleted_ref, drop_citations
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,8 @@ CONTENT_TABLES = (
     "memory_facts",
     "summaries",
     "summary_sources",
+    "task_states",
+    "task_state_refs",
     "outbox",
     "sessions",
 )
@@ -65,6 +69,7 @@ class _Removed:
     sessions: list[str] = field(default_factory=list)
     memory_facts: list[tuple[str, str, int]] = field(default_factory=list)
     summaries: list[str] = field(default_factory=list)
+    task_states: list[tuple[str, int]] = field(default_factory=list)
     digests: set[str] = field(default_factory=set)
     source_refs: list[str] = field(default_factory=list)
     ref_prefixes: list[str] = field(default_factory=list)
@@ -97,10 +102,17 @@ def _evidence(conn: Connection, tenant: str, evidence_id: str, out: _Removed) ->
     conn.execute(
         delete(t.evidence).where(t.evidence.c.tenant_id == tenant, t.evidence.c.evidence_id == evidence_id)
     )
-    out.source_refs.append(f"evidence:{evidence_id}")
+    out.source_refs.append(evidence_ref(evidence_id))
 
 
 def _session(conn: Connection, tenant: str, session_id: str, out: _Removed) -> None:
+    # First the session row's lock: a writer holding it (a result, a task state) commits before
+    # the rows below are read, and one that comes later finds the tombstone.
+    conn.execute(
+        select(t.sessions.c.session_id)
+        .where(t.sessions.c.tenant_id == tenant, t.sessions.c.session_id == session_id)
+        .with_for_update()
+    ).first()
     where_session = (t.tool_results.c.tenant_id == tenant) & (t.tool_results.c.session_id == session_id)
     for r in conn.execute(
         select(t.tool_results.c.result_no, t.tool_results.c.blob_sha256).where(where_session)
@@ -113,6 +125,22 @@ def _session(conn: Connection, tenant: str, session_id: str, out: _Removed) -> N
         )
     )
     conn.execute(delete(t.tool_results).where(where_session))
+    versions = conn.execute(
+        select(t.task_states.c.version)
+        .where(t.task_states.c.tenant_id == tenant, t.task_states.c.session_id == session_id)
+        .order_by(t.task_states.c.version)
+    ).scalars()
+    out.task_states.extend((session_id, int(v)) for v in versions)
+    conn.execute(
+        delete(t.task_state_refs).where(
+            t.task_state_refs.c.tenant_id == tenant, t.task_state_refs.c.session_id == session_id
+        )
+    )
+    conn.execute(
+        delete(t.task_states).where(
+            t.task_states.c.tenant_id == tenant, t.task_states.c.session_id == session_id
+        )
+    )
     # A tombstone stays (see schema.sessions): the id and its result numbers are never reissued.
     conn.execute(
         update(t.sessions)
@@ -131,7 +159,7 @@ def _session(conn: Connection, tenant: str, session_id: str, out: _Removed) -> N
 
 
 def _derived(conn: Connection, tenant: str, out: _Removed) -> None:
-    """Summaries and memory facts derived from anything removed so far."""
+    """Summaries, memory facts and task state facts derived from anything removed so far."""
 
     def matches(column: Column[str] | Column[str | None]) -> ColumnElement[bool] | None:
         conditions: list[ColumnElement[bool]] = [column.in_(out.source_refs)] if out.source_refs else []
@@ -165,6 +193,42 @@ def _derived(conn: Connection, tenant: str, out: _Removed) -> None:
     cond = matches(t.memory_facts.c.derived_from)
     if cond is not None:
         _memory(conn, tenant, cond, out)
+    _task_state_facts(conn, tenant, out)
+
+
+def _task_state_facts(conn: Connection, tenant: str, out: _Removed) -> None:
+    """Rewrite every task state version citing anything removed so far (memory facts included,
+    any version of one) without the confirmed facts that cite it; the other fields and versions
+    stay as they were."""
+    refs = sorted(set(out.source_refs) | {memory_ref(o, k) for o, k, _ in out.memory_facts})
+    conditions: list[ColumnElement[bool]] = [t.task_state_refs.c.ref.in_(refs)] if refs else []
+    conditions += [t.task_state_refs.c.ref.startswith(p, autoescape=True) for p in out.ref_prefixes]
+    if not conditions:
+        return
+    cited: dict[tuple[str, int], set[str]] = {}
+    for r in conn.execute(
+        select(t.task_state_refs.c.session_id, t.task_state_refs.c.version, t.task_state_refs.c.ref).where(
+            t.task_state_refs.c.tenant_id == tenant, or_(*conditions)
+        )
+    ):
+        cited.setdefault((r.session_id, int(r.version)), set()).add(r.ref)
+    for (session_id, version), gone in sorted(cited.items()):
+        where = (
+            (t.task_states.c.tenant_id == tenant)
+            & (t.task_states.c.session_id == session_id)
+            & (t.task_states.c.version == version)
+        )
+        body = conn.execute(select(t.task_states.c.body_json).where(where).with_for_update()).scalar_one()
+        conn.execute(update(t.task_states).where(where).values(body_json=drop_citations(body, gone)))
+        conn.execute(
+            delete(t.task_state_refs).where(
+                t.task_state_refs.c.tenant_id == tenant,
+                t.task_state_refs.c.session_id == session_id,
+                t.task_state_refs.c.version == version,
+                t.task_state_refs.c.ref.in_(sorted(gone)),
+            )
+        )
+        out.task_states.append((session_id, version))
 
 
 def _memory(conn: Connection, tenant: str, condition: ColumnElement[bool], out: _Removed) -> None:
@@ -240,6 +304,7 @@ def _finish(
         "sessions": len(out.sessions),
         "memory_facts": len(out.memory_facts),
         "summaries": len(out.summaries),
+        "task_states": len(out.task_states),
         "blobs": len(blobs),
     }
     seq = append_event(conn, tenant, principal.subject, "delete", target, counts)
@@ -252,6 +317,7 @@ def _finish(
         sessions=tuple(out.sessions),
         memory_facts=tuple(out.memory_facts),
         summaries=tuple(out.summaries),
+        task_states=tuple(out.task_states),
         blobs=tuple(blobs),
         content_sha256=tuple(sorted(out.digests)),
         outbox_ids=tuple(outbox_ids),
@@ -299,6 +365,8 @@ def replayed_receipt(reply: dict[str, Any]) -> DeletionReceipt:
         sessions=tuple(reply["sessions"]),
         memory_facts=tuple((o, k, int(v)) for o, k, v in reply["memory_facts"]),
         summaries=tuple(reply["summaries"]),
+        # Absent from the replies of deletions made before task states existed.
+        task_states=tuple((s, int(v)) for s, v in reply.get("task_states", ())),
         blobs=tuple(reply["blobs"]),
         content_sha256=tuple(reply["content_sha256"]),
         outbox_ids=tuple(int(i) for i in reply["outbox_ids"]),
@@ -525,7 +593,7 @@ def _raw_leftovers(conn: Connection, tenant: str, receipt: DeletionReceipt) -> l
             ).first()
         ):
             left.append(f"original {digest} (nothing references it)")
-    refs = [f"evidence:{e}" for e in sorted({e for e, _ in receipt.evidence_versions})]
+    refs = [evidence_ref(e) for e in sorted({e for e, _ in receipt.evidence_versions})]
     prefixes = [session_prefix(s) for s in sessions]
 
     def derived(column: Column[str] | Column[str | None]) -> ColumnElement[bool] | None:
@@ -558,8 +626,51 @@ def _raw_leftovers(conn: Connection, tenant: str, receipt: DeletionReceipt) -> l
         ).first()
     ):
         left.append("sources of a deleted summary")
+    left += _task_state_leftovers(conn, tenant, receipt, refs)
     targets = _outbox_targets(
         receipt.evidence_versions, receipt.tool_results, receipt.memory_facts, receipt.summaries
     )
     left += [f"{row} still holds content" for row in holding(conn, tenant, targets, receipt.deleted_at)]
+    return left
+
+
+def _task_state_leftovers(
+    conn: Connection, tenant: str, receipt: DeletionReceipt, evidence_refs: list[str]
+) -> list[str]:
+    """Task state rows of a deleted session, citations (ref rows) of a deleted source, and any
+    body of the versions the receipt names, or of a deleted session, still citing one."""
+    left: list[str] = []
+    sessions = list(receipt.sessions)
+    refs = sorted(set(evidence_refs) | {memory_ref(o, k) for o, k, _ in receipt.memory_facts})
+    if (
+        sessions
+        and conn.execute(
+            select(t.task_states.c.version).where(
+                t.task_states.c.tenant_id == tenant, t.task_states.c.session_id.in_(sessions)
+            )
+        ).first()
+    ):
+        left.append("task states of a deleted session")
+    conditions: list[ColumnElement[bool]] = [t.task_state_refs.c.ref.in_(refs)] if refs else []
+    conditions += [t.task_state_refs.c.ref.startswith(session_prefix(s), autoescape=True) for s in sessions]
+    if conditions:
+        for r in conn.execute(
+            select(t.task_state_refs.c.session_id, t.task_state_refs.c.version, t.task_state_refs.c.ref)
+            .where(t.task_state_refs.c.tenant_id == tenant, or_(*conditions))
+            .order_by(t.task_state_refs.c.session_id, t.task_state_refs.c.version)
+        ):
+            left.append(f"task state {r.session_id}@{r.version} cites deleted {r.ref}")
+    named = {s for s, _ in receipt.task_states} | set(sessions)
+    if not (refs or sessions) or not named:
+        return left
+    versions = set(receipt.task_states)
+    for row in conn.execute(
+        select(t.task_states.c.session_id, t.task_states.c.version, t.task_states.c.body_json)
+        .where(t.task_states.c.tenant_id == tenant, t.task_states.c.session_id.in_(sorted(named)))
+        .order_by(t.task_states.c.session_id, t.task_states.c.version)
+    ):
+        if row.session_id not in sessions and (row.session_id, row.version) not in versions:
+            continue
+        if any(deleted_ref(ref, refs, sessions) for ref in cited_refs(row.body_json)):
+            left.append(f"task state {row.session_id}@{row.version} still holds a fact citing deleted data")
     return left

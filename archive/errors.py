@@ -51,6 +51,24 @@ class InvalidBatch(InvalidInput):
         self.problems = list(problems)
 
 
+class TaskStateRejected(InvalidInput):
+    """A task state update was refused whole; nothing was stored. `problems` lists every problem
+    found, each with the `field` (`confirmed[2].evidence_id`, `constraints`, ...), the `item` it
+    is about, a `problem` code and a `message` saying how to fix the call."""
+
+    code = "task_state_rejected"
+
+    def __init__(self, problems: Sequence[dict[str, Any]]) -> None:
+        shown = "; ".join(f"{p['field']}: {p['problem']}" for p in problems[:10])
+        more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
+        super().__init__(
+            "task_state",
+            f"{len(problems)} problem(s), nothing was stored: {shown}{more}",
+            problems=list(problems),
+        )
+        self.problems = list(problems)
+
+
 class ContentTooLarge(InvalidInput):
     """Content exceeds the configured size limit; nothing was stored."""
 

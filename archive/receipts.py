@@ -34,10 +34,18 @@ def _plain(value: Any) -> Any:
     return value
 
 
+# Fields added after receipts were first issued: left out of the payload while empty, so a receipt
+# signed before a field existed (its payload never had it) still verifies.
+_OMITTED_WHEN_EMPTY = frozenset({"task_states"})
+
+
 def receipt_payload(receipt: DeletionReceipt) -> dict[str, Any]:
-    """What the signature covers: every field but the signature itself."""
+    """What the signature covers: every field but the signature itself (and a later field while
+    it is empty)."""
     return {
-        f.name: _plain(getattr(receipt, f.name)) for f in dataclasses.fields(receipt) if f.name != "signature"
+        f.name: _plain(getattr(receipt, f.name))
+        for f in dataclasses.fields(receipt)
+        if f.name != "signature" and not (f.name in _OMITTED_WHEN_EMPTY and not getattr(receipt, f.name))
     }
 
 

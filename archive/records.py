@@ -202,6 +202,54 @@ class Summary:
 
 
 @dataclass(frozen=True)
+class ConfirmedFact:
+    """One fact a task state holds as settled, with the evidence it rests on.
+
+    `evidence_id` is as the writer cited it: an evidence record id `X`, a version `X@3`,
+    `result:<session>/<rN>` or `memory:<owner>/<key>`. `version` is the evidence record version
+    it resolved to when first written (evidence records only; None for results and memory): a
+    fact carried over unchanged keeps it, so a reader can tell a fact resting on a version that
+    was superseded since. `resolves` names the open item of the previous version it settles.
+    """
+
+    fact: str
+    evidence_id: str
+    version: int | None
+    resolves: str | None = None
+
+
+@dataclass(frozen=True)
+class ReleasedItem:
+    """An item of the previous version a task state let go of on purpose, and why."""
+
+    item: str
+    kind: str  # constraint | unresolved | pending_operation
+    reason: str
+
+
+@dataclass(frozen=True)
+class TaskState:
+    """One version of a session's task state: what the agent is doing, what it knows (with
+    evidence), what is still open, what it must not do. Derived, never evidence: a new version
+    supersedes the previous one, which stays readable."""
+
+    session_id: str
+    version: int  # 1, 2, ... per session
+    goal: str
+    confirmed: tuple[ConfirmedFact, ...]
+    unresolved: tuple[str, ...]
+    constraints: tuple[str, ...]
+    pending_operations: tuple[str, ...]
+    trace_ref: str | None
+    released: tuple[ReleasedItem, ...]  # what this version released from the previous one
+    status: str  # current | superseded
+    created_at: datetime
+    created_by: str
+    sensitivity: Sensitivity
+    label: str = "derived task state (not original evidence)"
+
+
+@dataclass(frozen=True)
 class DeletionReceipt:
     """What a deletion removed from the archive, and the outbox rows it queued for index and caches.
 
@@ -219,6 +267,10 @@ class DeletionReceipt:
     sessions: tuple[str, ...] = ()
     memory_facts: tuple[tuple[str, str, int], ...] = ()
     summaries: tuple[str, ...] = ()
+    # (session_id, version) of every task state version deleted, or rewritten without the
+    # confirmed facts that cited a deleted source. Left out of the signed payload when empty,
+    # so receipts issued before the field existed still verify (see receipts.receipt_payload).
+    task_states: tuple[tuple[str, int], ...] = ()
     blobs: tuple[str, ...] = ()
     content_sha256: tuple[str, ...] = ()
     outbox_ids: tuple[int, ...] = ()

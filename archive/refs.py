@@ -1,7 +1,7 @@
-"""References from derived data (summaries, memory facts) to what they came from.
+"""References from derived data (summaries, memory facts, task states) to what they came from.
 
-Two forms, stored as text so one column can hold either:
-`evidence:<evidence_id>` and `result:<session_id>/<rN>`.
+Stored as text so one column can hold any form: `evidence:<evidence_id>` and
+`result:<session_id>/<rN>`; task states also cite memory facts, `memory:<owner>/<key>`.
 """
 
 from __future__ import annotations
@@ -62,6 +62,19 @@ class SourceRef:
         raise InvalidInput(
             "derived_from", f"{value!r} is not a source ref ('evidence:<id>' or 'result:<session>/<rN>')"
         )
+
+
+EVIDENCE_REF_PREFIX = "evidence:"
+
+
+def evidence_ref(evidence_id: str) -> str:
+    """The ref of an evidence record (every version: a deletion removes them all)."""
+    return f"{EVIDENCE_REF_PREFIX}{evidence_id}"
+
+
+def memory_ref(owner: str, key: str) -> str:
+    """The ref of a memory fact (every version), as search and citations name it."""
+    return f"{MEMORY_PREFIX}{owner}/{key}"
 
 
 def session_prefix(session_id: str) -> str:

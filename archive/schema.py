@@ -205,6 +205,40 @@ summary_sources = Table(
     Index("ix_summary_sources_ref", "tenant_id", "source_ref"),
 )
 
+# A session's task state, one row per version (a new version never overwrites the previous
+# one: the previous current gets `superseded_at`). The body is JSON (goal, confirmed facts with
+# their evidence refs, open items, constraints, trace_ref, what this version released).
+task_states = Table(
+    "task_states",
+    metadata,
+    Column("tenant_id", String(TENANT), primary_key=True),
+    Column("session_id", String(TENANT), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("body_json", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("created_by", String(TENANT), nullable=False),
+    Column("sensitivity", Integer, nullable=False),
+    Column("superseded_at", UTCDateTime, nullable=True),
+    ForeignKeyConstraint(["tenant_id", "session_id"], ["sessions.tenant_id", "sessions.session_id"]),
+)
+
+# The normalised ref each confirmed fact of a version cites (`evidence:<id>`,
+# `result:<session>/<rN>`, `memory:<owner>/<key>`): the deletion cascade finds by it the versions
+# that repeat deleted evidence.
+task_state_refs = Table(
+    "task_state_refs",
+    metadata,
+    Column("tenant_id", String(TENANT), primary_key=True),
+    Column("session_id", String(TENANT), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("ref", String(512), primary_key=True),
+    ForeignKeyConstraint(
+        ["tenant_id", "session_id", "version"],
+        ["task_states.tenant_id", "task_states.session_id", "task_states.version"],
+    ),
+    Index("ix_task_state_refs_ref", "tenant_id", "ref"),
+)
+
 audit_events = Table(
     "audit_events",
     metadata,

@@ -237,6 +237,46 @@ def _allocate_number(conn: Connection, tenant_id: str, session_id: str) -> int:
     return int(row.next_result_no) - 1
 
 
+def open_session(
+    conn: Connection, principal: Principal, session_id: str, owner: str | None, now: datetime
+) -> None:
+    """Create the session when absent, in the caller's write transaction; what every write that
+    may start a session (a result, a task state) does first.
+
+    `owner` (already validated) is the person the session is about, set when it is created
+    (default: the writing principal). Raises StateConflict when the session is about another
+    owner than the one given, or was deleted (its tombstone keeps its ids from being reused).
+    """
+    tenant = principal.tenant_id
+    insert_ignore(
+        conn,
+        t.sessions,
+        {
+            "tenant_id": tenant,
+            "session_id": session_id,
+            "owner": principal.subject if owner is None else owner,
+            "created_at": now,
+            "next_result_no": 1,
+        },
+        ["tenant_id", "session_id"],
+    )
+    session = conn.execute(
+        select(t.sessions.c.deleted_at, t.sessions.c.owner).where(
+            t.sessions.c.tenant_id == tenant, t.sessions.c.session_id == session_id
+        )
+    ).one()
+    if owner is not None and session.owner != owner and session.deleted_at is None:
+        raise StateConflict(
+            f"session {session_id!r} belongs to owner {session.owner!r}, not {owner!r}",
+            session_id=session_id,
+        )
+    if session.deleted_at is not None:
+        raise StateConflict(
+            f"session {session_id!r} was deleted; its ids are never reused, so write into a new session",
+            session_id=session_id,
+        )
+
+
 # ---- record --------------------------------------------------------------------------------
 
 
@@ -278,7 +318,8 @@ def record(
     principal.require_clearance(level, "recording a result of this sensitivity")
     check_policy_class(policy_class)
     # Recording needs the agent role, and agents act for any owner in their tenant.
-    session_owner = principal.subject if owner is None else check_identifier("owner", owner)
+    if owner is not None:
+        check_identifier("owner", owner)
     given_observed = aware("observed_at", observed_at)
     observed = given_observed or utcnow()
     now = utcnow()
@@ -304,33 +345,7 @@ def record(
         previous = previous_reply(conn, keyed_request)
         if previous is not None:
             return _recorded(conn, tenant, previous["session_id"], previous["result_id"])
-        insert_ignore(
-            conn,
-            t.sessions,
-            {
-                "tenant_id": tenant,
-                "session_id": session_id,
-                "owner": session_owner,
-                "created_at": now,
-                "next_result_no": 1,
-            },
-            ["tenant_id", "session_id"],
-        )
-        session = conn.execute(
-            select(t.sessions.c.deleted_at, t.sessions.c.owner).where(
-                t.sessions.c.tenant_id == tenant, t.sessions.c.session_id == session_id
-            )
-        ).one()
-        if owner is not None and session.owner != owner and session.deleted_at is None:
-            raise StateConflict(
-                f"session {session_id!r} belongs to owner {session.owner!r}, not {owner!r}",
-                session_id=session_id,
-            )
-        if session.deleted_at is not None:
-            raise StateConflict(
-                f"session {session_id!r} was deleted; its ids are never reused, so record into a new session",
-                session_id=session_id,
-            )
+        open_session(conn, principal, session_id, owner, now)
         number = _allocate_number(conn, tenant, session_id)
         digest = put_blob(conn, tenant, data, media)
         values = {

@@ -1091,6 +1091,7 @@ def receipt_from_dict(data: Any) -> DeletionReceipt:
             sessions=tuple(str(x) for x in data.get("sessions", ())),
             memory_facts=tuple((str(o), str(k), int(v)) for o, k, v in data.get("memory_facts", ())),
             summaries=tuple(str(x) for x in data.get("summaries", ())),
+            task_states=tuple((str(x), int(v)) for x, v in data.get("task_states", ())),
             blobs=tuple(str(x) for x in data.get("blobs", ())),
             content_sha256=tuple(str(x) for x in data.get("content_sha256", ())),
             outbox_ids=tuple(int(x) for x in data.get("outbox_ids", ())),

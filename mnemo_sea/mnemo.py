@@ -22,6 +22,7 @@ from mnemo_sea.archive import (
     ArchiveError,
     ArchiveReceipt,
     ArchiveTarget,
+    ConfirmedFact,
     DeletionReceipt,
     EvidenceInput,
     EvidenceRecord,
@@ -33,10 +34,12 @@ from mnemo_sea.archive import (
     Principal,
     ReceiptKey,
     Recovered,
+    ReleasedItem,
     RememberOutcome,
     Role,
     StoreUnavailable,
     Summary,
+    TaskState,
     ToolResult,
     feeds,
 )
@@ -697,6 +700,53 @@ class Mnemo:
         )
         self._after_write()
         return summary
+
+    # ---- task state --------------------------------------------------------------------------
+
+    def update_task_state(
+        self,
+        principal: Principal,
+        session_id: str,
+        *,
+        goal: str,
+        confirmed: Sequence[ConfirmedFact | Mapping[str, Any]] = (),
+        unresolved: Sequence[str] = (),
+        constraints: Sequence[str] = (),
+        pending_operations: Sequence[str] = (),
+        trace_ref: str | None = None,
+        release: Sequence[ReleasedItem | Mapping[str, Any]] = (),
+        expected_version: int | None = None,
+        owner: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> TaskState:
+        """Write the next version of a session's task state, validated whole against the current
+        one (see mnemo_sea/archive/task_state.py): every confirmed fact cites evidence, no
+        constraint or open item goes without a release reason or a fact that settles it.
+        TaskStateRejected lists every problem; nothing is stored then. Not indexed: nothing to sync."""
+        return self.archive.update_task_state(
+            principal,
+            session_id,
+            goal=goal,
+            confirmed=confirmed,
+            unresolved=unresolved,
+            constraints=constraints,
+            pending_operations=pending_operations,
+            trace_ref=trace_ref,
+            release=release,
+            expected_version=expected_version,
+            owner=owner,
+            idempotency_key=idempotency_key,
+        )
+
+    def task_state(
+        self, principal: Principal, session_id: str, *, version: int | None = None
+    ) -> TaskState | None:
+        """The session's current task state (or one version); None when it has none yet."""
+        return self.archive.task_state(principal, session_id, version=version)
+
+    def task_state_history(self, principal: Principal, session_id: str) -> list[TaskState]:
+        """Every version of the session's task state the caller's clearance allows, oldest first."""
+        return self.archive.task_state_history(principal, session_id)
 
     # ---- deletion ----------------------------------------------------------------------------
 

@@ -99,6 +99,7 @@ def test_delete_evidence_cascades(archive: Archive, agent: Principal, admin: Pri
         "sessions": 0,
         "memory_facts": 2,
         "summaries": 1,
+        "task_states": 0,
         "blobs": 1,
     }
 

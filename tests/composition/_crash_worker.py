@@ -103,6 +103,7 @@ def receipt_from_json(data: dict[str, Any]) -> Any:
         sessions=tuple(data["sessions"]),
         memory_facts=tuple((o, k, int(v)) for o, k, v in data["memory_facts"]),
         summaries=tuple(data["summaries"]),
+        task_states=tuple((x, int(v)) for x, v in data.get("task_states", ())),
         blobs=tuple(data["blobs"]),
         content_sha256=tuple(data["content_sha256"]),
         outbox_ids=tuple(data["outbox_ids"]),

@@ -62,6 +62,7 @@ def verify_deleted(receipt: DeletionReceipt, principal: Caller, mnemo: System) -
     # The receipt comes back from the client: numbers no database holds are refused here
     # rather than failing in the driver.
     numbers = [v for _, v in receipt.evidence_versions] + [v for _, _, v in receipt.memory_facts]
+    numbers += [v for _, v in receipt.task_states]
     numbers += [*receipt.outbox_ids, receipt.audit_seq]
     if any(not 0 <= n <= MAX_SQL_INT for n in numbers):
         raise InvalidInput("receipt", f"versions, outbox ids and audit_seq are between 0 and {MAX_SQL_INT}")
