@@ -52,6 +52,22 @@ def bench_archive(
     emit(report, as_json)
 
 
+@bench_app.command("context")
+def bench_context(
+    repeats: Annotated[int, typer.Option(min=1, help="warm assemblies to time")] = 20,
+    seed: Annotated[int, typer.Option(help="seed of the scripted session")] = 7,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Stub overhead in tokens, and assembly time at the paper's session size (26 results, 2.25 M chars)."""
+    from mnemo_sea.eval.bench_context import run
+
+    try:
+        report = run(repeats=repeats, seed=seed)
+    except ArchiveError as e:
+        fail(e.message)
+    emit(report, as_json)
+
+
 @app.command("demo")
 def demo(
     data_dir: Annotated[

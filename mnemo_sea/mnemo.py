@@ -48,6 +48,10 @@ from mnemo_sea.archive.outbox import pending_ids
 from mnemo_sea.archive.refs import MEMORY_PREFIX, RESULT_PREFIX
 from mnemo_sea.caches import Cache, MemoryCache, RedisCache, search_query_key
 from mnemo_sea.citations import Citation, CitationReport, check_citations
+from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, TokenCounter
+from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS, assemble
+from mnemo_sea.context.gather import check_instructions, gather, tool_texts
+from mnemo_sea.context.material import EvidenceItem
 from mnemo_sea.indexer import (
     AppliedRow,
     DrainReport,
@@ -264,13 +268,28 @@ class Mnemo:
     """The system users call. Every method takes the calling principal first."""
 
     def __init__(
-        self, archive: Archive, index: HybridIndex, cache: Cache, *, sync_writes: bool = True
+        self,
+        archive: Archive,
+        index: HybridIndex,
+        cache: Cache,
+        *,
+        sync_writes: bool = True,
+        token_counter: TokenCounter | None = None,
     ) -> None:
         self.archive = archive
         self.index = index
         self.cache = cache
         self.indexer = Indexer(archive.store, index, cache)
         self.sync_writes = sync_writes
+        self._token_counter = token_counter
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        """What `context` counts with: cl100k_base unless another counter was given, loaded on
+        first use (about 0.25 s) and counting each distinct segment once."""
+        if self._token_counter is None:
+            self._token_counter = CachedCounter(BpeCounter())
+        return self._token_counter
 
     @classmethod
     def open(cls, path: str | Path, *, embedder: Embedder | None = None) -> Mnemo:
@@ -625,6 +644,71 @@ class Mnemo:
 
     def recover(self, principal: Principal, session_id: str, result_id: str) -> Recovered:
         return self.archive.recover(principal, session_id, result_id)
+
+    def context(
+        self,
+        principal: Principal,
+        session_id: str,
+        *,
+        budget_tokens: int,
+        output_reserve: int | None = None,
+        instructions: str = "",
+        tools: Sequence[Mapping[str, Any] | str] | None = None,
+        query: str | None = None,
+        evidence_limit: int = 8,
+        kinds: Iterable[str] | None = None,
+        candidate_min_tokens: int = DEFAULT_CANDIDATE_MIN_TOKENS,
+    ) -> AssembledContext:
+        """The session's working context for this turn under `budget_tokens` (B = I + T + H + E + O).
+
+        In order: instructions, tool definitions, the task state's constraints, its goal and
+        confirmed state, the session's results (live envelopes, archived stubs in place,
+        recovered copies), then evidence retrieved for `query` (hybrid search, hydrated). Pinned
+        segments are never cut; the rest fits by priority and what is left out is listed with
+        the reason (see mnemo_sea/context/assembler.py). `output_reserve` defaults to 4,096
+        tokens or a quarter of the budget, whichever is smaller. Reads only: nothing is archived.
+
+        Raises InvalidInput (bad budget, instructions or tools), ContextOverBudget (the pinned
+        part alone exceeds the budget), NotFound/Forbidden as `live_view`, and the search's
+        errors (IndexUnavailable) when a query is given and the search cannot run.
+        """
+        if output_reserve is None:
+            output_reserve = min(4096, budget_tokens // 4) if isinstance(budget_tokens, int) else 0
+        check_instructions(instructions)
+        definitions = tool_texts(tools)
+        evidence: list[EvidenceItem] = []
+        if query is not None:
+            found = self.search(principal, query, limit=evidence_limit, kinds=kinds).raise_for_status()
+            evidence = [
+                EvidenceItem(
+                    h.evidence_id,
+                    h.version,
+                    h.kind,
+                    h.source,
+                    h.scope,
+                    h.locator,
+                    h.snippet,
+                    h.label,
+                    h.score,
+                    rank,
+                )
+                for rank, h in enumerate(found.hits, start=1)
+            ]
+        material = gather(
+            self.archive,
+            principal,
+            session_id,
+            instructions=instructions,
+            tools=definitions,
+            evidence=evidence,
+        )
+        return assemble(
+            material,
+            budget_tokens=budget_tokens,
+            output_reserve=output_reserve,
+            counter=self.token_counter,
+            candidate_min_tokens=candidate_min_tokens,
+        )
 
     # ---- memory ------------------------------------------------------------------------------
 

@@ -28,7 +28,8 @@ SAMPLES = [
     "hello world",
     "订单 O-1042 已发货，物流查询超时，当前派送状态未知。",
     "MDR1 基因检测：突变型 (mut/mut)；伊维菌素禁用。 Ivermectin contraindicated.",
-    '<context_result id="r3" tool="logs.query">\n2026-11-30T10:00:01Z ERROR payment-gateway 500\n</context_result>\n',
+    '<context_result id="r3" tool="logs.query">\n2026-11-30T10:00:01Z ERROR payment-gateway 500\n'
+    "</context_result>\n",
     "special tokens are data: <|endoftext|> <|fim_prefix|>",
     "  leading and trailing whitespace \n\n\t",
     "",

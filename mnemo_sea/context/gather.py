@@ -1,0 +1,154 @@
+"""One turn's material, read from the archive through its access-checked operations.
+
+Everything here reads as the calling principal: the live view (which withholds results above
+the caller's clearance), the task state, the current version of every evidence record a
+confirmed fact cites, and the history of every memory key search returned, so contradictions
+can be shown side by side instead of resolved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mnemo_sea.archive import Archive, InvalidInput, MemoryFact, NotFound, Principal
+from mnemo_sea.archive.records import TaskState
+from mnemo_sea.archive.refs import MEMORY_PREFIX, RESULT_PREFIX
+
+from . import render
+from .material import (
+    CitedVersionConflict,
+    ContextMaterial,
+    EvidenceItem,
+    HistoryItem,
+    MemoryDisagreement,
+)
+
+MAX_INSTRUCTIONS_CHARS = 1_000_000
+MAX_TOOLS = 256
+CURRENT_TEXT_CHARS = 400  # of a current version without a statement, shown in a conflict
+_USER = frozenset({"user_claim", "user_correction"})
+
+
+def check_instructions(instructions: object) -> str:
+    if not isinstance(instructions, str):
+        raise InvalidInput("instructions", f"must be text, got {type(instructions).__name__}")
+    if len(instructions) > MAX_INSTRUCTIONS_CHARS:
+        raise InvalidInput(
+            "instructions", f"{len(instructions)} characters; at most {MAX_INSTRUCTIONS_CHARS}"
+        )
+    return instructions
+
+
+def tool_texts(tools: Sequence[Mapping[str, Any] | str] | None) -> tuple[str, ...]:
+    if tools is None:
+        return ()
+    if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):
+        raise InvalidInput("tools", "must be a list of tool definitions (objects or text)")
+    if len(tools) > MAX_TOOLS:
+        raise InvalidInput("tools", f"{len(tools)} tool definitions; at most {MAX_TOOLS}")
+    out = []
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, str | Mapping):
+            raise InvalidInput(f"tools[{i}]", f"must be an object or text, got {type(tool).__name__}")
+        out.append(render.tool_definition(tool))
+    return tuple(out)
+
+
+def _source(fact: MemoryFact) -> str:
+    """Where a memory version came from: what the user said (claim or correction) is one source."""
+    if fact.derived_from:
+        return fact.derived_from
+    return "user" if fact.provenance in _USER else fact.provenance
+
+
+def memory_disagreement(history: Sequence[MemoryFact], current: MemoryFact) -> MemoryDisagreement | None:
+    """The latest version before `current` that another source wrote with another value."""
+    for other in reversed([f for f in history if f.version < current.version]):
+        if _source(other) != _source(current) and other.value != current.value:
+            return MemoryDisagreement(current=current, other=other)
+    return None
+
+
+def _cited_conflicts(archive: Archive, principal: Principal, state: TaskState) -> list[CitedVersionConflict]:
+    out: list[CitedVersionConflict] = []
+    for fact in state.confirmed:
+        if fact.version is None:
+            continue  # a result or a memory fact, not a versioned evidence record
+        record_id = fact.evidence_id.removesuffix(f"@{fact.version}")
+        try:
+            current, content = archive.get_evidence(principal, record_id, with_content=True)
+        except NotFound:
+            out.append(
+                CitedVersionConflict(record_id, fact.evidence_id, fact.version, fact.fact, *([None] * 5))
+            )
+            continue
+        if current.version == fact.version:
+            continue
+        text = current.statement
+        if not text and content is not None:
+            decoded = content.decode("utf-8", "replace")
+            text = decoded[:CURRENT_TEXT_CHARS] + ("…" if len(decoded) > CURRENT_TEXT_CHARS else "")
+        out.append(
+            CitedVersionConflict(
+                record_id,
+                fact.evidence_id,
+                fact.version,
+                fact.fact,
+                current.version,
+                text,
+                current.source,
+                current.scope,
+                current.locator,
+            )
+        )
+    return out
+
+
+def gather(
+    archive: Archive,
+    principal: Principal,
+    session_id: str,
+    *,
+    instructions: str,
+    tools: tuple[str, ...],
+    evidence: Sequence[EvidenceItem] = (),
+) -> ContextMaterial:
+    """Read the session's live view and task state, and check `evidence` (hydrated search hits)
+    and the task state's citations for contradictions."""
+    view = archive.live_view(principal, session_id)
+    protected = archive.policy.protected_classes
+    history = tuple(
+        HistoryItem(
+            result=item.result,
+            rendered=item.rendered,
+            protected=item.result.policy_class in protected and item.result.state == "live",
+            withheld=not principal.can_read(item.result.sensitivity),
+        )
+        for item in view.items
+    )
+    state = archive.task_state(principal, session_id)
+    conflicts = _cited_conflicts(archive, principal, state) if state is not None else []
+    own_notes = f"{RESULT_PREFIX}{session_id}/"
+    # An archived note of this session is in the history already, as its stub.
+    hits = [e for e in evidence if not e.evidence_id.startswith(own_notes)]
+    disagreements: list[tuple[str, MemoryDisagreement]] = []
+    for hit in hits:
+        if hit.kind != "memory" or not hit.evidence_id.startswith(MEMORY_PREFIX):
+            continue
+        owner, _, key = hit.evidence_id.removeprefix(MEMORY_PREFIX).partition("/")
+        versions = archive.memory_history(principal, owner, key)
+        current = next((f for f in versions if f.version == hit.version), None)
+        found = memory_disagreement(versions, current) if current is not None else None
+        if found is not None:
+            disagreements.append((hit.evidence_id, found))
+    return ContextMaterial(
+        session_id=session_id,
+        instructions=instructions,
+        tools=tools,
+        task_state=state,
+        history=history,
+        evidence=tuple(hits),
+        cited_conflicts=tuple(conflicts),
+        memory_disagreements=tuple(disagreements),
+    )
