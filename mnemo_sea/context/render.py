@@ -62,8 +62,10 @@ def _items(title: str, items: tuple[str, ...]) -> list[str]:
 
 
 def constraints(state: TaskState) -> str:
+    """The constraints alone, without the state's version: unchanged constraints render the same
+    bytes across task state versions, so a prompt cache keeps the prefix up to them."""
     body = "\n".join(f"- {escape_text(c)}" for c in state.constraints)
-    return _tag("task_constraints", body, session=state.session_id, version=state.version)
+    return _tag("task_constraints", body, session=state.session_id)
 
 
 def task_state(state: TaskState, conflicted: frozenset[tuple[str, int]]) -> str:

@@ -316,3 +316,17 @@ def test_the_sum_of_segment_counts_is_the_count_of_the_whole(
     counter = BpeCounter(encoding)
     ctx = assemble(m, budget_tokens=BIG, output_reserve=0, counter=counter)
     assert ctx.used_tokens == counter.count(ctx.text)
+
+
+def test_unchanged_constraints_keep_their_bytes_across_task_state_versions() -> None:
+    a = assemble(material(task=state(version=1)), budget_tokens=BIG, output_reserve=0, counter=COUNTER)
+    b = assemble(
+        material(task=state(version=2, goal="a new goal")),
+        budget_tokens=BIG,
+        output_reserve=0,
+        counter=COUNTER,
+    )
+    prefix = [s.text for s in a.segments][:3]  # instructions, tools, constraints
+    assert [s.kind for s in b.segments][:3] == ["instructions", "tools", "constraints"]
+    assert [s.text for s in b.segments][:3] == prefix
+    assert a.segments[3].text != b.segments[3].text  # the state itself changed
