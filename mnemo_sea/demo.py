@@ -5,8 +5,9 @@ It walks the scenarios of the design notes from the sample data shipped in the p
 investigation in English, as two tenants that never see each other; hybrid search; a
 session whose long tool logs are archived with notes; a rejected batch; a refused archive
 of a vet approval; an exact, hash-checked recovery with a staleness warning; a memory
-correction; a citation check; a verified deletion; audit chains and fsck. Every step is
-checked, and the run ends with one PASS/FAIL line.
+correction; a task state that refuses to turn an unknown into a definite outcome, and the
+working context under a token budget; a citation check; a verified deletion; audit chains and
+fsck. Every step is checked, and the run ends with one PASS/FAIL line.
 """
 
 from __future__ import annotations
@@ -17,7 +18,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mnemo_sea.archive import ArchiveError, BatchRejected, NotFound, Principal, Role, Sensitivity
+from mnemo_sea.archive import (
+    ArchiveError,
+    BatchRejected,
+    NotFound,
+    Principal,
+    Role,
+    Sensitivity,
+    TaskStateRejected,
+)
+from mnemo_sea.context import ContextOverBudget
 from mnemo_sea.fsck import run_fsck
 from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.retrieval import Embedder, RetrievalError
@@ -181,7 +191,9 @@ def _walk(m: Mnemo, c: Checks) -> bool:
     except NotFound:
         c.check(True, "the clinic gets NotFound for the shop's session")
 
-    c.say("9. Memory: a correction supersedes, the history keeps both")
+    _context_step(m, c, shop, shop_session.session_id, shop_ids)
+
+    c.say("10. Memory: a correction supersedes, the history keeps both")
     for fact in clinic_script.memory:
         m.remember(vet, fact.owner, fact.key, fact.value, fact.provenance)
     key = clinic_script.memory[-1]
@@ -196,13 +208,13 @@ def _walk(m: Mnemo, c: Checks) -> bool:
     guess = m.remember(vet, key.owner, "pet/doudou/breed_guess", "可能混有喜乐蒂血统", "model_inference")
     c.check(not guess.persisted, "a model inference is a candidate, not stored")
 
-    c.say("10. Citation check: one verbatim quote, one invented")
+    c.say("11. Citation check: one verbatim quote, one invented")
     answer = load_sample_citations("clinic")[0]
     report = m.check_citations(vet, list(answer.citations))
     c.say(f"     verdicts {[x.verdict for x in report.checks]}, precision {report.precision}")
     c.check([x.verdict for x in report.checks] == ["ok", "quote_not_found"], "the broken citation is caught")
 
-    c.say("11. Delete the shop session; the receipt is verified against every store")
+    c.say("12. Delete the shop session; the receipt is verified against every store")
     receipt = m.delete_session(shop_admin, shop_session.session_id)
     check = m.verify_deleted(shop_admin, receipt)
     c.say(f"     receipt: {receipt.counts}")
@@ -210,13 +222,53 @@ def _walk(m: Mnemo, c: Checks) -> bool:
     gone = m.search(shop, "carrier timeout tracking", kinds=["tool_result"])
     c.check(not gone.hits, "its note is no longer found")
 
-    c.say("12. Audit chains and fsck")
+    c.say("13. Audit chains and fsck")
     c.check(
         m.archive.verify_audit(clinic_admin).ok and m.archive.verify_audit(shop_admin).ok,
         "audit chains intact",
     )
     c.check(run_fsck(m).ok, "index and archive agree")
     return not c.failures
+
+
+def _context_step(m: Mnemo, c: Checks, shop: Principal, session_id: str, ids: dict[str, str]) -> None:
+    c.say("9. The investigation's task state, and its working context under a token budget")
+    first = next(iter(ids.values()))
+    m.update_task_state(
+        shop,
+        session_id,
+        goal="find out why the order is late",
+        constraints=["investigate only; never submit a refund"],
+        confirmed=[{"fact": "the order was looked up", "evidence_id": f"result:{session_id}/{first}"}],
+        unresolved=["the carrier query timed out; delivery status unknown"],
+    )
+    try:
+        # An unknown rewritten as a definite outcome, with nothing to show for it.
+        m.update_task_state(
+            shop, session_id, goal="find out why the order is late", unresolved=["delivery failed"]
+        )
+        c.check(False, "turning the unknown into 'delivery failed' is refused")
+    except TaskStateRejected as e:
+        codes = sorted({p["problem"] for p in e.problems})
+        c.say(f"     refused: {', '.join(codes)}")
+        c.check(
+            {"constraint_dropped", "open_item_dropped"} <= set(codes),
+            "turning the unknown into 'delivery failed' (and dropping the constraint) is refused",
+        )
+    ctx = m.context(shop, session_id, budget_tokens=4_000, instructions="You investigate late orders.")
+    totals = ", ".join(f"{k} {v}" for k, v in ctx.totals.items() if v)
+    c.say(f"     {ctx.used_tokens} tokens ({ctx.tokenizer}): {totals}; left out {len(ctx.left_out)}")
+    kinds = [s.kind for s in ctx.segments]
+    c.check(
+        kinds[:3] == ["instructions", "constraints", "task_state"] and "archived_stub" in kinds,
+        "constraints and task state come first, the archived log stays as its stub",
+    )
+    c.check(ctx.used_tokens <= 4_000 - ctx.output_reserve, "it fits the budget, the output reserve kept")
+    try:
+        m.context(shop, session_id, budget_tokens=ctx.pinned_tokens // 2, output_reserve=0)
+        c.check(False, "a budget below the pinned part is refused")
+    except ContextOverBudget as e:
+        c.check(e.detail["pinned_tokens"] > ctx.pinned_tokens // 2, f"refused: {e.message[:80]}…")
 
 
 def main(data_dir: Path | None = None, *, embedder: Embedder | None = None) -> int:
