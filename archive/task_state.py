@@ -160,7 +160,9 @@ def _resolve_result(conn: Connection, principal: Principal, evidence_id: str) ->
             t.sessions.c.session_id == session_id,
             t.sessions.c.deleted_at.is_(None),
         )
-        .with_for_update(read=True)  # a deletion of that session waits for this write
+        # FOR KEY SHARE: a deletion of that session (FOR UPDATE first) waits for this write, while
+        # results recorded into it meanwhile (an UPDATE of a non-key column) do not.
+        .with_for_update(read=True, key_share=True)
     ).first()
     row = (
         None
