@@ -4,8 +4,8 @@ Deleting a record, a session or everything of one owner removes, in one transact
 the rows, originals no other record of the tenant references, summaries derived from
 any deleted source, memory facts derived from one, the session's task states, and from every
 version of any task state the confirmed facts citing a deleted source (they may repeat it);
-and it queues outbox rows so the indexer removes index points and purges caches. It returns a receipt that
-`verify_deleted` checks against the archive.
+and it queues outbox rows so the indexer removes index points and purges caches. It returns a
+receipt that `verify_deleted` checks against the archive.
 
 Deletion needs the admin role but no clearance: it reveals nothing and must be possible
 for any record (a data-subject request).
@@ -199,7 +199,7 @@ def _derived(conn: Connection, tenant: str, out: _Removed) -> None:
 def _task_state_facts(conn: Connection, tenant: str, out: _Removed) -> None:
     """Rewrite every task state version citing anything removed so far (memory facts included,
     any version of one) without the confirmed facts that cite it; the other fields and versions
-    stay as they were."""
+    stay as they were (its sensitivity too: at worst over-classified)."""
     refs = sorted(set(out.source_refs) | {memory_ref(o, k) for o, k, _ in out.memory_facts})
     conditions: list[ColumnElement[bool]] = [t.task_state_refs.c.ref.in_(refs)] if refs else []
     conditions += [t.task_state_refs.c.ref.startswith(p, autoescape=True) for p in out.ref_prefixes]
@@ -447,21 +447,33 @@ def delete_owner(
         if previous is not None:
             return replayed_receipt(previous)
         out = _Removed()
-        _memory(conn, tenant, t.memory_facts.c.owner == owner, out)
-        for (evidence_id,) in conn.execute(
-            select(t.evidence.c.evidence_id)
-            .where(t.evidence.c.tenant_id == tenant, t.evidence.c.owner == owner)
-            .distinct()
-        ).all():
-            _evidence(conn, tenant, evidence_id, out)
+        # Sessions, then evidence, then memory, each in id order: the order writers take these
+        # locks in too (task_state._lock_cited), so a deletion and a writer never wait in a ring.
         for (session_id,) in conn.execute(
-            select(t.sessions.c.session_id).where(
+            select(t.sessions.c.session_id)
+            .where(
                 t.sessions.c.tenant_id == tenant,
                 t.sessions.c.owner == owner,
                 t.sessions.c.deleted_at.is_(None),
             )
+            .order_by(t.sessions.c.session_id)
         ).all():
             _session(conn, tenant, session_id, out)
+        for (evidence_id,) in conn.execute(
+            select(t.evidence.c.evidence_id)
+            .where(t.evidence.c.tenant_id == tenant, t.evidence.c.owner == owner)
+            .distinct()
+            .order_by(t.evidence.c.evidence_id)
+        ).all():
+            _evidence(conn, tenant, evidence_id, out)
+        for (key,) in conn.execute(
+            select(t.memory_facts.c.key)
+            .where(t.memory_facts.c.tenant_id == tenant, t.memory_facts.c.owner == owner)
+            .distinct()
+            .order_by(t.memory_facts.c.key)
+        ).all():
+            lock_chain(conn, "memory", tenant, owner, key)  # as `forget` and `remember` do
+        _memory(conn, tenant, t.memory_facts.c.owner == owner, out)
         receipt = _finish(conn, store, principal, f"owner:{owner}", out, request)
     reclaim(store)
     return receipt

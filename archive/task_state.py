@@ -100,23 +100,36 @@ def _is_memory(evidence_id: str) -> bool:
 
 
 def _lock_cited(conn: Connection, tenant: str, claims: Iterable[Claim]) -> None:
-    """Take the locks the deletion cascade takes on what the claims cite, in one order for every
-    writer (no deadlock): a deletion of a cited record then either commits before this write
-    resolves it (and it does not resolve) or waits until this write committed (and finds its refs).
-    Sessions of cited results are locked as they are read (FOR SHARE)."""
-    keys: set[tuple[str, ...]] = set()
+    """Take the locks a deletion takes on what the claims cite, in the order deletions take them
+    (sessions, then evidence and memory chains; each kind sorted): a deletion of a cited record
+    then either commits before this write resolves it (and it does not resolve) or waits until
+    this write committed (and its cascade finds the new refs)."""
+    sessions: set[str] = set()
+    chains: set[tuple[str, ...]] = set()
     for claim in claims:
         eid = claim.evidence_id
-        if eid is None or eid.startswith(SUMMARY_PREFIX) or _is_result(eid):
+        if eid is None or eid.startswith(SUMMARY_PREFIX):
             continue
-        if _is_memory(eid):
-            keys.add(("memory", tenant, *_split_memory(eid)))
-            continue
-        keys.add(("evidence", tenant, eid))
-        versioned = _split_versioned(eid)
-        if versioned is not None:
-            keys.add(("evidence", tenant, versioned[0]))
-    for key in sorted(keys):
+        if _is_result(eid):
+            parsed = _split_result(eid)
+            if parsed is not None:
+                sessions.add(parsed[0])
+        elif _is_memory(eid):
+            chains.add(("memory", tenant, *_split_memory(eid)))
+        else:
+            chains.add(("evidence", tenant, eid))
+            versioned = _split_versioned(eid)
+            if versioned is not None:
+                chains.add(("evidence", tenant, versioned[0]))
+    for session_id in sorted(sessions):
+        # FOR KEY SHARE: a deletion of that session (which takes FOR UPDATE first) waits for this
+        # write, while results recorded into it meanwhile (an UPDATE of a non-key column) do not.
+        conn.execute(
+            select(t.sessions.c.session_id)
+            .where(t.sessions.c.tenant_id == tenant, t.sessions.c.session_id == session_id)
+            .with_for_update(read=True, key_share=True)
+        ).first()
+    for key in sorted(chains):
         lock_chain(conn, *key)
 
 
@@ -154,13 +167,11 @@ def _resolve_result(conn: Connection, principal: Principal, evidence_id: str) ->
     session_id, number = parsed
     tenant = principal.tenant_id
     session = conn.execute(
-        select(t.sessions.c.owner)
-        .where(
+        select(t.sessions.c.owner).where(
             t.sessions.c.tenant_id == tenant,
             t.sessions.c.session_id == session_id,
             t.sessions.c.deleted_at.is_(None),
         )
-        .with_for_update(read=True)  # a deletion of that session waits for this write
     ).first()
     row = (
         None

@@ -17,6 +17,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,55 @@ def test_migrated_database_matches_schema_py(db_url: str) -> None:
         engine.dispose()
     assert tables == set(t.metadata.tables) | {"alembic_version"}
     assert stamped_revisions(db_url) == [head_revision()]
+
+
+def upgrade_to(url: str, revision: str) -> None:
+    """Run the migrations up to `revision` on the database at `url`, as `upgrade` does."""
+    from alembic import command
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, revision)
+    finally:
+        engine.dispose()
+
+
+def test_upgrading_a_0003_database_adds_the_task_state_tables_and_keeps_its_rows(db_url: str) -> None:
+    upgrade_to(db_url, "0003")
+    engine = create_engine(db_url)
+    try:
+        assert not {"task_states", "task_state_refs"} & set(inspect(engine).get_table_names())
+        with engine.begin() as conn:
+            conn.execute(
+                t.sessions.insert().values(
+                    tenant_id=TENANT,
+                    session_id="old",
+                    owner="o",
+                    created_at=datetime.now(UTC),
+                    next_result_no=1,
+                )
+            )
+    finally:
+        engine.dispose()
+    assert stamped_revisions(db_url) == ["0003"]
+    a = Archive.open(db_url)  # migrates to the head
+    try:
+        assert a.update_task_state(AGENT, "old", goal="carry on").version == 1
+    finally:
+        a.close()
+    engine = create_engine(db_url)
+    try:
+        assert {"task_states", "task_state_refs"} <= set(inspect(engine).get_table_names())
+        indexes = {i["name"] for i in inspect(engine).get_indexes("task_state_refs")}
+        assert "ix_task_state_refs_ref" in indexes
+    finally:
+        engine.dispose()
+    assert stamped_revisions(db_url) == [head_revision()]
+    assert schema_diff(db_url) == []
 
 
 def test_the_comparison_sees_drift(db_url: str) -> None:

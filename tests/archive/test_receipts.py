@@ -32,6 +32,8 @@ from mnemo_sea.archive import (
     Role,
 )
 from mnemo_sea.archive import audit as audit_module
+from mnemo_sea.archive import deletion as deletion_module
+from mnemo_sea.archive import receipts as receipts_module
 from mnemo_sea.archive import schema as t
 
 
@@ -121,6 +123,45 @@ def test_forged_edited_and_foreign_receipts_are_rejected(
         "signature",
     ]
     assert archive.verify_deleted(admin, receipt) == []
+
+
+def test_receipts_signed_before_task_states_existed_still_verify(
+    archive: Archive, agent: Principal, admin: Principal
+) -> None:
+    """Receipts issued before `task_states` was a field were signed over a payload without it
+    (and counts without it): such a receipt, and one loaded from its stored JSON, still verify."""
+    receipt = deleted(archive, agent, admin)
+    assert receipt.task_states == ()
+    old = dataclasses.replace(receipt, counts={k: v for k, v in receipt.counts.items() if k != "task_states"})
+    old_payload = {
+        f.name: receipts_module._plain(getattr(old, f.name))
+        for f in dataclasses.fields(old)
+        if f.name not in ("signature", "task_states")
+    }
+    old = dataclasses.replace(
+        old, signature=archive.store.receipt_key.sign(receipts_module.RECEIPT_PURPOSE, old_payload)
+    )
+    assert archive.verify_deleted(admin, old) == []
+    stored = json.loads(json.dumps(dataclasses.asdict(old), default=str))
+    del stored["task_states"]
+    stored["deleted_at"] = old.deleted_at.isoformat()
+    assert archive.verify_deleted(admin, deletion_module.replayed_receipt(stored)) == []
+    # The omission is for the empty field only: anything named there is signed.
+    named = dataclasses.replace(old, task_states=(("s1", 1),))
+    assert rejected(archive, admin, named).check == "signature"
+
+
+def test_a_receipt_naming_task_states_is_signed_over_them(
+    archive: Archive, agent: Principal, admin: Principal
+) -> None:
+    archive.put_evidence(agent, EvidenceInput(evidence_id="kb:1", body="body", source="doc"))
+    archive.update_task_state(agent, "s1", goal="g", confirmed=[{"fact": "f", "evidence_id": "kb:1"}])
+    receipt = archive.delete_evidence(admin, "kb:1", idempotency_key="del-1")
+    assert receipt.task_states == (("s1", 1),) and receipt.counts["task_states"] == 1
+    assert archive.verify_deleted(admin, receipt) == []
+    assert archive.delete_evidence(admin, "kb:1", idempotency_key="del-1") == receipt  # replayed
+    for edited in ((), (("s1", 2),)):
+        assert rejected(archive, admin, dataclasses.replace(receipt, task_states=edited)).check == "signature"
 
 
 def rewind(archive: Archive, tenant: str, to_seq: int) -> None:

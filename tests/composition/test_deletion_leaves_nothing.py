@@ -4,7 +4,8 @@ the write-ahead log), the embedded index's directory and embedding cache, and Re
 
 A unique marker goes into everything the session holds or anything derived from it: the
 originals, tool arguments, archive notes, evidence recorded from it (body, statement, source,
-locator), a memory fact and a summary derived from its results. Each write carries an
+locator), a memory fact and a summary derived from its results, the session's task state, and
+confirmed facts of another session's task state citing its result and its evidence. Each write carries an
 idempotency key, so replies are stored too. The scan first finds the marker (so it can see),
 then, after `delete_session`, finds it nowhere, and `verify_deleted` also reads the raw tables.
 """
@@ -34,6 +35,7 @@ from mnemo_sea.settings import MnemoSettings
 AGENT = Principal("clinic-a", "agent-1", frozenset({Role.AGENT}), Sensitivity.INTERNAL)
 ADMIN = Principal("clinic-a", "admin-1", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
 SESSION = "s-private"
+OTHER_SESSION = "s-follow-up"
 
 
 def fill(m: Mnemo, marker: str, source: str | None = None) -> None:
@@ -76,14 +78,31 @@ def fill(m: Mnemo, marker: str, source: str | None = None) -> None:
         idempotency_key="k5",
     )
     m.create_summary(AGENT, f"summary {marker}", [f"result:{SESSION}/r1"], idempotency_key="k6")
+    m.update_task_state(
+        AGENT, SESSION, goal=f"goal {marker}", unresolved=[f"open {marker}"], idempotency_key="k7"
+    )
+    m.update_task_state(
+        AGENT,
+        OTHER_SESSION,
+        goal="follow up",
+        confirmed=[
+            {"fact": f"lab result {marker} positive", "evidence_id": f"result:{SESSION}/r1"},
+            {"fact": f"the evidence says {marker}", "evidence_id": "ev-1"},
+        ],
+        idempotency_key="k8",
+    )
     assert m.search(AGENT, marker).status == "results"  # the search cache holds a page now
 
 
 def delete_and_check(m: Mnemo, marker: str) -> None:
     receipt = m.delete_session(ADMIN, SESSION)
     assert receipt.summaries and receipt.memory_facts and receipt.evidence_versions
+    assert receipt.task_states == ((SESSION, 1), (OTHER_SESSION, 1))
     check = m.verify_deleted(ADMIN, receipt)
     assert check.ok, check
+    kept = m.task_state(AGENT, OTHER_SESSION)
+    assert kept is not None and kept.goal == "follow up" and kept.confirmed == ()
+    assert [s.version for s in m.task_state_history(AGENT, OTHER_SESSION)] == [1]
     assert scan_database(m.archive.store.engine, marker) == []
     assert m.search(AGENT, marker).status == "no_match"
 
@@ -111,6 +130,7 @@ def test_embedded_deletion_leaves_no_byte_in_tables_files_or_index(embedded: tup
         "evidence.statement",
         "memory_facts.value",
         "summaries.text",
+        "task_states.body_json",
         "tool_results.arguments_json",
     } <= set(before), before
     m.index.flush()
