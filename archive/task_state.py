@@ -40,7 +40,7 @@ from sqlalchemy import Connection, Row, select, update
 
 from . import schema as t
 from .clock import utcnow
-from .errors import InvalidInput, NotFound, StateConflict, TaskStateRejected
+from .errors import Forbidden, InvalidInput, NotFound, StateConflict, TaskStateRejected
 from .evidence import lock_chain
 from .idempotency import keyed, previous_reply, save_reply
 from .principal import Principal, Role, Sensitivity, check_identifier
@@ -57,6 +57,7 @@ from .refs import (
 )
 from .sessions import _readable_session, open_session
 from .store import ArchiveStore
+from .summaries import source_owner
 from .task_state_rules import Claim, Proposal, Resolution, check_update, parse_proposal, release_kind
 
 _VERSIONED = re.compile(r"^(?P<base>.+)@(?P<version>[1-9][0-9]{0,8})$")
@@ -580,11 +581,17 @@ def task_state(
         found = (
             _latest(conn, tenant, session_id) if wanted is None else _one(conn, tenant, session_id, wanted)
         )
+        others = found is not None and _repeats_another_owner(conn, principal, found.refs)
     if found is None:
         if wanted is None:
             return None
         raise NotFound("task state", f"{session_id}@{wanted}")
     principal.require_clearance(found.state.sensitivity, f"reading the task state of {session_id}")
+    if others:
+        raise Forbidden(
+            f"reading the task state of {session_id}: it repeats another owner's data",
+            session_id=session_id,
+        )
     return found.state
 
 
@@ -598,9 +605,26 @@ def task_state_history(store: ArchiveStore, principal: Principal, session_id: st
     check_identifier("session_id", session_id)
     with store.read() as conn:
         _readable_session(conn, principal, session_id)
-        rows = list(conn.execute(_versions_stmt(principal.tenant_id, session_id)))
-    states = [_from_row(r).state for r in rows]
-    return [s for s in states if principal.can_read(s.sensitivity)]
+        stored = [_from_row(r) for r in conn.execute(_versions_stmt(principal.tenant_id, session_id))]
+        return [
+            v.state
+            for v in stored
+            if principal.can_read(v.state.sensitivity) and not _repeats_another_owner(conn, principal, v.refs)
+        ]
+
+
+def _repeats_another_owner(conn: Connection, principal: Principal, refs: Sequence[str | None]) -> bool:
+    """Whether a version cites data of an owner the principal may not act for. Agents act for
+    every owner; a user reading its own session must not find another owner's facts repeated in
+    it (the rule summaries keep: see summaries.source_owner)."""
+    if principal.has(Role.AGENT):
+        return False
+    cited = [r for r in refs if r is not None]
+    owners = {r.removeprefix(MEMORY_PREFIX).partition("/")[0] for r in cited if r.startswith(MEMORY_PREFIX)}
+    other = source_owner(conn, principal.tenant_id, [r for r in cited if not r.startswith(MEMORY_PREFIX)])
+    if other is not None:
+        owners.add(other)
+    return any(not principal.may_act_for(owner) for owner in owners)
 
 
 # ---- the deletion cascade ------------------------------------------------------------------

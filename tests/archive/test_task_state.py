@@ -597,6 +597,26 @@ def test_readers_see_only_their_own_sessions_and_tenants_are_apart(
     assert archive.task_state(agent, "empty") is None and archive.task_state_history(agent, "empty") == []
 
 
+def test_a_user_does_not_read_another_owners_data_repeated_in_its_own_task_state(
+    archive: Archive, agent: Principal
+) -> None:
+    """An agent may cite any owner's data; the session's own user then must not read it back
+    (summaries keep the same rule)."""
+    archive.remember(agent, "carol", "allergy", "penicillin", "user_claim")
+    archive.record(agent, "carol-visit", "lab", "carol's lab value", owner="carol")
+    bob = Principal("clinic-a", "bob", frozenset({Role.READER}))
+    archive.update_task_state(agent, S, goal=GOAL, owner="bob")
+    for cited in ("memory:carol/allergy", "result:carol-visit/r1"):
+        archive.update_task_state(
+            agent, S, goal=GOAL, confirmed=[{"fact": "carol's fact", "evidence_id": cited}]
+        )
+        with pytest.raises(Forbidden, match="another owner"):
+            archive.task_state(bob, S)
+        assert archive.task_state(agent, S) is not None
+    versions = [v.version for v in archive.task_state_history(bob, S)]
+    assert versions == [1]  # only the version citing nothing of carol's
+
+
 def test_versions_above_clearance_are_forbidden_one_by_one_and_left_out_of_the_history(
     archive: Archive, agent: Principal, admin: Principal
 ) -> None:
