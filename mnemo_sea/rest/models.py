@@ -296,12 +296,8 @@ class ContextOut(BaseModel):
 
 class ConfirmedIn(Strict):
     fact: str = Field(description="what is settled")
-    # Optional in the schema only so that a fact without evidence is listed (evidence_required)
-    # with every other problem of the write in one 422, not refused alone before the archive looks.
-    evidence_id: str | None = Field(
-        None,
-        description="required: what it rests on, an evidence id (X or X@3), result:<session>/<rN> "
-        "or memory:<owner>/<key>",
+    evidence_id: str = Field(
+        description="what it rests on: an evidence id (X or X@3), result:<session>/<rN> or memory:<owner>/<key>"
     )
     resolves: str | None = Field(None, description="the open item of the current version this fact settles")
     version: int | None = Field(

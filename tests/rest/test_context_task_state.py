@@ -245,6 +245,11 @@ def test_a_rejected_write_lists_every_problem_and_stores_nothing(api: Api) -> No
         ],
         "release": [{"item": "not in the state", "reason": "gone"}],
     }
+    response = api.client.post("/v1/sessions/o-1042/task-state", json=dropped, headers=agent)
+    # A fact without evidence is a shape the body's schema already refuses, by field.
+    problem = assert_problem(response, 422, "invalid_request")
+    assert [e["loc"] for e in problem["errors"]] == [["body", "confirmed", "1", "evidence_id"]]
+    dropped["confirmed"][1]["evidence_id"] = "  "
     problem = assert_problem(
         api.client.post("/v1/sessions/o-1042/task-state", json=dropped, headers=agent),
         422,
