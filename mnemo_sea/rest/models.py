@@ -297,7 +297,8 @@ class ContextOut(BaseModel):
 class ConfirmedIn(Strict):
     fact: str = Field(description="what is settled")
     evidence_id: str = Field(
-        description="what it rests on: an evidence id (X or X@3), result:<session>/<rN> or memory:<owner>/<key>"
+        description="what it rests on: an evidence id (X or X@3), result:<session>/<rN> or "
+        "memory:<owner>/<key>"
     )
     resolves: str | None = Field(None, description="the open item of the current version this fact settles")
     version: int | None = Field(
