@@ -1,6 +1,6 @@
 """CLI commands over the `Mnemo` facade: init, ingest, search, session, evidence, summary, memory,
 delete, verify-deleted, fsck, audit verify/anchor and eval citations. `register(app, eval_app)` adds
-them to `mnemo-sea`.
+them to `mnemo-sea` (with `session context` and `session task-state`, from mnemo_sea.cli_context).
 
 Every command works on one data folder (`--data-dir`, env MNEMO_DATA_DIR) as one principal
 (`--tenant/--subject/--role/--clearance`, env MNEMO_TENANT/MNEMO_SUBJECT/MNEMO_ROLE/MNEMO_CLEARANCE;
@@ -1314,26 +1314,43 @@ def eval_citations(
 # ---- registration --------------------------------------------------------------------------------
 
 
+def add_command(group: typer.Typer, name: str, fn: Callable[..., None]) -> None:
+    """Add `fn(target, ...)` to `group` as `name`, with the shared options and error handling
+    (for the command modules that extend these groups, e.g. mnemo_sea.cli_context)."""
+    group.command(name, cls=_Command, help=inspect.getdoc(fn))(_command(fn))
+
+
+def add_group(parent: typer.Typer, name: str, help_text: str) -> typer.Typer:
+    """A subcommand group under `parent` whose unknown subcommands are one `error:` line, exit 2."""
+    sub = typer.Typer(cls=_Group, no_args_is_help=True, help=help_text)
+    parent.add_typer(sub, name=name)
+    return sub
+
+
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     """Add the facade commands to `mnemo-sea` (and `citations` to its `eval` group)."""
+    # Imported here: mnemo_sea.cli_context builds on this module's machinery.
+    from mnemo_sea import cli_context
 
-    def add(group: typer.Typer, name: str, fn: Callable[..., None]) -> None:
-        group.command(name, cls=_Command, help=inspect.getdoc(fn))(_command(fn))
+    add = add_command
 
     def subgroup(name: str, help_text: str) -> typer.Typer:
-        sub = typer.Typer(cls=_Group, no_args_is_help=True, help=help_text)
-        app.add_typer(sub, name=name)
-        return sub
+        return add_group(app, name, help_text)
 
     add(app, "init", init)
     add(app, "ingest", ingest)
     add(app, "search", search)
-    session = subgroup("session", "Tool results of a session: record, archive, live view, recover, list.")
+    session = subgroup(
+        "session",
+        "Tool results of a session: record, archive, live view, recover, list; its working context "
+        "under a token budget and its task state.",
+    )
     add(session, "record", session_record)
     add(session, "archive", session_archive)
     add(session, "live", session_live)
     add(session, "recover", session_recover)
     add(session, "list", session_list)
+    cli_context.register(session)
     evidence = subgroup("evidence", "Evidence records: read a version, its history, retract.")
     add(evidence, "get", evidence_get)
     add(evidence, "history", evidence_history)
@@ -1363,6 +1380,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
 __all__ = [
     "CliError",
     "Target",
+    "add_command",
+    "add_group",
     "anchor_from_dict",
     "anchor_to_dict",
     "as_cli_error",

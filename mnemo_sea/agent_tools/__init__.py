@@ -1,8 +1,8 @@
 """The agent's tools over MCP: `mnemo-sea mcp` (stdio as one principal, or streamable HTTP with API keys).
 
-Seven tools, named for what an agent does: search_evidence, record_result, archive_results,
-recover_result, live_context, remember, check_citations. Their descriptions teach the archive
-protocol (see `tools.INSTRUCTIONS`).
+Ten tools, named for what an agent does: search_evidence, record_result, archive_results,
+recover_result, live_context, remember, check_citations, assemble_context, update_task_state,
+get_task_state. Their descriptions teach the archive protocol (see `tools.INSTRUCTIONS`).
 
     inputs   the typed arguments of each tool (the published JSON Schemas)
     tools    the tool table: descriptions and the `Mnemo` call each tool makes

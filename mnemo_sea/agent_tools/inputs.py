@@ -130,3 +130,91 @@ class CheckCitationsInput(ToolInput):
     answered_at: AwareDatetime | None = Field(
         None, description="When the answer is (or was) given (ISO-8601 with time zone). Default: now."
     )
+
+
+class AssembleContextInput(ToolInput):
+    session_id: str = Field(description=_SESSION)
+    budget_tokens: int = Field(
+        ge=1,
+        description="Your model's whole window in tokens: the context plus the room kept for the answer.",
+    )
+    output_reserve: int | None = Field(
+        None, ge=0, description="Tokens kept free for the answer. Default: 4096 or a quarter of the budget."
+    )
+    query: str | None = Field(
+        None,
+        min_length=1,
+        description="Retrieve evidence for this (hybrid search) and add it after the history.",
+    )
+    instructions: str = Field(
+        "", description="Your system instructions, placed first and pinned (never cut). Default: none."
+    )
+
+
+class ConfirmedFactInput(ToolInput):
+    fact: str = Field(description="What you hold as settled, in one line.")
+    evidence_id: str = Field(
+        description="What it rests on: an evidence id from search_evidence (or 'X@3' for one version), "
+        "'result:<session>/<rN>' for a tool result, or 'memory:<owner>/<key>'. Summaries are not evidence."
+    )
+    resolves: str | None = Field(
+        None,
+        description="An unresolved item or pending operation of the current version this fact settles, "
+        "word for word; the item then leaves those lists.",
+    )
+    version: int | None = Field(
+        None, description="Ignored (the archive sets it); accepted so a fact read back can be sent again."
+    )
+
+
+class ReleaseInput(ToolInput):
+    item: str = Field(
+        description="A constraint, unresolved item or pending operation of the current version, "
+        "word for word."
+    )
+    reason: str = Field(description="Why you let go of it, e.g. 'the owner lifted the limit'.")
+
+
+class UpdateTaskStateInput(ToolInput):
+    session_id: str = Field(description=_SESSION)
+    goal: str = Field(description="What you are trying to achieve in this session, in one line.")
+    confirmed: list[ConfirmedFactInput] = Field(
+        default_factory=list,
+        description="Every fact you hold as settled, each citing its evidence (carry the current ones over).",
+    )
+    unresolved: list[str] = Field(default_factory=list, description="What is still unknown, one item each.")
+    constraints: list[str] = Field(
+        default_factory=list,
+        description="What must hold or must not be done (e.g. 'no ivermectin: MDR1 mutant'), kept "
+        "word for word.",
+    )
+    pending_operations: list[str] = Field(
+        default_factory=list,
+        description="Operations you started whose outcome you do not know yet (e.g. 'refund requested').",
+    )
+    trace_ref: str | None = Field(None, description="Optional: where the raw trace this condenses lives.")
+    release: list[ReleaseInput] = Field(
+        default_factory=list,
+        description="Items of the current version you drop on purpose, each with the reason.",
+    )
+    expected_version: int | None = Field(
+        None,
+        ge=0,
+        le=2**31 - 1,
+        description="The version you read (0: none yet); the write is refused if another is current by then.",
+    )
+    owner: str | None = Field(
+        None,
+        description="The person the session is about. Default: the caller; fixed by the session's first "
+        "write.",
+    )
+    idempotency_key: str | None = Field(
+        None, description="Optional; retrying with the same key returns the version first written."
+    )
+
+
+class GetTaskStateInput(ToolInput):
+    session_id: str = Field(description=_SESSION)
+    version: int | None = Field(
+        None, ge=1, le=2**31 - 1, description="One earlier version. Default: the current one."
+    )

@@ -23,6 +23,9 @@ from mnemo_sea.archive import (
 )
 from mnemo_sea.archive.memory import MAX_TTL
 from mnemo_sea.citations import CitationCheck, CitationReport
+from mnemo_sea.context import AssembledContext
+from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS
+from mnemo_sea.context.segments import Component, SegmentKind
 
 SensitivityName = Literal["public", "internal", "confidential", "restricted"]
 T = TypeVar("T")
@@ -195,6 +198,157 @@ class CitationIn(Strict):
 class CitationsIn(Strict):
     citations: list[CitationIn]
     answered_at: datetime | None = Field(None, description="check against what was in force then")
+
+
+# ---- context and task state ---------------------------------------------------------------------
+
+MAX_VERSION = 2**31 - 1  # the archive's bound on task state versions
+
+
+class ContextIn(Strict):
+    """The arguments of `Mnemo.context`: what to assemble, under which budget."""
+
+    budget_tokens: int = Field(ge=1, description="the model's whole window: context plus output reserve")
+    output_reserve: int | None = Field(
+        None, ge=0, description="tokens kept free for the answer; default min(4096, budget / 4)"
+    )
+    instructions: str = Field("", description="the system instructions, pinned first (verbatim)")
+    tools: list[dict[str, Any] | str] | None = Field(
+        None, description="tool definitions (objects, shown as canonical JSON, or text), pinned"
+    )
+    query: str | None = Field(
+        None, description="retrieve evidence for this (hybrid search) after the history"
+    )
+    evidence_limit: int = Field(8, ge=1, le=100, description="the most evidence hits to retrieve")
+    kinds: list[str] | None = Field(None, description="only these kinds of evidence (as /v1/search)")
+    candidate_min_tokens: int = Field(
+        DEFAULT_CANDIDATE_MIN_TOKENS,
+        ge=0,
+        description="propose live results of at least this many tokens as archive candidates",
+    )
+    with_text: bool = Field(True, description="include the text of each segment and of the whole context")
+
+
+class SegmentOut(BaseModel):
+    component: Component
+    kind: SegmentKind
+    tokens: int
+    ids: list[str] = Field(description="what it carries: result ids (r3), evidence ids with version (X@4)")
+    pinned: bool = Field(description="never dropped or shortened")
+    priority: int = Field(description="higher is kept first; pinned segments are above every priority")
+    why: str = Field(description="the rule that gave the priority (or pinned it)")
+    text: str | None = Field(None, description="the segment as sent; null without with_text")
+
+
+class ComponentTotals(BaseModel):
+    """Tokens per component of B = I + T + H + E + O (the task state on its own)."""
+
+    instructions: int
+    tools: int
+    task_state: int
+    history: int
+    evidence: int
+    output_reserve: int
+
+
+class LeftOutOut(BaseModel):
+    component: Component
+    kind: SegmentKind
+    ids: list[str]
+    tokens: int
+    priority: int
+    reason: str = Field(description="why the budget had no room for it")
+
+
+class ArchiveCandidateOut(BaseModel):
+    result_id: str
+    tool_name: str
+    tokens: int
+    observed_at: datetime
+    recovered_from: str | None
+    left_out: bool = Field(description="the budget already had no room for it")
+
+
+class ContextOut(BaseModel):
+    """An assembled context and its accounting (AssembledContext.to_dict)."""
+
+    session_id: str
+    tokenizer: str
+    exact: bool = Field(description="false only for an explicitly chosen character estimate")
+    budget_tokens: int
+    output_reserve: int
+    used_tokens: int = Field(description="the tokens of the kept segments (the whole text)")
+    pinned_tokens: int
+    free_tokens: int = Field(description="budget - output reserve - used")
+    totals: ComponentTotals
+    task_state_version: int | None
+    segments: list[SegmentOut] = Field(description="the kept segments, in the order sent")
+    left_out: list[LeftOutOut] = Field(description="segments the budget had no room for, and why")
+    archive_candidates: list[ArchiveCandidateOut] = Field(
+        description="live results the agent could archive (with a note) to free room; never archived here"
+    )
+    text: str | None = Field(None, description="what the model receives; null without with_text")
+
+    @classmethod
+    def of(cls, context: AssembledContext, *, with_text: bool) -> ContextOut:
+        return cls.model_validate(context.to_dict(with_text=with_text))
+
+
+class ConfirmedIn(Strict):
+    fact: str = Field(description="what is settled")
+    evidence_id: str = Field(
+        description="what it rests on: an evidence id (X or X@3), result:<session>/<rN> or "
+        "memory:<owner>/<key>"
+    )
+    resolves: str | None = Field(None, description="the open item of the current version this fact settles")
+    version: int | None = Field(
+        None, description="ignored (the archive sets it): accepted so a fact read back can be sent again"
+    )
+
+
+class ReleaseIn(Strict):
+    item: str = Field(description="a constraint, unresolved item or pending operation of the current version")
+    reason: str = Field(description="why it is let go of")
+
+
+class TaskStateIn(Strict):
+    """The next version of a session's task state, whole: what is left out of it is dropped, and a
+    dropped constraint or open item needs a release reason (or a fact that settles it)."""
+
+    goal: str
+    confirmed: list[ConfirmedIn] = Field(
+        default_factory=list, description="facts held as settled, with evidence"
+    )
+    unresolved: list[str] = Field(default_factory=list, description="what is still unknown")
+    constraints: list[str] = Field(default_factory=list, description="what must hold (or not be done)")
+    pending_operations: list[str] = Field(
+        default_factory=list, description="operations started whose outcome is not known yet"
+    )
+    trace_ref: str | None = Field(None, description="where the raw trace it was condensed from lives")
+    release: list[ReleaseIn] = Field(
+        default_factory=list, description="items of the current version let go of on purpose"
+    )
+    expected_version: int | None = Field(
+        None,
+        ge=0,
+        le=MAX_VERSION,
+        description="write only if this version is current (0: none yet); else 409",
+    )
+    owner: str | None = Field(None, description="the user the session is about, when this write creates it")
+
+    def update(self) -> dict[str, Any]:
+        """The keyword arguments of `Mnemo.update_task_state`."""
+        return {
+            "goal": self.goal,
+            "confirmed": [c.model_dump(exclude={"version"}) for c in self.confirmed],
+            "unresolved": self.unresolved,
+            "constraints": self.constraints,
+            "pending_operations": self.pending_operations,
+            "trace_ref": self.trace_ref,
+            "release": [r.model_dump() for r in self.release],
+            "expected_version": self.expected_version,
+            "owner": self.owner,
+        }
 
 
 class Page(BaseModel, Generic[T]):

@@ -429,3 +429,61 @@ def test_typed_errors_map_to_exit_codes(data: Path) -> None:
     assert {t["result_id"]: t["status"] for t in error["detail"]["targets"]} == {"r1": "ok", "r9": "unknown"}
     line = one_line_error(other_embedder, 2)
     assert "--embedder hashing" in line and "model_id" in line
+
+
+def test_context_and_task_state_exit_codes(data: Path, tmp_path: Path) -> None:
+    ok_json(
+        "session",
+        "record",
+        "s-ctx",
+        "lab.note",
+        "--content",
+        "ALT 112 U/L (high)",
+        "--data-dir",
+        data,
+        *AGENT,
+    )
+    state = {"goal": "dose carprofen safely", "constraints": ["no NSAID while ALT is high"]}
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps(state), encoding="utf-8")
+    written = ok_json("session", "task-state", "set", "s-ctx", "--file", path, "--data-dir", data, *AGENT)
+    assert (written["version"], written["constraints"]) == (1, state["constraints"])
+    dropped = tmp_path / "dropped.json"
+    dropped.write_text(json.dumps({"goal": "dose carprofen"}), encoding="utf-8")
+    # Task state commands open the archive alone (no index lock), so these may run side by side.
+    rejected, stale, stranger = run_many(
+        ["session", "task-state", "set", "s-ctx", "--file", dropped, "--data-dir", data, *AGENT, "--json"],
+        ["session", "task-state", "set", "s-ctx", "--file", path, "--expected-version", "0",
+         "--data-dir", data, *AGENT],
+        ["session", "task-state", "show", "s-ctx", "--data-dir", data, "--tenant", "shop-b"],
+    )  # fmt: skip
+    one_line_error(rejected, 2, "constraint_dropped", "nothing was stored")  # invalid input, REST's 422
+    error = json.loads(rejected.stdout)["error"]
+    assert error["code"] == "task_state_rejected"
+    assert [(p["field"], p["item"]) for p in error["detail"]["problems"]] == [
+        ("constraints", "no NSAID while ALT is high")
+    ]
+    one_line_error(stale, 5, "version 1, not 0")  # a conflict, REST's 409
+    one_line_error(stranger, 3, "s-ctx")  # another tenant's session is not found
+    history = ok_json("session", "task-state", "history", "s-ctx", "--data-dir", data, *AGENT)
+    assert [v["version"] for v in history["versions"]] == [1]  # neither refused write stored anything
+
+    over = run(
+        "session",
+        "context",
+        "s-ctx",
+        "--budget",
+        "30",
+        "--reserve",
+        "10",
+        "--data-dir",
+        data,
+        *AGENT,
+        "--json",
+    )
+    one_line_error(over, 2, "pinned segments need")
+    assert json.loads(over.stdout)["error"]["code"] == "context_over_budget"
+    ctx = ok_json("session", "context", "s-ctx", "--budget", "4000", "--data-dir", data, *AGENT)
+    assert ctx["task_state_version"] == 1
+    assert [s["kind"] for s in ctx["segments"]] == ["constraints", "task_state", "live_result"]
+    assert ctx["text"] == "".join(s["text"] for s in ctx["segments"]) and "ALT 112 U/L" in ctx["text"]

@@ -13,6 +13,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp_helpers import payload
 
+from mnemo_sea.agent_tools import TOOLS
 from mnemo_sea.archive import Archive, NotFound, Principal, Role
 from mnemo_sea.mnemo import ARCHIVE_FILE
 
@@ -40,7 +41,7 @@ def test_stdio_server_runs_the_tools_as_the_configured_principal(tmp_path: Path)
             async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
                 await session.initialize()
                 names = {tool.name for tool in (await session.list_tools()).tools}
-                assert len(names) == 7 and "archive_results" in names
+                assert names == {tool.name for tool in TOOLS}
                 recorded = payload(
                     await session.call_tool(
                         "record_result", {"session_id": "visit-1", "tool_name": "xray", "content": REPORT}

@@ -24,6 +24,9 @@ TOOL_NAMES = {
     "live_context",
     "remember",
     "check_citations",
+    "assemble_context",
+    "update_task_state",
+    "get_task_state",
 }
 CBC = "CBC 2024-05-01: WBC 7.1 (normal), ALT 112 U/L (high), creatinine 1.1 mg/dL (normal)"
 WEIGHT = "Owner confirms Rex weighs 31 kg"
@@ -233,7 +236,9 @@ def test_remember_stores_a_fact_and_keeps_inferences_as_candidates(mnemo: Mnemo)
         found = payload(
             await client.call_tool("search_evidence", {"query": "penicillin allergy", "kinds": ["memory"]})
         )
-        assert [h["snippet"] for h in found["hits"]] == ["allergy: penicillin (hives)"]
+        # The system is shared: other tests' memory facts may follow, so only this owner's count.
+        mine = [h["snippet"] for h in found["hits"] if h["locator"].startswith("owner-rex/")]
+        assert mine == ["allergy: penicillin (hives)"]
 
     with_client(mnemo, CLINIC, body)
     fact = mnemo.current(CLINIC, "owner-rex", "allergy")

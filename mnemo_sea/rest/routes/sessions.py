@@ -1,12 +1,26 @@
-"""Sessions: record tool results, read the live view, archive a batch, recover an original."""
+"""Sessions: record tool results, read the live view, archive a batch, recover an original,
+assemble the working context under a token budget, and read and write the task state."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, status
+from typing import Annotated
 
-from mnemo_sea.archive import ArchiveReceipt, ArchiveTarget, ToolResult
+from fastapi import APIRouter, Query, status
+
+from mnemo_sea.archive import ArchiveReceipt, ArchiveTarget, TaskState, ToolResult
 from mnemo_sea.rest.auth import Caller, System
-from mnemo_sea.rest.models import ArchiveIn, LiveViewOut, Page, RecordIn, RecoveredOut, page
+from mnemo_sea.rest.models import (
+    MAX_VERSION,
+    ArchiveIn,
+    ContextIn,
+    ContextOut,
+    LiveViewOut,
+    Page,
+    RecordIn,
+    RecoveredOut,
+    TaskStateIn,
+    page,
+)
 from mnemo_sea.rest.problems import responses
 from mnemo_sea.rest.routes.common import IdempotencyKey, Limit, Offset
 
@@ -71,3 +85,66 @@ def recover(session_id: str, result_id: str, principal: Caller, mnemo: System) -
     """The exact original, hash-verified, appended to the session labelled historical (with a
     staleness warning for prices, stock and the like)."""
     return RecoveredOut.of(mnemo.recover(principal, session_id, result_id))
+
+
+@router.post("/{session_id}/context", response_model=ContextOut, responses=responses(403, 404, 413))
+def context(session_id: str, body: ContextIn, principal: Caller, mnemo: System) -> ContextOut:
+    """The working context of this turn under `budget_tokens`, with its accounting: each kept
+    segment (pinned ones are never cut), totals per component, what was left out and why, and
+    live results worth archiving. Reads only: nothing is archived. A 422 `context_over_budget`
+    names the sizes when the pinned segments alone exceed the budget."""
+    assembled = mnemo.context(
+        principal,
+        session_id,
+        budget_tokens=body.budget_tokens,
+        output_reserve=body.output_reserve,
+        instructions=body.instructions,
+        tools=body.tools,
+        query=body.query,
+        evidence_limit=body.evidence_limit,
+        kinds=body.kinds,
+        candidate_min_tokens=body.candidate_min_tokens,
+    )
+    return ContextOut.of(assembled, with_text=body.with_text)
+
+
+TaskStateVersion = Annotated[
+    int | None, Query(ge=1, le=MAX_VERSION, description="this version (default: the current one)")
+]
+
+
+@router.get("/{session_id}/task-state", response_model=TaskState | None, responses=responses(403, 404))
+def task_state(
+    session_id: str, principal: Caller, mnemo: System, version: TaskStateVersion = None
+) -> TaskState | None:
+    """The session's current task state, or `?version=N`. `null` (200) when the session has no
+    task state yet; 404 for a missing session, or a version it does not have."""
+    return mnemo.task_state(principal, session_id, version=version)
+
+
+@router.post(
+    "/{session_id}/task-state",
+    status_code=status.HTTP_201_CREATED,
+    response_model=TaskState,
+    responses=responses(403, 404, 409, 413),
+)
+def update_task_state(
+    session_id: str,
+    body: TaskStateIn,
+    principal: Caller,
+    mnemo: System,
+    idempotency_key: IdempotencyKey = None,
+) -> TaskState:
+    """Write the next version of the task state (the session is created on first use), validated
+    whole against the current one: a constraint or open item left out needs a release reason,
+    or a confirmed fact that settles it with evidence. A 422 `task_state_rejected` lists every
+    problem (nothing stored); a 409 names the `current_version` when `expected_version` is stale."""
+    return mnemo.update_task_state(principal, session_id, **body.update(), idempotency_key=idempotency_key)
+
+
+@router.get("/{session_id}/task-state/history", response_model=Page[TaskState], responses=responses(403, 404))
+def task_state_history(
+    session_id: str, principal: Caller, mnemo: System, offset: Offset = 0, limit: Limit = 50
+) -> Page[TaskState]:
+    """Every version of the task state, oldest first (versions above your clearance left out)."""
+    return page(mnemo.task_state_history(principal, session_id), offset, limit)
