@@ -223,7 +223,7 @@ class ReleasedItem:
     """An item of the previous version a task state let go of on purpose, and why."""
 
     item: str
-    kind: str  # constraint | unresolved | pending_operation
+    kind: str  # constraint | unresolved | pending_operation | confirmed
     reason: str
 
 

@@ -230,6 +230,17 @@ def _resolve_new(conn: Connection, principal: Principal, evidence_id: str, now: 
     if versioned is not None:
         base, version = versioned
         row = _evidence_row(conn, tenant, base, version)
+        if row is not None and row.status == "retracted":
+            # Withdrawn as wrong: a new fact (or the settling of an unknown) cannot rest on it.
+            # A fact written before the retraction keeps it, and the context marks the conflict.
+            found = _granted(principal, evidence_ref(base), version, row.sensitivity, row.owner)
+            if not found.ok:
+                return found
+            return Resolution(
+                problem="evidence_retracted",
+                message=f"{base}@{version} was retracted: cite a version in force (a retracted one "
+                "settles nothing)",
+            )
         if row is not None:
             return _granted(principal, evidence_ref(base), version, row.sensitivity, row.owner)
     return _not_found()
@@ -632,9 +643,22 @@ def _repeats_another_owner(conn: Connection, principal: Principal, refs: Sequenc
 
 def drop_citations(body_json: str, refs: Collection[str]) -> str:
     """A version's body without the confirmed facts citing any of `refs` (the cascade: a fact
-    may repeat the deleted evidence, so the whole fact goes, in every version)."""
+    may repeat the deleted evidence, so the whole fact goes, in every version); the open item a
+    dropped fact settled goes back to `unresolved`."""
     body = json.loads(body_json)
-    body["confirmed"] = [c for c in body.get("confirmed", []) if c.get("ref") not in refs]
+    kept: list[Any] = []
+    dropped: list[Any] = []
+    for c in body.get("confirmed", []):
+        (dropped if c.get("ref") in refs else kept).append(c)
+    body["confirmed"] = kept
+    # What a dropped fact settled is open again: its text predates the deleted evidence, and
+    # without it the state would claim the unknown was never there.
+    still_open = set(body.get("unresolved", [])) | set(body.get("pending_operations", []))
+    for c in dropped:
+        item = c.get("resolves")
+        if isinstance(item, str) and item not in still_open:
+            body.setdefault("unresolved", []).append(item)
+            still_open.add(item)
     return json.dumps(body, ensure_ascii=False, sort_keys=True)
 
 

@@ -10,10 +10,13 @@ to (task_state.py resolves them in the writing transaction). Problems are dicts:
 The codes:
 - shape: `wrong_type`, `empty`, `too_long`, `invalid_text`, `too_many`, `duplicate`,
   `unknown_field`, `reason_required`, `evidence_required`, `invalid_evidence_id`;
-- evidence (task_state.py): `evidence_not_found`, `evidence_forbidden`, `derived_not_evidence`;
+- evidence (task_state.py): `evidence_not_found`, `evidence_forbidden`, `evidence_retracted` (a
+  new citation of a retracted version), `derived_not_evidence`;
 - against the previous version: `constraint_dropped` (a constraint gone without a release),
   `open_item_dropped` (an unresolved item or pending operation gone from both lists without a
   fact that settles it with evidence, or a release: an edit of its text is a drop),
+  `confirmed_reworded` (a confirmed fact replaced by another text citing the same evidence,
+  without a release; dropping a fact is allowed, rewording it is not),
   `unknown_item` (a release or `resolves` naming what the previous version did not hold),
   `released_but_kept`, `resolved_but_kept`.
 """
@@ -32,9 +35,10 @@ from .refs import EVIDENCE_ID
 TEXT_LIMIT = 2_000  # the goal, every item, every reason
 MAX_ITEMS = 200  # per list
 TRACE_REF_LIMIT = 1_024
-# Items are single lines of text: a control character, a line separator or a lone surrogate (not
-# storable as UTF-8) would let an item break or disguise the context it is rendered into.
-_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp"})
+# Items are single lines of text: a control character, a format character (bidi overrides,
+# zero-width), a line separator or a lone surrogate (not storable as UTF-8) would let an item
+# break or disguise the context it is rendered into.
+_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 # `version` and `kind` are accepted so a state read back can be passed again; the archive sets them.
 _CONFIRMED_FIELDS = frozenset({"fact", "evidence_id", "resolves", "version"})
 _RELEASE_FIELDS = frozenset({"item", "reason", "kind"})
@@ -70,7 +74,8 @@ def _text_problem(value: object, limit: int) -> tuple[str, str] | None:
     if any(unicodedata.category(ch) in _FORBIDDEN_CATEGORIES for ch in value):
         return (
             "invalid_text",
-            "must be one line of text: no control characters, line separators or lone surrogates",
+            "must be one line of text: no control or format characters (bidi overrides, zero-width), line "
+            "separators or lone surrogates",
         )
     return None
 
@@ -360,14 +365,16 @@ def _previous_open(previous: TaskState | None) -> dict[str, str]:
 
 
 def release_kind(previous: TaskState | None, item: str) -> str | None:
-    """What a released item was in the previous version: constraint, unresolved or
-    pending_operation; None when it was none of them."""
+    """What a released item was in the previous version: constraint, unresolved,
+    pending_operation or confirmed (a fact, named by its text); None when it was none of them."""
     if previous is None:
         return None
     if item in previous.constraints:
         return "constraint"
     listed = _previous_open(previous).get(item)
-    return None if listed is None else _KIND_OF_LIST[listed]
+    if listed is not None:
+        return _KIND_OF_LIST[listed]
+    return "confirmed" if any(c.fact == item for c in previous.confirmed) else None
 
 
 def check_update(
@@ -391,19 +398,24 @@ def check_update(
     carried = (
         {(c.fact, c.evidence_id): c.resolves for c in previous.confirmed} if previous is not None else {}
     )
+    prev_facts = {c.fact for c in previous.confirmed} if previous is not None else set()
+    now_claims = {(c.fact, c.evidence_id) for c in proposal.confirmed}
+    kept_facts = (
+        {c.fact for c in previous.confirmed if (c.fact, c.evidence_id) in now_claims} if previous else set()
+    )
     now_open = proposal.open_items
-    now_everywhere = now_open | set(proposal.constraints)
+    now_everywhere = now_open | set(proposal.constraints) | kept_facts
     released = {r.item for r in proposal.release}
 
     for r in proposal.release:
-        if r.item not in prev_constraints and r.item not in prev_open:
+        if r.item not in prev_constraints and r.item not in prev_open and r.item not in prev_facts:
             problems.append(
                 _problem(
                     f"release[{r.index}].item",
                     r.item,
                     "unknown_item",
-                    "was not a constraint, unresolved item or pending operation of the previous version "
-                    "(released items are named exactly as they were written)",
+                    "was not a constraint, unresolved item, pending operation or confirmed fact of the "
+                    "previous version (released items are named exactly as they were written)",
                 )
             )
         elif r.item in now_everywhere:
@@ -458,10 +470,42 @@ def check_update(
                         "release it with a reason",
                     )
                 )
+        # Compression may shed a confirmed fact, but not reword it: a new text under the same
+        # evidence ("delivery status unknown", then "delivery failed", both citing the timed-out
+        # query) would turn what the evidence said into something else unnoticed.
+        previous_claims = {(c.fact, c.evidence_id) for c in previous.confirmed}
+        cited_now = {
+            c.evidence_id for c in proposal.confirmed if (c.fact, c.evidence_id) not in previous_claims
+        }
+        for fact in previous.confirmed:
+            if (
+                (fact.fact, fact.evidence_id) not in now_claims
+                and fact.evidence_id in cited_now
+                and fact.fact not in released
+            ):
+                problems.append(
+                    _problem(
+                        "confirmed",
+                        fact.fact,
+                        "confirmed_reworded",
+                        f"a confirmed fact of the previous version citing {fact.evidence_id} is replaced by "
+                        "another text citing the same evidence: keep it word for word, or release it (by its "
+                        "text) with a reason and state the new fact",
+                    )
+                )
     for item, listed in prev_open.items():
         if item in now_open or item in released:
             continue
-        settled = any(resolved.get(i) is not None and resolved[i].ok for i in settled_by.get(item, []))
-        if not settled:
-            problems.append(_problem(listed, item, "open_item_dropped", _DROPPED_OPEN))
+        settling = settled_by.get(item, [])
+        if any(resolved.get(i) is not None and resolved[i].ok for i in settling):
+            continue
+        if settling:
+            shown = ", ".join(f"confirmed[{i}]" for i in settling)
+            message = (
+                f"the fact that settles it ({shown}) cites evidence that does not resolve; fix that "
+                "citation, or release the item with a reason"
+            )
+        else:
+            message = _DROPPED_OPEN
+        problems.append(_problem(listed, item, "open_item_dropped", message))
     return problems

@@ -311,6 +311,7 @@ def test_every_problem_of_one_write_is_listed(archive: Archive, agent: Principal
         ("confirmed[3].evidence_id", "evidence_not_found"),
         ("release[0].item", "unknown_item"),
         ("constraints", "constraint_dropped"),
+        ("confirmed", "confirmed_reworded"),  # "ok" replaces the first state's fact on order:O-1042
         ("unresolved", "open_item_dropped"),
     ]
     # Citing evidence above one's clearance is a denied access, and audited like one.
@@ -479,14 +480,20 @@ def test_a_carried_fact_keeps_its_version_and_a_new_one_resolves_the_newest(
     # the bare id needs an active version, a citation of the version does not.
     archive.retract(agent, "order:O-1042", "entered in error")
     third = archive.update_task_state(
+        agent, S, goal=GOAL, confirmed=second.confirmed, unresolved=[UNKNOWN], constraints=[NO_REFUND]
+    )
+    assert [c.version for c in third.confirmed] == [1, 2, 1]  # carried: versions kept, v2 retracted
+    problems = rejected(
+        archive,
         agent,
-        S,
         goal=GOAL,
-        confirmed=[*second.confirmed[:1], {"fact": "v2 said delivered", "evidence_id": "order:O-1042@2"}],
+        confirmed=[*third.confirmed, {"fact": "v2 said delivered", "evidence_id": "order:O-1042@2"}],
         unresolved=[UNKNOWN],
         constraints=[NO_REFUND],
     )
-    assert [c.version for c in third.confirmed] == [1, 2]
+    # A new citation of the retracted version settles nothing; one of version 1 (superseded,
+    # not retracted) is still a citation.
+    assert codes(problems) == [("confirmed[3].evidence_id", "evidence_retracted")]
     problems = rejected(
         archive,
         agent,
@@ -495,7 +502,13 @@ def test_a_carried_fact_keeps_its_version_and_a_new_one_resolves_the_newest(
         unresolved=[UNKNOWN],
         constraints=[NO_REFUND],
     )
-    assert codes(problems) == [("confirmed[0].evidence_id", "evidence_not_found")]
+    # The bare id has no active version; and the new text under the same citation rewords the
+    # facts it replaces.
+    assert codes(problems) == [
+        ("confirmed[0].evidence_id", "evidence_not_found"),
+        ("confirmed", "confirmed_reworded"),
+        ("confirmed", "confirmed_reworded"),
+    ]
 
 
 def test_the_supersede_chain_keeps_every_version_readable(
@@ -894,3 +907,84 @@ def test_check_update_is_pure_and_judges_the_first_version_alone() -> None:
     assert codes(check_update(None, proposal, {})) == [("release[0].item", "unknown_item")]
     proposal, _ = parse_proposal(goal=GOAL, unresolved=[UNKNOWN])
     assert check_update(None, proposal, {}) == []
+
+
+# ---- the reviewer's cases: rewording, retracted evidence, a cascade reopening an unknown ----------
+
+
+def test_a_confirmed_fact_reworded_under_the_same_evidence_is_refused_unless_released(
+    archive: Archive, agent: Principal
+) -> None:
+    first_state(archive, agent)
+    reworded = {"fact": "the order was lost in transit", "evidence_id": "order:O-1042"}
+    problems = rejected(
+        archive, agent, goal=GOAL, confirmed=[reworded], unresolved=[UNKNOWN], constraints=[NO_REFUND]
+    )
+    assert codes(problems) == [("confirmed", "confirmed_reworded")]
+    assert problems[0]["item"] == "the order has shipped"
+    # Dropping it is compression, not rewording; releasing it with a reason lets a new text in.
+    dropped = archive.update_task_state(agent, S, goal=GOAL, unresolved=[UNKNOWN], constraints=[NO_REFUND])
+    assert dropped.confirmed == ()
+    archive.update_task_state(
+        agent,
+        S,
+        goal=GOAL,
+        confirmed=[{"fact": "the order has shipped", "evidence_id": "order:O-1042"}],
+        unresolved=[UNKNOWN],
+        constraints=[NO_REFUND],
+    )
+    state = archive.update_task_state(
+        agent,
+        S,
+        goal=GOAL,
+        confirmed=[reworded],
+        unresolved=[UNKNOWN],
+        constraints=[NO_REFUND],
+        release=[{"item": "the order has shipped", "reason": "the carrier's new scan supersedes it"}],
+    )
+    assert [r.kind for r in state.released] == ["confirmed"]
+
+
+def test_a_retracted_version_settles_no_unknown(archive: Archive, agent: Principal) -> None:
+    first_state(archive, agent)
+    put(archive, agent, "carrier:O-1042", "delivered 2026-11-29 10:02")
+    archive.retract(agent, "carrier:O-1042", "scan belonged to another parcel")
+    problems = rejected(
+        archive,
+        agent,
+        goal=GOAL,
+        confirmed=[
+            {"fact": "the order has shipped", "evidence_id": "order:O-1042"},
+            {"fact": "delivered on the 29th", "evidence_id": "carrier:O-1042@1", "resolves": UNKNOWN},
+        ],
+        constraints=[NO_REFUND],
+    )
+    assert codes(problems) == [
+        ("confirmed[1].evidence_id", "evidence_retracted"),
+        ("unresolved", "open_item_dropped"),
+    ]
+    assert "confirmed[1]" in problems[1]["message"] and "does not resolve" in problems[1]["message"]
+
+
+def test_deleting_the_evidence_that_settled_an_unknown_reopens_it(
+    archive: Archive, agent: Principal, admin: Principal
+) -> None:
+    first_state(archive, agent)
+    put(archive, agent, "carrier:O-1042", "delivered 2026-11-29 10:02")
+    archive.update_task_state(
+        agent,
+        S,
+        goal=GOAL,
+        confirmed=[
+            {"fact": "the order has shipped", "evidence_id": "order:O-1042"},
+            {"fact": "delivered on the 29th", "evidence_id": "carrier:O-1042", "resolves": UNKNOWN},
+        ],
+        constraints=[NO_REFUND],
+    )
+    assert archive.task_state(agent, S).unresolved == ()  # type: ignore[union-attr]
+    archive.delete_evidence(admin, "carrier:O-1042")
+    state = archive.task_state(agent, S)
+    assert state is not None
+    assert [c.fact for c in state.confirmed] == ["the order has shipped"]
+    assert state.unresolved == (UNKNOWN,)  # open again: what settled it is gone
+    assert bodies(archive)[2]["unresolved"] == [UNKNOWN]
