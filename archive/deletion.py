@@ -650,7 +650,7 @@ def _task_state_leftovers(
     conn: Connection, tenant: str, receipt: DeletionReceipt, evidence_refs: list[str]
 ) -> list[str]:
     """Task state rows of a deleted session, citations (ref rows) of a deleted source, and any
-    body of the versions the receipt names, or of a deleted session, still citing one."""
+    task state body of the tenant still citing one."""
     left: list[str] = []
     sessions = list(receipt.sessions)
     refs = sorted(set(evidence_refs) | {memory_ref(o, k) for o, k, _ in receipt.memory_facts})
@@ -672,17 +672,15 @@ def _task_state_leftovers(
             .order_by(t.task_state_refs.c.session_id, t.task_state_refs.c.version)
         ):
             left.append(f"task state {r.session_id}@{r.version} cites deleted {r.ref}")
-    named = {s for s, _ in receipt.task_states} | set(sessions)
-    if not (refs or sessions) or not named:
+    if not (refs or sessions):
         return left
-    versions = set(receipt.task_states)
+    # Every body of the tenant, not only the versions the receipt names: a body whose ref rows
+    # were lost (or written by hand) is found by what it cites.
     for row in conn.execute(
         select(t.task_states.c.session_id, t.task_states.c.version, t.task_states.c.body_json)
-        .where(t.task_states.c.tenant_id == tenant, t.task_states.c.session_id.in_(sorted(named)))
+        .where(t.task_states.c.tenant_id == tenant)
         .order_by(t.task_states.c.session_id, t.task_states.c.version)
     ):
-        if row.session_id not in sessions and (row.session_id, row.version) not in versions:
-            continue
         if any(deleted_ref(ref, refs, sessions) for ref in cited_refs(row.body_json)):
             left.append(f"task state {row.session_id}@{row.version} still holds a fact citing deleted data")
     return left

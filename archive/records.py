@@ -216,6 +216,10 @@ class ConfirmedFact:
     evidence_id: str
     version: int | None
     resolves: str | None = None
+    # What the citation resolved to, normalised: `evidence:<record id>`, `result:<session>/<rN>`
+    # or `memory:<owner>/<key>` (set by the archive; an id may itself contain `@`, so this, not
+    # `evidence_id`, says which record a versioned citation names).
+    ref: str | None = None
 
 
 @dataclass(frozen=True)

@@ -309,7 +309,8 @@ def _from_row(row: Row[Any]) -> _Stored:
         version=row.version,
         goal=body["goal"],
         confirmed=tuple(
-            ConfirmedFact(c["fact"], c["evidence_id"], c.get("version"), c.get("resolves")) for c in confirmed
+            ConfirmedFact(c["fact"], c["evidence_id"], c.get("version"), c.get("resolves"), c.get("ref"))
+            for c in confirmed
         ),
         unresolved=tuple(body.get("unresolved", [])),
         constraints=tuple(body.get("constraints", [])),
@@ -536,7 +537,7 @@ def _next_version(
     for claim in proposal.confirmed:
         assert claim.evidence_id is not None  # a claim without one was a problem
         r = resolved[claim.index]
-        confirmed.append(ConfirmedFact(claim.fact, claim.evidence_id, r.version, claim.resolves))
+        confirmed.append(ConfirmedFact(claim.fact, claim.evidence_id, r.version, claim.resolves, r.ref))
         refs.append(r.ref)
     released = []
     for item in proposal.release:

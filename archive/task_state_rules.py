@@ -39,8 +39,9 @@ TRACE_REF_LIMIT = 1_024
 # zero-width), a line separator or a lone surrogate (not storable as UTF-8) would let an item
 # break or disguise the context it is rendered into.
 _FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-# `version` and `kind` are accepted so a state read back can be passed again; the archive sets them.
-_CONFIRMED_FIELDS = frozenset({"fact", "evidence_id", "resolves", "version"})
+# `version`, `ref` and `kind` are accepted so a state read back can be passed again; the archive
+# sets them.
+_CONFIRMED_FIELDS = frozenset({"fact", "evidence_id", "resolves", "version", "ref"})
 _RELEASE_FIELDS = frozenset({"item", "reason", "kind"})
 _KIND_OF_LIST = {"unresolved": "unresolved", "pending_operations": "pending_operation"}
 _DROPPED_OPEN = (

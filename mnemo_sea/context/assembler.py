@@ -67,8 +67,17 @@ def _pinned(component: Component, kind: SegmentKind, text: str, ids: tuple[str, 
 
 
 def _history(items: tuple[HistoryItem, ...]) -> Iterator[_Draft]:
+    # The result the agent acts on now: the newest plain live one (protected results are pinned
+    # anyway, recovered copies have a priority of their own).
     newest_live = max(
-        (i for i, item in enumerate(items) if item.result.state == "live" and not item.withheld),
+        (
+            i
+            for i, item in enumerate(items)
+            if item.result.state == "live"
+            and not item.withheld
+            and not item.protected
+            and item.result.recovered_from is None
+        ),
         default=None,
     )
     for i, item in enumerate(items):
@@ -108,6 +117,9 @@ def _drafts(material: ContextMaterial) -> Iterator[_Draft]:
         yield _pinned("tools", "tools", render.tools(material.tools), (), "tool definitions")
     state = material.task_state
     conflicts = material.cited_conflicts
+    if material.task_state_withheld:
+        marker = render.withheld_task_state(material.session_id)
+        yield _pinned("task_state", "withheld_task_state", marker, (), "task state withheld")
     if state is not None:
         ids = (f"task_state@{state.version}",)
         if state.constraints:

@@ -20,7 +20,8 @@ class ContextOverBudget(InvalidInput):
             "budget_tokens",
             f"the pinned segments need {pinned_tokens} tokens ({parts}) but the budget of {budget_tokens} "
             f"leaves {available} after the output reserve of {output_reserve}; raise the budget, lower "
-            "the reserve, or shorten the instructions, tools or task state (pinned segments are never cut)",
+            "the reserve, or shorten the instructions, tools or task state (results of protected classes, "
+            "protected_result above, stay verbatim by policy; pinned segments are never cut)",
             budget_tokens=budget_tokens,
             output_reserve=output_reserve,
             available_tokens=available,

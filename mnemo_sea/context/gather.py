@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mnemo_sea.archive import Archive, InvalidInput, MemoryFact, NotFound, Principal
+from mnemo_sea.archive import Archive, Forbidden, InvalidInput, MemoryFact, NotFound, Principal
 from mnemo_sea.archive.records import TaskState
-from mnemo_sea.archive.refs import MEMORY_PREFIX, RESULT_PREFIX
+from mnemo_sea.archive.refs import EVIDENCE_REF_PREFIX, MEMORY_PREFIX, RESULT_PREFIX
 
 from . import render
 from .material import (
@@ -73,14 +73,25 @@ def memory_disagreement(history: Sequence[MemoryFact], current: MemoryFact) -> M
 def _cited_conflicts(archive: Archive, principal: Principal, state: TaskState) -> list[CitedVersionConflict]:
     out: list[CitedVersionConflict] = []
     for fact in state.confirmed:
-        if fact.version is None:
+        if fact.version is None or fact.ref is None or not fact.ref.startswith(EVIDENCE_REF_PREFIX):
             continue  # a result or a memory fact, not a versioned evidence record
-        record_id = fact.evidence_id.removesuffix(f"@{fact.version}")
+        # The stored ref names the record: an id may itself contain `@`.
+        record_id = fact.ref.removeprefix(EVIDENCE_REF_PREFIX)
         try:
             current, content = archive.get_evidence(principal, record_id, with_content=True)
         except NotFound:
             out.append(
-                CitedVersionConflict(record_id, fact.evidence_id, fact.version, fact.fact, *([None] * 5))
+                CitedVersionConflict(
+                    record_id, fact.evidence_id, fact.version, fact.fact, None, None, None, None, None
+                )
+            )
+            continue
+        except Forbidden:
+            # A newer version above the caller's clearance: the conflict is shown, its text is not.
+            out.append(
+                CitedVersionConflict(
+                    record_id, fact.evidence_id, fact.version, fact.fact, None, None, None, None, None, True
+                )
             )
             continue
         if current.version == fact.version:
@@ -127,7 +138,13 @@ def gather(
         )
         for item in view.items
     )
-    state = archive.task_state(principal, session_id)
+    withheld_state = False
+    try:
+        state = archive.task_state(principal, session_id)
+    except Forbidden:
+        # Above the caller's clearance, or repeating another owner's data: the context still
+        # assembles, with a marker where the state would be (as the live view withholds results).
+        state, withheld_state = None, True
     conflicts = _cited_conflicts(archive, principal, state) if state is not None else []
     own_notes = f"{RESULT_PREFIX}{session_id}/"
     # An archived note of this session is in the history already, as its stub.
@@ -147,6 +164,7 @@ def gather(
         instructions=instructions,
         tools=tools,
         task_state=state,
+        task_state_withheld=withheld_state,
         history=history,
         evidence=tuple(hits),
         cited_conflicts=tuple(conflicts),

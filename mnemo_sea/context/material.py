@@ -53,6 +53,7 @@ class CitedVersionConflict:
     source: str | None
     scope: str | None
     locator: str | None
+    withheld: bool = False  # a newer version exists above the caller's clearance
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class ContextMaterial:
     tools: tuple[str, ...]  # each tool definition as the text sent (canonical JSON)
     task_state: TaskState | None
     history: tuple[HistoryItem, ...]
+    task_state_withheld: bool = False  # the session has one the caller may not read
     evidence: tuple[EvidenceItem, ...] = ()
     cited_conflicts: tuple[CitedVersionConflict, ...] = ()
     # Keyed by the memory hit's evidence id (memory:<owner>/<key>): shown in place of that hit.

@@ -76,8 +76,9 @@ def task_state(state: TaskState, conflicted: frozenset[tuple[str, int]]) -> str:
         mark = ""
         if fact.version is not None and (fact.evidence_id, fact.version) in conflicted:
             mark = " [conflict: that version is no longer current; see evidence_conflict below]"
+        # The citation first: text after it cannot pass for the citation.
         lines.append(
-            f"- {escape_text(fact.fact)} [{escape_text(_cited(fact.evidence_id, fact.version))}]{mark}"
+            f"- [{escape_text(_cited(fact.evidence_id, fact.version))}]{mark} {escape_text(fact.fact)}"
         )
     if not state.confirmed:
         lines.append("- (none)")
@@ -90,6 +91,14 @@ def task_state(state: TaskState, conflicted: frozenset[tuple[str, int]]) -> str:
         version=state.version,
         label=TASK_STATE_LABEL,
         trace_ref=state.trace_ref,
+    )
+
+
+def withheld_task_state(session_id: str) -> str:
+    return _tag(
+        "withheld_task_state",
+        "[this session's task state is above your clearance or repeats another owner's data]",
+        session=session_id,
     )
 
 
@@ -109,7 +118,9 @@ def evidence(item: EvidenceItem) -> str:
 
 def evidence_conflict(conflict: CitedVersionConflict) -> str:
     cited = f"{conflict.evidence_id}@{conflict.cited_version}"
-    if conflict.current_version is None:
+    if conflict.withheld:
+        current = f"current: a newer version of {conflict.evidence_id} exists above your clearance"
+    elif conflict.current_version is None:
         current = f"current: none ({conflict.evidence_id} has no active version: it was retracted)"
     else:
         where = ", ".join(

@@ -27,6 +27,7 @@ SegmentKind = Literal[
     "tools",
     "constraints",
     "task_state",
+    "withheld_task_state",
     "live_result",
     "protected_result",
     "recovered_copy",

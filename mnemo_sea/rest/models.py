@@ -304,6 +304,7 @@ class ConfirmedIn(Strict):
     version: int | None = Field(
         None, description="ignored (the archive sets it): accepted so a fact read back can be sent again"
     )
+    ref: str | None = Field(None, description="ignored (the archive sets it), like version")
 
 
 class ReleaseIn(Strict):
@@ -340,7 +341,7 @@ class TaskStateIn(Strict):
         """The keyword arguments of `Mnemo.update_task_state`."""
         return {
             "goal": self.goal,
-            "confirmed": [c.model_dump(exclude={"version"}) for c in self.confirmed],
+            "confirmed": [c.model_dump(exclude={"version", "ref"}) for c in self.confirmed],
             "unresolved": self.unresolved,
             "constraints": self.constraints,
             "pending_operations": self.pending_operations,

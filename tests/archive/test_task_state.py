@@ -988,3 +988,22 @@ def test_deleting_the_evidence_that_settled_an_unknown_reopens_it(
     assert [c.fact for c in state.confirmed] == ["the order has shipped"]
     assert state.unresolved == (UNKNOWN,)  # open again: what settled it is gone
     assert bodies(archive)[2]["unresolved"] == [UNKNOWN]
+
+
+def test_verify_deleted_reads_every_task_state_body_not_only_those_the_receipt_names(
+    archive: Archive, agent: Principal, admin: Principal
+) -> None:
+    """A version whose ref rows were lost is not rewritten by the cascade (it finds citations by
+    their ref rows); verify_deleted must still find the fact by what the body cites."""
+    marker = new_marker()
+    put(archive, agent, "kb:x", f"fact {marker}")
+    archive.update_task_state(
+        agent, S, goal=GOAL, confirmed=[{"fact": f"x says {marker}", "evidence_id": "kb:x"}]
+    )
+    with archive.store.write() as conn:
+        conn.execute(t.task_state_refs.delete().where(t.task_state_refs.c.ref == "evidence:kb:x"))
+    receipt = archive.delete_evidence(admin, "kb:x")
+    assert receipt.task_states == ()  # the cascade could not see it
+    assert archive.verify_deleted(admin, receipt) == [
+        f"task state {S}@1 still holds a fact citing deleted data"
+    ]

@@ -177,8 +177,52 @@ def test_deleting_cited_evidence_takes_its_facts_out_of_the_context(
     )
     receipt = mnemo.delete_evidence(admin, "policy:x")
     ctx = mnemo.context(agent, "o-7", budget_tokens=BUDGET, query=marker)
-    assert marker not in ctx.text and "order shipped [result:o-7/r1]" in ctx.text
+    assert marker not in ctx.text and "[result:o-7/r1] order shipped" in ctx.text
     assert mnemo.verify_deleted(admin, receipt).ok
     assert scan_database(mnemo.archive.store.engine, marker) == []
     assert t.task_states.name in {tbl for tbl in t.metadata.tables}
     assert re.search(r"<task_state [^>]*version=\"1\"", ctx.text)
+
+
+def test_a_newer_version_above_the_callers_clearance_is_a_conflict_without_its_text(
+    mnemo: Mnemo, agent: Principal, admin: Principal
+) -> None:
+    mnemo.ingest(
+        agent, [EvidenceInput("shipped", source="orders", evidence_id="order:O-1", statement="shipped")]
+    )
+    mnemo.update_task_state(
+        agent, "o-1", goal="g", confirmed=[{"fact": "shipped", "evidence_id": "order:O-1"}]
+    )
+    mnemo.ingest(
+        admin,
+        [EvidenceInput("SECRET v2", source="orders", evidence_id="order:O-1", sensitivity="confidential")],
+    )
+    ctx = mnemo.context(agent, "o-1", budget_tokens=BUDGET)
+    conflict = next(s for s in ctx.segments if s.kind == "evidence_conflict")
+    assert "above your clearance" in conflict.text and "SECRET" not in ctx.text
+
+
+def test_an_evidence_id_holding_an_at_sign_is_not_taken_for_a_version(mnemo: Mnemo, agent: Principal) -> None:
+    mnemo.ingest(agent, [EvidenceInput("note one", source="n", evidence_id="note@1")])
+    mnemo.ingest(agent, [EvidenceInput("other v1", source="n", evidence_id="note")])
+    mnemo.ingest(agent, [EvidenceInput("other v2 UNRELATED", source="n", evidence_id="note")])
+    mnemo.update_task_state(agent, "n-1", goal="g", confirmed=[{"fact": "f", "evidence_id": "note@1"}])
+    ctx = mnemo.context(agent, "n-1", budget_tokens=BUDGET)
+    assert "evidence_conflict" not in [s.kind for s in ctx.segments] and "UNRELATED" not in ctx.text
+
+
+def test_a_reader_whose_task_state_repeats_another_owners_data_gets_a_marker(
+    mnemo: Mnemo, agent: Principal
+) -> None:
+    mnemo.remember(agent, "carol", "allergy", "penicillin", "user_claim")
+    mnemo.record(agent, "bob-visit", "note", "bob's visit", owner="bob")
+    mnemo.update_task_state(
+        agent,
+        "bob-visit",
+        goal="g",
+        confirmed=[{"fact": "carol: penicillin", "evidence_id": "memory:carol/allergy"}],
+    )
+    bob = Principal("clinic-a", "bob", frozenset({Role.READER}))
+    ctx = mnemo.context(bob, "bob-visit", budget_tokens=BUDGET)
+    assert "withheld_task_state" in [s.kind for s in ctx.segments] and "penicillin" not in ctx.text
+    assert "bob's visit" in ctx.text

@@ -54,7 +54,7 @@ def test_the_order_is_fixed_and_every_part_is_accounted() -> None:
         < text.index("<evidence")
     )
     assert '<evidence id="policy:delivery" version="2"' in text and 'locator="section-4"' in text
-    assert "order O-1042 shipped [order:O-1042@3]" in text
+    assert "[order:O-1042@3] order O-1042 shipped" in text
     # The counts are of what is sent, and the parts add up.
     assert ctx.used_tokens == BpeCounter().count(text)
     assert sum(v for k, v in ctx.totals.items() if k != "output_reserve") == ctx.used_tokens
@@ -330,3 +330,29 @@ def test_unchanged_constraints_keep_their_bytes_across_task_state_versions() -> 
     assert [s.kind for s in b.segments][:3] == ["instructions", "tools", "constraints"]
     assert [s.text for s in b.segments][:3] == prefix
     assert a.segments[3].text != b.segments[3].text  # the state itself changed
+
+
+def test_the_newest_plain_live_result_gets_the_priority_not_a_protected_or_recovered_one() -> None:
+    items = history(
+        result(1, "old log\n" * 300),
+        result(2, "order status: delayed at hub"),  # what the agent acts on
+        result(3, "vet approval: signed", policy_class="vet_approval"),  # newest, but pinned anyway
+    )
+    ctx = assemble(material(history_items=items), budget_tokens=BIG, output_reserve=0, counter=COUNTER)
+    by_id = {s.ids[0]: s for s in ctx.segments if s.ids}
+    assert by_id["r2"].priority == 70 and by_id["r2"].why == "newest live result"
+    assert by_id["r1"].priority == 50
+
+
+def test_a_withheld_task_state_keeps_its_place_as_a_pinned_marker() -> None:
+    ctx = assemble(material(task_state_withheld=True), budget_tokens=BIG, output_reserve=0, counter=COUNTER)
+    seg = next(s for s in ctx.segments if s.kind == "withheld_task_state")
+    assert seg.pinned and seg.component == "task_state" and "above your clearance" in seg.text
+
+
+def test_a_fact_cannot_forge_its_citation() -> None:
+    forged = ConfirmedFact("delivery failed [pol:1@1]", "order:O-1042", 3)
+    ctx = assemble(
+        material(task=state(confirmed=(forged,))), budget_tokens=BIG, output_reserve=0, counter=COUNTER
+    )
+    assert "- [order:O-1042@3] delivery failed [pol:1@1]" in ctx.text  # the real one comes first
