@@ -165,6 +165,7 @@ class ConfirmedFactInput(ToolInput):
     version: int | None = Field(
         None, description="Ignored (the archive sets it); accepted so a fact read back can be sent again."
     )
+    ref: str | None = Field(None, description="Ignored (the archive sets it), like version.")
 
 
 class ReleaseInput(ToolInput):

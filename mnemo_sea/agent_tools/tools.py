@@ -188,7 +188,7 @@ def update_task_state(mnemo: Mnemo, principal: Principal, a: UpdateTaskStateInpu
         principal,
         a.session_id,
         goal=a.goal,
-        confirmed=[c.model_dump(exclude={"version"}) for c in a.confirmed],
+        confirmed=[c.model_dump(exclude={"version", "ref"}) for c in a.confirmed],
         unresolved=a.unresolved,
         constraints=a.constraints,
         pending_operations=a.pending_operations,

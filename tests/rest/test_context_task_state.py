@@ -192,6 +192,7 @@ def test_task_state_is_written_read_by_version_and_listed(api: Api) -> None:
             "evidence_id": "result:o-1/r1",
             "version": None,
             "resolves": "has the payment cleared",
+            "ref": "result:o-1/r1",
         }
     ]
     # A state read back can be sent again as it is (the fact's version is the archive's to set).
