@@ -57,7 +57,7 @@ def _hex(rng: random.Random, digits: int) -> str:
     return f"{rng.getrandbits(digits * 4):0{digits}x}"
 
 
-# ---- otel_log ---------------------------------------------------------------------------------------
+# ---- otel_log ----
 
 _OTEL_SPANS = (
     ("checkout-svc", "POST /api/checkout", "SERVER"),
@@ -107,7 +107,7 @@ def _otel_frame(rng: random.Random, i: int, p: Mapping[str, Any], needle: str) -
     return f"{ts} span service.name={p['service']} span_id={_hex(rng, 16)} {needle}"
 
 
-# ---- kubectl_log ------------------------------------------------------------------------------------
+# ---- kubectl_log ----
 
 _KLOG = (
     ("I", "server.go:212", "handled request method=POST path=/api/checkout status=200 latency={ms}ms"),
@@ -142,7 +142,7 @@ def _kubectl_frame(rng: random.Random, i: int, p: Mapping[str, Any], needle: str
     return f"E{when:%m%d %H:%M:%S}.{when.microsecond:06d}       1 client.go:163] {needle}"
 
 
-# ---- lab_log ----------------------------------------------------------------------------------------
+# ---- lab_log ----
 
 _CBC = (  # 血常规: code, name, unit, low, high
     ("WBC", "白细胞", "×10^9/L", 6.0, 17.0),
@@ -199,7 +199,7 @@ def _lab_frame(rng: random.Random, i: int, p: Mapping[str, Any], needle: str) ->
     return f"{when:%Y-%m-%d %H:%M:%S} [报告] 患者 {p['patient']} 样本 {_lab_sample(p, i)} {needle}"
 
 
-# ---- order_log --------------------------------------------------------------------------------------
+# ---- order_log ----
 
 
 def _order_line(rng: random.Random, i: int, p: Mapping[str, Any]) -> str:
@@ -223,7 +223,7 @@ def _order_frame(rng: random.Random, i: int, p: Mapping[str, Any], needle: str) 
     return f"{when} carrier  {p['tracking_no']} {needle}"
 
 
-# ---- json_rows --------------------------------------------------------------------------------------
+# ---- json_rows ----
 
 _STOCK_ITEMS = (
     ("AMX-250", "阿莫西林克拉维酸钾片 250mg"),
@@ -273,7 +273,7 @@ def _rows_frame(rng: random.Random, i: int, p: Mapping[str, Any], needle: str) -
     return json.dumps({"row": i, "remark": needle}, ensure_ascii=False, separators=(", ", ": "))
 
 
-# ---- the registry and the engine ------------------------------------------------------------------------
+# ---- the registry and the engine ----
 
 GENERATORS: dict[str, _Spec] = {
     "otel_log": _Spec(
