@@ -1,0 +1,577 @@
+"""Reading and writing traces of format `mnemo-sea/context-trace/1` (the types are in trace.py).
+
+`parse_trace` validates everything before it returns, so a replay never meets a trace that
+cannot be replayed: the format string, every field's presence and type (unknown fields are
+refused, since a misspelt key would silently change a run), unique tool call labels, every
+`source`/`label` naming an earlier tool call, archive and recover decisions that follow the
+archive's rules (only a live, unprotected result is archived; only an archived one recovered),
+a need's quote being an exact substring of its source's original (generated content is
+generated to check), policy class syntax, times with a zone, known generators and fault kinds.
+
+An error is a `TraceError` naming the origin, the event (index and type) and the field:
+`traces/f2.json: events[7] (need): quote "MDR1 mut/mut" is not in the original of lab_mdr1`.
+
+`trace_to_json` is canonical (fixed keys, optional fields written out) and round-trips:
+`parse_trace(trace_to_json(t)) == t`. `trace_digest` hashes that JSON together with every
+generated original, so a frozen test set also notices a generator whose output changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any, get_args
+
+from mnemo_sea.archive import InvalidInput
+from mnemo_sea.archive.errors import ArchiveError
+from mnemo_sea.archive.policy import DEFAULT_PROTECTED_CLASSES, check_policy_class
+from mnemo_sea.archive.principal import check_identifier
+from mnemo_sea.archive.refs import DERIVED_ID_PREFIXES, check_evidence_id
+
+from .generators import check_generated, original
+from .trace import (
+    TRACE_FORMAT,
+    Answer,
+    Archive,
+    Citation,
+    Clock,
+    Event,
+    Evidence,
+    Fault,
+    FaultKind,
+    Generated,
+    Need,
+    Recover,
+    Released,
+    State,
+    StateFact,
+    Summary,
+    Task,
+    ToolCall,
+    Trace,
+)
+
+FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
+EVENT_TYPES = (
+    "tool_call",
+    "archive",
+    "recover",
+    "need",
+    "answer",
+    "clock",
+    "task",
+    "evidence",
+    "state",
+    "summary",
+    "fault",
+)
+MAX_NOTE_CHARS = 2_000  # the archive's default limit (ArchivePolicy.max_note_chars)
+# The envelope escapes these in every rendered result, so a quote holding one could never be
+# found verbatim in a prompt: such a need would be missing under every arm.
+_ESCAPED = ("&", "<", ">")
+
+
+class TraceError(InvalidInput):
+    """A trace is malformed; `detail` has origin, index and type of the event (None for the
+    trace's own fields), field and problem."""
+
+    code = "invalid_trace"
+
+    def __init__(
+        self, origin: str, field: str, problem: str, index: int | None = None, kind: str | None = None
+    ):
+        where = origin if index is None else f"{origin}: events[{index}] ({kind or '?'})"
+        ArchiveError.__init__(
+            self,
+            f"{where}: {field} {problem}",
+            origin=origin,
+            index=index,
+            type=kind,
+            field=field,
+            problem=problem,
+        )
+        self.field = field
+        self.problem = problem
+        self.origin = origin
+        self.index = index
+        self.kind = kind
+
+
+class _Reader:
+    """Reads one JSON object (the trace or one event) and raises TraceError naming where."""
+
+    def __init__(self, obj: Mapping[str, Any], origin: str, index: int | None, kind: str | None):
+        self.obj, self.origin, self.index, self.kind = obj, origin, index, kind
+
+    def fail(self, field: str, problem: str) -> TraceError:
+        return TraceError(self.origin, field, problem, self.index, self.kind)
+
+    def only(self, allowed: set[str]) -> None:
+        extra = sorted(set(self.obj) - allowed)
+        if extra:
+            raise self.fail(extra[0], f"is not a field of this event; allowed: {', '.join(sorted(allowed))}")
+
+    def value(self, key: str, default: Any = ..., *, label: str | None = None) -> Any:
+        if key not in self.obj:
+            if default is ...:
+                raise self.fail(label or key, "is required")
+            return default
+        return self.obj[key]
+
+    def text(self, key: str, *, empty: bool = False, default: Any = ..., label: str | None = None) -> str:
+        name = label or key
+        v = self.value(key, default, label=name)
+        if not isinstance(v, str):
+            raise self.fail(name, f"must be a string, got {_kind(v)}")
+        if not empty and not v.strip():
+            raise self.fail(name, "must not be empty")
+        if "\x00" in v:
+            raise self.fail(name, "must not contain NUL")
+        return v
+
+    def texts(self, key: str, *, default: Any = ..., nonempty: bool = False) -> tuple[str, ...]:
+        v = self.value(key, default)
+        if not isinstance(v, list):
+            raise self.fail(key, f"must be a list of strings, got {_kind(v)}")
+        if nonempty and not v:
+            raise self.fail(key, "must not be empty")
+        for i, item in enumerate(v):
+            if not isinstance(item, str) or not item.strip():
+                raise self.fail(f"{key}[{i}]", f"must be a non-empty string, got {_kind(item)}")
+        return tuple(v)
+
+    def objects(self, key: str, *, default: Any = ...) -> list[_Reader]:
+        v = self.value(key, default)
+        if not isinstance(v, list):
+            raise self.fail(key, f"must be a list of objects, got {_kind(v)}")
+        out: list[_Reader] = []
+        for i, item in enumerate(v):
+            if not isinstance(item, dict):
+                raise self.fail(f"{key}[{i}]", f"must be an object, got {_kind(item)}")
+            out.append(_Nested(item, self, f"{key}[{i}]"))
+        return out
+
+
+class _Nested(_Reader):
+    """A sub-object (a citation, a state fact, a generator): field names get its path."""
+
+    def __init__(self, obj: Mapping[str, Any], parent: _Reader, path: str):
+        super().__init__(obj, parent.origin, parent.index, parent.kind)
+        self.path = path
+
+    def fail(self, field: str, problem: str) -> TraceError:
+        return super().fail(f"{self.path}.{field}", problem)
+
+
+def _kind(v: object) -> str:
+    return "null" if v is None else type(v).__name__
+
+
+def _identifier(r: _Reader, key: str) -> str:
+    v = r.text(key)
+    try:
+        return check_identifier(key, v)
+    except InvalidInput as e:
+        raise r.fail(key, e.problem) from None
+
+
+def _time(r: _Reader, key: str) -> datetime:
+    v = r.text(key)
+    try:
+        when = datetime.fromisoformat(v)
+    except ValueError:
+        raise r.fail(key, f"{v!r} is not an ISO-8601 time") from None
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise r.fail(key, f"{v!r} has no zone; write it like 2026-11-30T09:00:00+08:00")
+    return when
+
+
+def _quote(r: _Reader, key: str, source: ToolCall, what: str) -> str:
+    quote = r.text(key)
+    for ch in _ESCAPED:
+        if ch in quote:
+            raise r.fail(key, f"{_show(quote)} holds {ch!r}, which every envelope escapes; quote around it")
+    if quote not in original(source.content):
+        raise r.fail(key, f"{_show(quote)} is not in the original of {source.label}{what}")
+    return quote
+
+
+def _show(text: str) -> str:
+    return json.dumps(text if len(text) <= 80 else text[:80] + "…", ensure_ascii=False)
+
+
+class _Parser:
+    def __init__(self, origin: str):
+        self.origin = origin
+        self.calls: dict[str, ToolCall] = {}
+        self.archived: set[str] = set()
+        self.evidence_ids: set[str] = set()
+
+    def call(self, r: _Reader, key: str, value: object | None = None, field: str | None = None) -> ToolCall:
+        label = r.text(key) if value is None else value
+        if not isinstance(label, str) or label not in self.calls:
+            raise r.fail(field or key, f"{label!r} names no earlier tool call")
+        return self.calls[label]
+
+    def event(self, obj: object, index: int) -> Event:
+        if not isinstance(obj, dict):
+            raise TraceError(self.origin, f"events[{index}]", f"must be an object, got {_kind(obj)}")
+        kind = obj.get("type")
+        if kind not in EVENT_TYPES:
+            raise TraceError(
+                self.origin,
+                "type",
+                f"{kind!r} is not an event type; known: {', '.join(EVENT_TYPES)}",
+                index,
+                "?",
+            )
+        r = _Reader(obj, self.origin, index, kind)
+        method = getattr(self, f"_{kind}")
+        event: Event = method(r)
+        return event
+
+    def _tool_call(self, r: _Reader) -> ToolCall:
+        keys = {
+            "type",
+            "label",
+            "tool",
+            "arguments",
+            "content",
+            "generator",
+            "policy_class",
+            "observed_at",
+            "note",
+        }
+        r.only(keys)
+        label = r.text("label")
+        try:
+            check_identifier("label", label)
+        except InvalidInput as e:
+            raise r.fail("label", e.problem) from None
+        if label in self.calls:
+            raise r.fail("label", f"{label!r} is already the label of an earlier tool call")
+        tool = r.text("tool")
+        arguments = r.value("arguments", {})
+        if not isinstance(arguments, dict):
+            raise r.fail("arguments", f"must be an object, got {_kind(arguments)}")
+        content: str | Generated
+        if ("content" in r.obj) == ("generator" in r.obj):
+            raise r.fail("content", "give exactly one of content and generator")
+        if "content" in r.obj:
+            content = r.text("content", empty=True)
+            if not content:
+                raise r.fail("content", "must not be empty (the archive refuses empty results)")
+        else:
+            spec = r.value("generator")
+            if not isinstance(spec, dict):
+                raise r.fail("generator", f"must be an object, got {_kind(spec)}")
+            g = _Nested(spec, r, "generator")
+            g.only({"name", "size", "seed", "params"})
+            params = g.value("params", {})
+            if not isinstance(params, dict):
+                raise g.fail("params", f"must be an object, got {_kind(params)}")
+            content = Generated(g.text("name"), g.value("size"), g.value("seed"), params)
+            try:
+                check_generated(content)
+            except InvalidInput as e:
+                raise g.fail(e.field, e.problem) from None
+        policy_class = r.value("policy_class", "default")
+        try:
+            check_policy_class(policy_class)
+        except InvalidInput as e:
+            raise r.fail("policy_class", e.problem) from None
+        note = r.value("note", None)
+        if note is not None:
+            note = r.text("note")
+            if len(note) > MAX_NOTE_CHARS:
+                raise r.fail("note", f"is {len(note)} characters; the archive's limit is {MAX_NOTE_CHARS}")
+        call = ToolCall(label, tool, arguments, content, policy_class, _time(r, "observed_at"), note)
+        self.calls[label] = call
+        return call
+
+    def _archive(self, r: _Reader) -> Archive:
+        r.only({"type", "labels"})
+        labels = r.texts("labels", nonempty=True)
+        if len(set(labels)) != len(labels):
+            raise r.fail("labels", "names a tool call twice")
+        for i, label in enumerate(labels):
+            call = self.call(r, "labels", label, f"labels[{i}]")
+            if label in self.archived:
+                raise r.fail(f"labels[{i}]", f"{label!r} is archived already (recover it first)")
+            if call.policy_class in DEFAULT_PROTECTED_CLASSES:
+                raise r.fail(
+                    f"labels[{i}]", f"{label!r} is {call.policy_class}, a protected class never archived"
+                )
+            if call.note is None:
+                raise r.fail(f"labels[{i}]", f"{label!r} has no note; an archived result needs one")
+        self.archived.update(labels)
+        return Archive(labels)
+
+    def _recover(self, r: _Reader) -> Recover:
+        r.only({"type", "label"})
+        call = self.call(r, "label")
+        if call.label not in self.archived:
+            raise r.fail(
+                "label", f"{call.label!r} is not archived at this point, so there is nothing to recover"
+            )
+        # A recovered copy is live again; scripting its archive again is what re-archiving after use is.
+        self.archived.discard(call.label)
+        return Recover(call.label)
+
+    def _need(self, r: _Reader) -> Need:
+        r.only({"type", "fact", "quote", "source", "query"})
+        source = self.call(r, "source")
+        return Need(r.text("fact"), _quote(r, "quote", source, ""), source.label, r.text("query"))
+
+    def _answer(self, r: _Reader) -> Answer:
+        r.only({"type", "text", "citations"})
+        text = r.text("text")
+        citations = []
+        for c in r.objects("citations", default=[]):
+            c.only({"source", "quote"})
+            # A citation's quote may be wrong on purpose (the checker must catch it), so only its
+            # source is checked here, and that it could ever be seen verbatim.
+            source = self.call(c, "source")
+            quote = c.text("quote")
+            for ch in _ESCAPED:
+                if ch in quote:
+                    raise c.fail("quote", f"{_show(quote)} holds {ch!r}, which every envelope escapes")
+            citations.append(Citation(source.label, quote))
+        return Answer(text, tuple(citations))
+
+    def _clock(self, r: _Reader) -> Clock:
+        r.only({"type", "hours"})
+        hours = r.value("hours")
+        if (
+            isinstance(hours, bool)
+            or not isinstance(hours, int | float)
+            or not math.isfinite(hours)
+            or hours <= 0
+        ):
+            raise r.fail("hours", f"must be a positive number, got {hours!r}")
+        return Clock(float(hours))
+
+    def _task(self, r: _Reader) -> Task:
+        r.only({"type", "goal", "constraints"})
+        return Task(r.text("goal"), r.texts("constraints", default=[]))
+
+    def _evidence(self, r: _Reader) -> Evidence:
+        r.only({"type", "evidence_id", "body", "statement", "source", "scope", "locator"})
+        evidence_id = r.text("evidence_id")
+        try:
+            check_evidence_id(evidence_id)
+        except InvalidInput as e:
+            raise r.fail("evidence_id", e.problem) from None
+        if evidence_id.startswith(DERIVED_ID_PREFIXES):
+            raise r.fail("evidence_id", f"{evidence_id!r} starts with a prefix kept for derived ids")
+        statement = r.value("statement", None)
+        if statement is not None:
+            statement = r.text("statement")
+        body = r.text("body")
+        evidence = Evidence(
+            evidence_id,
+            body,
+            statement,
+            r.text("source"),
+            r.text("scope", default="default"),
+            r.text("locator", default="", empty=True),
+        )
+        self.evidence_ids.add(evidence_id)
+        return evidence
+
+    def _state(self, r: _Reader) -> State:
+        r.only({"type", "confirmed", "unresolved", "pending_operations", "release"})
+        confirmed = []
+        for f in r.objects("confirmed", default=[]):
+            f.only({"fact", "source"})
+            fact, source = f.text("fact"), f.text("source")
+            if source.startswith("evidence:"):
+                if source.removeprefix("evidence:") not in self.evidence_ids:
+                    raise f.fail("source", f"{source!r} names no earlier evidence event")
+            else:
+                self.call(f, "source")
+            confirmed.append(StateFact(fact, source))
+        release = []
+        for x in r.objects("release", default=[]):
+            x.only({"item", "reason"})
+            release.append(Released(x.text("item"), x.text("reason")))
+        return State(
+            tuple(confirmed),
+            r.texts("unresolved", default=[]),
+            r.texts("pending_operations", default=[]),
+            tuple(release),
+        )
+
+    def _summary(self, r: _Reader) -> Summary:
+        r.only({"type", "text", "sources"})
+        text = r.text("text")
+        sources = r.texts("sources", nonempty=True)
+        for i, label in enumerate(sources):
+            self.call(r, "sources", label, f"sources[{i}]")
+        return Summary(text, sources)
+
+    def _fault(self, r: _Reader) -> Fault:
+        r.only({"type", "kind"})
+        kind = r.value("kind")
+        if kind not in FAULT_KINDS:
+            raise r.fail("kind", f"{kind!r} is not a fault kind; known: {', '.join(FAULT_KINDS)}")
+        return Fault(kind)
+
+
+def parse_trace(obj: object, origin: str = "<trace>") -> Trace:
+    """Validate one trace (a decoded JSON object) and return it; raises TraceError."""
+    if not isinstance(obj, dict):
+        raise TraceError(origin, "trace", f"must be a JSON object, got {_kind(obj)}")
+    r = _Reader(obj, origin, None, None)
+    fmt = r.value("format")
+    if fmt != TRACE_FORMAT:
+        raise r.fail("format", f"must be {TRACE_FORMAT!r}, got {fmt!r}")
+    r.only(
+        {
+            "format",
+            "trace_id",
+            "family",
+            "tenant",
+            "session_id",
+            "owner",
+            "instructions",
+            "goal",
+            "constraints",
+            "events",
+        }
+    )
+    trace_id = _identifier(r, "trace_id")
+    family = r.text("family")
+    tenant, session_id, owner = (
+        _identifier(r, "tenant"),
+        _identifier(r, "session_id"),
+        _identifier(r, "owner"),
+    )
+    instructions = r.text("instructions", empty=True, default="")
+    goal = r.text("goal")
+    constraints = r.texts("constraints", default=[])
+    events = r.value("events")
+    if not isinstance(events, list) or not events:
+        raise r.fail("events", f"must be a non-empty list, got {_kind(events)}")
+    parser = _Parser(origin)
+    parsed = tuple(parser.event(e, i) for i, e in enumerate(events))
+    return Trace(trace_id, family, tenant, session_id, owner, instructions, goal, constraints, parsed)
+
+
+def load_traces(path: str | Path) -> list[Trace]:
+    """Traces from a .json file (one trace or a list of them) or a folder of .json files (in name
+    order). Raises TraceError for a malformed file or a trace_id used twice."""
+    root = Path(path)
+    if root.is_dir():
+        files = sorted(p for p in root.iterdir() if p.suffix == ".json" and p.is_file())
+        if not files:
+            raise TraceError(str(root), "path", "is a folder without .json files")
+    elif root.is_file():
+        files = [root]
+    else:
+        raise TraceError(str(root), "path", "does not exist")
+    traces: list[Trace] = []
+    seen: dict[str, str] = {}
+    for file in files:
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise TraceError(str(file), "json", f"is not valid UTF-8 JSON: {e}") from None
+        items = data if isinstance(data, list) else [data]
+        for i, item in enumerate(items):
+            origin = f"{file}[{i}]" if isinstance(data, list) else str(file)
+            trace = parse_trace(item, origin)
+            if trace.trace_id in seen:
+                raise TraceError(
+                    origin, "trace_id", f"{trace.trace_id!r} is also the id of {seen[trace.trace_id]}"
+                )
+            seen[trace.trace_id] = origin
+            traces.append(trace)
+    return traces
+
+
+def _event_json(e: Event) -> dict[str, Any]:
+    if isinstance(e, ToolCall):
+        out: dict[str, Any] = {
+            "type": "tool_call",
+            "label": e.label,
+            "tool": e.tool,
+            "arguments": e.arguments,
+        }
+        if isinstance(e.content, Generated):
+            g = e.content
+            out["generator"] = {"name": g.name, "size": g.size, "seed": g.seed, "params": g.params}
+        else:
+            out["content"] = e.content
+        out |= {"policy_class": e.policy_class, "observed_at": e.observed_at.isoformat(), "note": e.note}
+        return out
+    if isinstance(e, Archive):
+        return {"type": "archive", "labels": list(e.labels)}
+    if isinstance(e, Recover):
+        return {"type": "recover", "label": e.label}
+    if isinstance(e, Need):
+        return {"type": "need", "fact": e.fact, "quote": e.quote, "source": e.source, "query": e.query}
+    if isinstance(e, Answer):
+        cites = [{"source": c.source, "quote": c.quote} for c in e.citations]
+        return {"type": "answer", "text": e.text, "citations": cites}
+    if isinstance(e, Clock):
+        return {"type": "clock", "hours": e.hours}
+    if isinstance(e, Task):
+        return {"type": "task", "goal": e.goal, "constraints": list(e.constraints)}
+    if isinstance(e, Evidence):
+        return {
+            "type": "evidence",
+            "evidence_id": e.evidence_id,
+            "body": e.body,
+            "statement": e.statement,
+            "source": e.source,
+            "scope": e.scope,
+            "locator": e.locator,
+        }
+    if isinstance(e, State):
+        return {
+            "type": "state",
+            "confirmed": [{"fact": f.fact, "source": f.source} for f in e.confirmed],
+            "unresolved": list(e.unresolved),
+            "pending_operations": list(e.pending_operations),
+            "release": [{"item": x.item, "reason": x.reason} for x in e.release],
+        }
+    if isinstance(e, Summary):
+        return {"type": "summary", "text": e.text, "sources": list(e.sources)}
+    return {"type": "fault", "kind": e.kind}
+
+
+def trace_to_json(trace: Trace) -> dict[str, Any]:
+    """The canonical JSON object of a trace: every field written, keys in a fixed order."""
+    return {
+        "format": TRACE_FORMAT,
+        "trace_id": trace.trace_id,
+        "family": trace.family,
+        "tenant": trace.tenant,
+        "session_id": trace.session_id,
+        "owner": trace.owner,
+        "instructions": trace.instructions,
+        "goal": trace.goal,
+        "constraints": list(trace.constraints),
+        "events": [_event_json(e) for e in trace.events],
+    }
+
+
+def canonical_bytes(trace: Trace) -> bytes:
+    """The trace's canonical JSON as bytes: sorted keys, no spaces, UTF-8."""
+    text = json.dumps(trace_to_json(trace), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8")
+
+
+def trace_digest(trace: Trace) -> str:
+    """sha256 of the canonical JSON followed by the sha256 of every generated original, in event
+    order: a trace is the same only if its JSON and the text its generators produce are."""
+    h = hashlib.sha256(canonical_bytes(trace))
+    for e in trace.events:
+        if isinstance(e, ToolCall) and isinstance(e.content, Generated):
+            h.update(b"\n" + hashlib.sha256(original(e.content).encode("utf-8")).hexdigest().encode("ascii"))
+    return h.hexdigest()
