@@ -106,7 +106,8 @@ def trace_metrics(run: TraceRun) -> dict[str, Any]:
         "citations_correct": correct,
         "citation_precision": _rate(correct, len(run.citations)),
         "protected_violations": run.protected_violations,
-        "stale_unwarned": sum(n.stale_unwarned for n in run.needs) + sum(c.stale_unwarned for c in run.citations),
+        "stale_unwarned": sum(n.stale_unwarned for n in run.needs)
+        + sum(c.stale_unwarned for c in run.citations),
         "injection_leaks": run.injection_leaks,
         "unknown_definite": run.unknown_definite,
         "fallback_turns": sum(t.fallback for t in run.turns),
