@@ -45,7 +45,9 @@ VITALS = "temperature 38.6 C, heart rate 92"
 WEIGHT = "weight 24.1 kg"
 
 
-def _call(label: str, tool: str, args: dict[str, str], content: str, cls: str, minutes: int, note: str) -> ToolCall:
+def _call(
+    label: str, tool: str, args: dict[str, str], content: str, cls: str, minutes: int, note: str
+) -> ToolCall:
     return ToolCall(label, tool, args, content, cls, T0 + timedelta(minutes=minutes), note)
 
 
@@ -59,7 +61,9 @@ TINY = Trace(
     goal="prepare the treatment plan for pet-7",
     constraints=("never prescribe ivermectin to a dog with the MDR1 mutation",),
     events=(
-        _call("lab", "lab.report", {"pet": "pet-7"}, LAB, "default", 0, "lab report pet-7: MDR1 genotype inside"),
+        _call(
+            "lab", "lab.report", {"pet": "pet-7"}, LAB, "default", 0, "lab report pet-7: MDR1 genotype inside"
+        ),
         _call("approval", "vet.approval", {}, APPROVAL, "vet_approval", 1, "vet approval"),
         _call("stock", "pharmacy.stock", {"sku": "MX-20"}, STOCK, "stock", 2, "stock of MX-20"),
         _call(
