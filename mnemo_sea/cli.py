@@ -149,3 +149,7 @@ _register_mcp(app)
 from .cli_bench_api import register as _register_bench_api  # noqa: E402 - needs bench_app above
 
 _register_bench_api(bench_app)
+
+from .cli_curation import register as _register_curation  # noqa: E402 - needs eval_app above
+
+_register_curation(eval_app)

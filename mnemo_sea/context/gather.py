@@ -116,6 +116,14 @@ def _cited_conflicts(archive: Archive, principal: Principal, state: TaskState) -
     return out
 
 
+def cited_conflicts(
+    archive: Archive, principal: Principal, state: TaskState | None
+) -> tuple[CitedVersionConflict, ...]:
+    """The task state's facts that rest on an evidence version no longer current, as `gather`
+    finds them (for a harness that builds the history itself, like the context experiment)."""
+    return () if state is None else tuple(_cited_conflicts(archive, principal, state))
+
+
 def gather(
     archive: Archive,
     principal: Principal,

@@ -1,0 +1,185 @@
+"""The experiment's figures, per (trace, arm) and per arm over a set, with ratios against `full`.
+
+Per (trace, arm), over its turns t = 1..n with prompt tokens P_t:
+- final_prompt_tokens = P_n; peak_prompt_tokens = max P_t; cumulative_input_tokens = sum P_t;
+- uncached_prefix_tokens = sum over t of the tokens of the segments of prompt t after the longest
+  run of leading segments identical (same text) to prompt t-1's (all of prompt 1): what a
+  provider's prefix cache could not have served, counted over whole segments;
+- requests = turns + archive_calls + recover_calls + rejected (rejected archive batches and refused
+  recoveries are requests too);
+- missing_rate = needs whose quote was not in that turn's prompt / needs;
+- citation_precision = citations the checker says ok AND whose quote was in that turn's prompt /
+  citations;
+- protected_violations: turns where a protected result is not verbatim in the prompt;
+- stale_unwarned: needs and citations served by a time-sensitive result observed before a clock
+  advance, shown without a staleness warning;
+- injection_leaks: turns where the injected instruction appears outside a tool-result envelope
+  (a note, a summary, the task state);
+- unknown_definite: turns where a derived summary appears anywhere but in its labelled segment;
+- fallback_turns: turns assembled from the harness's full history because the store was down.
+
+Per arm, over traces: every count and token figure is summed, the rates are pooled (sum of
+missing over sum of needs, likewise precision), and `vs_full` gives each token and request
+figure as a ratio of the same sum under `full` (0.25 = 75% smaller). Latency p50/p95 (ms, wall
+clock) lives under `timings`, which is only reported on request (it differs from run to run).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .arms import FULL
+from .runner import TraceRun, TurnRecord
+
+SUMMED = (
+    "turns",
+    "requests",
+    "final_prompt_tokens",
+    "peak_prompt_tokens",
+    "cumulative_input_tokens",
+    "uncached_prefix_tokens",
+    "archive_calls",
+    "archived_results",
+    "recover_calls",
+    "rejected",
+    "needs",
+    "needs_missing",
+    "citations",
+    "citations_correct",
+    "protected_violations",
+    "stale_unwarned",
+    "injection_leaks",
+    "unknown_definite",
+    "fallback_turns",
+)
+# Figures compared with full history as a ratio.
+AGAINST_FULL = (
+    "final_prompt_tokens",
+    "peak_prompt_tokens",
+    "cumulative_input_tokens",
+    "uncached_prefix_tokens",
+    "requests",
+)
+
+
+def uncached_prefix(turns: Sequence[TurnRecord]) -> int:
+    total = 0
+    previous: tuple[tuple[str, str, int], ...] = ()
+    for turn in turns:
+        shared = 0
+        for a, b in zip(previous, turn.segments, strict=False):
+            if a[1] != b[1]:
+                break
+            shared += 1
+        total += sum(s[2] for s in turn.segments[shared:])
+        previous = turn.segments
+    return total
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return None if whole == 0 else round(part / whole, 6)
+
+
+def trace_metrics(run: TraceRun) -> dict[str, Any]:
+    """The figures of one (trace, arm); see the module docstring for each formula."""
+    tokens = [t.tokens for t in run.turns]
+    missing = sum(1 for n in run.needs if not n.satisfied)
+    correct = sum(1 for c in run.citations if c.correct)
+    out: dict[str, Any] = {
+        "turns": len(run.turns),
+        "requests": len(run.turns) + run.archive_calls + run.recover_calls + run.rejected,
+        "final_prompt_tokens": tokens[-1] if tokens else 0,
+        "peak_prompt_tokens": max(tokens, default=0),
+        "cumulative_input_tokens": sum(tokens),
+        "uncached_prefix_tokens": uncached_prefix(run.turns),
+        "archive_calls": run.archive_calls,
+        "archived_results": run.archived_results,
+        "recover_calls": run.recover_calls,
+        "rejected": run.rejected,
+        "needs": len(run.needs),
+        "needs_missing": missing,
+        "missing_rate": _rate(missing, len(run.needs)),
+        "missing_facts": sorted(n.fact for n in run.needs if not n.satisfied),
+        "citations": len(run.citations),
+        "citations_correct": correct,
+        "citation_precision": _rate(correct, len(run.citations)),
+        "protected_violations": run.protected_violations,
+        "stale_unwarned": sum(n.stale_unwarned for n in run.needs)
+        + sum(c.stale_unwarned for c in run.citations),
+        "injection_leaks": run.injection_leaks,
+        "unknown_definite": run.unknown_definite,
+        "fallback_turns": sum(t.fallback for t in run.turns),
+        "prompt_tokens": tokens,
+    }
+    return out
+
+
+def percentile(samples: Iterable[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0..100) in ms, rounded to 0.01; None without samples."""
+    ordered = sorted(samples)
+    if not ordered:
+        return None
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return round(ordered[rank - 1], 2)
+
+
+def _latency(samples: Sequence[float]) -> dict[str, Any]:
+    return {"n": len(samples), "p50_ms": percentile(samples, 50), "p95_ms": percentile(samples, 95)}
+
+
+def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Sums of the counts and tokens of several (trace, arm) rows of one arm, rates pooled."""
+    out: dict[str, Any] = {key: sum(int(r[key]) for r in rows) for key in SUMMED}
+    out["traces"] = len(rows)
+    out["missing_rate"] = _rate(out["needs_missing"], out["needs"])
+    out["citation_precision"] = _rate(out["citations_correct"], out["citations"])
+    return out
+
+
+def against_full(arms: dict[str, dict[str, Any]]) -> None:
+    """Add `vs_full` (ratio of each AGAINST_FULL figure to full history's) to every arm, in place."""
+    full = arms.get(FULL)
+    for figures in arms.values():
+        ratios: dict[str, float | None] = {}
+        for key in AGAINST_FULL:
+            base = None if full is None else full[key]
+            ratios[key] = None if not base else round(figures[key] / base, 6)
+        figures["vs_full"] = ratios
+
+
+def evaluate(runs: Sequence[TraceRun], *, timings: bool = False) -> dict[str, Any]:
+    """Per trace, per arm, per family and arm: the deterministic figures (and `timings` if asked)."""
+    arm_order: list[str] = []
+    for run in runs:
+        if run.arm not in arm_order:
+            arm_order.append(run.arm)
+    per_trace: dict[str, dict[str, Any]] = {}
+    rows: dict[str, list[dict[str, Any]]] = {a: [] for a in arm_order}
+    by_family: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for run in runs:
+        figures = trace_metrics(run)
+        entry = per_trace.setdefault(run.trace_id, {"family": run.family, "arms": {}})
+        entry["arms"][run.arm] = figures
+        rows[run.arm].append(figures)
+        by_family.setdefault(run.family, {}).setdefault(run.arm, []).append(figures)
+    for entry in per_trace.values():
+        against_full(entry["arms"])
+    arms = {a: aggregate(rows[a]) for a in arm_order}
+    against_full(arms)
+    families: dict[str, dict[str, Any]] = {}
+    for family, per_arm in by_family.items():
+        families[family] = {a: aggregate(r) for a, r in per_arm.items()}
+        against_full(families[family])
+    report: dict[str, Any] = {"arm_order": arm_order, "traces": per_trace, "arms": arms, "families": families}
+    if timings:
+        report["timings"] = {
+            a: {
+                "archive": _latency([ms for r in runs if r.arm == a for ms in r.archive_ms]),
+                "recover": _latency([ms for r in runs if r.arm == a for ms in r.recover_ms]),
+                "replay_seconds": round(sum(r.seconds for r in runs if r.arm == a), 3),
+            }
+            for a in arm_order
+        }
+    return report

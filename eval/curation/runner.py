@@ -1,0 +1,801 @@
+"""Replay one trace under one arm: a fresh embedded Mnemo, every prompt through the assembler.
+
+Semantics (CURATION.md, issue 11):
+- a fresh `Mnemo.open(tmp, embedder=HashingEmbedder())` per (trace, arm); the principal is an
+  agent of the trace's tenant with clearance INTERNAL; every tool call is recorded (observed_at
+  shifted by the clock advances before it), whatever the arm;
+- a turn (one model request) follows every `tool_call`, `need`, `answer` and `task` event, after
+  the arm reacted; its prompt is `assemble(material, budget_tokens=10_000_000,
+  output_reserve=4096, counter=...)` with one counter shared across arms (counts are cached by
+  hash, so replaying the full arm costs hashing, not tokenising);
+- the task state (goal and constraints at the start, `task` pivots, `state` events) is written
+  through `Mnemo.update_task_state` and pinned in every arm's prompt; `summary` events go through
+  `Mnemo.create_summary` and are shown, labelled derived, as retrieved evidence in every arm;
+- `need`: satisfied iff its quote (as rendered, i.e. escaped) is in that turn's prompt;
+- `answer`: a citation is correct iff `Mnemo.check_citations` says ok for
+  `result:<session>/<rN of source>` AND its quote is in that turn's prompt;
+- `fault: store_down`: the archive is unreachable for the next turn's assembly; the harness then
+  assembles the full history from its own copies, and the turn is recorded as a fallback. The
+  other fault kinds are exercised by the safety gate (gates.py), not here.
+
+Counted per turn: prompt tokens, (kind, sha256, tokens) of every segment (for the prefix proxy),
+protected results not verbatim in the prompt, injected text outside an envelope, and a derived
+summary shown without its label.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import re
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine
+
+from mnemo_sea.archive import (
+    ArchiveConflict,
+    ArchiveError,
+    BatchRejected,
+    EvidenceInput,
+    InvalidInput,
+    Principal,
+    Role,
+    Sensitivity,
+    StateConflict,
+    StoreUnavailable,
+    TaskState,
+    TaskStateRejected,
+    ToolResult,
+)
+from mnemo_sea.archive.envelope import escape_text, render_live
+from mnemo_sea.archive.refs import RESULT_PREFIX
+from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, TokenCounter
+from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS, assemble
+from mnemo_sea.context.gather import cited_conflicts, gather
+from mnemo_sea.context.material import ContextMaterial, EvidenceItem, HistoryItem
+from mnemo_sea.hashing_embedder import HashingEmbedder
+from mnemo_sea.mnemo import Mnemo
+
+from .arms import (
+    ARCHIVE_NO_NOTES,
+    ARCHIVE_SCRIPTED,
+    ARCHIVE_TOOLS,
+    CLEARED_PLACEHOLDER,
+    MASKING,
+    NO_NOTE,
+    SUMMARY,
+    WINDOW,
+    Arm,
+    extract_note,
+)
+from .trace import (
+    Answer,
+    Archive,
+    Clock,
+    Evidence,
+    Fault,
+    Generated,
+    Need,
+    Recover,
+    State,
+    Summary,
+    Task,
+    ToolCall,
+    Trace,
+)
+
+BUDGET_TOKENS = 10_000_000  # never drops anything: the arms decide what is shown, not the budget
+OUTPUT_RESERVE = 4096
+AGENT_SUBJECT = "agent"
+SUMMARY_LABEL = "derived summary (not original evidence)"
+# The injected instruction of F3 (design note 001: a logistics note that says "ignore previous
+# instructions"); matched case-insensitively, English and Chinese.
+INJECTION = re.compile(
+    r"ignore\s+(?:all\s+)?(?:the\s+)?(?:previous|prior|above|earlier)\s+instructions|忽略(?:之前|以上|先前|上述)?的?(?:所有)?指令",
+    re.IGNORECASE,
+)
+_ENVELOPES = frozenset({"live_result", "protected_result", "recovered_copy"})
+_CALLER_OWN = frozenset({"instructions", "tools"})
+
+
+class ReplayError(InvalidInput):
+    """The trace cannot be replayed as written (e.g. the archive refuses a scripted task state)."""
+
+    code = "invalid_trace"
+
+    def __init__(self, trace_id: str, event_index: int, kind: str, problem: str) -> None:
+        where = f"events[{event_index}]"
+        ArchiveError.__init__(self, f"{trace_id}: {where} ({kind}): {problem}", field=where, problem=problem)
+        self.field = where
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    index: int
+    event_index: int
+    event: str  # tool_call | need | answer | task
+    tokens: int
+    segments: tuple[tuple[str, str, int], ...]  # (kind, sha256 of the text, tokens), in order
+    fallback: bool = False
+
+
+@dataclass(frozen=True)
+class NeedOutcome:
+    event_index: int
+    fact: str
+    source: str
+    satisfied: bool
+    stale_unwarned: bool
+
+
+@dataclass(frozen=True)
+class CitationOutcome:
+    event_index: int
+    source: str
+    verdict: str  # the checker's
+    visible: bool  # the quote was in that turn's prompt
+    stale_unwarned: bool
+
+    @property
+    def correct(self) -> bool:
+        return self.verdict == "ok" and self.visible
+
+
+@dataclass(frozen=True)
+class TraceRun:
+    trace_id: str
+    family: str
+    arm: str
+    turns: tuple[TurnRecord, ...]
+    archive_calls: int
+    archived_results: int
+    recover_calls: int
+    rejected: int  # rejected archive batches and refused recoveries
+    needs: tuple[NeedOutcome, ...]
+    citations: tuple[CitationOutcome, ...]
+    protected_violations: int  # turns
+    injection_leaks: int  # turns
+    unknown_definite: int  # turns
+    archive_ms: tuple[float, ...] = ()
+    recover_ms: tuple[float, ...] = ()
+    seconds: float = 0.0
+
+
+def resolve_content(content: str | Generated) -> str:
+    """A tool call's text: given, or made by its generator (generators.py, imported on demand)."""
+    if isinstance(content, str):
+        return content
+    try:
+        module = importlib.import_module("mnemo_sea.eval.curation.generators")
+    except ImportError as e:
+        raise InvalidInput(
+            "generator", f"content generator {content.name!r} needs mnemo_sea.eval.curation.generators ({e})"
+        ) from None
+    text = module.generate(content)
+    if not isinstance(text, str):
+        raise InvalidInput("generator", f"generator {content.name!r} returned {type(text).__name__}")
+    return text
+
+
+def trace_contents(trace: Trace) -> dict[str, str]:
+    """Every tool call's text by label, generated once and shared by all arms."""
+    return {e.label: resolve_content(e.content) for e in trace.events if isinstance(e, ToolCall)}
+
+
+@contextmanager
+def store_unreachable(mnemo: Mnemo) -> Iterator[None]:
+    """The archive's database becomes unreachable (its engine points at a folder that does not
+    exist, so connecting fails as a lost server does) until the block ends."""
+    store = mnemo.archive.store
+    saved = store.engine
+    with tempfile.TemporaryDirectory() as gone:
+        missing = Path(gone) / "missing" / "archive.db"
+    store.engine = create_engine(f"sqlite+pysqlite:///{missing}")
+    try:
+        yield
+    finally:
+        store.engine.dispose()
+        store.engine = saved
+
+
+@dataclass
+class _Result:
+    """One recorded original, with what the harness needs to render it without the archive."""
+
+    label: str
+    event_index: int
+    result: ToolResult
+    content: str
+    protected: bool
+    time_sensitive: bool
+    _rendered: str | None = None
+    _summary: str | None = None
+
+    @property
+    def rendered(self) -> str:
+        if self._rendered is None:
+            self._rendered = render_live(self.result, self.content.encode("utf-8"))
+        return self._rendered
+
+    def summary(self, lines: int, max_chars: int) -> str:
+        """The `summary` arm's stand-in: the extractive summary in a `summary` pseudo-result's
+        envelope (the same call id and time, so it keeps its place)."""
+        if self._summary is None:
+            pseudo = dataclasses.replace(self.result, tool_name="summary", arguments={})
+            text = extract_note(self.content, self.result.arguments, lines=lines, max_chars=max_chars)
+            self._summary = render_live(pseudo, text.encode("utf-8"))
+        return self._summary
+
+
+@dataclass
+class _Counts:
+    archive_calls: int = 0
+    archived_results: int = 0
+    recover_calls: int = 0
+    rejected: int = 0
+    archive_ms: list[float] = field(default_factory=list)
+    recover_ms: list[float] = field(default_factory=list)
+
+
+class _Replay:
+    def __init__(self, trace: Trace, arm: Arm, mnemo: Mnemo, counter: TokenCounter, contents: dict[str, str]):
+        self.trace = trace
+        self.arm = arm
+        self.p = arm.params
+        self.mnemo = mnemo
+        self.counter = counter
+        self.contents = contents
+        self.session = trace.session_id
+        self.principal = Principal(trace.tenant, AGENT_SUBJECT, frozenset({Role.AGENT}), Sensitivity.INTERNAL)
+        self.policy = mnemo.archive.policy
+        self.results: list[_Result] = []
+        self.by_label: dict[str, _Result] = {}
+        self.label_of: dict[str, str] = {}  # result id (originals and copies) -> label
+        self.live_copies: dict[str, list[str]] = {}  # label -> live recovered copies
+        self.archived: set[str] = set()
+        self.notes: dict[str, str] = {}  # result id -> the note it was archived with
+        self.cleared: set[str] = set()  # masking
+        self.pending: dict[str, tuple[str, int]] = {}  # copy id -> (note, re-archive after this turn)
+        self.offset = timedelta(0)
+        self.clock_marks: list[int] = []  # event indexes of clock advances
+        self.state: TaskState | None = None
+        self.conflicts: tuple[Any, ...] = ()
+        self.summaries: list[EvidenceItem] = []
+        self.store_down_next = False
+        self.turns: list[TurnRecord] = []
+        self.counts = _Counts()
+        self.needs: list[NeedOutcome] = []
+        self.citations: list[CitationOutcome] = []
+        self.protected_violations = 0
+        self.injection_leaks = 0
+        self.unknown_definite = 0
+
+    # ---- the replay ------------------------------------------------------------------------
+
+    def run(self) -> None:
+        t = self.trace
+        self._write_state(-1, "start", goal=t.goal, constraints=t.constraints)
+        for i, event in enumerate(t.events):
+            if isinstance(event, ToolCall):
+                self._tool_call(i, event)
+            elif isinstance(event, Archive):
+                if self.arm.name == ARCHIVE_SCRIPTED:
+                    self._archive([self._live_id(label) for label in event.labels], scripted=True)
+            elif isinstance(event, Recover):
+                if self.arm.name == ARCHIVE_SCRIPTED:
+                    self._recover(self.by_label[event.label].result.result_id)
+            elif isinstance(event, Need):
+                self._need(i, event)
+            elif isinstance(event, Answer):
+                self._answer(i, event)
+            elif isinstance(event, Clock):
+                self.offset += timedelta(hours=event.hours)
+                if event.hours > 0:
+                    self.clock_marks.append(i)
+            elif isinstance(event, Task):
+                self._task(i, event)
+            elif isinstance(event, Evidence):
+                self._evidence(event)
+            elif isinstance(event, State):
+                self._state(i, event)
+            elif isinstance(event, Summary):
+                self._summary(i, event)
+            elif isinstance(event, Fault) and event.kind == "store_down":
+                self.store_down_next = True  # the other kinds are the safety gate's (gates.py)
+
+    def _tool_call(self, i: int, call: ToolCall) -> None:
+        content = self.contents[call.label]
+        observed: datetime = call.observed_at + self.offset
+        result = self.mnemo.record(
+            self.principal,
+            self.session,
+            call.tool,
+            content,
+            arguments=call.arguments,
+            observed_at=observed,
+            policy_class=call.policy_class,
+            owner=self.trace.owner,
+        )
+        item = _Result(
+            call.label,
+            i,
+            result,
+            content,
+            self.policy.is_protected(call.policy_class),
+            self.policy.is_time_sensitive(call.policy_class),
+        )
+        self.results.append(item)
+        self.by_label[call.label] = item
+        self.label_of[result.result_id] = call.label
+        if self.arm.heuristic:
+            self._heuristic_archive()
+        self._turn(i, "tool_call")
+
+    def _need(self, i: int, need: Need) -> None:
+        quote = escape_text(need.quote)
+        if self.arm.heuristic and quote not in self._assemble().text:
+            self._heuristic_recover(need.query)
+        ctx = self._turn(i, "need")
+        satisfied = quote in ctx.text
+        stale = satisfied and self._stale_unwarned(ctx, need.source, quote, i)
+        self.needs.append(NeedOutcome(i, need.fact, need.source, satisfied, stale))
+
+    def _answer(self, i: int, answer: Answer) -> None:
+        ctx = self._turn(i, "answer")
+        if not answer.citations:
+            return
+        cited = [
+            {
+                "evidence_id": f"{RESULT_PREFIX}{self.session}/{self.by_label[c.source].result.result_id}",
+                "quote": c.quote,
+            }
+            for c in answer.citations
+        ]
+        report = self.mnemo.check_citations(self.principal, cited)
+        for c, check in zip(answer.citations, report.checks, strict=True):
+            quote = escape_text(c.quote)
+            visible = quote in ctx.text
+            stale = visible and self._stale_unwarned(ctx, c.source, quote, i)
+            self.citations.append(CitationOutcome(i, c.source, check.verdict, visible, stale))
+
+    def _task(self, i: int, task: Task) -> None:
+        old = self.state
+        released = [] if old is None else [c for c in old.constraints if c not in task.constraints]
+        self._write_state(
+            i,
+            "task",
+            goal=task.goal,
+            constraints=task.constraints,
+            release=[{"item": c, "reason": f"the task changed: {task.goal}"[:500]} for c in released],
+        )
+        self._turn(i, "task")
+
+    def _state(self, i: int, state: State) -> None:
+        old = self.state
+        self._write_state(
+            i,
+            "state",
+            goal=old.goal if old else self.trace.goal,
+            constraints=old.constraints if old else self.trace.constraints,
+            confirmed=[{"fact": f.fact, "evidence_id": self._cite(f.source)} for f in state.confirmed],
+            unresolved=state.unresolved,
+            pending=state.pending_operations,
+            release=[{"item": r.item, "reason": r.reason} for r in state.release],
+        )
+
+    def _cite(self, source: str) -> str:
+        if source.startswith("evidence:"):
+            return source.removeprefix("evidence:")
+        return f"{RESULT_PREFIX}{self.session}/{self.by_label[source].result.result_id}"
+
+    def _write_state(
+        self,
+        i: int,
+        kind: str,
+        *,
+        goal: str,
+        constraints: Sequence[str],
+        confirmed: Sequence[dict[str, str]] | None = None,
+        unresolved: Sequence[str] | None = None,
+        pending: Sequence[str] | None = None,
+        release: Sequence[dict[str, str]] = (),
+    ) -> None:
+        old = self.state
+        if confirmed is None:
+            confirmed = (
+                [] if old is None else [{"fact": f.fact, "evidence_id": f.evidence_id} for f in old.confirmed]
+            )
+        if unresolved is None:
+            unresolved = () if old is None else old.unresolved
+        if pending is None:
+            pending = () if old is None else old.pending_operations
+        try:
+            self.state = self.mnemo.update_task_state(
+                self.principal,
+                self.session,
+                goal=goal,
+                confirmed=confirmed,
+                unresolved=unresolved,
+                constraints=constraints,
+                pending_operations=pending,
+                release=release,
+                owner=self.trace.owner,
+            )
+        except TaskStateRejected as e:
+            problems = "; ".join(f"{p['field']}: {p['message']}" for p in e.problems)
+            raise ReplayError(
+                self.trace.trace_id, i, kind, f"the archive refused the task state: {problems}"
+            ) from None
+        self.conflicts = cited_conflicts(self.mnemo.archive, self.principal, self.state)
+
+    def _evidence(self, ev: Evidence) -> None:
+        self.mnemo.ingest(
+            self.principal,
+            [
+                EvidenceInput(
+                    body=ev.body,
+                    source=ev.source,
+                    evidence_id=ev.evidence_id,
+                    scope=ev.scope,
+                    locator=ev.locator,
+                    statement=ev.statement,
+                )
+            ],
+        )
+        self.conflicts = cited_conflicts(self.mnemo.archive, self.principal, self.state)
+
+    def _summary(self, i: int, summary: Summary) -> None:
+        refs = [f"{RESULT_PREFIX}{self.session}/{self.by_label[s].result.result_id}" for s in summary.sources]
+        made = self.mnemo.create_summary(self.principal, summary.text, refs)
+        # The archive's id is random (uuid); the prompt shows an id fixed by the trace, so two runs
+        # render the same bytes.
+        n = len(self.summaries) + 1
+        self.summaries.append(
+            EvidenceItem(
+                f"sum:{self.trace.trace_id}-{n}",
+                1,
+                "summary",
+                "summary",
+                "",
+                "",
+                made.text,
+                made.label,
+                1.0,
+                n,
+            )
+        )
+
+    # ---- archive operations ------------------------------------------------------------------
+
+    def _live_id(self, label: str) -> str:
+        """What archiving `label` means now: its original if live, else its newest live copy
+        (else the original, which the archive then refuses as archived already)."""
+        original = self.by_label[label].result.result_id
+        if original not in self.archived:
+            return original
+        copies = self.live_copies.get(label, [])
+        return copies[-1] if copies else original
+
+    def _note_for(self, rid: str, *, scripted: bool) -> str:
+        if self.arm.name == ARCHIVE_NO_NOTES:
+            return NO_NOTE
+        item = self.by_label[self.label_of[rid]]
+        if scripted:
+            call = self.trace.calls()[item.label]
+            if call.note:
+                return call.note
+        return extract_note(
+            item.content, item.result.arguments, lines=self.p.summary_lines, max_chars=self.p.summary_chars
+        )
+
+    def _archive(self, rids: Sequence[str], *, scripted: bool, notes: dict[str, str] | None = None) -> None:
+        if not rids:
+            return
+        targets = [(rid, (notes or {}).get(rid) or self._note_for(rid, scripted=scripted)) for rid in rids]
+        start = time.perf_counter()
+        try:
+            receipt = self.mnemo.archive_results(self.principal, self.session, targets)
+        except (BatchRejected, ArchiveConflict):
+            self.counts.rejected += 1
+            return
+        finally:
+            self.counts.archive_ms.append((time.perf_counter() - start) * 1000)
+        self.counts.archive_calls += 1
+        self.counts.archived_results += len(receipt.archived)
+        for rid, note in targets:
+            self.archived.add(rid)
+            self.notes[rid] = note
+            label = self.label_of[rid]
+            if rid in self.live_copies.get(label, []):
+                self.live_copies[label].remove(rid)
+
+    def _recover(self, rid: str) -> str | None:
+        start = time.perf_counter()
+        try:
+            recovered = self.mnemo.recover(self.principal, self.session, rid)
+        except StateConflict:
+            self.counts.rejected += 1
+            return None
+        finally:
+            self.counts.recover_ms.append((time.perf_counter() - start) * 1000)
+        self.counts.recover_calls += 1
+        copy = recovered.appended.result_id
+        label = self.label_of[rid]
+        self.label_of[copy] = label
+        self.live_copies.setdefault(label, []).append(copy)
+        return copy
+
+    def _heuristic_archive(self) -> None:
+        ctx = self._assemble(candidate_min_tokens=self.p.min_result_tokens)
+        if ctx.used_tokens <= self.p.trigger_tokens:
+            return
+        history = [s.ids[0] for s in ctx.segments if s.component == "history"]
+        newest = set(history[-self.p.keep :]) if self.p.keep else set()
+        rids = [
+            c.result_id
+            for c in ctx.candidates
+            if c.result_id not in newest
+            and c.result_id not in self.pending
+            and c.result_id not in self.archived
+        ]
+        self._archive(rids, scripted=False)
+
+    def _heuristic_recover(self, query: str) -> None:
+        found = self.mnemo.search(self.principal, query, kinds=["tool_result"])
+        own = f"{RESULT_PREFIX}{self.session}/"
+        # Only a note that shares a word with the query (a BM25 rank) counts as found: the dense
+        # leg ranks every note, and with the hashing embedder a note sharing no word is noise.
+        hits = [h for h in found.hits if h.evidence_id.startswith(own) and h.bm25_rank is not None]
+        if not hits:
+            return
+        rid = hits[0].evidence_id.removeprefix(own)
+        label = self.label_of.get(rid)
+        if label is None or self.live_copies.get(label):
+            return  # its copy is in view already: recovering again shows nothing new
+        copy = self._recover(rid)
+        if copy is not None:
+            # The copy stays for the need's turn and the one after, then goes back with its note.
+            self.pending[copy] = (
+                self.notes.get(rid) or self._note_for(rid, scripted=False),
+                len(self.turns) + 1,
+            )
+
+    def _rearchive_due(self) -> None:
+        done = len(self.turns) - 1
+        due = sorted((rid for rid, (_, turn) in self.pending.items() if turn <= done), key=_result_number)
+        if not due:
+            return
+        notes = {rid: self.pending.pop(rid)[0] for rid in due}
+        self._archive(due, scripted=False, notes=notes)
+
+    # ---- prompts -----------------------------------------------------------------------------
+
+    def _harness_history(self, *, everything: bool = False) -> tuple[HistoryItem, ...]:
+        items = self.results
+        name = "full" if everything else self.arm.name
+        k = self.p.window_k
+        if name == WINDOW:
+            return tuple(HistoryItem(r.result, r.rendered, r.protected) for r in items[-k:])
+        out: list[HistoryItem] = []
+        for n, r in enumerate(items):
+            if name == SUMMARY and n < len(items) - k:
+                pseudo = dataclasses.replace(r.result, tool_name="summary")
+                out.append(HistoryItem(pseudo, r.summary(self.p.summary_lines, self.p.summary_chars), False))
+            elif name == MASKING and r.result.result_id in self.cleared:
+                out.append(HistoryItem(r.result, render_live(r.result, CLEARED_PLACEHOLDER.encode()), False))
+            else:
+                out.append(HistoryItem(r.result, r.rendered, r.protected))
+        return tuple(out)
+
+    def _material(self) -> ContextMaterial:
+        tools = ARCHIVE_TOOLS if self.arm.uses_archive else ()
+        if self.arm.uses_archive:
+            return gather(
+                self.mnemo.archive,
+                self.principal,
+                self.session,
+                instructions=self.trace.instructions,
+                tools=tools,
+                evidence=self.summaries,
+            )
+        return ContextMaterial(
+            session_id=self.session,
+            instructions=self.trace.instructions,
+            tools=tools,
+            task_state=self.state,
+            history=self._harness_history(),
+            evidence=tuple(self.summaries),
+            cited_conflicts=self.conflicts,
+        )
+
+    def _fallback_material(self) -> ContextMaterial:
+        """The full history from the harness's own copies, when the archive is unreachable."""
+        return ContextMaterial(
+            session_id=self.session,
+            instructions=self.trace.instructions,
+            tools=ARCHIVE_TOOLS if self.arm.uses_archive else (),
+            task_state=self.state,
+            history=self._harness_history(everything=True),
+            evidence=tuple(self.summaries),
+            cited_conflicts=self.conflicts,
+        )
+
+    def _fit(self, material: ContextMaterial, candidate_min_tokens: int) -> AssembledContext:
+        return assemble(
+            material,
+            budget_tokens=BUDGET_TOKENS,
+            output_reserve=OUTPUT_RESERVE,
+            counter=self.counter,
+            candidate_min_tokens=candidate_min_tokens,
+        )
+
+    def _assemble(self, candidate_min_tokens: int = DEFAULT_CANDIDATE_MIN_TOKENS) -> AssembledContext:
+        ctx = self._fit(self._material(), candidate_min_tokens)
+        if self.arm.name == MASKING and ctx.used_tokens > self.p.trigger_tokens:
+            keep = {r.result.result_id for r in self.results[-self.p.keep :]} if self.p.keep else set()
+            clear = {
+                r.result.result_id for r in self.results if not r.protected and r.result.result_id not in keep
+            }
+            if not clear <= self.cleared:
+                self.cleared |= clear
+                ctx = self._fit(self._material(), candidate_min_tokens)
+        return ctx
+
+    def _turn(self, i: int, kind: str) -> AssembledContext:
+        fallback = False
+        if self.store_down_next:
+            self.store_down_next = False
+            with store_unreachable(self.mnemo):
+                try:
+                    ctx = self._assemble()
+                except StoreUnavailable:
+                    ctx = self._fit(self._fallback_material(), DEFAULT_CANDIDATE_MIN_TOKENS)
+                    fallback = True
+        else:
+            ctx = self._assemble()
+        segments = tuple(
+            (s.kind, hashlib.sha256(s.text.encode("utf-8", "surrogatepass")).hexdigest(), s.tokens)
+            for s in ctx.segments
+        )
+        self.turns.append(TurnRecord(len(self.turns), i, kind, ctx.used_tokens, segments, fallback))
+        self._check_turn(ctx)
+        if self.arm.heuristic:
+            self._rearchive_due()
+        return ctx
+
+    # ---- per-turn checks ---------------------------------------------------------------------
+
+    def _check_turn(self, ctx: AssembledContext) -> None:
+        text = ctx.text
+        if any(r.protected and escape_text(r.content) not in text for r in self.results):
+            self.protected_violations += 1
+        outside = [s.text for s in ctx.segments if s.kind not in _ENVELOPES and s.kind not in _CALLER_OWN]
+        if any(INJECTION.search(t) for t in outside):
+            self.injection_leaks += 1
+        if self._summary_unlabelled(ctx):
+            self.unknown_definite += 1
+
+    def _summary_unlabelled(self, ctx: AssembledContext) -> bool:
+        """A derived summary shown anywhere but in its own labelled segment (copied into the task
+        state's confirmed facts, a note, ...) is asserted as if it were definite."""
+        label = f'label="{escape(SUMMARY_LABEL, quote=True)}"'
+        for item in self.summaries:
+            shown = escape_text(item.text)
+            for s in ctx.segments:
+                if shown not in s.text:
+                    continue
+                labelled = s.kind == "evidence" and label in s.text.split("\n", 1)[0]
+                if not labelled:
+                    return True
+        return False
+
+    def _stale_unwarned(self, ctx: AssembledContext, label: str, quote: str, i: int) -> bool:
+        """A time-sensitive source observed before a clock advance that precedes event `i`, shown
+        (holding the quote) without a staleness warning."""
+        source = self.by_label[label]
+        if not source.time_sensitive or not any(source.event_index < c < i for c in self.clock_marks):
+            return False
+        return any(quote in s.text and "[warning: " not in s.text for s in ctx.segments)
+
+    def outcome(self, seconds: float) -> TraceRun:
+        c = self.counts
+        return TraceRun(
+            trace_id=self.trace.trace_id,
+            family=self.trace.family,
+            arm=self.arm.name,
+            turns=tuple(self.turns),
+            archive_calls=c.archive_calls,
+            archived_results=c.archived_results,
+            recover_calls=c.recover_calls,
+            rejected=c.rejected,
+            needs=tuple(self.needs),
+            citations=tuple(self.citations),
+            protected_violations=self.protected_violations,
+            injection_leaks=self.injection_leaks,
+            unknown_definite=self.unknown_definite,
+            archive_ms=tuple(c.archive_ms),
+            recover_ms=tuple(c.recover_ms),
+            seconds=seconds,
+        )
+
+
+def _result_number(rid: str) -> int:
+    return int(rid.removeprefix("r"))
+
+
+_SHARED_COUNTER: list[TokenCounter] = []
+
+
+def shared_counter() -> TokenCounter:
+    """One cl100k_base counter for every arm of every trace in this process (cached by hash)."""
+    if not _SHARED_COUNTER:
+        _SHARED_COUNTER.append(CachedCounter(BpeCounter(), max_entries=65_536))
+    return _SHARED_COUNTER[0]
+
+
+def replay(
+    trace: Trace,
+    arm: Arm,
+    *,
+    counter: TokenCounter | None = None,
+    contents: dict[str, str] | None = None,
+    work_dir: Path | None = None,
+) -> TraceRun:
+    """Replay `trace` under `arm` in a fresh embedded Mnemo (a temporary folder, removed after).
+
+    Raises ReplayError when the archive refuses what the trace scripts (a task state), and
+    InvalidInput for content it cannot produce."""
+    started = time.perf_counter()
+    texts = contents if contents is not None else trace_contents(trace)
+    with (
+        tempfile.TemporaryDirectory(dir=work_dir) as tmp,
+        Mnemo.open(tmp, embedder=HashingEmbedder()) as mnemo,
+    ):
+        state = _Replay(trace, arm, mnemo, counter or shared_counter(), texts)
+        state.run()
+        return state.outcome(time.perf_counter() - started)
+
+
+def replay_all(
+    traces: Sequence[Trace],
+    arms: Sequence[Arm],
+    *,
+    counter: TokenCounter | None = None,
+    progress: Any = None,
+) -> list[TraceRun]:
+    """Every trace under every arm, in order; `progress(message)` is called before each replay."""
+    shared = counter or shared_counter()
+    runs: list[TraceRun] = []
+    for trace in traces:
+        texts = trace_contents(trace)
+        for arm in arms:
+            if progress is not None:
+                progress(f"{trace.trace_id}: {arm.name}")
+            runs.append(replay(trace, arm, counter=shared, contents=texts))
+    return runs
+
+
+__all__ = [
+    "INJECTION",
+    "CitationOutcome",
+    "NeedOutcome",
+    "ReplayError",
+    "TraceRun",
+    "TurnRecord",
+    "replay",
+    "replay_all",
+    "resolve_content",
+    "shared_counter",
+    "store_unreachable",
+    "trace_contents",
+]

@@ -1,0 +1,281 @@
+"""The experiment's engine on a tiny trace whose figures are derived by hand (tiny_trace.py).
+
+Turns follow events 0 lab, 1 approval, 2 stock, 3 logistics, 5 vitals, 8 need mdr1, 9 need
+stock, 10 answer, 12 weight: 9 turns in every arm. Results in order: lab, approval (protected),
+stock (time-sensitive, observed before the clock advance at event 6), logistics, vitals, weight.
+With PARAMS (window 2, trigger 1,500, keep 1, 200+ token results), by hand:
+
+- full: all live. requests 9; no need missing; citations 2/2; the stale stock is shown live
+  without a warning at need 9 and at the answer: stale 2; violations 0; leaks 0.
+- window (last 2): at need 8 the last two are logistics, vitals: mdr1 and stock both missing
+  (2/2), citations 0/2; approval is outside the window from the 4th result on: turns at events
+  3, 5, 8, 9, 10, 12 = 6 violations; nothing stale is shown.
+- summary: lab's summary (its first 2 lines, no line with `pet-7` holds the quote) loses mdr1;
+  stock's one line is its summary, so `3 boxes` stays (unwarned: stale 2); citations 1/2; the
+  approval is one line, kept whole by its summary: 0 violations.
+- masking: after logistics the prompt passes 1,500: lab and stock are cleared (logistics is the
+  newest, approval protected) for good: both needs missing, citations 0/2, violations 0.
+- archive_scripted: archive [lab, logistics] (1 call, 2 results), recover lab (1), archive the
+  copy (1 call, 1 result): requests 9 + 2 + 1 = 12; no need missing; citations 2/2; stale 2
+  (the stock itself was never archived); the logistics note carries the injected sentence, so
+  every turn from event 5 on leaks: 5 turns.
+- archive_heuristic: after logistics the prompt passes 1,500 and lab (not the newest, 200+
+  tokens) is archived (1 call) with its extractive note, whose first line names `MDR1 genotype`;
+  at need 8 the quote is out of view, the note search finds lab, it is recovered (1); the copy
+  is shown at need 8 and need 9 and re-archived after need 9 (1 call), so the answer cannot see
+  `MDR1 mut/mut`: citations 1/2. requests 9 + 2 + 1 = 12; no need missing; stale 2; leaks 0
+  (logistics was the newest when the trigger fired and is never archived).
+- archive_no_notes: lab archived as `(set aside)` (1 call); the search finds no note sharing a
+  word with the query, nothing is recovered: mdr1 missing (1/2), citations 1/2, requests 10.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tiny_trace import LOGISTICS, PARAMS, TINY
+from typer.testing import CliRunner
+
+from mnemo_sea.archive import Archive as ArchiveApi
+from mnemo_sea.archive import BatchRejected, Recovered, TargetStatus, sessions
+from mnemo_sea.context import BpeCounter
+from mnemo_sea.eval.curation import gates, runner
+from mnemo_sea.eval.curation.arms import Arm, ArmParams, extract_note, parse_arms
+from mnemo_sea.eval.curation.metrics import evaluate, trace_metrics, uncached_prefix
+from mnemo_sea.eval.curation.report import build_report, markdown_table, to_json, write_chart
+from mnemo_sea.eval.curation.runner import TraceRun, replay
+from mnemo_sea.eval.curation.trace import Answer, Citation, Need, State, StateFact, Summary
+
+HAND: dict[str, dict[str, Any]] = {
+    "full": dict(requests=9, archive_calls=0, archived_results=0, recover_calls=0, needs_missing=0,
+                 citations_correct=2, protected_violations=0, stale_unwarned=2, injection_leaks=0),
+    "window": dict(requests=9, archive_calls=0, archived_results=0, recover_calls=0, needs_missing=2,
+                   citations_correct=0, protected_violations=6, stale_unwarned=0, injection_leaks=0),
+    "summary": dict(requests=9, archive_calls=0, archived_results=0, recover_calls=0, needs_missing=1,
+                    citations_correct=1, protected_violations=0, stale_unwarned=2, injection_leaks=0),
+    "masking": dict(requests=9, archive_calls=0, archived_results=0, recover_calls=0, needs_missing=2,
+                    citations_correct=0, protected_violations=0, stale_unwarned=0, injection_leaks=0),
+    "archive_scripted": dict(requests=12, archive_calls=2, archived_results=3, recover_calls=1,
+                             needs_missing=0, citations_correct=2, protected_violations=0,
+                             stale_unwarned=2, injection_leaks=5),
+    "archive_heuristic": dict(requests=12, archive_calls=2, archived_results=2, recover_calls=1,
+                              needs_missing=0, citations_correct=1, protected_violations=0,
+                              stale_unwarned=2, injection_leaks=0),
+    "archive_no_notes": dict(requests=10, archive_calls=1, archived_results=1, recover_calls=0,
+                             needs_missing=1, citations_correct=1, protected_violations=0,
+                             stale_unwarned=2, injection_leaks=0),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, TraceRun]:
+    return {arm.name: replay(TINY, arm) for arm in parse_arms(None, PARAMS)}
+
+
+def test_the_hand_derived_figures_of_every_arm(runs: dict[str, TraceRun]) -> None:
+    for arm, expected in HAND.items():
+        got = trace_metrics(runs[arm])
+        assert got["turns"] == 9, arm
+        assert {k: got[k] for k in expected} == expected, arm
+        assert got["needs"] == 2 and got["citations"] == 2
+        assert got["rejected"] == 0 and got["fallback_turns"] == 0
+
+
+def test_the_trigger_assumptions_hold_with_the_real_counter(runs: dict[str, TraceRun]) -> None:
+    # The derivation above assumes the full prompt stays under 1,500 until logistics and passes
+    # it then, and that each curated arm stays under it afterwards (so each fires once).
+    full = [t.tokens for t in runs["full"].turns]
+    assert max(full[:3]) < PARAMS.trigger_tokens < full[3]
+    for arm in ("masking", "archive_no_notes"):
+        assert max(t.tokens for t in runs[arm].turns[3:]) < PARAMS.trigger_tokens
+    heuristic = [t.tokens for t in runs["archive_heuristic"].turns]
+    # Tool-call turns after the archiving (events 5 and 12) are under the trigger.
+    assert heuristic[4] < PARAMS.trigger_tokens and heuristic[8] < PARAMS.trigger_tokens
+
+
+def test_final_prompt_is_the_counted_text(runs: dict[str, TraceRun]) -> None:
+    # Full history: every result's envelope is in the last prompt, and the prompt only grows by
+    # appending, so the uncached-prefix proxy equals the final prompt (all else was a prefix).
+    run = runs["full"]
+    assert trace_metrics(run)["uncached_prefix_tokens"] == run.turns[-1].tokens
+    # Archiving breaks the prefix at the archived result: the proxy then exceeds the final prompt.
+    scripted = runs["archive_scripted"]
+    assert uncached_prefix(scripted.turns) > scripted.turns[-1].tokens
+    counter = BpeCounter()
+    assert run.turns[-1].tokens > counter.count(LOGISTICS)  # counted, not estimated
+
+
+def test_window_and_masking_lose_what_the_archive_recovers(runs: dict[str, TraceRun]) -> None:
+    mdr1 = {arm: next(n for n in r.needs if n.fact == "mdr1").satisfied for arm, r in runs.items()}
+    assert not mdr1["window"] and not mdr1["masking"] and not mdr1["summary"]
+    assert mdr1["archive_scripted"] and mdr1["archive_heuristic"] and mdr1["full"]
+    assert not mdr1["archive_no_notes"]  # the ablation: no note, nothing found
+
+
+def test_an_injection_in_a_note_is_a_leak_and_in_an_envelope_is_not(runs: dict[str, TraceRun]) -> None:
+    assert runs["archive_scripted"].injection_leaks == 5
+    assert runs["full"].injection_leaks == 0  # the same text, inside its envelope
+
+
+def test_a_summary_copied_into_the_task_state_is_unknown_turned_definite() -> None:
+    polluted = "the courier lookup failed"
+    events = (
+        *TINY.events[:4],
+        Summary(polluted, ("logistics",)),
+        Need("stock", "3 boxes", "stock", "stock"),
+        State((StateFact(polluted, "logistics"),), (), (), ()),
+        Answer("done", (Citation("stock", "3 boxes"),)),
+    )
+    trace = type(TINY)(**{**TINY.__dict__, "events": events})
+    run = replay(trace, Arm("full", PARAMS))
+    # Need turn: the summary is shown in its labelled segment (fine); answer turn: the task state
+    # confirms it as a fact.
+    assert run.unknown_definite == 1
+    assert [t.event for t in run.turns] == ["tool_call"] * 4 + ["need", "answer"]
+
+
+def test_two_runs_give_identical_json(runs: dict[str, TraceRun]) -> None:
+    again = [replay(TINY, arm) for arm in parse_arms(None, PARAMS)]
+    first = to_json(build_report(list(runs.values()), params=PARAMS, gate=None, trace_set="tiny"))
+    second = to_json(build_report(again, params=PARAMS, gate=None, trace_set="tiny"))
+    assert first == second
+    assert "timings" not in json.loads(first) and "/tmp" not in first
+    with_timings = build_report(again, params=PARAMS, gate=None, trace_set="tiny", timings=True)
+    assert with_timings["timings"]["archive_scripted"]["archive"]["n"] == 2
+
+
+def test_aggregates_and_ratios_against_full(runs: dict[str, TraceRun]) -> None:
+    report = evaluate(list(runs.values()))
+    arms = report["arms"]
+    assert arms["full"]["vs_full"]["final_prompt_tokens"] == 1.0
+    scripted = arms["archive_scripted"]
+    assert scripted["vs_full"]["requests"] == round(12 / 9, 6)
+    assert scripted["vs_full"]["final_prompt_tokens"] == round(
+        runs["archive_scripted"].turns[-1].tokens / runs["full"].turns[-1].tokens, 6
+    )
+    assert arms["window"]["missing_rate"] == 1.0 and arms["archive_no_notes"]["missing_rate"] == 0.5
+    table = markdown_table(report)
+    assert table.count("\n") == 2 + len(HAND)
+    assert "| archive_scripted |" in table and "+33.3%" in table  # requests 12 vs 9
+
+
+def test_extract_note_keeps_first_lines_and_argument_lines() -> None:
+    text = "header\nsecond\nfiller\nthe order O-1042 was delayed\nmore filler"
+    assert extract_note(text, {"order": "O-1042"}) == "header\nsecond\nthe order O-1042 was delayed"
+    assert extract_note("", {}) == "(empty result)"
+    assert len(extract_note("x" * 1000, {})) == 300
+
+
+def test_params_and_arms_are_validated() -> None:
+    with pytest.raises(Exception, match="window_k"):
+        ArmParams(window_k=0)
+    with pytest.raises(Exception, match="unknown arm"):
+        parse_arms("full,nope")
+    assert [a.name for a in parse_arms("masking")] == ["full", "masking"]
+
+
+# ---- the safety gate -------------------------------------------------------------------------
+
+
+def test_the_gate_passes_each_check() -> None:
+    report = gates.run_gate()
+    assert [c.name for c in report.checks] == [
+        "cross_tenant_recover",
+        "tampered_original",
+        "bad_batch",
+        "store_down",
+    ]
+    assert report.passed, report.to_dict()
+
+
+def test_gate_fails_when_another_tenant_can_recover(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = ArchiveApi.recover
+
+    def leaky(self: ArchiveApi, principal: Any, session_id: str, result_id: str) -> Recovered:
+        as_owner = type(principal)(gates.TENANT, principal.subject, principal.roles, principal.clearance)
+        return real(self, as_owner, session_id, result_id)
+
+    monkeypatch.setattr(ArchiveApi, "recover", leaky)
+    check = gates._fresh(gates.check_cross_tenant_recover, "cross_tenant_recover", None)
+    assert not check.passed and "recovered" in check.reason
+
+
+def test_gate_fails_when_a_tampered_original_is_served(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sqlalchemy import select
+
+    from mnemo_sea.archive import schema as t
+
+    def unchecked(conn: Any, tenant_id: str, sha256: str) -> bytes:
+        row = conn.execute(select(t.blobs.c.content).where(t.blobs.c.sha256 == sha256)).one()
+        return bytes(row.content)
+
+    monkeypatch.setattr(sessions, "read_blob", unchecked)
+    check = gates._fresh(gates.check_tampered_original, "tampered_original", None)
+    assert not check.passed and "served" in check.reason
+
+
+def test_gate_fails_when_a_bad_batch_half_applies(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = ArchiveApi.archive
+
+    def partial(self: ArchiveApi, principal: Any, session_id: str, targets: Any, **kw: Any) -> Any:
+        good = [x for x in targets if x[0] == "r1"]
+        real(self, principal, session_id, good)
+        raise BatchRejected([TargetStatus("r9", "unknown", "no such result")], "half applied")
+
+    monkeypatch.setattr(ArchiveApi, "archive", partial)
+    check = gates._fresh(gates.check_bad_batch, "bad_batch", None)
+    assert not check.passed and "changed" in check.reason
+
+
+def test_gate_fails_when_the_store_never_goes_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextlib import contextmanager
+
+    @contextmanager
+    def still_up(mnemo: Any) -> Any:
+        yield
+
+    monkeypatch.setattr(gates, "store_unreachable", still_up)
+    monkeypatch.setattr(runner, "store_unreachable", still_up)
+    check = gates.check_store_down()
+    assert not check.passed
+
+
+def test_store_down_turn_falls_back_to_full_history() -> None:
+    run = replay(gates.GATE_TRACE, Arm("archive_scripted"))
+    assert [t.fallback for t in run.turns] == [False, False, True]
+    assert run.needs[-1].satisfied
+
+
+# ---- outputs and the command ---------------------------------------------------------------
+
+
+def test_chart_is_a_png(runs: dict[str, TraceRun], tmp_path: Path) -> None:
+    report = build_report(list(runs.values()), params=PARAMS, gate=None, trace_set="tiny")
+    path = tmp_path / "chart.png"
+    assert write_chart(report, path) == "tiny-1"
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_eval_context_on_given_traces(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from mnemo_sea.cli import app
+
+    fake = types.ModuleType("mnemo_sea.eval.curation.trace_format")
+    fake.load_traces = lambda path: [TINY]  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "mnemo_sea.eval.curation.trace_format", fake)
+    md, png = tmp_path / "table.md", tmp_path / "chart.png"
+    result = CliRunner().invoke(
+        app,
+        ["eval", "context", "--traces", str(tmp_path), "--arms", "window,archive_scripted", "--json",
+         "--markdown", str(md), "--chart", str(png), "--quiet", "--no-gate"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["arm_order"] == ["full", "window", "archive_scripted"]
+    # The default parameters are the published ones: at these sizes nothing triggers.
+    assert report["parameters"] == ArmParams().to_dict()
+    assert "| window |" in md.read_text() and png.exists()
