@@ -1269,6 +1269,9 @@ def _f5(seed: int) -> Trace:
         s.need(f"{label}_id", needle, label, query)
         s.archive(label)
         cites.append((label, needle))
+    # An agent quotes what it has in view: it recovers what it cites again before it answers.
+    for label, _ in cites[:3]:
+        s.recover(label)
     s.answer(
         f"Settlement batch {ids['batch']} is off by SGD{ids['amount']} because payout {ids['payout']} "
         "ran twice "
