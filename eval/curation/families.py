@@ -1267,17 +1267,16 @@ def _f5(seed: int) -> Trace:
             continue
         s.recover(label)
         s.need(f"{label}_id", needle, label, query)
-        s.archive(label)
         cites.append((label, needle))
-    # An agent quotes what it has in view: it recovers what it cites again before it answers.
-    for label, _ in cites[:3]:
-        s.recover(label)
+    # An agent quotes what it has in view: the recovered copies stay live until it has answered,
+    # then go back in one batch (the answer is the last request, so the final prompt holds them).
     s.answer(
         f"Settlement batch {ids['batch']} is off by SGD{ids['amount']} because payout {ids['payout']} "
         "ran twice "
         f"after a retry without idempotency key ({ids['request']}); dispute {ids['dispute']} followed.",
         cites[:3],
     )
+    s.archive(*(label for label, _ in cites))
     return s.trace(
         f"f5-s{seed}",
         "F5",
