@@ -431,7 +431,9 @@ def test_an_open_item_settled_by_a_cited_fact(archive: Archive, agent: Principal
         ],
         constraints=[NO_REFUND],
     )
-    assert second.confirmed[1] == ConfirmedFact("delivered at 14:02", f"result:{S}/r1", None, UNKNOWN)
+    assert second.confirmed[1] == ConfirmedFact(
+        "delivered at 14:02", f"result:{S}/r1", None, UNKNOWN, ref=f"result:{S}/r1"
+    )
     assert refs(archive) == {
         (S, 1, "evidence:order:O-1042"),
         (S, 2, "evidence:order:O-1042"),
