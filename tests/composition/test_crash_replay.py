@@ -440,7 +440,7 @@ def test_killed_writers_leave_a_consistent_searchable_archive(tmp_path: Path, da
     assert any(w.startswith("before index") for w in wheres), wheres
     assert any(w.startswith("after index flush") for w in wheres), wheres
     # A share of the outside kills must land mid-operation, or the run tested too little. It is a
-    # matter of timing on a shared machine (12 to 20 of 110 seen), so the floor is a tenth.
+    # matter of timing on a shared machine (12 of 110 was seen under load), so the floor is a tenth.
     assert sum(model.in_flight.values()) >= RUNS // 10, model.in_flight
     for op in ("ingest", "record", "archive", "recover", "delete_evidence", "delete_session"):
         assert model.acked[op] > 0, f"no acknowledged {op}: the test exercised too little"
