@@ -5,11 +5,14 @@ Per (trace, arm), over its turns t = 1..n with prompt tokens P_t:
 - uncached_prefix_tokens = sum over t of the tokens of the segments of prompt t after the longest
   run of leading segments identical (same text) to prompt t-1's (all of prompt 1): what a
   provider's prefix cache could not have served, counted over whole segments;
-- requests = turns + archive_calls + recover_calls + rejected (rejected archive batches and refused
-  recoveries are requests too);
-- missing_rate = needs whose quote was not in that turn's prompt / needs;
-- citation_precision = citations the checker says ok AND whose quote was in that turn's prompt /
-  citations;
+- requests = turns + archive_calls + recover_calls + searches + rejected (the heuristic arms'
+  searches of archived notes are tool calls; rejected archive batches and refused recoveries are
+  requests too);
+- missing_rate = needs whose quote was not in that turn's prompt where it comes from its source
+  (the source's envelope or what the arm shows instead, a recovered copy, the task state citing
+  it) / needs;
+- citation_precision = citations the checker says ok AND whose quote was so in view in that
+  turn's prompt / citations;
 - protected_violations: turns where a protected result is not verbatim in the prompt;
 - stale_unwarned: needs and citations served by a time-sensitive result observed before a clock
   advance, shown without a staleness warning;
@@ -43,6 +46,7 @@ SUMMED = (
     "archive_calls",
     "archived_results",
     "recover_calls",
+    "searches",
     "rejected",
     "needs",
     "needs_missing",
@@ -89,7 +93,7 @@ def trace_metrics(run: TraceRun) -> dict[str, Any]:
     correct = sum(1 for c in run.citations if c.correct)
     out: dict[str, Any] = {
         "turns": len(run.turns),
-        "requests": len(run.turns) + run.archive_calls + run.recover_calls + run.rejected,
+        "requests": len(run.turns) + run.archive_calls + run.recover_calls + run.searches + run.rejected,
         "final_prompt_tokens": tokens[-1] if tokens else 0,
         "peak_prompt_tokens": max(tokens, default=0),
         "cumulative_input_tokens": sum(tokens),
@@ -97,6 +101,7 @@ def trace_metrics(run: TraceRun) -> dict[str, Any]:
         "archive_calls": run.archive_calls,
         "archived_results": run.archived_results,
         "recover_calls": run.recover_calls,
+        "searches": run.searches,
         "rejected": run.rejected,
         "needs": len(run.needs),
         "needs_missing": missing,

@@ -168,6 +168,7 @@ class TraceRun:
     unknown_definite: int  # turns
     archive_ms: tuple[float, ...] = ()
     recover_ms: tuple[float, ...] = ()
+    searches: int = 0  # the heuristic arms' searches of archived notes (each one a tool call)
     seconds: float = 0.0
 
 
@@ -243,6 +244,7 @@ class _Counts:
     archived_results: int = 0
     recover_calls: int = 0
     rejected: int = 0
+    searches: int = 0
     archive_ms: list[float] = field(default_factory=list)
     recover_ms: list[float] = field(default_factory=list)
 
@@ -341,12 +343,21 @@ class _Replay:
             self._heuristic_archive()
         self._turn(i, "tool_call")
 
+    def _shows(self, ctx: AssembledContext, label: str, quote: str) -> bool:
+        """Whether the prompt holds `quote` where it comes from `label`'s result: its envelope (or
+        what the arm shows in its place), a recovered copy of it, or the task state citing it. The
+        same text in another result does not count: an agent cannot cite what it cannot see."""
+        rid = self.by_label[label].result.result_id
+        accepted = {rid, f"{RESULT_PREFIX}{self.session}/{rid}"}
+        return any(quote in s.text for s in ctx.segments if accepted & set(s.ids))
+
     def _need(self, i: int, need: Need) -> None:
         quote = escape_text(need.quote)
-        if self.arm.heuristic and quote not in self._assemble().text:
+        # The policy is told what it needs (the trace's need); what it must find is where it is.
+        if self.arm.heuristic and not self._shows(self._assemble(), need.source, quote):
             self._heuristic_recover(need.query)
         ctx = self._turn(i, "need")
-        satisfied = quote in ctx.text
+        satisfied = self._shows(ctx, need.source, quote)
         stale = satisfied and self._stale_unwarned(ctx, need.source, quote, i)
         self.needs.append(NeedOutcome(i, need.fact, need.source, satisfied, stale))
 
@@ -364,7 +375,7 @@ class _Replay:
         report = self.mnemo.check_citations(self.principal, cited)
         for c, check in zip(answer.citations, report.checks, strict=True):
             quote = escape_text(c.quote)
-            visible = quote in ctx.text
+            visible = self._shows(ctx, c.source, quote)
             stale = visible and self._stale_unwarned(ctx, c.source, quote, i)
             self.citations.append(CitationOutcome(i, c.source, check.verdict, visible, stale))
 
@@ -551,6 +562,7 @@ class _Replay:
         self._archive(rids, scripted=False)
 
     def _heuristic_recover(self, query: str) -> None:
+        self.counts.searches += 1  # a search is a tool call the model asks for: a request
         found = self.mnemo.search(self.principal, query, kinds=["tool_result"])
         own = f"{RESULT_PREFIX}{self.session}/"
         # Only a note that shares a word with the query (a BM25 rank) counts as found: the dense
@@ -705,7 +717,8 @@ class _Replay:
         source = self.by_label[label]
         if not source.time_sensitive or not any(source.event_index < c < i for c in self.clock_marks):
             return False
-        return any(quote in s.text and "[warning: " not in s.text for s in ctx.segments)
+        rid = source.result.result_id
+        return any(quote in s.text and "[warning: " not in s.text for s in ctx.segments if rid in s.ids)
 
     def outcome(self, seconds: float) -> TraceRun:
         c = self.counts
@@ -717,6 +730,7 @@ class _Replay:
             archive_calls=c.archive_calls,
             archived_results=c.archived_results,
             recover_calls=c.recover_calls,
+            searches=c.searches,
             rejected=c.rejected,
             needs=tuple(self.needs),
             citations=tuple(self.citations),

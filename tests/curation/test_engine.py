@@ -34,11 +34,12 @@ from __future__ import annotations
 import json
 import sys
 import types
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tiny_trace import LOGISTICS, PARAMS, TINY
+from tiny_trace import LOGISTICS, PARAMS, T0, TINY
 from typer.testing import CliRunner
 
 from mnemo_sea.archive import Archive as ArchiveApi
@@ -49,7 +50,7 @@ from mnemo_sea.eval.curation.arms import Arm, ArmParams, extract_note, parse_arm
 from mnemo_sea.eval.curation.metrics import evaluate, trace_metrics, uncached_prefix
 from mnemo_sea.eval.curation.report import build_report, markdown_table, to_json, write_chart
 from mnemo_sea.eval.curation.runner import TraceRun, replay
-from mnemo_sea.eval.curation.trace import Answer, Citation, Need, State, StateFact, Summary
+from mnemo_sea.eval.curation.trace import Answer, Citation, Need, State, StateFact, Summary, ToolCall
 
 HAND: dict[str, dict[str, Any]] = {
     "full": dict(requests=9, archive_calls=0, archived_results=0, recover_calls=0, needs_missing=0,
@@ -63,10 +64,13 @@ HAND: dict[str, dict[str, Any]] = {
     "archive_scripted": dict(requests=12, archive_calls=2, archived_results=3, recover_calls=1,
                              needs_missing=0, citations_correct=2, protected_violations=0,
                              stale_unwarned=2, injection_leaks=5),
-    "archive_heuristic": dict(requests=12, archive_calls=2, archived_results=2, recover_calls=1,
+    # The heuristic arms search the archived notes once, for mdr1 (its lab report is archived;
+    # the stock result is too small to be): 9 turns + 2 archives + 1 recover + 1 search = 13.
+    "archive_heuristic": dict(requests=13, searches=1, archive_calls=2, archived_results=2, recover_calls=1,
                               needs_missing=0, citations_correct=1, protected_violations=0,
                               stale_unwarned=2, injection_leaks=0),
-    "archive_no_notes": dict(requests=10, archive_calls=1, archived_results=1, recover_calls=0,
+    # 9 turns + 1 archive + 1 search that finds nothing = 11.
+    "archive_no_notes": dict(requests=11, searches=1, archive_calls=1, archived_results=1, recover_calls=0,
                              needs_missing=1, citations_correct=1, protected_violations=0,
                              stale_unwarned=2, injection_leaks=0),
 }  # fmt: skip
@@ -279,3 +283,26 @@ def test_cli_eval_context_on_given_traces(monkeypatch: pytest.MonkeyPatch, tmp_p
     # The default parameters are the published ones: at these sizes nothing triggers.
     assert report["parameters"] == ArmParams().to_dict()
     assert "| window |" in md.read_text() and png.exists()
+
+
+def test_a_quote_counts_only_where_it_comes_from_its_source() -> None:
+    """The same text in another result is not the source in view (the reviewer's case: "MDR1
+    mut/mut" in the lab result and in the vet approval)."""
+    same = "MDR1 mut/mut"
+    calls = [
+        runner_call("lab", f"lab report\n{same}\nend", 0),
+        runner_call("a", "filler a", 1),
+        runner_call("b", "filler b", 2),
+        runner_call("approval", f"approved because {same}", 3),
+    ]
+    events = (*calls, Need("mdr1", same, "lab", "MDR1"), Answer("x", (Citation("lab", same),)))
+    trace = type(TINY)(**{**TINY.__dict__, "events": events})
+    window = replay(trace, Arm("window", PARAMS))  # keeps the last 2: b and approval
+    assert [n.satisfied for n in window.needs] == [False]
+    assert [c.correct for c in window.citations] == [False]
+    full = replay(trace, Arm("full", PARAMS))
+    assert [n.satisfied for n in full.needs] == [True] and [c.correct for c in full.citations] == [True]
+
+
+def runner_call(label: str, content: str, minutes: int) -> ToolCall:
+    return ToolCall(label, f"tool.{label}", {}, content, "default", T0 + timedelta(minutes=minutes), label)
