@@ -23,7 +23,8 @@ def escape_text(text: str) -> str:
     return escape(text, quote=False)
 
 
-def _attr(value: str) -> str:
+def escape_attr(value: str) -> str:
+    """Escape a value for an attribute between double quotes (and &, < and > as in text)."""
     return escape(value, quote=True)
 
 
@@ -63,7 +64,7 @@ def _body(result: ToolResult, content: bytes) -> str:
 
 def _open_tag(result: ToolResult, extra: str = "") -> str:
     return (
-        f'<context_result id="{result.result_id}" tool="{_attr(result.tool_name)}" '
+        f'<context_result id="{result.result_id}" tool="{escape_attr(result.tool_name)}" '
         f'observed_at="{result.observed_at.isoformat()}"{extra}>'
     )
 
@@ -103,6 +104,6 @@ def render_stub(result: ToolResult) -> str:
 def render_withheld(result: ToolResult) -> str:
     """A result above the reader's clearance keeps its place but shows nothing of its content."""
     return (
-        f'<withheld_result id="{result.result_id}" tool="{_attr(result.tool_name)}">'
+        f'<withheld_result id="{result.result_id}" tool="{escape_attr(result.tool_name)}">'
         f"[sensitivity {result.sensitivity.name.lower()} is above your clearance]</withheld_result>"
     )

@@ -70,8 +70,14 @@ def memory_disagreement(history: Sequence[MemoryFact], current: MemoryFact) -> M
     return None
 
 
-def _cited_conflicts(archive: Archive, principal: Principal, state: TaskState) -> list[CitedVersionConflict]:
+def cited_conflicts(
+    archive: Archive, principal: Principal, state: TaskState | None
+) -> tuple[CitedVersionConflict, ...]:
+    """The task state's facts that rest on an evidence version no longer current (also used by a
+    harness that builds the history itself, like the context experiment)."""
     out: list[CitedVersionConflict] = []
+    if state is None:
+        return ()
     for fact in state.confirmed:
         if fact.version is None or fact.ref is None or not fact.ref.startswith(EVIDENCE_REF_PREFIX):
             continue  # a result or a memory fact, not a versioned evidence record
@@ -113,15 +119,7 @@ def _cited_conflicts(archive: Archive, principal: Principal, state: TaskState) -
                 current.locator,
             )
         )
-    return out
-
-
-def cited_conflicts(
-    archive: Archive, principal: Principal, state: TaskState | None
-) -> tuple[CitedVersionConflict, ...]:
-    """The task state's facts that rest on an evidence version no longer current, as `gather`
-    finds them (for a harness that builds the history itself, like the context experiment)."""
-    return () if state is None else tuple(_cited_conflicts(archive, principal, state))
+    return tuple(out)
 
 
 def gather(
@@ -153,7 +151,7 @@ def gather(
         # Above the caller's clearance, or repeating another owner's data: the context still
         # assembles, with a marker where the state would be (as the live view withholds results).
         state, withheld_state = None, True
-    conflicts = _cited_conflicts(archive, principal, state) if state is not None else []
+    conflicts = cited_conflicts(archive, principal, state)
     own_notes = f"{RESULT_PREFIX}{session_id}/"
     # An archived note of this session is in the history already, as its stub.
     hits = [e for e in evidence if not e.evidence_id.startswith(own_notes)]
@@ -175,6 +173,6 @@ def gather(
         task_state_withheld=withheld_state,
         history=history,
         evidence=tuple(hits),
-        cited_conflicts=tuple(conflicts),
+        cited_conflicts=conflicts,
         memory_disagreements=tuple(disagreements),
     )

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from html import escape
 from typing import Any
 
 from mnemo_sea.archive import InvalidInput, MemoryFact
-from mnemo_sea.archive.envelope import escape_text
+from mnemo_sea.archive.envelope import escape_attr, escape_text
 from mnemo_sea.archive.records import TaskState
 
 from .material import CitedVersionConflict, EvidenceItem, MemoryDisagreement
@@ -26,12 +25,8 @@ from .material import CitedVersionConflict, EvidenceItem, MemoryDisagreement
 TASK_STATE_LABEL = "derived task state (not original evidence)"
 
 
-def _attr(value: object) -> str:
-    return escape(str(value), quote=True)
-
-
 def _tag(name: str, body: str, **attrs: object) -> str:
-    shown = "".join(f' {k}="{_attr(v)}"' for k, v in attrs.items() if v is not None)
+    shown = "".join(f' {k}="{escape_attr(str(v))}"' for k, v in attrs.items() if v is not None)
     return f"<{name}{shown}>\n{body}\n</{name}>\n"
 
 
