@@ -20,6 +20,8 @@ from typing import Any
 
 from mnemo_sea.archive import Principal, Role, Sensitivity
 from mnemo_sea.context import BpeCounter, CachedCounter
+from mnemo_sea.eval.curation.generators import generate
+from mnemo_sea.eval.curation.trace import Generated
 from mnemo_sea.hashing_embedder import HashingEmbedder
 from mnemo_sea.mnemo import Mnemo
 
@@ -43,19 +45,8 @@ _CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
 
 
 def _log(rng: random.Random, size: int) -> str:
-    lines: list[str] = []
-    total = 0
-    while total < size:
-        service = rng.choice(_SERVICES)
-        line = (
-            f"2026-11-30T10:{rng.randrange(60):02d}:{rng.randrange(60):02d}.{rng.randrange(1000):03d}Z "
-            f"{rng.choice(('INFO', 'WARN', 'ERROR'))} {service} trace_id={rng.getrandbits(64):016x} "
-            f"span={rng.getrandbits(32):08x} http.status={rng.choice((200, 200, 200, 500, 504))} "
-            f'duration_ms={rng.randrange(1, 30_000)} msg="{rng.choice(("PlaceOrder", "Charge", "GetCart"))}"'
-        )
-        lines.append(line)
-        total += len(line) + 1
-    return "\n".join(lines)[:size]
+    """OpenTelemetry log text of exactly `size` characters (the experiment's F1 generator)."""
+    return generate(Generated("otel_log", size, rng.randrange(2**31)))
 
 
 def _sizes() -> list[int]:
