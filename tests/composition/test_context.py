@@ -6,6 +6,7 @@ import re
 
 import pytest
 from leftovers import new_marker, scan_database
+from sqlalchemy import func, select
 
 from mnemo_sea.archive import EvidenceInput, NotFound, Principal, Role, Sensitivity
 from mnemo_sea.archive import schema as t
@@ -226,3 +227,24 @@ def test_a_reader_whose_task_state_repeats_another_owners_data_gets_a_marker(
     ctx = mnemo.context(bob, "bob-visit", budget_tokens=BUDGET)
     assert "withheld_task_state" in [s.kind for s in ctx.segments] and "penicillin" not in ctx.text
     assert "bob's visit" in ctx.text
+
+
+def test_assembling_changes_nothing_stored(mnemo: Mnemo, agent: Principal) -> None:
+    """The assembler proposes archive candidates and never archives: the raw tables are the same
+    before and after, however tight the budget."""
+    _clinic_visit(mnemo, agent)
+    mnemo.record(agent, "visit-1", "lab.log2", "血常规 复查\n" * 800)
+
+    def rows() -> dict[str, int]:
+        with mnemo.archive.store.read() as conn:
+            return {
+                tbl.name: conn.execute(select(func.count()).select_from(tbl)).scalar_one()
+                for tbl in (t.tool_results, t.archive_entries, t.task_states, t.audit_events, t.outbox)
+            }
+
+    before = rows()
+    ctx = mnemo.context(agent, "visit-1", budget_tokens=600, output_reserve=0)
+    assert ctx.left_out and ctx.candidates  # something did not fit, and is only proposed
+    assert rows() == before
+    states = [(r.result_id, r.state) for r in mnemo.archive.list_results(agent, "visit-1")]
+    assert states == [("r1", "archived"), ("r2", "live"), ("r3", "live"), ("r4", "live"), ("r5", "live")]
