@@ -1,5 +1,5 @@
 """API key rows: written here so that each creation and revocation is audited in the same
-transaction as the row (the composition root's `mnemo_sea.api_keys` mints and checks keys)."""
+transaction as the row (the composition root's `mnemo_sea.archive.api_keys` mints and checks keys)."""
 
 from __future__ import annotations
 

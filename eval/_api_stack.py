@@ -31,8 +31,8 @@ import httpx
 import psycopg
 import redis
 
-from mnemo_sea.api_keys import create_key
 from mnemo_sea.archive import Archive
+from mnemo_sea.archive.api_keys import create_key
 
 LOOPBACK = "127.0.0.1"
 
@@ -174,7 +174,7 @@ class ApiServer:
         command = [
             sys.executable,
             "-c",
-            "from mnemo_sea.cli import main; main()",
+            "from mnemo_sea.cli.app import main; main()",
             "serve",
             "--host",
             LOOPBACK,

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from mnemo_sea.hashing_embedder import HashingEmbedder as _Hashing
 from mnemo_sea.retrieval import IndexUnavailable
+from mnemo_sea.system.hashing_embedder import HashingEmbedder as _Hashing
 
 
 class HashingEmbedder(_Hashing):

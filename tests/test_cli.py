@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-CLI = [sys.executable, "-c", "from mnemo_sea.cli import main; main()"]
+CLI = [sys.executable, "-c", "from mnemo_sea.cli.app import main; main()"]
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

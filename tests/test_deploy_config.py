@@ -37,8 +37,8 @@ import typer.main
 import yaml
 from dotenv import dotenv_values
 
-from mnemo_sea.cli import app as cli_app
-from mnemo_sea.settings import MnemoSettings
+from mnemo_sea.cli.app import app as cli_app
+from mnemo_sea.system.settings import MnemoSettings
 
 REPO = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = REPO / "docker-compose.yml"

@@ -254,7 +254,7 @@ def test_layers_never_import_each_other(layer: str, other: str) -> None:
         mod: sorted(
             n
             for n in names
-            if n in {"mnemo_sea", "eval"} or n.startswith(("mnemo_sea.cli", "mnemo_sea.eval", "eval."))
+            if n in {"mnemo_sea", "eval"} or n.startswith(("mnemo_sea.cli.app", "mnemo_sea.eval", "eval."))
         )
         for mod, names in imports.items()
     }

@@ -34,8 +34,8 @@ from mnemo_sea.archive import (
     StoreUnavailable,
 )
 from mnemo_sea.archive import schema as t
-from mnemo_sea.hashing_embedder import HashingEmbedder
-from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.system.hashing_embedder import HashingEmbedder
+from mnemo_sea.system.mnemo import Mnemo
 
 from .arms import ARCHIVE_SCRIPTED, FULL, Arm
 from .runner import replay, store_unreachable

@@ -14,11 +14,11 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.rest import observability, problems
 from mnemo_sea.rest.limits import BodyLimit
 from mnemo_sea.rest.routes import admin, deletion, evidence, health, memory, search, sessions, summaries
-from mnemo_sea.settings import MnemoSettings
+from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.settings import MnemoSettings
 
 API_VERSION = "1.0.0"
 DESCRIPTION = """\

@@ -10,9 +10,9 @@ from typing import Annotated
 from fastapi import Depends, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
-from mnemo_sea.api_keys import Unauthenticated, authenticate
 from mnemo_sea.archive import Principal, Role
-from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.archive.api_keys import Unauthenticated, authenticate
+from mnemo_sea.system.mnemo import Mnemo
 
 _bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer msk_...`")
 _header = APIKeyHeader(name="X-API-Key", auto_error=False, description="An API key, as a header")

@@ -22,10 +22,10 @@ from mnemo_sea.archive import (
     ToolResult,
 )
 from mnemo_sea.archive.memory import MAX_TTL
-from mnemo_sea.citations import CitationCheck, CitationReport
 from mnemo_sea.context import AssembledContext
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS
 from mnemo_sea.context.segments import Component, SegmentKind
+from mnemo_sea.system.citations import CitationCheck, CitationReport
 
 SensitivityName = Literal["public", "internal", "confidential", "restricted"]
 T = TypeVar("T")

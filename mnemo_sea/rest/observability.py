@@ -21,7 +21,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from mnemo_sea.archive.outbox import backlog
-from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.system.mnemo import Mnemo
 
 access_log = logging.getLogger("mnemo_sea.access")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")

@@ -22,7 +22,6 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from mnemo_sea.api_keys import Unauthenticated
 from mnemo_sea.archive import (
     ArchiveError,
     BatchRejected,
@@ -35,6 +34,7 @@ from mnemo_sea.archive import (
     StateConflict,
     StoreUnavailable,
 )
+from mnemo_sea.archive.api_keys import Unauthenticated
 from mnemo_sea.retrieval import (
     IndexConfigMismatch,
     IndexLocked,

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 from sqlalchemy import delete, select, update
 
-from mnemo_sea.api_keys import create_key, revoke_key
 from mnemo_sea.archive import (
     Archive,
     DeletionReceipt,
@@ -35,6 +34,7 @@ from mnemo_sea.archive import audit as audit_module
 from mnemo_sea.archive import deletion as deletion_module
 from mnemo_sea.archive import receipts as receipts_module
 from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.api_keys import create_key, revoke_key
 
 
 def deleted(archive: Archive, agent: Principal, admin: Principal, eid: str = "kb:1") -> DeletionReceipt:
@@ -298,7 +298,7 @@ def test_the_sqlite_key_file_sits_beside_the_archive_private_and_outlives_the_pr
     finally:
         again.close()
     # A receipt round-trips through JSON (as the CLI and REST carry it) and still verifies.
-    from mnemo_sea.cli_facade import receipt_from_dict, receipt_to_dict
+    from mnemo_sea.cli.facade import receipt_from_dict, receipt_to_dict
 
     carried = receipt_from_dict(json.loads(json.dumps(receipt_to_dict(receipt))))
     assert carried == receipt
@@ -349,8 +349,8 @@ def test_a_folder_whose_key_cannot_be_written_opens_but_deletes_nothing(
 ) -> None:
     """(As root, a read-only folder is still writable, so the failure is injected.)"""
     from mnemo_sea.archive import StoreUnavailable
-    from mnemo_sea.hashing_embedder import HashingEmbedder
-    from mnemo_sea.mnemo import Mnemo
+    from mnemo_sea.system.hashing_embedder import HashingEmbedder
+    from mnemo_sea.system.mnemo import Mnemo
 
     def unwritable(path: Path) -> ReceiptKey:
         raise StoreUnavailable(f"receipt key {path} cannot be created: Read-only file system")

@@ -293,9 +293,9 @@ class Writer:
         from fakes import HashingEmbedder
 
         from mnemo_sea.archive import Archive
-        from mnemo_sea.caches import MemoryCache
-        from mnemo_sea.mnemo import ARCHIVE_FILE, INDEX_DIR, Mnemo
         from mnemo_sea.retrieval import HybridIndex
+        from mnemo_sea.system.caches import MemoryCache
+        from mnemo_sea.system.mnemo import ARCHIVE_FILE, INDEX_DIR, Mnemo
 
         archive = Archive.open(str(data / ARCHIVE_FILE))
         index = HybridIndex.open(data / INDEX_DIR, embedder=HashingEmbedder())
@@ -474,8 +474,8 @@ def serve() -> int:
     # Import everything a writer needs once, before any fork (no store or index is opened here).
     import fakes  # noqa: F401
 
-    import mnemo_sea.caches
-    import mnemo_sea.mnemo  # noqa: F401
+    import mnemo_sea.system.caches
+    import mnemo_sea.system.mnemo  # noqa: F401
 
     print("ready", flush=True)
     for line in sys.stdin:

@@ -19,8 +19,8 @@ from fakes import HashingEmbedder
 from stores import REDIS_URL, delete_prefix, require_redis
 
 from mnemo_sea.archive import Principal, Role, Sensitivity
-from mnemo_sea.caches import Cache, MemoryCache, RedisCache
-from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.system.caches import Cache, MemoryCache, RedisCache
+from mnemo_sea.system.mnemo import Mnemo
 
 
 @pytest.fixture

@@ -18,14 +18,14 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from mnemo_sea.agent_tools.inputs import SearchEvidenceInput
-from mnemo_sea.agent_tools.tools import search_evidence
 from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
-from mnemo_sea.cli import app as cli_app
-from mnemo_sea.fsck import _expected, run_fsck
-from mnemo_sea.hashing_embedder import HashingEmbedder as PackageHashingEmbedder
-from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.cli.app import app as cli_app
+from mnemo_sea.mcp.inputs import SearchEvidenceInput
+from mnemo_sea.mcp.tools import search_evidence
 from mnemo_sea.retrieval import EvidenceDocument
+from mnemo_sea.system.fsck import _expected, run_fsck
+from mnemo_sea.system.hashing_embedder import HashingEmbedder as PackageHashingEmbedder
+from mnemo_sea.system.mnemo import Mnemo
 
 AGENT = Principal("t-asof", "assistant", frozenset({Role.AGENT}), Sensitivity.INTERNAL)
 LONG_AGO = datetime(1971, 1, 1, tzinfo=UTC)

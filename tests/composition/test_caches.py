@@ -21,7 +21,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mnemo_sea.archive import InvalidInput, StoreUnavailable
-from mnemo_sea.caches import Cache, CacheStats, CacheUnavailable, MemoryCache, RedisCache, search_query_key
+from mnemo_sea.system.caches import (
+    Cache,
+    CacheStats,
+    CacheUnavailable,
+    MemoryCache,
+    RedisCache,
+    search_query_key,
+)
 
 CacheFactory = Callable[..., Cache]
 

@@ -30,7 +30,7 @@ from mnemo_sea.archive import (
     Sensitivity,
     StoreUnavailable,
 )
-from mnemo_sea.citations import (
+from mnemo_sea.system.citations import (
     Citation,
     MalformedCitationsFile,
     check_answers,

@@ -22,9 +22,9 @@ from typer.testing import CliRunner
 from mnemo_sea.archive import EvidenceInput, InvalidInput, Principal, Role, Sensitivity
 from mnemo_sea.archive import schema as t
 from mnemo_sea.archive.refs import DERIVED_ID_PREFIXES, MEMORY_PREFIX, RESULT_PREFIX, SUMMARY_PREFIX
-from mnemo_sea.citations import CitationCheck, check_answers, load_citations_jsonl
-from mnemo_sea.cli import app as cli_app
-from mnemo_sea.mnemo import Mnemo, SearchHit
+from mnemo_sea.cli.app import app as cli_app
+from mnemo_sea.system.citations import CitationCheck, check_answers, load_citations_jsonl
+from mnemo_sea.system.mnemo import Mnemo, SearchHit
 
 TENANT = "clinic-cite"
 AGENT = Principal(TENANT, "assistant", frozenset({Role.AGENT}), Sensitivity.INTERNAL)

@@ -13,9 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from mnemo_sea.archive import Archive, Principal, Role, Sensitivity
-from mnemo_sea.cli import app
-from mnemo_sea.hashing_embedder import HashingEmbedder
-from mnemo_sea.mnemo import ARCHIVE_FILE, Mnemo
+from mnemo_sea.cli.app import app
+from mnemo_sea.system.hashing_embedder import HashingEmbedder
+from mnemo_sea.system.mnemo import ARCHIVE_FILE, Mnemo
 
 AGENT = ["--tenant", "clinic-a", "--subject", "agent-1", "--role", "agent"]
 PRINCIPAL = Principal("clinic-a", "agent-1", frozenset({Role.AGENT}), Sensitivity.INTERNAL)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-CLI = [sys.executable, "-c", "from mnemo_sea.cli import main; main()"]
+CLI = [sys.executable, "-c", "from mnemo_sea.cli.app import main; main()"]
 AGENT = ["--tenant", "clinic-a", "--subject", "agent-1", "--role", "agent"]
 ADMIN = ["--tenant", "clinic-a", "--subject", "admin-1", "--role", "admin", "--clearance", "restricted"]
 
@@ -214,9 +214,9 @@ def test_forged_receipts_exit_2_like_rests_422_and_an_anchor_catches_a_rewound_a
     import sqlite3
 
     from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
-    from mnemo_sea.cli_facade import receipt_to_dict
-    from mnemo_sea.hashing_embedder import HashingEmbedder
-    from mnemo_sea.mnemo import Mnemo
+    from mnemo_sea.cli.facade import receipt_to_dict
+    from mnemo_sea.system.hashing_embedder import HashingEmbedder
+    from mnemo_sea.system.mnemo import Mnemo
 
     folder = tmp_path / "data"
     admin = Principal("clinic-a", "admin-1", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
@@ -358,8 +358,8 @@ def test_corrupt_archive_file_exit_7(tmp_path: Path) -> None:
 def test_locked_data_folder_names_the_holder_exit_6(data: Path) -> None:
     holder_code = (
         "import sys, time\n"
-        "from mnemo_sea.hashing_embedder import HashingEmbedder\n"
-        "from mnemo_sea.mnemo import Mnemo\n"
+        "from mnemo_sea.system.hashing_embedder import HashingEmbedder\n"
+        "from mnemo_sea.system.mnemo import Mnemo\n"
         f"m = Mnemo.open({str(data)!r}, embedder=HashingEmbedder())\n"
         "print('ready', flush=True)\n"
         "sys.stdin.read()\n"

@@ -27,10 +27,10 @@ from mnemo_sea.archive import (
     Principal,
     StoreUnavailable,
 )
-from mnemo_sea.caches import MemoryCache
-from mnemo_sea.cli import app
-from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.cli.app import app
 from mnemo_sea.retrieval import HybridIndex
+from mnemo_sea.system.caches import MemoryCache
+from mnemo_sea.system.mnemo import Mnemo
 
 AGENT = ["--tenant", "clinic-a", "--subject", "agent-1", "--role", "agent"]
 ENV = {"MNEMO_EMBEDDER": "hashing", "MNEMO_DATA_DIR": None, "MNEMO_DATABASE_URL": None}
@@ -60,8 +60,8 @@ def small_batches(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mnemo]:
 def test_a_load_larger_than_a_batch_is_stored_in_batches_with_true_progress(
     small_batches: Mnemo, agent: Principal
 ) -> None:
-    from mnemo_sea.bulk_ingest import ingest_in_batches
-    from mnemo_sea.mnemo import IngestProgress
+    from mnemo_sea.system.bulk_ingest import ingest_in_batches
+    from mnemo_sea.system.mnemo import IngestProgress
 
     seen: list[IngestProgress] = []
     report = ingest_in_batches(small_batches, agent, docs(10), progress=seen.append)
@@ -95,7 +95,7 @@ def test_a_load_larger_than_a_batch_is_stored_in_batches_with_true_progress(
 def test_a_batch_the_store_refuses_stops_the_load_and_says_what_stayed_stored(
     small_batches: Mnemo, agent: Principal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mnemo_sea.bulk_ingest import ingest_in_batches
+    from mnemo_sea.system.bulk_ingest import ingest_in_batches
 
     calls = {"n": 0}
     real = Mnemo.ingest
@@ -150,7 +150,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_failed_batch_exits_with_the_stores_code_and_reports_the_stored_batches(
     folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mnemo_sea import bulk_ingest
+    from mnemo_sea.system import bulk_ingest
 
     real_batches, real_ingest = bulk_ingest.ingest_in_batches, Mnemo.ingest
     monkeypatch.setattr(
@@ -202,8 +202,8 @@ def test_json_errors_and_exit_codes_are_one_policy(folder: Path) -> None:
 
 
 def test_serve_detects_the_folders_embedder_or_takes_the_option(folder: Path, tmp_path: Path) -> None:
-    from mnemo_sea.cli_facade import CliError
-    from mnemo_sea.cli_service import serve_settings
+    from mnemo_sea.cli.facade import CliError
+    from mnemo_sea.cli.service import serve_settings
 
     assert serve_settings(folder, None).embedder == "hashing"  # built with hashing: detected
     assert serve_settings(tmp_path / "new", None).embedder == "default"
@@ -231,7 +231,7 @@ def test_serve_detects_the_folders_embedder_or_takes_the_option(folder: Path, tm
     ],
 )
 def test_the_media_type_of_a_recorded_file(name: str, data: bytes, expected: str) -> None:
-    from mnemo_sea.documents import media_type_of
+    from mnemo_sea.system.documents import media_type_of
 
     assert media_type_of(name, data) == expected
 

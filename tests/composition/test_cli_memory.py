@@ -10,7 +10,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from mnemo_sea.cli import app
+from mnemo_sea.cli.app import app
 
 AGENT = ["--tenant", "clinic-a", "--subject", "agent-1", "--role", "agent"]
 ADMIN = ["--tenant", "clinic-a", "--subject", "admin-1", "--role", "admin", "--clearance", "restricted"]

@@ -8,7 +8,7 @@ import sys
 
 def test_caches_and_citations_load_without_the_retrieval_layer() -> None:
     code = (
-        "import sys, mnemo_sea.caches, mnemo_sea.citations; "
+        "import sys, mnemo_sea.system.caches, mnemo_sea.system.citations; "
         "loaded = sorted(m for m in sys.modules if m.startswith('mnemo_sea.retrieval')); "
         "print(loaded); sys.exit(1 if loaded else 0)"
     )

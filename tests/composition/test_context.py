@@ -11,8 +11,8 @@ from sqlalchemy import func, select
 from mnemo_sea.archive import EvidenceInput, NotFound, Principal, Role, Sensitivity
 from mnemo_sea.archive import schema as t
 from mnemo_sea.context import ContextOverBudget
-from mnemo_sea.mnemo import Mnemo, SearchResult
 from mnemo_sea.retrieval import IndexUnavailable
+from mnemo_sea.system.mnemo import Mnemo, SearchResult
 
 BUDGET = 200_000
 

@@ -58,11 +58,11 @@ from sqlalchemy import select
 
 from mnemo_sea.archive import ArchiveError
 from mnemo_sea.archive import schema as t
-from mnemo_sea.fsck import run_fsck
-from mnemo_sea.indexer import result_evidence_id
-from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.retrieval import AccessScope, SearchMode, SearchQuery
 from mnemo_sea.retrieval.filters import evidence_filter
+from mnemo_sea.system.fsck import run_fsck
+from mnemo_sea.system.indexer import result_evidence_id
+from mnemo_sea.system.mnemo import Mnemo
 
 WORKER = Path(__file__).with_name("_crash_worker.py")
 RUNS = 110

@@ -28,9 +28,9 @@ from leftovers import files_holding, new_marker, scan_database
 from mnemo_sea.archive import ArchiveTarget, EvidenceInput, NotFound, Principal, Role, Sensitivity
 from mnemo_sea.archive.deletion import verify_deleted
 from mnemo_sea.archive.outbox import scrub
-from mnemo_sea.mnemo import ARCHIVE_FILE, INDEX_DIR, Mnemo
 from mnemo_sea.retrieval.hybrid_index import CACHE_FILE
-from mnemo_sea.settings import MnemoSettings
+from mnemo_sea.system.mnemo import ARCHIVE_FILE, INDEX_DIR, Mnemo
+from mnemo_sea.system.settings import MnemoSettings
 
 AGENT = Principal("clinic-a", "agent-1", frozenset({Role.AGENT}), Sensitivity.INTERNAL)
 ADMIN = Principal("clinic-a", "admin-1", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)

@@ -29,7 +29,7 @@ from mnemo_sea.archive import (
     Sensitivity,
 )
 from mnemo_sea.archive.refs import check_evidence_id
-from mnemo_sea.documents import (
+from mnemo_sea.system.documents import (
     BinaryFile,
     FileTooLarge,
     LoadedDocuments,
@@ -375,12 +375,13 @@ def test_bad_options_are_invalid_input(tmp_path: Path) -> None:
 
 
 def test_documents_does_not_import_the_retrieval_layer() -> None:
-    tree = ast.parse((REPO / "mnemo_sea" / "documents.py").read_text(encoding="utf-8"))
+    tree = ast.parse((REPO / "mnemo_sea" / "system" / "documents.py").read_text(encoding="utf-8"))
     names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert not any("retrieval" in n for n in names), names
     code = (
-        "import sys, mnemo_sea.documents, mnemo_sea.sample_data as s; s.load_sample_tenant('clinic'); "
+        "import sys, mnemo_sea.system.documents, mnemo_sea.demo.sample_data as s; "
+        "s.load_sample_tenant('clinic'); "
         "s.load_session_script(); s.load_sample_citations('clinic'); "
         "loaded = sorted(m for m in sys.modules if m.startswith('mnemo_sea.retrieval')); "
         "print(loaded); sys.exit(1 if loaded else 0)"

@@ -11,9 +11,9 @@ from sqlalchemy import update
 
 from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
 from mnemo_sea.archive import schema as t
-from mnemo_sea.fsck import run_fsck
-from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.retrieval import EvidenceDocument
+from mnemo_sea.system.fsck import run_fsck
+from mnemo_sea.system.mnemo import Mnemo
 
 AGENT = Principal("clinic", "assistant", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
 

@@ -15,10 +15,10 @@ from sqlalchemy import select
 
 from mnemo_sea.archive import Principal, Role, Sensitivity
 from mnemo_sea.archive import schema as t
-from mnemo_sea.indexer import DrainReport, memory_evidence_id
-from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.retrieval.filters import evidence_filter
-from mnemo_sea.worker import run_worker
+from mnemo_sea.system.indexer import DrainReport, memory_evidence_id
+from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.worker import run_worker
 
 AGENT = Principal("clinic", "assistant", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
 ADMIN = Principal("clinic", "dpo", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)

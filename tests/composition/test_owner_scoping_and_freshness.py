@@ -11,10 +11,10 @@ from sqlalchemy import select
 from mnemo_sea.archive import EvidenceInput, Forbidden, InvalidInput, Principal, Role, Sensitivity
 from mnemo_sea.archive import schema as t
 from mnemo_sea.archive.outbox import MAX_ATTEMPTS, enqueue
-from mnemo_sea.caches import CacheUnavailable
-from mnemo_sea.fsck import run_fsck
-from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.retrieval import EvidenceDocument
+from mnemo_sea.system.caches import CacheUnavailable
+from mnemo_sea.system.fsck import run_fsck
+from mnemo_sea.system.mnemo import Mnemo
 
 AGENT = Principal("t1", "assistant", frozenset({Role.AGENT}), Sensitivity.INTERNAL)
 ALICE = Principal("t1", "alice", frozenset({Role.READER}), Sensitivity.INTERNAL)

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from mnemo_sea.api_keys import create_key
 from mnemo_sea.archive import (
     EvidenceInput,
     Forbidden,
@@ -20,10 +19,11 @@ from mnemo_sea.archive import (
     Role,
     Sensitivity,
 )
+from mnemo_sea.archive.api_keys import create_key
 from mnemo_sea.archive.policy import ArchivePolicy
-from mnemo_sea.fsck import run_fsck
-from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.rest.app import create_app
+from mnemo_sea.system.fsck import run_fsck
+from mnemo_sea.system.mnemo import Mnemo
 
 A_AGENT = Principal("ta", "agent-a", frozenset({Role.AGENT}), Sensitivity.INTERNAL)
 A_OTHER = Principal("ta", "agent-b", frozenset({Role.AGENT}), Sensitivity.INTERNAL)

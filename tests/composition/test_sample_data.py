@@ -32,18 +32,20 @@ from mnemo_sea.archive import (
     Sensitivity,
 )
 from mnemo_sea.archive.policy import DEFAULT_POLICY
-from mnemo_sea.citations import check_answers
-from mnemo_sea.documents import load_sample_citations, load_sample_tenant, load_session_script
-from mnemo_sea.sample_data import (
+from mnemo_sea.demo.sample_data import (
     SAMPLE_TENANTS,
     expected_verdicts,
     lab_analyzer_log,
+    load_sample_citations,
+    load_sample_tenant,
+    load_session_script,
     logistics_log,
     parse_session_script,
 )
+from mnemo_sea.system.citations import check_answers
 
 REPO = Path(__file__).resolve().parents[2]
-SAMPLE_DIR = REPO / "mnemo_sea" / "sample_data"
+SAMPLE_DIR = REPO / "mnemo_sea" / "demo" / "sample_data"
 
 CLINIC_IDS = {
     "drug:amoxicillin:label:2026-03",
@@ -329,7 +331,7 @@ def test_every_sample_file_is_package_data_and_read_from_the_package() -> None:
         if path.suffix == ".py":
             continue
         assert any(fnmatch.fnmatch(path.name, pat) for pat in patterns), f"{path.name} would miss the wheel"
-        packaged = resources.files("mnemo_sea.sample_data").joinpath(path.name)
+        packaged = resources.files("mnemo_sea.demo.sample_data").joinpath(path.name)
         assert packaged.read_bytes() == path.read_bytes()
     assert not [p for p in SAMPLE_DIR.iterdir() if p.is_dir() and p.name != "__pycache__"], (
         "package-data patterns do not reach subfolders"

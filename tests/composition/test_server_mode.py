@@ -10,13 +10,14 @@ import pytest
 from fakes import HashingEmbedder
 
 from mnemo_sea.archive import EvidenceInput, InvalidInput, Principal, Role, Sensitivity, StoreUnavailable
-from mnemo_sea.caches import CacheUnavailable, RedisCache
-from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.retrieval import IndexUnavailable
-from mnemo_sea.settings import MnemoSettings
+from mnemo_sea.system.caches import CacheUnavailable, RedisCache
+from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.settings import MnemoSettings
 
 AGENT = Principal("shop", "investigator", frozenset({Role.AGENT}), Sensitivity.INTERNAL)
 ADMIN = Principal("shop", "admin", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
+CLI_MAIN = "from mnemo_sea.cli.app import main; main()"
 
 
 @pytest.fixture
@@ -93,8 +94,8 @@ def test_server_mode_needs_one_shared_deployment_key(monkeypatch: pytest.MonkeyP
         with pytest.raises(InvalidInput, match=message):
             Mnemo.from_settings(MnemoSettings(**where, **extra), embedder=HashingEmbedder())
     assert not (tmp_path / "key").exists()
-    from mnemo_sea.mnemo import settings_receipt_key
-    from mnemo_sea.runtime import open_archive
+    from mnemo_sea.system.mnemo import settings_receipt_key
+    from mnemo_sea.system.opening import open_archive
 
     # A missing key file is refused at start, by the API (from_settings) and by archive-only
     # commands alike, and never created: a mistyped path or an unshared volume would otherwise
@@ -126,7 +127,7 @@ def test_background_workers_apply_the_outbox_once_each(
     import threading
 
     from mnemo_sea.archive.outbox import pending_count
-    from mnemo_sea.worker import run_worker
+    from mnemo_sea.system.worker import run_worker
 
     settings = MnemoSettings(
         database_url=pg_migrated_url, qdrant_url=":memory:", redis_url=redis_url, redis_prefix=redis_prefix
@@ -191,7 +192,7 @@ def test_the_worker_command_drains_the_outbox_and_stops_on_sigterm(pg_migrated_u
         }
         env.pop("MNEMO_REDIS_URL", None)
         proc = subprocess.Popen(
-            [sys.executable, "-c", "from mnemo_sea.cli import main; main()", "worker", "--poll", "0.05"],
+            [sys.executable, "-c", "from mnemo_sea.cli.app import main; main()", "worker", "--poll", "0.05"],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -224,7 +225,14 @@ def test_the_worker_command_fails_closed_on_an_unreachable_database() -> None:
         "MNEMO_QDRANT_URL": ":memory:",
     }
     proc = subprocess.run(
-        [sys.executable, "-c", "from mnemo_sea.cli import main; main()", "worker", "--embedder", "hashing"],
+        [
+            sys.executable,
+            "-c",
+            "from mnemo_sea.cli.app import main; main()",
+            "worker",
+            "--embedder",
+            "hashing",
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -239,8 +247,8 @@ def test_the_worker_waits_out_an_unavailable_store() -> None:
     import threading
     from types import SimpleNamespace
 
-    from mnemo_sea.indexer import DrainReport
-    from mnemo_sea.worker import run_worker
+    from mnemo_sea.system.indexer import DrainReport
+    from mnemo_sea.system.worker import run_worker
 
     stop = threading.Event()
     calls = {"n": 0}
@@ -269,8 +277,8 @@ def test_a_failing_ttl_purge_is_logged_and_retried_while_the_worker_drains_on(
     from types import SimpleNamespace
 
     from mnemo_sea.archive import IntegrityError, MemoryConflict
-    from mnemo_sea.indexer import DrainReport
-    from mnemo_sea.worker import run_worker
+    from mnemo_sea.system.indexer import DrainReport
+    from mnemo_sea.system.worker import run_worker
 
     now = [0.0]
     stop = threading.Event()
@@ -293,7 +301,7 @@ def test_a_failing_ttl_purge_is_logged_and_retried_while_the_worker_drains_on(
         return [SimpleNamespace(memory_facts=[("u-1", "tz", 1)])]
 
     fake = SimpleNamespace(indexer=SimpleNamespace(drain=drain), purge_expired_everywhere=purge)
-    with caplog.at_level(logging.ERROR, logger="mnemo_sea.worker"):
+    with caplog.at_level(logging.ERROR, logger="mnemo_sea.system.worker"):
         stats = run_worker(fake, stop, poll_seconds=0, purge_seconds=10, clock=lambda: now[0])  # type: ignore[arg-type]
     assert drains == [0.0, 4.0, 8.0, 12.0, 16.0, 20.0, 24.0, 28.0]  # every pass drained
     assert purges == [0.0, 12.0, 24.0]  # each failure retried one interval later

@@ -266,7 +266,7 @@ def test_chart_is_a_png(runs: dict[str, TraceRun], tmp_path: Path) -> None:
 
 
 def test_cli_eval_context_on_given_traces(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from mnemo_sea.cli import app
+    from mnemo_sea.cli.app import app
 
     fake = types.ModuleType("mnemo_sea.eval.curation.trace_format")
     fake.load_traces = lambda path: [TINY]  # type: ignore[attr-defined]

@@ -15,7 +15,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from mnemo_sea.cli_bench_api import register
+from mnemo_sea.cli.bench_api import register
 from mnemo_sea.eval._api_clients import AgentClient, SentRecord
 from mnemo_sea.eval._api_stack import ApiServer, mint_keys, scratch_database, scratch_redis_prefix
 from mnemo_sea.eval._write_audit import audit

@@ -10,9 +10,9 @@ import anyio
 from mcp import Client
 from mcp_types import CallToolResult, TextContent
 
-from mnemo_sea.agent_tools import build_server, fixed_principal
 from mnemo_sea.archive import Principal, Role
-from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.mcp import build_server, fixed_principal
+from mnemo_sea.system.mnemo import Mnemo
 
 CLINIC = Principal("clinic", "agent-1", frozenset({Role.AGENT}))
 SHOP = Principal("shop", "agent-9", frozenset({Role.AGENT}))

@@ -13,11 +13,11 @@ from mcp.server import Server
 from mcp_helpers import payload
 from typer.testing import CliRunner
 
-import mnemo_sea.agent_tools
-from mnemo_sea.api_keys import create_key
+import mnemo_sea.mcp
 from mnemo_sea.archive import Archive
-from mnemo_sea.cli_mcp import register
-from mnemo_sea.mnemo import ARCHIVE_FILE
+from mnemo_sea.archive.api_keys import create_key
+from mnemo_sea.cli.mcp import register
+from mnemo_sea.system.mnemo import ARCHIVE_FILE
 
 
 @pytest.fixture
@@ -85,7 +85,7 @@ def test_stdio_with_an_api_key_runs_as_the_key_principal(
             )
             answers.append(payload(result))
 
-    monkeypatch.setattr(mnemo_sea.agent_tools, "serve_stdio", serve_and_call)
+    monkeypatch.setattr(mnemo_sea.mcp, "serve_stdio", serve_and_call)
     result = CliRunner().invoke(
         app,
         ["mcp", "--tenant", "ignored"],

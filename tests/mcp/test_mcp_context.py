@@ -10,7 +10,7 @@ from mcp import Client
 from mcp_helpers import CLINIC, SHOP, payload, with_client
 
 from mnemo_sea.archive import Principal, Role
-from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.system.mnemo import Mnemo
 
 LOG = "lab.log line: all values within range\n" * 300  # over 1,000 tokens: an archive candidate
 INSTRUCTIONS = "You are the clinic's assistant. Cite result ids."

@@ -6,7 +6,7 @@ from __future__ import annotations
 from mcp import Client
 from mcp_helpers import CLINIC, payload, with_client
 
-from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.system.mnemo import Mnemo
 
 
 def test_remember_checks_derived_from_and_provenance_precedence(mnemo: Mnemo) -> None:

@@ -13,9 +13,9 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp_helpers import payload
 
-from mnemo_sea.agent_tools import TOOLS
 from mnemo_sea.archive import Archive, NotFound, Principal, Role
-from mnemo_sea.mnemo import ARCHIVE_FILE
+from mnemo_sea.mcp import TOOLS
+from mnemo_sea.system.mnemo import ARCHIVE_FILE
 
 REPORT = "Radiograph 2024-05-02: thorax clear, no masses."
 
@@ -23,7 +23,7 @@ REPORT = "Radiograph 2024-05-02: thorax clear, no masses."
 def test_stdio_server_runs_the_tools_as_the_configured_principal(tmp_path: Path) -> None:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "mnemo_sea.cli_mcp"],
+        args=["-m", "mnemo_sea.cli.mcp"],
         env={
             "MNEMO_DATA_DIR": str(tmp_path),
             "MNEMO_EMBEDDER": "hashing",

@@ -12,9 +12,9 @@ import pytest
 from mcp import Client
 from mcp_helpers import AMOXICILLIN, CLINIC, payload, with_client
 
-from mnemo_sea.agent_tools import TOOLS, build_server
 from mnemo_sea.archive import NotFound, Principal, Role, Sensitivity
-from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.mcp import TOOLS, build_server
+from mnemo_sea.system.mnemo import Mnemo
 
 TOOL_NAMES = {
     "search_evidence",

@@ -23,10 +23,10 @@ from fastapi.testclient import TestClient
 from rest_helpers import OPERATOR_TENANT, Api, System
 from stores import REDIS_URL, create_database, delete_prefix, drop_database, require_redis
 
-from mnemo_sea.hashing_embedder import HashingEmbedder
-from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.rest.app import create_app
-from mnemo_sea.settings import MnemoSettings
+from mnemo_sea.system.hashing_embedder import HashingEmbedder
+from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.settings import MnemoSettings
 
 
 @pytest.fixture(scope="module")

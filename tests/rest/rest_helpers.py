@@ -11,8 +11,8 @@ from typing import Any, Protocol
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from mnemo_sea.api_keys import create_key
-from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.archive.api_keys import create_key
+from mnemo_sea.system.mnemo import Mnemo
 
 PROBLEM_JSON = "application/problem+json"
 OPERATOR_TENANT = "ops"  # MNEMO_OPERATOR_TENANT of the test apps: its admins read /metrics

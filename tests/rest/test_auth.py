@@ -11,9 +11,9 @@ from rest_helpers import Api, assert_problem, evidence
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from mnemo_sea.api_keys import list_keys, revoke_key
 from mnemo_sea.archive import schema as t
-from mnemo_sea.cli import app as cli_app
+from mnemo_sea.archive.api_keys import list_keys, revoke_key
+from mnemo_sea.cli.app import app as cli_app
 
 PROTECTED = [
     ("GET", "/v1/evidence/some-id", None),

@@ -18,11 +18,11 @@ from sqlalchemy import delete, event, select, update
 from mnemo_sea.archive import Archive, ArchivePolicy
 from mnemo_sea.archive import schema as t
 from mnemo_sea.archive.store import open_store
-from mnemo_sea.caches import MemoryCache, RedisCache
-from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.rest.app import create_app
 from mnemo_sea.retrieval import IndexUnavailable
-from mnemo_sea.settings import MnemoSettings
+from mnemo_sea.system.caches import MemoryCache, RedisCache
+from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.settings import MnemoSettings
 
 # ---- evidence ------------------------------------------------------------------------------------
 

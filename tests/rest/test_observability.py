@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 from rest_helpers import OPERATOR_TENANT, Api, assert_problem, evidence
 
-from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.rest.app import create_app
 from mnemo_sea.rest.observability import JsonFormatter
+from mnemo_sea.system.mnemo import Mnemo
 
 GENERATED_ID = re.compile(r"^[0-9a-f]{32}$")
 

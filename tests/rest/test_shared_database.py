@@ -18,14 +18,14 @@ from fastapi.testclient import TestClient
 from rest_helpers import evidence
 from stores import REDIS_URL
 
-from mnemo_sea.api_keys import create_key
 from mnemo_sea.archive import Archive
-from mnemo_sea.caches import RedisCache
-from mnemo_sea.hashing_embedder import HashingEmbedder
-from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.archive.api_keys import create_key
 from mnemo_sea.rest.app import create_app
-from mnemo_sea.settings import MnemoSettings
-from mnemo_sea.worker import run_worker
+from mnemo_sea.system.caches import RedisCache
+from mnemo_sea.system.hashing_embedder import HashingEmbedder
+from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.settings import MnemoSettings
+from mnemo_sea.system.worker import run_worker
 
 pytestmark = pytest.mark.postgres
 

@@ -93,7 +93,7 @@ def test_python_dash_m_entry_point_prints_json(tmp_path: Path) -> None:
 def test_cli_commands_are_registered_and_report_bad_input_in_one_line(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from mnemo_sea.cli import app
+    from mnemo_sea.cli.app import app
 
     runner = CliRunner()
     for group, command in (("eval", "retrieval"), ("bench", "search"), ("bench", "ingest")):

@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 RETRIEVAL = Path(__file__).resolve().parents[2] / "retrieval"
-FORBIDDEN = ("mnemo_sea.archive", "mnemo_sea.cli", "mnemo_sea.eval", "archive", "eval")
+FORBIDDEN = ("mnemo_sea.archive", "mnemo_sea.cli.app", "mnemo_sea.eval", "archive", "eval")
 
 
 def test_retrieval_never_imports_archive_cli_or_eval() -> None:

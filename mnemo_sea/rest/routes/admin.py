@@ -8,11 +8,11 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from mnemo_sea.archive import AuditAnchor, AuditEvent, DeletionReceipt, InvalidInput
-from mnemo_sea.fsck import Problem, run_fsck
 from mnemo_sea.rest.auth import Admin, System
 from mnemo_sea.rest.models import Page
 from mnemo_sea.rest.problems import responses
 from mnemo_sea.rest.routes.common import MAX_SQL_INT, Limit
+from mnemo_sea.system.fsck import Problem, run_fsck
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"])
 

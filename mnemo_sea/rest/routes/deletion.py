@@ -6,10 +6,10 @@ from fastapi import APIRouter
 from pydantic import BaseModel
 
 from mnemo_sea.archive import DeletionReceipt, InvalidInput
-from mnemo_sea.mnemo import DeletionCheck
 from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.problems import responses
 from mnemo_sea.rest.routes.common import MAX_SQL_INT, IdempotencyKey
+from mnemo_sea.system.mnemo import DeletionCheck
 
 router = APIRouter(prefix="/v1", tags=["deletion"])
 

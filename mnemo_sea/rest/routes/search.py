@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from mnemo_sea.mnemo import SearchResult
 from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.models import CitationReportOut, CitationsIn, SearchIn
 from mnemo_sea.rest.problems import responses
+from mnemo_sea.system.mnemo import SearchResult
 
 router = APIRouter(prefix="/v1", tags=["search"])
 

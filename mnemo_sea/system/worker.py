@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mnemo_sea.archive import ArchiveError, StoreUnavailable
-from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.retrieval import IndexUnavailable
+from mnemo_sea.system.mnemo import Mnemo
 
 log = logging.getLogger(__name__)
 

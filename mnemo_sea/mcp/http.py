@@ -16,13 +16,13 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mnemo_sea.api_keys import Unauthenticated, authenticate
 from mnemo_sea.archive import Principal
+from mnemo_sea.archive.api_keys import Unauthenticated, authenticate
 from mnemo_sea.archive.store import ArchiveStore
-from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.rest.limits import BodyLimit
 from mnemo_sea.rest.problems import problem_response
-from mnemo_sea.settings import MnemoSettings
+from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.settings import MnemoSettings
 
 from .server import Context, build_server
 

@@ -59,10 +59,6 @@ from mnemo_sea.archive.records import EVIDENCE_KINDS, PROVENANCES
 from mnemo_sea.archive.refs import EVIDENCE_ID, check_evidence_id
 from mnemo_sea.archive.sessions import check_media_type
 
-# The packaged sample data has its own loaders (it imports this module only inside them); they are
-# served from here too, beside the loader for users' files.
-from mnemo_sea.sample_data import load_sample_citations, load_sample_tenant, load_session_script
-
 __all__ = [
     "EXTENSIONS",
     "MAX_FILE_BYTES",
@@ -78,9 +74,6 @@ __all__ = [
     "UnsupportedFile",
     "document_id",
     "load_documents",
-    "load_sample_citations",
-    "load_sample_tenant",
-    "load_session_script",
     "media_type_of",
     "parse_jsonl",
 ]

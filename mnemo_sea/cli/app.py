@@ -75,7 +75,7 @@ def demo(
     ] = None,
 ) -> None:
     """Walk the archive scenarios end to end on the embedded default; ends with PASS or FAIL."""
-    from mnemo_sea.demo import main as run_demo
+    from mnemo_sea.demo.walkthrough import main as run_demo
 
     raise typer.Exit(code=run_demo(data_dir))
 
@@ -93,18 +93,18 @@ def worker(
     """Server mode: apply the outbox to the index and caches until SIGTERM or Ctrl-C.
 
     Reads MNEMO_DATABASE_URL, MNEMO_QDRANT_URL, MNEMO_REDIS_URL, MNEMO_EMBEDDER (see
-    mnemo_sea.settings); run as many workers as you like against one database. Also deletes
+    mnemo_sea.system.settings); run as many workers as you like against one database. Also deletes
     expired memory facts every MNEMO_TTL_PURGE_SECONDS (default 300; 0: never). Prints its
     counts as JSON when it stops.
     """
     import signal
     import threading
 
-    from mnemo_sea.cli_facade import CliError, guard
-    from mnemo_sea.mnemo import Mnemo
-    from mnemo_sea.runtime import settings_embedder
-    from mnemo_sea.settings import MnemoSettings
-    from mnemo_sea.worker import run_worker
+    from mnemo_sea.cli.facade import CliError, guard
+    from mnemo_sea.system.mnemo import Mnemo
+    from mnemo_sea.system.opening import settings_embedder
+    from mnemo_sea.system.settings import MnemoSettings
+    from mnemo_sea.system.worker import run_worker
 
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -130,26 +130,26 @@ def main() -> None:
     app()
 
 
-from .cli_retrieval import register as _register_retrieval  # noqa: E402 - needs eval_app/bench_app above
+from .retrieval import register as _register_retrieval  # noqa: E402 - needs eval_app/bench_app above
 
 _register_retrieval(eval_app, bench_app)
 
-from .cli_facade import register as _register_facade  # noqa: E402 - needs app/eval_app above
+from .facade import register as _register_facade  # noqa: E402 - needs app/eval_app above
 
 _register_facade(app, eval_app)
 
-from .cli_service import register as _register_service  # noqa: E402 - needs app above
+from .service import register as _register_service  # noqa: E402 - needs app above
 
 _register_service(app)
 
-from .cli_mcp import register as _register_mcp  # noqa: E402 - needs app above
+from .mcp import register as _register_mcp  # noqa: E402 - needs app above
 
 _register_mcp(app)
 
-from .cli_bench_api import register as _register_bench_api  # noqa: E402 - needs bench_app above
+from .bench_api import register as _register_bench_api  # noqa: E402 - needs bench_app above
 
 _register_bench_api(bench_app)
 
-from .cli_curation import register as _register_curation  # noqa: E402 - needs eval_app above
+from .curation import register as _register_curation  # noqa: E402 - needs eval_app above
 
 _register_curation(eval_app)

@@ -5,7 +5,7 @@ given, else `--tenant/--subject/--role/--clearance` (env MNEMO_TENANT/MNEMO_SUBJ
 MNEMO_CLEARANCE). `--transport http` serves streamable HTTP at http://HOST:PORT/mcp, where every
 request must carry `Authorization: Bearer <api key>` and runs as that key's principal (the
 principal options are then unused). The system is opened from the settings (MNEMO_DATA_DIR for
-the embedded default, or MNEMO_DATABASE_URL + MNEMO_QDRANT_URL; see mnemo_sea.settings).
+the embedded default, or MNEMO_DATABASE_URL + MNEMO_QDRANT_URL; see mnemo_sea.system.settings).
 
 stdout belongs to the protocol on stdio, so every problem is one line `error: ...` on stderr,
 with the exit codes of the other commands: 2 usage or input (including a bad API key),
@@ -21,7 +21,6 @@ from typing import Annotated, Any, NoReturn
 import typer
 from pydantic import ValidationError
 
-from mnemo_sea.api_keys import Unauthenticated
 from mnemo_sea.archive import (
     ArchiveError,
     Forbidden,
@@ -32,6 +31,7 @@ from mnemo_sea.archive import (
     Sensitivity,
     StoreUnavailable,
 )
+from mnemo_sea.archive.api_keys import Unauthenticated
 
 _PRINCIPAL = "Principal (stdio)"
 EMBEDDERS = ("default", "hashing")
@@ -143,10 +143,10 @@ def run(
     """Open the system from the settings and serve until the client leaves or the process is stopped."""
     import anyio
 
-    from mnemo_sea.agent_tools import build_server, fixed_principal, serve_http, serve_stdio
-    from mnemo_sea.api_keys import authenticate
-    from mnemo_sea.runtime import open_mnemo
-    from mnemo_sea.settings import MnemoSettings
+    from mnemo_sea.archive.api_keys import authenticate
+    from mnemo_sea.mcp import build_server, fixed_principal, serve_http, serve_stdio
+    from mnemo_sea.system.opening import open_mnemo
+    from mnemo_sea.system.settings import MnemoSettings
 
     # Check the principal options before the (slow) open, so a typo fails at once.
     principal = None
@@ -179,7 +179,7 @@ def register(app: typer.Typer) -> None:
 
 
 def main() -> None:
-    """`python -m mnemo_sea.cli_mcp [OPTIONS]`: the command on its own."""
+    """`python -m mnemo_sea.cli.mcp [OPTIONS]`: the command on its own."""
     app = typer.Typer(add_completion=False)
     register(app)
     app()

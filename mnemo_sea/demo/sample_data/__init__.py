@@ -10,7 +10,7 @@ Files (read through importlib.resources, so they work from an installed wheel, n
 repository's shared folder):
 
 - `clinic.jsonl`, `shop.jsonl`: one evidence document per line, in the format of
-  `mnemo_sea.documents` (`policy:analgesia:cats` appears twice: version 1, then version 2,
+  `mnemo_sea.system.documents` (`policy:analgesia:cats` appears twice: version 1, then version 2,
   which supersedes it when stored in file order);
 - `sessions.json`: the demo's sessions, tool call by tool call (tool, arguments, content,
   policy class, observed_at, and the note an agent would leave when archiving), plus memory
@@ -18,7 +18,7 @@ repository's shared folder):
   file with their arguments; they are deterministic, so an original's hash is the same on
   every run;
 - `clinic_citations.jsonl`: one answer with a good citation (a verbatim quote) and a broken one
-  (a quote that is not in the document), in the format of `mnemo_sea.citations`; its
+  (a quote that is not in the document), in the format of `mnemo_sea.system.citations`; its
   `expected` key lists the verdict each citation should get.
 """
 
@@ -38,7 +38,7 @@ from mnemo_sea.archive.records import PROVENANCES
 
 if TYPE_CHECKING:
     from mnemo_sea.archive import EvidenceInput
-    from mnemo_sea.citations import CitedAnswer
+    from mnemo_sea.system.citations import CitedAnswer
 
 SAMPLE_TENANTS = ("clinic", "shop")
 CITATION_TENANTS = ("clinic",)
@@ -61,10 +61,10 @@ def _check_tenant(name: object, known: tuple[str, ...]) -> str:
 
 def load_sample_tenant(name: str) -> list[EvidenceInput]:
     """The evidence documents of sample tenant `name` ("clinic" or "shop"), in store order."""
-    from mnemo_sea.documents import MalformedDocuments, parse_jsonl
+    from mnemo_sea.system.documents import MalformedDocuments, parse_jsonl
 
     file = f"{_check_tenant(name, SAMPLE_TENANTS)}.jsonl"
-    documents, problems = parse_jsonl(_resource(file), f"mnemo_sea/sample_data/{file}", file)
+    documents, problems = parse_jsonl(_resource(file), f"mnemo_sea/demo/sample_data/{file}", file)
     if problems:  # a packaging bug, not a user mistake; still a typed error naming each line
         raise MalformedDocuments(problems, documents)
     return [d.item for d in documents]
@@ -72,7 +72,7 @@ def load_sample_tenant(name: str) -> list[EvidenceInput]:
 
 def load_sample_citations(name: str = "clinic") -> list[CitedAnswer]:
     """The sample answers with citations of tenant `name` (only "clinic" has some)."""
-    from mnemo_sea.citations import load_citations_jsonl
+    from mnemo_sea.system.citations import load_citations_jsonl
 
     file = resources.files(__name__).joinpath(f"{_check_tenant(name, CITATION_TENANTS)}_citations.jsonl")
     with resources.as_file(file) as path:
@@ -418,4 +418,4 @@ def parse_session_script(data: bytes, shown: str = "sessions.json") -> SessionSc
 
 def load_session_script() -> SessionScript:
     """The demo's session script, shipped as `sessions.json`, with generated contents built."""
-    return parse_session_script(_resource("sessions.json"), "mnemo_sea/sample_data/sessions.json")
+    return parse_session_script(_resource("sessions.json"), "mnemo_sea/demo/sample_data/sessions.json")

@@ -1,6 +1,6 @@
 """CLI commands over the `Mnemo` facade: init, ingest, search, session, evidence, summary, memory,
 delete, verify-deleted, fsck, audit verify/anchor and eval citations. `register(app, eval_app)` adds
-them to `mnemo-sea` (with `session context` and `session task-state`, from mnemo_sea.cli_context).
+them to `mnemo-sea` (with `session context` and `session task-state`, from mnemo_sea.cli.context).
 
 Every command works on one data folder (`--data-dir`, env MNEMO_DATA_DIR) as one principal
 (`--tenant/--subject/--role/--clearance`, env MNEMO_TENANT/MNEMO_SUBJECT/MNEMO_ROLE/MNEMO_CLEARANCE;
@@ -9,7 +9,7 @@ folder; the others refuse a folder that holds no archive.
 
 `--embedder default|hashing` (env MNEMO_EMBEDDER) picks the dense model: `default` is
 all-MiniLM-L6-v2, `hashing` the deterministic word-hashing embedder of
-mnemo_sea.hashing_embedder, meant for tests and offline smoke runs only. Without the option an
+mnemo_sea.system.hashing_embedder, meant for tests and offline smoke runs only. Without the option an
 existing folder keeps the embedder its index was built with (a new one gets `default`); asking
 for the other one is refused, since the stored vectors would not match.
 
@@ -73,13 +73,13 @@ from mnemo_sea.archive import (
     StateConflict,
     StoreUnavailable,
 )
-from mnemo_sea.plain import plain
+from mnemo_sea.system.json_ready import plain
 
 if TYPE_CHECKING:
     from mnemo_sea.archive import Archive
-    from mnemo_sea.mnemo import IngestProgress, Mnemo
     from mnemo_sea.retrieval import Embedder
     from mnemo_sea.retrieval.errors import RetrievalError
+    from mnemo_sea.system.mnemo import IngestProgress, Mnemo
 
 EXIT_PROBLEMS = 1
 EXIT_USAGE = 2
@@ -89,7 +89,7 @@ EXIT_CONFLICT = 5
 EXIT_UNAVAILABLE = 6
 EXIT_INTEGRITY = 7
 
-# The same names as mnemo_sea.mnemo (imported lazily: loading the index stack takes ~1.5 s,
+# The same names as mnemo_sea.system.mnemo (imported lazily: loading the index stack takes ~1.5 s,
 # and errors that need no archive should not pay for it).
 ARCHIVE_FILE = "archive.db"
 INDEX_DIR = "index"
@@ -405,14 +405,14 @@ def _check_sqlite_file(path: Path) -> None:
 
 
 def _hashing_model_id() -> str:
-    from mnemo_sea.hashing_embedder import HASHING_MODEL_ID
+    from mnemo_sea.system.hashing_embedder import HASHING_MODEL_ID
 
     return HASHING_MODEL_ID
 
 
 def _embedder(choice: str | None, folder: Path) -> Embedder | None:
     """The embedder asked for, or the one the folder's index was built with; None = the default."""
-    from mnemo_sea.hashing_embedder import HashingEmbedder
+    from mnemo_sea.system.hashing_embedder import HashingEmbedder
 
     return HashingEmbedder() if embedder_choice(choice, folder) == "hashing" else None
 
@@ -434,7 +434,7 @@ def embedder_choice(choice: str | None, folder: Path | None) -> str:
 
 def _open_mnemo(target: Target, *, create: bool = False) -> Mnemo:
     folder = target.folder(must_exist=not create)  # before the ~1.5 s import: fail fast
-    from mnemo_sea.mnemo import Mnemo
+    from mnemo_sea.system.mnemo import Mnemo
 
     return Mnemo.open(folder, embedder=_embedder(target.embedder, folder))
 
@@ -586,8 +586,8 @@ def ingest(
     If storing batch k fails (the store, not the input), batches before it stay stored and the
     report says which (exit code of the store's error).
     """
-    from mnemo_sea.bulk_ingest import ingest_in_batches
-    from mnemo_sea.documents import load_documents
+    from mnemo_sea.system.bulk_ingest import ingest_in_batches
+    from mnemo_sea.system.documents import load_documents
 
     folder = target.folder()
     principal = target.principal()
@@ -711,7 +711,7 @@ def session_record(
         raise CliError("give exactly one of --content TEXT or --file F")
     data: str | bytes
     if file is not None:
-        from mnemo_sea.documents import MAX_FILE_BYTES, media_type_of
+        from mnemo_sea.system.documents import MAX_FILE_BYTES, media_type_of
 
         if not file.is_file():
             raise CliError(f"--file {file}: no such file")
@@ -1231,7 +1231,7 @@ def fsck(
 ) -> None:
     """Compare index and outbox with the archive; check blob hashes and audit chains."""
     target.folder()  # before the ~1.5 s import: fail fast
-    from mnemo_sea.fsck import run_fsck
+    from mnemo_sea.system.fsck import run_fsck
 
     with _open_mnemo(target) as mnemo:
         compacted = mnemo.compact_index() if compact else None
@@ -1301,7 +1301,7 @@ def eval_citations(
     as_json: JsonOpt = False,
 ) -> None:
     """Check every citation: resolves, valid then, not retracted/superseded, quote verbatim; precision."""
-    from mnemo_sea.citations import check_answers, load_citations_jsonl
+    from mnemo_sea.system.citations import check_answers, load_citations_jsonl
 
     principal = target.principal()
     target.folder()
@@ -1316,7 +1316,7 @@ def eval_citations(
 
 def add_command(group: typer.Typer, name: str, fn: Callable[..., None]) -> None:
     """Add `fn(target, ...)` to `group` as `name`, with the shared options and error handling
-    (for the command modules that extend these groups, e.g. mnemo_sea.cli_context)."""
+    (for the command modules that extend these groups, e.g. mnemo_sea.cli.context)."""
     group.command(name, cls=_Command, help=inspect.getdoc(fn))(_command(fn))
 
 
@@ -1329,8 +1329,8 @@ def add_group(parent: typer.Typer, name: str, help_text: str) -> typer.Typer:
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     """Add the facade commands to `mnemo-sea` (and `citations` to its `eval` group)."""
-    # Imported here: mnemo_sea.cli_context builds on this module's machinery.
-    from mnemo_sea import cli_context
+    # Imported here: mnemo_sea.cli.context builds on this module's machinery.
+    from mnemo_sea.cli import context as cli_context
 
     add = add_command
 

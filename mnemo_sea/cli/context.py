@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from mnemo_sea.archive import TaskStateRejected
-from mnemo_sea.cli_facade import (
+from mnemo_sea.cli.facade import (
     CliError,
     JsonOpt,
     Target,
@@ -29,7 +29,7 @@ from mnemo_sea.cli_facade import (
     add_command,
     add_group,
 )
-from mnemo_sea.plain import plain
+from mnemo_sea.system.json_ready import plain
 
 if TYPE_CHECKING:
     from mnemo_sea.archive import TaskState

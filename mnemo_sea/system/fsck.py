@@ -16,10 +16,10 @@ from mnemo_sea.archive import IntegrityError, feeds
 from mnemo_sea.archive.audit import verify_chain
 from mnemo_sea.archive.outbox import pending_count
 from mnemo_sea.archive.summaries import source_owner
-from mnemo_sea.indexer import evidence_document, memory_document, note_document, summary_document
-from mnemo_sea.mnemo import Mnemo
 from mnemo_sea.retrieval import EvidenceDocument
 from mnemo_sea.retrieval.filters import FilterSpec, tenant_filter
+from mnemo_sea.system.indexer import evidence_document, memory_document, note_document, summary_document
+from mnemo_sea.system.mnemo import Mnemo
 
 
 @dataclass(frozen=True)

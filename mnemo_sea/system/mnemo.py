@@ -46,19 +46,10 @@ from mnemo_sea.archive import (
 from mnemo_sea.archive.clock import aware, utcnow
 from mnemo_sea.archive.outbox import pending_ids
 from mnemo_sea.archive.refs import MEMORY_PREFIX, RESULT_PREFIX
-from mnemo_sea.caches import Cache, MemoryCache, RedisCache, search_query_key
-from mnemo_sea.citations import Citation, CitationReport, check_citations
 from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, TokenCounter
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS, assemble
 from mnemo_sea.context.gather import check_instructions, gather, tool_texts
 from mnemo_sea.context.material import EvidenceItem
-from mnemo_sea.indexer import (
-    AppliedRow,
-    DrainReport,
-    Indexer,
-    OnApplied,
-    memory_evidence_id,
-)
 from mnemo_sea.retrieval import (
     AccessScope,
     Embedder,
@@ -71,7 +62,16 @@ from mnemo_sea.retrieval import (
     SearchStatus,
 )
 from mnemo_sea.retrieval.filters import evidence_filter
-from mnemo_sea.settings import MnemoSettings
+from mnemo_sea.system.caches import Cache, MemoryCache, RedisCache, search_query_key
+from mnemo_sea.system.citations import Citation, CitationReport, check_citations
+from mnemo_sea.system.indexer import (
+    AppliedRow,
+    DrainReport,
+    Indexer,
+    OnApplied,
+    memory_evidence_id,
+)
+from mnemo_sea.system.settings import MnemoSettings
 
 log = logging.getLogger(__name__)
 
@@ -328,7 +328,7 @@ class Mnemo:
         Every component is reached before this returns; an unreachable one raises
         StoreUnavailable (CacheUnavailable for Redis, IndexUnavailable for Qdrant) naming it.
         With `sync_writes=False` writes return after the SQL commit and an outbox worker
-        (`mnemo_sea.worker.run_worker`, `mnemo-sea worker`) applies them.
+        (`mnemo_sea.system.worker.run_worker`, `mnemo-sea worker`) applies them.
         """
         cfg = settings or MnemoSettings()
         if cfg.database_url is None:
@@ -858,7 +858,7 @@ class Mnemo:
     def compact_index(self) -> int:
         """Apply pending rows, then rewrite the embedded index with its live points only, so no
         byte of a deleted point stays in its files (deletions do it by themselves only once
-        enough points were deleted: see mnemo_sea/indexer.py); returns the points kept. Over a
+        enough points were deleted: see mnemo_sea/system/indexer.py); returns the points kept. Over a
         Qdrant server it does nothing and returns 0 (the server vacuums by itself)."""
         self.sync()
         return self.index.compact()

@@ -26,7 +26,7 @@ from mcp_types import (
 
 from mnemo_sea import __version__
 from mnemo_sea.archive import Principal
-from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.system.mnemo import Mnemo
 
 from .results import failure, from_exception, success
 from .tools import INSTRUCTIONS, TOOLS, AgentTool

@@ -16,12 +16,12 @@ from typing import Any
 from mcp_types import CallToolResult, TextContent
 from pydantic import ValidationError
 
-from mnemo_sea.api_keys import Unauthenticated
 from mnemo_sea.archive import ArchiveError
-from mnemo_sea.plain import plain
+from mnemo_sea.archive.api_keys import Unauthenticated
 from mnemo_sea.retrieval import RetrievalError
+from mnemo_sea.system.json_ready import plain
 
-log = logging.getLogger("mnemo_sea.agent_tools")
+log = logging.getLogger("mnemo_sea.mcp")
 
 
 def plain_object(value: object) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """`mnemo-sea serve` (the REST API) and `mnemo-sea keys` (API keys for it and the MCP server).
 
-Both read the service settings (MNEMO_*, see mnemo_sea.settings): MNEMO_DATABASE_URL for
+Both read the service settings (MNEMO_*, see mnemo_sea.system.settings): MNEMO_DATABASE_URL for
 server mode, else the embedded data folder (`--data-dir` / MNEMO_DATA_DIR).
 """
 
@@ -12,8 +12,8 @@ from typing import Annotated
 
 import typer
 
-from mnemo_sea.cli_facade import embedder_choice, guard
-from mnemo_sea.settings import MnemoSettings
+from mnemo_sea.cli.facade import embedder_choice, guard
+from mnemo_sea.system.settings import MnemoSettings
 
 keys_app = typer.Typer(no_args_is_help=True, help="API keys: create, list, revoke (shown once at creation).")
 
@@ -58,7 +58,7 @@ def serve(
 
     from mnemo_sea.rest.app import create_app
     from mnemo_sea.rest.observability import configure_logging
-    from mnemo_sea.runtime import open_mnemo
+    from mnemo_sea.system.opening import open_mnemo
 
     with guard():
         settings = serve_settings(data_dir, embedder)
@@ -80,8 +80,8 @@ def keys_create(
     data_dir: DataDir = None,
 ) -> None:
     """Create a key and print it once (JSON); only its hash is stored."""
-    from mnemo_sea.api_keys import create_key
-    from mnemo_sea.runtime import open_archive
+    from mnemo_sea.archive.api_keys import create_key
+    from mnemo_sea.system.opening import open_archive
 
     with guard():
         archive = open_archive(_settings(data_dir))
@@ -100,8 +100,8 @@ def keys_list(
     data_dir: DataDir = None,
 ) -> None:
     """List keys (never their secrets), revoked ones included, as JSON."""
-    from mnemo_sea.api_keys import list_keys
-    from mnemo_sea.runtime import open_archive
+    from mnemo_sea.archive.api_keys import list_keys
+    from mnemo_sea.system.opening import open_archive
 
     with guard():
         archive = open_archive(_settings(data_dir))
@@ -118,8 +118,8 @@ def keys_revoke(
     data_dir: DataDir = None,
 ) -> None:
     """Revoke a key: requests with it get 401 from now on."""
-    from mnemo_sea.api_keys import revoke_key
-    from mnemo_sea.runtime import open_archive
+    from mnemo_sea.archive.api_keys import revoke_key
+    from mnemo_sea.system.opening import open_archive
 
     with guard():
         archive = open_archive(_settings(data_dir))

@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from mnemo_sea.archive import Principal, ToolResult
-from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.system.mnemo import Mnemo
 
 from .inputs import (
     ArchiveResultsInput,

@@ -36,8 +36,8 @@ from mnemo_sea.archive.outbox import OutboxItem, claim_pending, mark_done, mark_
 from mnemo_sea.archive.refs import MEMORY_PREFIX, RESULT_PREFIX
 from mnemo_sea.archive.store import ArchiveStore
 from mnemo_sea.archive.summaries import source_owner
-from mnemo_sea.caches import Cache
 from mnemo_sea.retrieval import EvidenceDocument, HybridIndex, IndexUnavailable, RetrievalError
+from mnemo_sea.system.caches import Cache
 
 log = logging.getLogger(__name__)
 

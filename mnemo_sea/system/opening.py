@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from mnemo_sea.archive import Archive, InvalidInput
-from mnemo_sea.mnemo import ARCHIVE_FILE, Mnemo, settings_receipt_key
 from mnemo_sea.retrieval import Embedder
-from mnemo_sea.settings import MnemoSettings
+from mnemo_sea.system.mnemo import ARCHIVE_FILE, Mnemo, settings_receipt_key
+from mnemo_sea.system.settings import MnemoSettings
 
 
 def settings_embedder(settings: MnemoSettings) -> Embedder | None:
     """The embedder the settings ask for; None means the default model."""
     if settings.embedder == "hashing":
-        from mnemo_sea.hashing_embedder import HashingEmbedder
+        from mnemo_sea.system.hashing_embedder import HashingEmbedder
 
         return HashingEmbedder()
     return None

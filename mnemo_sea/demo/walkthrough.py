@@ -28,10 +28,10 @@ from mnemo_sea.archive import (
     TaskStateRejected,
 )
 from mnemo_sea.context import ContextOverBudget
-from mnemo_sea.fsck import run_fsck
-from mnemo_sea.mnemo import Mnemo
+from mnemo_sea.demo.sample_data import load_sample_citations, load_sample_tenant, load_session_script
 from mnemo_sea.retrieval import Embedder, RetrievalError
-from mnemo_sea.sample_data import load_sample_citations, load_sample_tenant, load_session_script
+from mnemo_sea.system.fsck import run_fsck
+from mnemo_sea.system.mnemo import Mnemo
 
 Say = Callable[[str], None]
 

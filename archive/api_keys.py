@@ -20,11 +20,12 @@ from datetime import datetime
 
 from sqlalchemy import select
 
-from mnemo_sea.archive import InvalidInput, Principal, Role, Sensitivity
-from mnemo_sea.archive import keys as key_rows
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.clock import utcnow
-from mnemo_sea.archive.store import ArchiveStore
+from . import keys as key_rows
+from . import schema as t
+from .clock import utcnow
+from .errors import InvalidInput
+from .principal import Principal, Role, Sensitivity
+from .store import ArchiveStore
 
 KEY_PREFIX = "msk"
 MAX_NAME_CHARS = 200

@@ -5,7 +5,7 @@ default), so `ingest_in_batches` cuts a load into batches of that size, in load 
 stores them one after the other; each batch is stored all or nothing and indexed before the
 next one starts.
 
-The caller validates the whole load first (`mnemo_sea.documents.load_documents` names every
+The caller validates the whole load first (`mnemo_sea.system.documents.load_documents` names every
 bad file and line at once; the CLI also checks the principal's clearance for every record), so
 a batch fails only when the store does: the archive went away, the disk is full, a concurrent
 writer holds the database. Then loading stops there: the batches before it stay stored and
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from mnemo_sea.archive import EvidenceInput, InvalidInput, Principal
 
 if TYPE_CHECKING:
-    from mnemo_sea.mnemo import IngestProgress, Mnemo, ProgressCallback
+    from mnemo_sea.system.mnemo import IngestProgress, Mnemo, ProgressCallback
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ class _Tracker:
         self.last: IngestProgress | None = None
 
     def batch_progress(self, p: IngestProgress) -> None:
-        from mnemo_sea.mnemo import IngestProgress
+        from mnemo_sea.system.mnemo import IngestProgress
 
         self.last = p
         if self.progress is not None:

@@ -1,0 +1,1 @@
+"""The `mnemo-sea` command line: one module per command group; `app` assembles them."""
