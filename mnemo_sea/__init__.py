@@ -11,8 +11,8 @@ else lives in the layers, each a sub-package (see docs/architecture.md):
     context    working-context assembly and token counts
     archive    the Session Evidence Archive (SQL + blobs)  | retrieval: hybrid BM25 + vector index
 
-`Mnemo` is loaded on first use, so `import mnemo_sea` (and a client that only needs the errors)
-does not load the index engine or the embedding model.
+`Mnemo` and the retrieval errors are loaded on first use, so `import mnemo_sea` (and a client
+that only needs the archive's errors) does not load the index engine or the embedding model.
 """
 
 from __future__ import annotations
@@ -39,16 +39,16 @@ from mnemo_sea.archive import (
     StoreUnavailable,
     TaskStateRejected,
 )
-from mnemo_sea.retrieval.errors import (
-    IndexConfigMismatch,
-    IndexLocked,
-    IndexUnavailable,
-    InvalidDocument,
-    InvalidQuery,
-    RetrievalError,
-)
 
 if TYPE_CHECKING:
+    from mnemo_sea.retrieval.errors import (
+        IndexConfigMismatch,
+        IndexLocked,
+        IndexUnavailable,
+        InvalidDocument,
+        InvalidQuery,
+        RetrievalError,
+    )
     from mnemo_sea.system.mnemo import Mnemo
 
 __version__ = "0.1.0"
@@ -83,9 +83,25 @@ __all__ = [
 ]
 
 
+_RETRIEVAL_ERRORS = frozenset(
+    {
+        "IndexConfigMismatch",
+        "IndexLocked",
+        "IndexUnavailable",
+        "InvalidDocument",
+        "InvalidQuery",
+        "RetrievalError",
+    }
+)
+
+
 def __getattr__(name: str) -> Any:
     if name == "Mnemo":
         from mnemo_sea.system.mnemo import Mnemo
 
         return Mnemo
+    if name in _RETRIEVAL_ERRORS:
+        from mnemo_sea.retrieval import errors
+
+        return getattr(errors, name)
     raise AttributeError(f"module 'mnemo_sea' has no attribute {name!r}")

@@ -100,7 +100,7 @@ def worker(
     import signal
     import threading
 
-    from mnemo_sea.cli.facade import CliError, guard
+    from mnemo_sea.cli.output import CliError, guard
     from mnemo_sea.system.mnemo import Mnemo
     from mnemo_sea.system.opening import settings_embedder
     from mnemo_sea.system.settings import MnemoSettings
@@ -114,7 +114,7 @@ def worker(
     except ValueError as e:
         with guard():
             raise CliError(" ".join(str(e).split())) from None
-    # Exit codes as every other command's (cli_facade.exit_code_of): 2 bad settings, 6 a store down.
+    # Exit codes as every other command's (mnemo_sea.cli.output.exit_code_of): 2 bad settings, 6 a store down.
     with guard():
         mnemo = Mnemo.from_settings(settings, embedder=settings_embedder(settings), sync_writes=False)
     try:
@@ -134,9 +134,11 @@ from .retrieval import register as _register_retrieval  # noqa: E402 - needs eva
 
 _register_retrieval(eval_app, bench_app)
 
-from .facade import register as _register_facade  # noqa: E402 - needs app/eval_app above
+from . import checks, deletion, evidence, knowledge, memory, sessions  # noqa: E402 - need the apps above
 
-_register_facade(app, eval_app)
+for _group in (knowledge, sessions, evidence, memory, deletion):
+    _group.register(app)
+checks.register(app, eval_app)
 
 from .service import register as _register_service  # noqa: E402 - needs app above
 

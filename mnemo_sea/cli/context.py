@@ -1,8 +1,9 @@
 """CLI commands for a session's working context and task state: `session context` and
-`session task-state show|set|history`, added to the `session` group by cli_facade.register.
+`session task-state show|set|history`, added to the `session` group by mnemo_sea.cli.sessions.
 
-They use cli_facade's machinery (the shared options, the data folder, the one exit-code table,
-`--json` errors on stdout), so a refused task state write (TaskStateRejected) and a context whose
+They use the shared machinery of mnemo_sea.cli.target and mnemo_sea.cli.output (the shared
+options, the data folder, the one exit-code table, `--json` errors on stdout), so a refused task
+state write (TaskStateRejected) and a context whose
 pinned part is over the budget (ContextOverBudget), both invalid input, exit 2 like every other
 rejected input, a stale expected version exits 5 (a conflict, REST's 409), a missing session 3.
 """
@@ -17,18 +18,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from mnemo_sea.archive import TaskStateRejected
-from mnemo_sea.cli.facade import (
-    CliError,
-    JsonOpt,
-    Target,
-    _emit,
-    _open_archive,
-    _open_mnemo,
-    _read_json,
-    _shown,
-    add_command,
-    add_group,
-)
+from mnemo_sea.cli.output import CliError, JsonOpt, emit, shown
+from mnemo_sea.cli.receipt_files import read_json
+from mnemo_sea.cli.target import Target, add_command, add_group, open_archive, open_mnemo
 from mnemo_sea.system.json_ready import plain
 
 if TYPE_CHECKING:
@@ -65,7 +57,7 @@ def _read_text(path: Path, option: str) -> str:
 def _tools(path: Path | None) -> list[Any] | None:
     if path is None:
         return None
-    tools = _read_json(path)
+    tools = read_json(path)
     if not isinstance(tools, list):
         raise CliError(
             f"--tools-file {path}: must hold a JSON list of tool definitions (objects or text), "
@@ -146,7 +138,7 @@ def session_context(
     instructions = "" if instructions_file is None else _read_text(instructions_file, "--instructions-file")
     tools = _tools(tools_file)
     principal = target.principal()
-    with _open_mnemo(target) as mnemo:
+    with open_mnemo(target) as mnemo:
         ctx = mnemo.context(
             principal,
             session,
@@ -157,7 +149,7 @@ def session_context(
             query=query,
         )
     if as_json:
-        _emit(ctx.to_dict(), as_json=True)
+        emit(ctx.to_dict(), as_json=True)
     elif text:
         typer.echo(ctx.text, nl=False)
     else:
@@ -190,7 +182,7 @@ def _show_state(state: TaskState) -> None:
     _items("unresolved", list(state.unresolved))
     _items("pending operations", list(state.pending_operations))
     _items("released", [f"{r.item} ({r.kind}): {r.reason}" for r in state.released])
-    typer.echo(f"trace_ref: {_shown(state.trace_ref)}")
+    typer.echo(f"trace_ref: {shown(state.trace_ref)}")
 
 
 def task_state_show(
@@ -203,7 +195,7 @@ def task_state_show(
     prints so (JSON `null`, as REST's 200 null); a missing session or version exits 3."""
     principal = target.principal()
     # The archive alone: task state is not indexed, so no index lock and no model.
-    with _open_archive(target) as archive:
+    with open_archive(target) as archive:
         state = archive.task_state(principal, session, version=version)
     if as_json:
         typer.echo(json.dumps(None if state is None else plain(state), ensure_ascii=False, indent=2))
@@ -221,7 +213,7 @@ def _update(file: Path) -> dict[str, Any]:
         except json.JSONDecodeError as e:
             raise CliError(f"--file -: stdin is not JSON ({e})") from None
     else:
-        data = _read_json(file)
+        data = read_json(file)
     if not isinstance(data, dict):
         raise CliError(
             f"--file {file}: must hold a JSON object with the update's fields ({', '.join(UPDATE_FIELDS)})"
@@ -268,7 +260,7 @@ def task_state_set(
             raise CliError("give expected_version in the file or --expected-version, not both")
         update["expected_version"] = expected_version
     principal = target.principal()
-    with _open_archive(target) as archive:
+    with open_archive(target) as archive:
         try:
             state = archive.update_task_state(principal, session, **update, idempotency_key=idempotency_key)
         except TaskStateRejected as e:
@@ -278,7 +270,7 @@ def task_state_set(
                     typer.echo(f"{p['field']}{item}: {p['problem']}: {p['message']}")
             raise
     if as_json:
-        _emit(plain(state), as_json=True)
+        emit(plain(state), as_json=True)
         return
     _show_state(state)
 
@@ -287,10 +279,10 @@ def task_state_history(target: Target, session: SessionArg, as_json: JsonOpt = F
     """Every version of the session's task state, oldest first (versions above your clearance
     left out)."""
     principal = target.principal()
-    with _open_archive(target) as archive:
+    with open_archive(target) as archive:
         versions = archive.task_state_history(principal, session)
     if as_json:
-        _emit({"session_id": session, "versions": plain(versions)}, as_json=True)
+        emit({"session_id": session, "versions": plain(versions)}, as_json=True)
         return
     if not versions:
         typer.echo(f"session {session} has no task state yet")

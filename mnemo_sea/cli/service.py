@@ -12,7 +12,8 @@ from typing import Annotated
 
 import typer
 
-from mnemo_sea.cli.facade import embedder_choice, guard
+from mnemo_sea.cli.output import guard
+from mnemo_sea.cli.target import embedder_choice
 from mnemo_sea.system.settings import MnemoSettings
 
 keys_app = typer.Typer(no_args_is_help=True, help="API keys: create, list, revoke (shown once at creation).")

@@ -202,7 +202,7 @@ def test_json_errors_and_exit_codes_are_one_policy(folder: Path) -> None:
 
 
 def test_serve_detects_the_folders_embedder_or_takes_the_option(folder: Path, tmp_path: Path) -> None:
-    from mnemo_sea.cli.facade import CliError
+    from mnemo_sea.cli.output import CliError
     from mnemo_sea.cli.service import serve_settings
 
     assert serve_settings(folder, None).embedder == "hashing"  # built with hashing: detected

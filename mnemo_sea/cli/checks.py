@@ -1,0 +1,116 @@
+"""`fsck`, `audit verify|anchor` and `eval citations`: checks of a data folder's consistency, its
+audit chain, and an answer's citations.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    pass
+
+from mnemo_sea.cli.output import EXIT_INTEGRITY, EXIT_PROBLEMS, CliError, JsonOpt, emit
+from mnemo_sea.cli.receipt_files import anchor_from_dict, anchor_to_dict, read_json
+from mnemo_sea.cli.target import Target, add_command, add_group, open_archive, open_mnemo
+
+
+def fsck(
+    target: Target,
+    repair: Annotated[bool, typer.Option(help="fix what the archive can rebuild")] = False,
+    compact: Annotated[
+        bool, typer.Option(help="first rewrite the embedded index without its deleted points")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare index and outbox with the archive; check blob hashes and audit chains."""
+    target.folder()  # before the ~1.5 s import: fail fast
+    from mnemo_sea.system.fsck import run_fsck
+
+    with open_mnemo(target) as mnemo:
+        compacted = mnemo.compact_index() if compact else None
+        report = run_fsck(mnemo, repair=repair)
+    out = report.to_dict()
+    if compacted is not None:
+        out["compacted_points_kept"] = compacted
+    emit(out, as_json)
+    if not report.ok:
+        integrity = any(p.kind in ("blob_hash", "audit_chain") for p in report.problems)
+        raise CliError(
+            f"fsck found {len(report.problems)} problem(s)"
+            + ("" if repair else "; run fsck --repair to fix the repairable ones"),
+            EXIT_INTEGRITY if integrity else EXIT_PROBLEMS,
+            reported=True,
+        )
+
+
+def audit_verify(
+    target: Target,
+    anchor: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="an anchor of `audit anchor --out` or a deletion receipt (repeatable): also report "
+            "a chain rewound or rewritten under it"
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check the tenant's hash-chained audit log (admin); exit 7 if it was tampered with (also
+    rewound or rewritten under an anchor), 2 if an anchor is not one this deployment signed."""
+    principal = target.principal()
+    anchors = [anchor_from_dict(read_json(path)) for path in anchor or ()]
+    with open_archive(target) as archive:
+        report = archive.verify_audit(principal, anchors)
+    emit(
+        {
+            "tenant_id": report.tenant_id,
+            "events": report.events,
+            "ok": report.ok,
+            "problems": list(report.problems),
+        },
+        as_json,
+    )
+    if not report.ok:
+        raise CliError(f"audit chain of tenant {report.tenant_id} is broken", EXIT_INTEGRITY, reported=True)
+
+
+def audit_anchor(
+    target: Target,
+    out: Annotated[Path, typer.Option(help="write the signed anchor (JSON) here; keep it off this machine")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Sign the tenant chain's head with the deployment key (admin): `audit verify --anchor FILE`
+    later reports any rewind or rewrite under it. Exit 7 if the chain is already broken."""
+    principal = target.principal()
+    with open_archive(target) as archive:
+        made = archive.audit_anchor(principal)
+    data = anchor_to_dict(made)
+    out.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+    emit({**data, "anchor": str(out)} if as_json else {"anchored": made.seq, "anchor": str(out)}, as_json)
+
+
+def eval_citations(
+    target: Target,
+    file: Annotated[Path, typer.Argument(help='JSONL: {"id": ..., "answered_at": ..., "citations": [...]}')],
+    as_json: JsonOpt = False,
+) -> None:
+    """Check every citation: resolves, valid then, not retracted/superseded, quote verbatim; precision."""
+    from mnemo_sea.system.citations import check_answers, load_citations_jsonl
+
+    principal = target.principal()
+    target.folder()
+    answers = load_citations_jsonl(file)
+    with open_archive(target) as archive:
+        report = check_answers(archive, principal, answers)
+    emit(report.to_dict(), as_json)
+
+
+def register(app: typer.Typer, eval_app: typer.Typer) -> None:
+    add_command(app, "fsck", fsck)
+    audit = add_group(app, "audit", "The hash-chained audit log.")
+    add_command(audit, "verify", audit_verify)
+    add_command(audit, "anchor", audit_anchor)
+    add_command(eval_app, "citations", eval_citations)

@@ -1,0 +1,230 @@
+"""`init`, `ingest` and `search`: a data folder, documents into it, and hybrid search over it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from mnemo_sea.archive import (
+    EvidenceInput,
+    Forbidden,
+    Principal,
+    Role,
+    Sensitivity,
+)
+
+if TYPE_CHECKING:
+    from mnemo_sea.system.mnemo import IngestProgress
+
+from mnemo_sea.cli.output import (
+    EXIT_FORBIDDEN,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    CliError,
+    JsonOpt,
+    as_cli_error,
+    emit,
+)
+from mnemo_sea.cli.target import ARCHIVE_FILE, INDEX_DIR, Target, add_command, open_mnemo, parse_as_of
+
+# ---- init, ingest, search ------------------------------------------------------------------------
+
+
+def init(target: Target, as_json: JsonOpt = False) -> None:
+    """Create the data folder (SQLite archive + embedded index), or check an existing one."""
+    folder = target.folder(must_exist=False)
+    existed = (folder / ARCHIVE_FILE).is_file()
+    with open_mnemo(target, create=True) as mnemo:
+        model_id = mnemo.index.embedder.model_id
+    emit(
+        {
+            "data_dir": str(folder),
+            "created": not existed,
+            "archive": str(folder / ARCHIVE_FILE),
+            "index": str(folder / INDEX_DIR),
+            "embedder": model_id,
+        },
+        as_json,
+    )
+
+
+class _Progress:
+    """True progress of an ingest on stderr (only on a terminal): documents stored, documents
+    indexed (each with rate and ETA) and chunks embedded (with rate), fed by the callback
+    `Mnemo.ingest` calls as the archive commits and the indexer applies each record."""
+
+    def __init__(self, documents: int, quiet: bool) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        console = Console(stderr=True)
+        self.progress = Progress(
+            TextColumn("{task.description:<9}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=quiet or not console.is_terminal,
+            transient=False,
+        )
+        self.stored = self.progress.add_task("stored", total=documents, rate="")
+        self.indexed = self.progress.add_task("indexed", total=documents, rate="")
+        self.chunks = self.progress.add_task("embedded", total=None, rate="", visible=False)
+
+    def __enter__(self) -> _Progress:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(None, None, None)
+
+    def __call__(self, p: IngestProgress) -> None:
+        for task, done in ((self.stored, p.stored), (self.indexed, p.indexed)):
+            self.progress.update(task, completed=done)
+            self.progress.update(task, rate=self._rate(task, "docs"))
+        self.progress.update(
+            self.chunks,
+            completed=p.chunks_embedded,
+            visible=p.chunks_embedded > 0,
+            description="embedded",
+        )
+        self.progress.update(self.chunks, rate=self._rate(self.chunks, "chunks"))
+
+    def _rate(self, task_id: Any, unit: str) -> str:
+        speed = self.progress.tasks[task_id].speed
+        return "" if speed is None else f"{speed:,.1f} {unit}/s"
+
+
+def _check_may_store(principal: Principal, items: list[EvidenceInput]) -> None:
+    """Refuse the whole load up front when the principal may not store some of it.
+
+    The facade stores record by record, so a refusal met half-way would leave half a load.
+    """
+    principal.require(Role.AGENT, "storing evidence")
+    for item in items:
+        level = Sensitivity.parse(item.sensitivity)
+        if not principal.can_read(level):
+            raise Forbidden(
+                f"{item.evidence_id or 'a document'} is {level.name.lower()}; storing it needs "
+                f"clearance {level.name.lower()}, principal {principal.subject!r} has "
+                f"{principal.clearance.name.lower()} (nothing was stored)"
+            )
+
+
+def ingest(
+    target: Target,
+    path: Annotated[Path, typer.Argument(help="a .txt/.md/.jsonl file or a folder of them")],
+    source: Annotated[str | None, typer.Option(help="source of documents that name none")] = None,
+    scope: Annotated[str, typer.Option(help="scope of documents that name none")] = "default",
+    partial: Annotated[
+        bool, typer.Option(help="store the good documents and list the bad ones (default: all or nothing)")
+    ] = False,
+    quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Store documents as evidence (an edited document becomes a new version) and index them.
+
+    Any number of documents, in batches of up to 1,000, each stored all or nothing. Every file
+    and line is checked first: without --partial one bad one stores nothing (all are listed).
+    If storing batch k fails (the store, not the input), batches before it stay stored and the
+    report says which (exit code of the store's error).
+    """
+    from mnemo_sea.system.bulk_ingest import ingest_in_batches
+    from mnemo_sea.system.documents import load_documents
+
+    folder = target.folder()
+    principal = target.principal()
+    # Read and validate every file before opening anything: a bad file changes nothing.
+    loaded = load_documents(path, source=source, scope=scope, partial=partial)
+    _check_may_store(principal, loaded.items)
+    with open_mnemo(target) as mnemo, _Progress(len(loaded), quiet) as progress:
+        outcome = ingest_in_batches(mnemo, principal, loaded.items, progress=progress)
+    report = {
+        "data_dir": str(folder),
+        "path": str(path),
+        "documents": len(loaded),
+        "stored": outcome.stored,
+        "new_versions": outcome.new_versions,
+        "unchanged": outcome.unchanged,
+        "indexed": outcome.indexed,
+        "index_pending": outcome.index_pending,
+        "batches": [b.to_dict() for b in outcome.batches],
+        "problems": [p.to_dict() for p in loaded.problems],
+        "skipped_files": list(loaded.skipped),
+    }
+    if outcome.failure is None:
+        emit(report | {"records": outcome.records} if as_json else report, as_json)
+        return
+    cause = as_cli_error(outcome.failure.error)
+    failed = outcome.failure
+    report["failed_batch"] = {
+        "batch": failed.number,
+        "documents": [failed.first + 1, failed.first + failed.count],
+        "error": {"code": cause.code, "message": cause.message, "detail": cause.detail},
+    }
+    if not as_json:  # with --json the report travels in the error's detail
+        emit(report, as_json=False)
+    raise CliError(
+        outcome.describe_failure(),
+        cause.exit_code,
+        code=cause.code,
+        detail=report | {"records": outcome.records},
+    )
+
+
+def _rank(rank: int | None) -> str:
+    """A leg's rank for people: `#3`, or `—` when that leg did not find the hit."""
+    return "—" if rank is None else f"#{rank}"
+
+
+def search(
+    target: Target,
+    query: Annotated[str, typer.Argument(help="what to look for")],
+    limit: Annotated[int, typer.Option(help="hits to return")] = 10,
+    mode: Annotated[str, typer.Option(help="hybrid | bm25 | dense")] = "hybrid",
+    kind: Annotated[list[str] | None, typer.Option(help="only this kind (repeatable)")] = None,
+    scope: Annotated[list[str] | None, typer.Option(help="only this scope (repeatable)")] = None,
+    source: Annotated[list[str] | None, typer.Option(help="only this source (repeatable)")] = None,
+    as_of: Annotated[str | None, typer.Option(help="what was current then (ISO-8601 with time zone)")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Hybrid search in the principal's tenant; hits carry the exact text from the archive."""
+    if mode not in ("hybrid", "bm25", "dense"):
+        raise CliError(f"--mode: {mode!r} is not one of hybrid, bm25, dense")
+    when = parse_as_of(as_of)
+    principal = target.principal()
+    with open_mnemo(target) as mnemo:
+        result = mnemo.search(
+            principal, query, limit=limit, mode=mode, kinds=kind, scopes=scope, sources=source, as_of=when
+        )
+    failures = {"invalid": EXIT_USAGE, "forbidden": EXIT_FORBIDDEN, "unavailable": EXIT_UNAVAILABLE}
+    if result.status in failures:
+        raise CliError(f"search {result.status}: {result.reason}", failures[result.status])
+    if as_json:
+        emit(result.to_dict(), as_json=True)
+        return
+    typer.echo(f"status: {result.status} ({len(result.hits)} hits)")
+    for n, hit in enumerate(result.hits, start=1):
+        typer.echo(
+            f"{n}. {hit.evidence_id} v{hit.version} [{hit.kind}] {hit.source} / {hit.scope} / {hit.locator}"
+            f"  score {hit.score:.4f} (bm25 {_rank(hit.bm25_rank)}, dense {_rank(hit.dense_rank)})"
+        )
+        typer.echo(f"   {' '.join(hit.snippet.split())[:300]}")
+
+
+def register(app: typer.Typer) -> None:
+    add_command(app, "init", init)
+    add_command(app, "ingest", ingest)
+    add_command(app, "search", search)

@@ -1,0 +1,268 @@
+"""How a command reports: text or JSON on stdout, every failure as one `error:` line and an exit
+code. Every command works on one data folder (`--data-dir`, env MNEMO_DATA_DIR) as one principal
+(`--tenant/--subject/--role/--clearance`, env MNEMO_TENANT/MNEMO_SUBJECT/MNEMO_ROLE/MNEMO_CLEARANCE;
+defaults: tenant `default`, subject `cli`, role `agent`, clearance `internal`). Only `init` creates a
+folder; the others refuse a folder that holds no archive.
+
+`--embedder default|hashing` (env MNEMO_EMBEDDER) picks the dense model: `default` is
+all-MiniLM-L6-v2, `hashing` the deterministic word-hashing embedder of
+mnemo_sea.system.hashing_embedder, meant for tests and offline smoke runs only. Without the option an
+existing folder keeps the embedder its index was built with (a new one gets `default`); asking
+for the other one is refused, since the stored vectors would not match.
+
+Reports go to stdout (JSON with `--json`), progress bars to stderr (only on a terminal). Every
+user mistake and every typed error prints one line `error: ...` on stderr, never a traceback;
+with `--json` it is also printed on stdout as `{"error": {"code", "message", "exit_code",
+"detail"}}` (`code` is the typed error's stable code, `detail` its structured fields, e.g. the
+`targets` of a rejected batch). The exit code (`exit_code_of`, the one policy, as REST's status
+table in mnemo_sea.rest.problems):
+
+    1  a check ran and found problems (fsck, verify-deleted), or an unexpected error
+    2  usage or input: bad option, missing/malformed/binary/oversize file, missing data folder,
+       an index built with another embedder, a rejected batch (nothing archived; REST 422), a
+       deletion receipt or audit anchor this deployment did not issue or whose audit event the
+       chain no longer holds (ReceiptInvalid, code `receipt_invalid`; REST 422)
+    3  not found (including records of other tenants)
+    4  forbidden: role or clearance
+    5  conflict: state conflict (every target already archived, nothing to retract), reused
+       idempotency key (REST 409)
+    6  store unavailable: archive unreachable, index locked by another process (named), index down
+    7  integrity: corrupt archive file, an original failing its hash, a broken audit chain or
+       one `audit verify --anchor` finds rewound or rewritten
+
+Set MNEMO_DEBUG=1 to get the traceback of an unexpected error instead of its one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+from typer._click.core import Command, Context  # typer vendors click: these, not `click`'s
+from typer._click.exceptions import UsageError
+from typer.core import TyperCommand, TyperGroup
+
+from mnemo_sea.archive import (
+    ArchiveError,
+    BatchRejected,
+    Forbidden,
+    IntegrityError,
+    InvalidInput,
+    NotFound,
+    ReceiptInvalid,
+    StateConflict,
+    StoreUnavailable,
+)
+from mnemo_sea.system.json_ready import plain
+
+if TYPE_CHECKING:
+    from mnemo_sea.retrieval.errors import RetrievalError
+
+
+EXIT_PROBLEMS = 1
+EXIT_USAGE = 2
+EXIT_NOT_FOUND = 3
+EXIT_FORBIDDEN = 4
+EXIT_CONFLICT = 5
+EXIT_UNAVAILABLE = 6
+EXIT_INTEGRITY = 7
+
+# ---- errors --------------------------------------------------------------------------------------
+
+
+_EXIT_NAMES = {
+    EXIT_PROBLEMS: "problems",
+    EXIT_USAGE: "invalid_input",
+    EXIT_NOT_FOUND: "not_found",
+    EXIT_FORBIDDEN: "forbidden",
+    EXIT_CONFLICT: "conflict",
+    EXIT_UNAVAILABLE: "unavailable",
+    EXIT_INTEGRITY: "integrity",
+}
+
+
+class CliError(Exception):
+    """A failure the CLI reports as one line and an exit code (and, with --json, as JSON).
+
+    `code` defaults to the exit code's name (`invalid_input`, `not_found`, ...); `detail` is
+    structured data for programs (printed only with --json). `reported`: the command already
+    printed its report (which says what failed) on stdout, so --json adds no second document
+    there and a program reads exactly one JSON value.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        exit_code: int = EXIT_USAGE,
+        *,
+        code: str | None = None,
+        detail: dict[str, Any] | None = None,
+        reported: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+        self.code = code or _EXIT_NAMES.get(exit_code, "error")
+        self.detail = detail or {}
+        self.reported = reported
+
+
+def _retrieval_errors() -> Any:
+    """mnemo_sea.retrieval.errors if it is loaded, else None.
+
+    Importing it loads the whole retrieval package (~1.5 s), which commands that fail early or
+    never touch the index should not pay; and if it is not loaded, no error can come from it.
+    """
+    return sys.modules.get("mnemo_sea.retrieval.errors")
+
+
+# The exit-code policy, most specific first, as REST's status table (mnemo_sea.rest.problems):
+# a rejected batch is invalid input (422 there), unless every target was already archived
+# (ArchiveConflict, also a StateConflict: 409 there, a conflict here). A receipt or anchor that
+# does not check out (ReceiptInvalid, an IntegrityError) is input this deployment cannot accept
+# (422 there, 2 here), not a fault of its stores: before IntegrityError.
+_ARCHIVE_EXITS: tuple[tuple[type[ArchiveError], int], ...] = (
+    (StateConflict, EXIT_CONFLICT),
+    (BatchRejected, EXIT_USAGE),
+    (InvalidInput, EXIT_USAGE),
+    (NotFound, EXIT_NOT_FOUND),
+    (Forbidden, EXIT_FORBIDDEN),
+    (ReceiptInvalid, EXIT_USAGE),
+    (IntegrityError, EXIT_INTEGRITY),
+    (StoreUnavailable, EXIT_UNAVAILABLE),
+)
+# By name: the retrieval layer is imported only by commands that open the index.
+_RETRIEVAL_EXITS: tuple[tuple[str, int], ...] = (
+    ("InvalidQuery", EXIT_USAGE),
+    ("InvalidDocument", EXIT_USAGE),
+    ("IndexConfigMismatch", EXIT_USAGE),
+    ("IndexLocked", EXIT_UNAVAILABLE),
+    ("IndexUnavailable", EXIT_UNAVAILABLE),
+)
+
+
+def exit_code_of(exc: BaseException) -> int:
+    """The exit code of any error a command can meet (the one place that decides it)."""
+    if isinstance(exc, CliError):
+        return exc.exit_code
+    errors = _retrieval_errors()
+    if errors is not None and isinstance(exc, errors.RetrievalError):
+        for name, code in _RETRIEVAL_EXITS:
+            if isinstance(exc, getattr(errors, name)):
+                return code
+        return EXIT_PROBLEMS
+    if isinstance(exc, StoreUnavailable):
+        # SQLite says so when the file is not (any more) a database: that is corruption, not an outage.
+        corrupt = "not a database" in exc.message or "malformed" in exc.message
+        return EXIT_INTEGRITY if corrupt else EXIT_UNAVAILABLE
+    if isinstance(exc, ArchiveError):
+        return next((code for kind, code in _ARCHIVE_EXITS if isinstance(exc, kind)), EXIT_PROBLEMS)
+    if isinstance(exc, OSError):
+        return EXIT_UNAVAILABLE
+    return EXIT_PROBLEMS
+
+
+def _message(exc: ArchiveError | RetrievalError) -> str:
+    errors = _retrieval_errors()
+    if errors is not None and isinstance(exc, errors.IndexConfigMismatch) and exc.field == "model_id":
+        from mnemo_sea.system.hashing_embedder import HASHING_MODEL_ID
+
+        choice = "hashing" if exc.stored == HASHING_MODEL_ID else "default"
+        return f"{exc.message} (this folder needs --embedder {choice})"
+    return exc.message
+
+
+def as_cli_error(exc: Exception) -> CliError:
+    """Any error as the CliError the CLI reports: its message, exit code, stable code, detail."""
+    if isinstance(exc, CliError):
+        return exc
+    errors = _retrieval_errors()
+    typed = isinstance(exc, ArchiveError) or (errors is not None and isinstance(exc, errors.RetrievalError))
+    if typed:
+        typed_exc: Any = exc
+        return CliError(
+            _message(typed_exc), exit_code_of(exc), code=typed_exc.code, detail=dict(typed_exc.detail)
+        )
+    if isinstance(exc, OSError):
+        return CliError(f"{exc.filename or 'file'}: {exc.strerror or exc}", EXIT_UNAVAILABLE, code="os_error")
+    return CliError(
+        f"unexpected {type(exc).__name__}: {exc} (set MNEMO_DEBUG=1 for the traceback)",
+        EXIT_PROBLEMS,
+        code="unexpected",
+    )
+
+
+def fail(error: CliError, as_json: bool = False) -> NoReturn:
+    message = " ".join(error.message.split())
+    if as_json and not error.reported:
+        body = {"code": error.code, "message": message, "exit_code": error.exit_code, "detail": error.detail}
+        typer.echo(json.dumps({"error": plain(body)}, ensure_ascii=False, indent=2, default=str))
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=error.exit_code)
+
+
+@contextlib.contextmanager
+def guard(as_json: bool = False) -> Iterator[None]:
+    """Turn every failure into one `error:` line (and with `as_json` a JSON error on stdout)
+    and its exit code."""
+    try:
+        yield
+    except (typer.Exit, typer.Abort, KeyboardInterrupt):
+        raise
+    except Exception as e:
+        typed = isinstance(e, CliError | ArchiveError | OSError)
+        errors = _retrieval_errors()
+        typed = typed or (errors is not None and isinstance(e, errors.RetrievalError))
+        if not typed and os.environ.get("MNEMO_DEBUG") == "1":
+            raise
+        fail(as_cli_error(e), as_json)
+
+
+class OneLineErrorsCommand(TyperCommand):
+    """Usage mistakes (missing argument, bad option value) as one `error:` line, exit 2."""
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        as_json = "--json" in args  # before parsing, which consumes the list
+        try:
+            return super().parse_args(ctx, args)
+        except UsageError as e:
+            fail(CliError(e.format_message(), EXIT_USAGE, code="usage"), as_json)
+
+
+class OneLineErrorsGroup(TyperGroup):
+    """An unknown subcommand as one `error:` line, exit 2."""
+
+    def resolve_command(self, ctx: Context, args: list[str]) -> tuple[str | None, Command | None, list[str]]:
+        as_json = "--json" in args
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as e:
+            fail(CliError(e.format_message(), EXIT_USAGE, code="usage"), as_json)
+
+
+# ---- output --------------------------------------------------------------------------------------
+
+
+def emit(report: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        return
+    for key, value in report.items():
+        typer.echo(f"{key}: {shown(value)}")
+
+
+def shown(value: Any) -> str:
+    """A value for people: nested data as JSON, and no value as `—`, never `None`."""
+    if value is None:
+        return "—"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON")]
