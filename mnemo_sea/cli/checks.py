@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
-
-if TYPE_CHECKING:
-    pass
 
 from mnemo_sea.cli.output import EXIT_INTEGRITY, EXIT_PROBLEMS, CliError, JsonOpt, emit
 from mnemo_sea.cli.receipt_files import anchor_from_dict, anchor_to_dict, read_json

@@ -5,12 +5,9 @@ that nothing of a deletion is left in the archive, the index or the outbox.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
-
-if TYPE_CHECKING:
-    pass
 
 from mnemo_sea.cli.output import EXIT_PROBLEMS, CliError, JsonOpt, emit
 from mnemo_sea.cli.receipt_files import (

@@ -4,14 +4,9 @@ the derived summaries of existing sources.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
-
-from mnemo_sea.system.json_ready import plain
-
-if TYPE_CHECKING:
-    pass
 
 from mnemo_sea.cli.output import CliError, JsonOpt, emit
 from mnemo_sea.cli.target import (
@@ -24,6 +19,7 @@ from mnemo_sea.cli.target import (
     open_mnemo,
     parse_as_of,
 )
+from mnemo_sea.system.json_ready import plain
 
 # ---- evidence ------------------------------------------------------------------------------------
 

@@ -14,10 +14,6 @@ from mnemo_sea.archive import (
     Role,
     Sensitivity,
 )
-
-if TYPE_CHECKING:
-    from mnemo_sea.system.mnemo import IngestProgress
-
 from mnemo_sea.cli.output import (
     EXIT_FORBIDDEN,
     EXIT_UNAVAILABLE,
@@ -27,9 +23,11 @@ from mnemo_sea.cli.output import (
     as_cli_error,
     emit,
 )
-from mnemo_sea.cli.target import ARCHIVE_FILE, INDEX_DIR, Target, add_command, open_mnemo, parse_as_of
+from mnemo_sea.cli.target import Target, add_command, open_mnemo, parse_as_of
+from mnemo_sea.system.layout import ARCHIVE_FILE, INDEX_DIR
 
-# ---- init, ingest, search ------------------------------------------------------------------------
+if TYPE_CHECKING:
+    from mnemo_sea.system.mnemo import IngestProgress
 
 
 def init(target: Target, as_json: JsonOpt = False) -> None:

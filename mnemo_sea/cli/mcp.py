@@ -32,9 +32,9 @@ from mnemo_sea.archive import (
     StoreUnavailable,
 )
 from mnemo_sea.archive.api_keys import Unauthenticated
+from mnemo_sea.system.embedders import embedder_name
 
 _PRINCIPAL = "Principal (stdio)"
-EMBEDDERS = ("default", "hashing")
 
 
 class Transport(StrEnum):
@@ -156,10 +156,7 @@ def run(
     if data_dir is not None:
         overrides["data_dir"] = data_dir
     if embedder is not None:
-        choice = embedder.strip().lower()
-        if choice not in EMBEDDERS:
-            raise InvalidInput("embedder", f"{embedder!r} is not one of {', '.join(EMBEDDERS)}")
-        overrides["embedder"] = choice
+        overrides["embedder"] = embedder_name(embedder)
     settings = MnemoSettings(**overrides)
     mnemo = open_mnemo(settings)
     try:

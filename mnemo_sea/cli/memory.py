@@ -4,23 +4,17 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from mnemo_sea.archive import (
     DeletionReceipt,
 )
-from mnemo_sea.system.json_ready import plain
-
-if TYPE_CHECKING:
-    pass
-
 from mnemo_sea.cli.output import EXIT_NOT_FOUND, CliError, JsonOpt, emit
 from mnemo_sea.cli.receipt_files import ReceiptOut, keep_receipt, receipt_to_dict
 from mnemo_sea.cli.target import Target, add_command, add_group, open_archive, open_mnemo
-
-# ---- memory --------------------------------------------------------------------------------------
+from mnemo_sea.system.json_ready import plain
 
 
 def memory_remember(

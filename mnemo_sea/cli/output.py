@@ -72,8 +72,6 @@ EXIT_CONFLICT = 5
 EXIT_UNAVAILABLE = 6
 EXIT_INTEGRITY = 7
 
-# ---- errors --------------------------------------------------------------------------------------
-
 
 _EXIT_NAMES = {
     EXIT_PROBLEMS: "problems",
@@ -243,9 +241,6 @@ class OneLineErrorsGroup(TyperGroup):
             return super().resolve_command(ctx, args)
         except UsageError as e:
             fail(CliError(e.format_message(), EXIT_USAGE, code="usage"), as_json)
-
-
-# ---- output --------------------------------------------------------------------------------------
 
 
 def emit(report: dict[str, Any], as_json: bool) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -15,12 +15,8 @@ from mnemo_sea.archive import (
     AuditAnchor,
     DeletionReceipt,
 )
-from mnemo_sea.system.json_ready import plain
-
-if TYPE_CHECKING:
-    pass
-
 from mnemo_sea.cli.output import CliError
+from mnemo_sea.system.json_ready import plain
 
 
 def receipt_to_dict(receipt: DeletionReceipt) -> dict[str, Any]:

@@ -5,14 +5,9 @@ mnemo_sea.cli.context, `session context` and `session task-state`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
-
-from mnemo_sea.system.json_ready import plain
-
-if TYPE_CHECKING:
-    pass
 
 from mnemo_sea.cli.output import CliError, JsonOpt, emit
 from mnemo_sea.cli.target import (
@@ -24,8 +19,7 @@ from mnemo_sea.cli.target import (
     open_archive,
     open_mnemo,
 )
-
-# ---- sessions ------------------------------------------------------------------------------------
+from mnemo_sea.system.json_ready import plain
 
 
 def session_record(

@@ -17,27 +17,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from mnemo_sea.archive import (
-    Principal,
-    Role,
-    Sensitivity,
-)
+from mnemo_sea.archive import InvalidInput, Principal, Role, Sensitivity
+from mnemo_sea.cli.output import EXIT_INTEGRITY, CliError, OneLineErrorsCommand, OneLineErrorsGroup, guard
+from mnemo_sea.system.embedders import EmbedderName, build_embedder, embedder_name, folder_embedder
+from mnemo_sea.system.layout import ARCHIVE_FILE
 
 if TYPE_CHECKING:
     from mnemo_sea.archive import Archive
-    from mnemo_sea.retrieval import Embedder
     from mnemo_sea.system.mnemo import Mnemo
 
-from mnemo_sea.cli.output import EXIT_INTEGRITY, CliError, OneLineErrorsCommand, OneLineErrorsGroup, guard
 
-# The same names as mnemo_sea.system.mnemo (imported lazily: loading the index stack takes ~1.5 s,
-# and errors that need no archive should not pay for it).
-ARCHIVE_FILE = "archive.db"
-INDEX_DIR = "index"
 _SQLITE_HEADER = b"SQLite format 3\x00"
-EMBEDDERS = ("default", "hashing")
-
-# ---- the data folder and the principal -----------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -173,39 +163,21 @@ def _check_sqlite_file(path: Path) -> None:
         )
 
 
-def hashing_model_id() -> str:
-    from mnemo_sea.system.hashing_embedder import HASHING_MODEL_ID
-
-    return HASHING_MODEL_ID
-
-
-def _embedder(choice: str | None, folder: Path) -> Embedder | None:
-    """The embedder asked for, or the one the folder's index was built with; None = the default."""
-    from mnemo_sea.system.hashing_embedder import HashingEmbedder
-
-    return HashingEmbedder() if embedder_choice(choice, folder) == "hashing" else None
-
-
-def embedder_choice(choice: str | None, folder: Path | None) -> str:
-    """`default` or `hashing`: the one asked for, else the one `folder`'s index was built with
-    (a new or absent folder gets `default`). CliError for another name."""
-    if choice is None and folder is not None:
-        from mnemo_sea.retrieval.hybrid_index import IDENTITY_FILE
-        from mnemo_sea.retrieval.settings import read_identity
-
-        stored = read_identity(folder / INDEX_DIR / IDENTITY_FILE)
-        choice = "hashing" if stored is not None and stored.model_id == hashing_model_id() else "default"
-    choice = (choice or "default").strip().lower()
-    if choice not in EMBEDDERS:
-        raise CliError(f"--embedder: {choice!r} is not one of {', '.join(EMBEDDERS)}")
-    return choice
+def embedder_choice(choice: str | None, folder: Path | None) -> EmbedderName:
+    """The embedder asked for (`--embedder`), else the one `folder`'s index was built with."""
+    if choice is None:
+        return "default" if folder is None else folder_embedder(folder)
+    try:
+        return embedder_name(choice)
+    except InvalidInput as e:
+        raise CliError(f"--embedder: {e.problem}") from None
 
 
 def open_mnemo(target: Target, *, create: bool = False) -> Mnemo:
     folder = target.folder(must_exist=not create)  # before the ~1.5 s import: fail fast
     from mnemo_sea.system.mnemo import Mnemo
 
-    return Mnemo.open(folder, embedder=_embedder(target.embedder, folder))
+    return Mnemo.open(folder, embedder=build_embedder(embedder_choice(target.embedder, folder)))
 
 
 @contextlib.contextmanager
@@ -239,9 +211,6 @@ def check_limit(value: int) -> int:
 
 
 LimitOpt = Annotated[int, typer.Option(help="at most this many (1-10000)")]
-
-
-# ---- registration --------------------------------------------------------------------------------
 
 
 def add_command(group: typer.Typer, name: str, fn: Callable[..., None]) -> None:

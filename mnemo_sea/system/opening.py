@@ -4,17 +4,14 @@ from __future__ import annotations
 
 from mnemo_sea.archive import Archive, InvalidInput
 from mnemo_sea.retrieval import Embedder
+from mnemo_sea.system.embedders import build_embedder
 from mnemo_sea.system.mnemo import ARCHIVE_FILE, Mnemo, settings_receipt_key
 from mnemo_sea.system.settings import MnemoSettings
 
 
 def settings_embedder(settings: MnemoSettings) -> Embedder | None:
     """The embedder the settings ask for; None means the default model."""
-    if settings.embedder == "hashing":
-        from mnemo_sea.system.hashing_embedder import HashingEmbedder
-
-        return HashingEmbedder()
-    return None
+    return build_embedder(settings.embedder)
 
 
 def open_mnemo(

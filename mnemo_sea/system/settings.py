@@ -8,10 +8,11 @@ MNEMO_DATA_DIR.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from mnemo_sea.system.embedders import EmbedderName
 
 
 class MnemoSettings(BaseSettings):
@@ -50,7 +51,7 @@ class MnemoSettings(BaseSettings):
     index_path: Path | None = None
     redis_url: str | None = None
     redis_prefix: str = "mnemo-sea:"
-    embedder: Literal["default", "hashing"] = "default"
+    embedder: EmbedderName = "default"
     sync_writes: bool = True
     # The archive takes originals up to 16 MiB; JSON escaping can double that.
     max_request_bytes: int = Field(default=40 * 1024 * 1024, ge=1024)
