@@ -41,16 +41,16 @@ from sqlalchemy import create_engine, text
 
 from mnemo_sea.archive.store import PG_CONNECT_TIMEOUT_S
 
-from ._api_clients import OPERATIONS, AgentClient, Call, Fleet, seed_evidence
-from ._api_stack import (
+from .api_clients import OPERATIONS, AgentClient, Call, Fleet, seed_evidence
+from .api_stack import (
     ApiServer,
     StackError,
     Watchdog,
     keep_logs,
     mint_keys,
 )
-from ._throwaway_stores import ThrowawayPostgres, ThrowawayRedis, missing_fault_binaries
-from ._write_audit import audit_all
+from .throwaway_stores import ThrowawayPostgres, ThrowawayRedis, missing_fault_binaries
+from .write_audit import audit_all
 
 # A dead PostgreSQL refuses connections at once; a silent one fails them after the connect
 # timeout. Anything slower than that plus a margin is a hang.

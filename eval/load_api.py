@@ -6,7 +6,7 @@ Redis at `redis_url` (deleted afterwards) and, for the index, either qdrant-clie
 engine (`index="memory"`: the server code path, no Qdrant server being needed) or an embedded
 Qdrant Edge index (`index="edge"`, MNEMO_INDEX_PATH). Writes are synchronous
 (MNEMO_SYNC_WRITES=true): an archive returns once its note is indexed. Each client has a key
-and a session of its own and mixes search, record, archive and recover (see `_api_clients`).
+and a session of its own and mixes search, record, archive and recover (see `api_clients`).
 
 Read the latencies with the set-up in mind: the server is one Python process and the load
 generator shares the machine's cores with it. qdrant-client's in-process engine evaluates its
@@ -31,8 +31,8 @@ from typing import Any
 
 import httpx
 
-from ._api_clients import DEFAULT_MIX, AgentClient, Fleet, latency_summary, seed_evidence
-from ._api_stack import (
+from .api_clients import DEFAULT_MIX, AgentClient, Fleet, latency_summary, seed_evidence
+from .api_stack import (
     ApiServer,
     StackError,
     Watchdog,
@@ -43,7 +43,7 @@ from ._api_stack import (
     scratch_database,
     scratch_redis_prefix,
 )
-from ._write_audit import audit_all
+from .write_audit import audit_all
 
 DEFAULT_PG_ADMIN_URL = os.environ.get("MNEMO_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 DEFAULT_REDIS_URL = os.environ.get("MNEMO_TEST_REDIS", "redis://127.0.0.1:6379/0")

@@ -2,7 +2,7 @@
 when they are missing: skip with a message, except with CI=true, where the test fails, because
 CI must exercise them. Every conftest imports from here (conftests cannot import each other:
 every one of them is the module `conftest`). Probing and cleaning up reuse the helpers the
-benchmarks ship with (mnemo_sea.eval._api_stack)."""
+benchmarks ship with (mnemo_sea.eval.api_stack)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import os
 import psycopg
 import pytest
 
-from mnemo_sea.eval._api_stack import delete_redis_prefix, postgres_problem, redis_problem, sqlalchemy_url
+from mnemo_sea.eval.api_stack import delete_redis_prefix, postgres_problem, redis_problem, sqlalchemy_url
 from mnemo_sea.eval.load_api import DEFAULT_PG_ADMIN_URL, DEFAULT_REDIS_URL
 
 # MNEMO_TEST_PG / MNEMO_TEST_REDIS, read once by the benchmarks and used here too.

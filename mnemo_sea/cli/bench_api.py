@@ -70,7 +70,7 @@ def bench_api(
     import httpx
 
     from mnemo_sea.eval import load_api
-    from mnemo_sea.eval._api_stack import StackError
+    from mnemo_sea.eval.api_stack import StackError
 
     try:
         report = load_api.run(
@@ -118,7 +118,7 @@ def bench_faults(
     import httpx
 
     from mnemo_sea.eval import fault_api
-    from mnemo_sea.eval._api_stack import StackError
+    from mnemo_sea.eval.api_stack import StackError
 
     try:
         report = fault_api.run(clients=clients, phase_s=phase, embedder=embedder, hard_timeout_s=timeout)

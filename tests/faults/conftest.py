@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from stores import PG_ADMIN_URL, REDIS_URL, require, require_postgres, require_redis
 
-from mnemo_sea.eval._throwaway_stores import missing_fault_binaries
+from mnemo_sea.eval.throwaway_stores import missing_fault_binaries
 
 
 @pytest.fixture(scope="session")

@@ -16,9 +16,9 @@ import typer
 from typer.testing import CliRunner
 
 from mnemo_sea.cli.bench_api import register
-from mnemo_sea.eval._api_clients import AgentClient, SentRecord
-from mnemo_sea.eval._api_stack import ApiServer, mint_keys, scratch_database, scratch_redis_prefix
-from mnemo_sea.eval._write_audit import audit
+from mnemo_sea.eval.api_clients import AgentClient, SentRecord
+from mnemo_sea.eval.api_stack import ApiServer, mint_keys, scratch_database, scratch_redis_prefix
+from mnemo_sea.eval.write_audit import audit
 
 
 def test_a_short_load_run_has_no_error_and_loses_no_write(shared_stores: tuple[str, str]) -> None:

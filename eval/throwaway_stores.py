@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psycopg
 
-from ._api_stack import (
+from .api_stack import (
     LOOPBACK,
     StackError,
     free_port,

@@ -4,7 +4,7 @@ Each `AgentClient` works in a session of its own with a key of its own and loops
 operations: search, record a tool result, archive some of its live results, recover one of
 its archived results. Archive and recover only ever target results it recorded itself. It
 keeps a ledger of every write it sent and of the answer it got (or did not get), which
-`_write_audit` holds against the archive afterwards. Record contents are unique per request,
+`write_audit` holds against the archive afterwards. Record contents are unique per request,
 so a stored result is traced back to its request by its sha256.
 """
 

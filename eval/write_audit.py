@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from ._api_clients import AgentClient, SentRecord, recovered_matches
+from .api_clients import AgentClient, SentRecord, recovered_matches
 
 FINDINGS = (
     # an acknowledged write that is not there (or not exact)

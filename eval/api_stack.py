@@ -5,7 +5,7 @@
   shared servers, dropped and deleted afterwards (the servers themselves are never touched).
 - `Watchdog`: the hard timeout of a run.
 
-Throwaway servers for the fault scenario are in `_throwaway_stores`. Every wait is bounded; a
+Throwaway servers for the fault scenario are in `throwaway_stores`. Every wait is bounded; a
 process that does not come up raises `StackError` with its log tail.
 """
 
