@@ -3,6 +3,15 @@
 Start with `Archive.open(path_or_url)` and a `Principal`; see `Archive` for the operations.
 """
 
+# This folder ships as mnemo_sea.archive (the link mnemo_sea/archive). Imported as `archive` from
+# the repository root it would load a second copy of every class, and isinstance checks and
+# except clauses would stop matching across the two; so only the one name is accepted.
+if __name__ != "mnemo_sea.archive":
+    raise ImportError(
+        f"import this layer as mnemo_sea.archive, not {__name__} (the repository root is not a package root)"
+    )
+
+
 from .api import Archive
 from .audit import AuditAnchor, AuditEvent, AuditReport
 from .errors import (

@@ -8,6 +8,16 @@ Entry point: HybridIndex (open an embedded index, or connect to a Qdrant server)
 EvidenceDocument in, AccessScope + SearchQuery -> SearchOutcome out.
 """
 
+# This folder ships as mnemo_sea.retrieval (the link mnemo_sea/retrieval). Imported as `retrieval` from
+# the repository root it would load a second copy of every class, and isinstance checks and
+# except clauses would stop matching across the two; so only the one name is accepted.
+if __name__ != "mnemo_sea.retrieval":
+    raise ImportError(
+        f"import this layer as mnemo_sea.retrieval, not {__name__} "
+        "(the repository root is not a package root)"
+    )
+
+
 from .backend import Leg, LegQuery, ScoredPoint, VectorIndex
 from .bm25 import Bm25Encoder, Bm25Params, SparseVector
 from .chunking import ChunkingPolicy, split_into_chunks
