@@ -28,7 +28,7 @@ from mnemo_sea.archive import (
     TaskStateRejected,
 )
 from mnemo_sea.context import ContextOverBudget
-from mnemo_sea.demo.sample_data import load_sample_citations, load_sample_tenant, load_session_script
+from mnemo_sea.demo.samples import load_sample_citations, load_sample_tenant, load_session_script
 from mnemo_sea.retrieval import Embedder, RetrievalError
 from mnemo_sea.system.fsck import run_fsck
 from mnemo_sea.system.mnemo import Mnemo

@@ -380,7 +380,7 @@ def test_documents_does_not_import_the_retrieval_layer() -> None:
     names |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert not any("retrieval" in n for n in names), names
     code = (
-        "import sys, mnemo_sea.system.documents, mnemo_sea.demo.sample_data as s; "
+        "import sys, mnemo_sea.system.documents, mnemo_sea.demo.samples as s; "
         "s.load_sample_tenant('clinic'); "
         "s.load_session_script(); s.load_sample_citations('clinic'); "
         "loaded = sorted(m for m in sys.modules if m.startswith('mnemo_sea.retrieval')); "

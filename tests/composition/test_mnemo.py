@@ -8,7 +8,7 @@ import pytest
 from fakes import HashingEmbedder
 
 from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
-from mnemo_sea.demo.sample_data import load_sample_tenant
+from mnemo_sea.demo.samples import load_sample_tenant
 from mnemo_sea.system.mnemo import Mnemo
 
 CLINIC = Principal("clinic", "assistant", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)

@@ -10,6 +10,7 @@ the package (so it is in the wheel).
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import hashlib
 import re
@@ -32,16 +33,15 @@ from mnemo_sea.archive import (
     Sensitivity,
 )
 from mnemo_sea.archive.policy import DEFAULT_POLICY
-from mnemo_sea.demo.sample_data import (
+from mnemo_sea.demo.samples import (
     SAMPLE_TENANTS,
     expected_verdicts,
-    lab_analyzer_log,
     load_sample_citations,
     load_sample_tenant,
     load_session_script,
-    logistics_log,
-    parse_session_script,
 )
+from mnemo_sea.demo.session_script import parse_session_script
+from mnemo_sea.demo.tool_outputs import lab_analyzer_log, logistics_log
 from mnemo_sea.system.citations import check_answers
 
 REPO = Path(__file__).resolve().parents[2]
@@ -337,3 +337,11 @@ def test_every_sample_file_is_package_data_and_read_from_the_package() -> None:
         "package-data patterns do not reach subfolders"
     )
     assert sum(p.stat().st_size for p in files) < 200_000
+
+
+def test_the_sample_data_package_holds_data_and_no_code() -> None:
+    # The loaders, the script parser and the log generators are modules of mnemo_sea.demo;
+    # the data package's __init__ exists only so that importlib.resources finds the files.
+    tree = ast.parse((SAMPLE_DIR / "__init__.py").read_text(encoding="utf-8"))
+    assert ast.get_docstring(tree) and len(tree.body) == 1, "sample_data/__init__.py holds code"
+    assert not [p.name for p in SAMPLE_DIR.glob("*.py") if p.name != "__init__.py"]
