@@ -11,10 +11,10 @@ The parser checks every field and raises InvalidInput naming the place of the fi
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from mnemo_sea.archive import InvalidInput
 from mnemo_sea.archive.policy import check_policy_class
@@ -23,6 +23,15 @@ from mnemo_sea.archive.records import PROVENANCES
 from mnemo_sea.demo.tool_outputs import GENERATORS
 
 SCRIPT_FORMAT = "mnemo-sea/session-script/1"
+_T = TypeVar("_T")
+
+
+def _one(items: tuple[_T, ...], wanted: Callable[[_T], bool], missing: str) -> _T:
+    """The item `wanted` picks out of `items`; KeyError(`missing`) when there is none."""
+    for item in items:
+        if wanted(item):
+            return item
+    raise KeyError(missing)
 
 
 @dataclass(frozen=True)
@@ -48,10 +57,8 @@ class ScriptedSession:
     calls: tuple[ScriptedCall, ...]
 
     def call(self, label: str) -> ScriptedCall:
-        for c in self.calls:
-            if c.label == label:
-                return c
-        raise KeyError(f"session {self.session_id!r} has no call labelled {label!r}")
+        missing = f"session {self.session_id!r} has no call labelled {label!r}"
+        return _one(self.calls, lambda c: c.label == label, missing)
 
 
 @dataclass(frozen=True)
@@ -72,10 +79,8 @@ class TenantScript:
     memory: tuple[ScriptedFact, ...]
 
     def session(self, session_id: str) -> ScriptedSession:
-        for s in self.sessions:
-            if s.session_id == session_id:
-                return s
-        raise KeyError(f"tenant {self.tenant!r} has no session {session_id!r}")
+        missing = f"tenant {self.tenant!r} has no session {session_id!r}"
+        return _one(self.sessions, lambda s: s.session_id == session_id, missing)
 
 
 @dataclass(frozen=True)
@@ -83,10 +88,7 @@ class SessionScript:
     tenants: tuple[TenantScript, ...]
 
     def tenant(self, name: str) -> TenantScript:
-        for t in self.tenants:
-            if t.tenant == name:
-                return t
-        raise KeyError(f"the script has no tenant {name!r}")
+        return _one(self.tenants, lambda t: t.tenant == name, f"the script has no tenant {name!r}")
 
 
 class _Reader:
