@@ -19,9 +19,11 @@ from .errors import (
     NotFound,
     ReceiptInvalid,
     StateConflict,
+    StoreCorrupt,
     StoreUnavailable,
     TargetStatus,
     TaskStateRejected,
+    Unauthenticated,
 )
 from .evidence import EvidenceInput
 from .policy import ArchivePolicy
@@ -79,10 +81,12 @@ __all__ = [
     "Sensitivity",
     "SourceRef",
     "StateConflict",
+    "StoreCorrupt",
     "StoreUnavailable",
     "Summary",
     "TargetStatus",
     "TaskState",
     "TaskStateRejected",
     "ToolResult",
+    "Unauthenticated",
 ]
