@@ -21,6 +21,7 @@ from mnemo_sea.archive import (
     Principal,
     Role,
     Sensitivity,
+    StoreCorrupt,
 )
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from mnemo_sea.retrieval import Embedder
     from mnemo_sea.system.mnemo import Mnemo
 
-from mnemo_sea.cli.output import EXIT_INTEGRITY, CliError, OneLineErrorsCommand, OneLineErrorsGroup, guard
+from mnemo_sea.cli.output import CliError, OneLineErrorsCommand, OneLineErrorsGroup, guard
 
 # The same names as mnemo_sea.system.mnemo (imported lazily: loading the index stack takes ~1.5 s,
 # and errors that need no archive should not pay for it).
@@ -160,17 +161,18 @@ def _command(fn: Callable[..., None]) -> Callable[..., None]:
 
 
 def _check_sqlite_file(path: Path) -> None:
-    """A non-empty archive file that is not SQLite is corrupt: say so before anything opens it."""
+    """A non-empty archive file that is not SQLite is corrupt: say so before anything opens it.
+
+    Opening it would say the same (StoreCorrupt, from SQLite's result code), but only after the
+    index stack is imported (seconds); this header check answers at once, with the same error.
+    """
     try:
         with path.open("rb") as f:
             header = f.read(len(_SQLITE_HEADER))
     except FileNotFoundError:
         return
     if header and header != _SQLITE_HEADER:
-        raise CliError(
-            f"{path} is corrupt: not a SQLite database (restore it from a backup; nothing was changed)",
-            EXIT_INTEGRITY,
-        )
+        raise StoreCorrupt(str(path), "not a SQLite database")
 
 
 def hashing_model_id() -> str:
