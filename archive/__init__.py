@@ -28,9 +28,11 @@ from .errors import (
     NotFound,
     ReceiptInvalid,
     StateConflict,
+    StoreCorrupt,
     StoreUnavailable,
     TargetStatus,
     TaskStateRejected,
+    Unauthenticated,
 )
 from .evidence import EvidenceInput
 from .policy import ArchivePolicy
@@ -88,10 +90,12 @@ __all__ = [
     "Sensitivity",
     "SourceRef",
     "StateConflict",
+    "StoreCorrupt",
     "StoreUnavailable",
     "Summary",
     "TargetStatus",
     "TaskState",
     "TaskStateRejected",
     "ToolResult",
+    "Unauthenticated",
 ]

@@ -24,20 +24,13 @@ from . import keys as key_rows
 from . import schema as t
 from .clock import utcnow
 from .errors import InvalidInput
+from .errors import Unauthenticated as Unauthenticated  # noqa: PLC0414 - re-exported: its import path before errors.py
 from .principal import Principal, Role, Sensitivity
 from .store import ArchiveStore
 
 KEY_PREFIX = "msk"
 MAX_NAME_CHARS = 200
 OPERATOR = "operator"  # the audit actor of key management run with direct access to the archive
-
-
-class Unauthenticated(Exception):
-    """No key, a malformed key, an unknown key or a revoked key: the caller is nobody."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """Typed errors of the archive layer.
 
 Every error carries structured detail so that a caller (the REST layer, the CLI, an agent)
-can say what was wrong without parsing a message. The REST layer maps them to status codes
-in one place; nothing here knows about HTTP.
+can say what was wrong without parsing a message. mnemo_sea.system.outcomes maps each class to
+the answer of every surface (HTTP status, exit code, MCP error) in one table; nothing here knows
+about HTTP.
 """
 
 from __future__ import annotations
@@ -174,6 +175,17 @@ class ArchiveConflict(BatchRejected, StateConflict):
     code = "archive_conflict"
 
 
+class Unauthenticated(ArchiveError):
+    """No key, a malformed key, an unknown key or a revoked key: the caller is nobody. `reason`
+    says which, never whether a key id exists."""
+
+    code = "unauthenticated"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class StoreUnavailable(ArchiveError):
     """The store could not be reached or failed mid-operation. Nothing was changed (fail closed)."""
 
@@ -184,6 +196,22 @@ class IntegrityError(ArchiveError):
     """Stored bytes no longer match their recorded hash, or the audit chain is broken."""
 
     code = "integrity_error"
+
+
+class StoreCorrupt(IntegrityError):
+    """The database file is not (any more) a database, or its pages are damaged, as its engine
+    reports it (SQLite: SQLITE_NOTADB, SQLITE_CORRUPT). Nothing was changed; waiting does not
+    help, restoring a backup does. `database` names the file, `reason` is the engine's word."""
+
+    code = "store_corrupt"
+
+    def __init__(self, database: str, reason: str) -> None:
+        super().__init__(
+            f"archive database {database} is corrupt: {reason} "
+            "(restore it from a backup; nothing was changed)",
+            database=database,
+            reason=reason,
+        )
 
 
 class ReceiptInvalid(IntegrityError):

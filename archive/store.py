@@ -8,7 +8,8 @@ Two transaction shapes, both failing closed:
 - `read()` opens a plain transaction.
 
 Any driver-level failure (server down, file unreadable, lock timeout) becomes
-`StoreUnavailable`; the transaction is rolled back, so nothing is half-written.
+`StoreUnavailable`, a file SQLite reports as not a database or as damaged `StoreCorrupt`; the
+transaction is rolled back, so nothing is half-written.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
-from .errors import InvalidInput, StoreUnavailable
+from .errors import ArchiveError, InvalidInput, StoreCorrupt, StoreUnavailable
 from .policy import DEFAULT_POLICY, ArchivePolicy
 from .signing import ReceiptKey
 
@@ -34,6 +35,8 @@ RECEIPT_KEY_FILE = "receipt.key"  # beside a SQLite archive file, unless a key i
 SQLITE_BUSY_TIMEOUT_MS = 15_000
 PG_CONNECT_TIMEOUT_S = 5
 _MIGRATION_LOCK = 7_310_244_101  # pg_advisory_xact_lock key: one migrator at a time
+# SQLite's result codes for a file that is not a database, and for damaged pages.
+_SQLITE_CORRUPT = frozenset({sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT})
 
 
 def sqlite_url(path: str | Path) -> str:
@@ -84,27 +87,54 @@ class ArchiveStore:
         try:
             conn = self.engine.connect()
         except sa_exc.SQLAlchemyError as e:
-            raise StoreUnavailable(f"archive store unreachable: {_reason(e)}") from e
+            # Connecting to SQLite already reads the file (the WAL pragma): a foreign file fails here.
+            raise self._corrupt(e) or StoreUnavailable(f"archive store unreachable: {_reason(e)}") from e
         try:
             if immediate:
                 conn = conn.execution_options(sqlite_immediate=True)
             with conn.begin():
                 yield conn
-        except (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.DisconnectionError) as e:
-            raise StoreUnavailable(f"archive store failed, nothing was changed: {_reason(e)}") from e
-        except sa_exc.DataError as e:
-            if "NUL" in str(e.orig):
-                # PostgreSQL text cannot hold NUL. Most fields refuse it when validated; this keeps
-                # any value that reaches the driver unchecked a caller's error, not a server error.
-                raise InvalidInput("value", "text must not contain NUL (0x00) characters") from e
-            raise
-        except sa_exc.DatabaseError as e:
-            if isinstance(e.orig, sqlite3.DatabaseError) and not isinstance(e.orig, sqlite3.IntegrityError):
-                # e.g. "file is not a database": a corrupt or foreign file is unavailable, not a bug.
-                raise StoreUnavailable(f"archive store unusable: {_reason(e)}") from e
-            raise
+        except sa_exc.SQLAlchemyError as e:
+            typed = self._typed(e)
+            if typed is None:
+                raise
+            raise typed from e
         finally:
             conn.close()
+
+    def _typed(self, e: sa_exc.SQLAlchemyError) -> ArchiveError | None:
+        """The typed error a driver-level failure in a transaction is; None: a bug, raised as is."""
+        corrupt = self._corrupt(e)
+        if corrupt is not None:
+            return corrupt
+        if isinstance(e, sa_exc.OperationalError | sa_exc.InterfaceError | sa_exc.DisconnectionError):
+            return StoreUnavailable(f"archive store failed, nothing was changed: {_reason(e)}")
+        if isinstance(e, sa_exc.DataError) and "NUL" in str(e.orig):
+            # PostgreSQL text cannot hold NUL. Most fields refuse it when validated; this keeps
+            # any value that reaches the driver unchecked a caller's error, not a server error.
+            return InvalidInput("value", "text must not contain NUL (0x00) characters")
+        if (
+            isinstance(e, sa_exc.DatabaseError)
+            and isinstance(e.orig, sqlite3.DatabaseError)
+            and not isinstance(e.orig, sqlite3.IntegrityError)
+        ):
+            # Any other refusal of the SQLite engine itself (the disk full, say): unusable, not a bug.
+            return StoreUnavailable(f"archive store unusable: {_reason(e)}")
+        return None
+
+    def _corrupt(self, e: sa_exc.SQLAlchemyError) -> StoreCorrupt | None:
+        """StoreCorrupt if the database engine says the file is not a database or is damaged.
+
+        Decided by SQLite's result code (its primary code is the low byte of an extended one,
+        such as SQLITE_CORRUPT_INDEX), never by the wording of its message.
+        """
+        orig = getattr(e, "orig", None)
+        code = getattr(orig, "sqlite_errorcode", None)
+        if not isinstance(orig, sqlite3.DatabaseError) or not isinstance(code, int):
+            return None
+        if code & 0xFF not in _SQLITE_CORRUPT:
+            return None
+        return StoreCorrupt(self.engine.url.database or "(unnamed)", _reason(e))
 
     def reclaim(self, tables: tuple[str, ...]) -> bool:
         """Make removed rows unreadable below SQL too, after a deletion committed; True if done.
@@ -148,7 +178,7 @@ def open_store(
     """Open (and by default migrate to the newest schema) the archive database at `url`.
 
     A plain filesystem path is taken as a SQLite file. Raises StoreUnavailable when the
-    database cannot be reached or is not a database.
+    database cannot be reached, StoreCorrupt when the file is not a database.
 
     Without `receipt_key`, a SQLite file's key is the file `receipt.key` beside it (created,
     mode 0600, on first use), so every process opening that archive signs and verifies with

@@ -36,8 +36,10 @@ from mnemo_sea.archive import (
     Role,
     Sensitivity,
     StateConflict,
+    StoreCorrupt,
     StoreUnavailable,
     TaskStateRejected,
+    Unauthenticated,
 )
 
 if TYPE_CHECKING:
@@ -77,8 +79,10 @@ __all__ = [
     "Role",
     "Sensitivity",
     "StateConflict",
+    "StoreCorrupt",
     "StoreUnavailable",
     "TaskStateRejected",
+    "Unauthenticated",
     "__version__",
 ]
 

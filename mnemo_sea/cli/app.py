@@ -1,6 +1,7 @@
 """The `mnemo-sea` command line.
 
-User mistakes print one clear line and exit non-zero; they never show a traceback.
+User mistakes print one clear line and exit non-zero; they never show a traceback. The exit
+codes are every command's (mnemo_sea.cli.output, from the one error table).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from mnemo_sea.archive import ArchiveError
+from mnemo_sea.cli.output import CliError, guard
 
 app = typer.Typer(no_args_is_help=True, help="mnemo-sea: evidence archive and hybrid retrieval.")
 eval_app = typer.Typer(no_args_is_help=True, help="Quality evaluations (retrieval, citations).")
@@ -28,11 +29,6 @@ def emit(report: dict[str, Any], as_json: bool) -> None:
             typer.echo(f"{key}: {value}")
 
 
-def fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code=2)
-
-
 @bench_app.command("archive")
 def bench_archive(
     db: Annotated[
@@ -45,10 +41,8 @@ def bench_archive(
     """Time archiving a 26-result, 2.2 MB batch and recovering 10 KB and 2 MB originals."""
     from mnemo_sea.eval.bench_archive import run
 
-    try:
+    with guard():
         report = run(db, batches=batches, recoveries=recoveries)
-    except ArchiveError as e:
-        fail(e.message)
     emit(report, as_json)
 
 
@@ -61,10 +55,8 @@ def bench_context(
     """Stub overhead in tokens, and assembly time at the paper's session size (26 results, 2.25 M chars)."""
     from mnemo_sea.eval.bench_context import run
 
-    try:
+    with guard():
         report = run(repeats=repeats, seed=seed)
-    except ArchiveError as e:
-        fail(e.message)
     emit(report, as_json)
 
 
@@ -100,7 +92,6 @@ def worker(
     import signal
     import threading
 
-    from mnemo_sea.cli.output import CliError, guard
     from mnemo_sea.system.mnemo import Mnemo
     from mnemo_sea.system.opening import settings_embedder
     from mnemo_sea.system.settings import MnemoSettings
@@ -114,15 +105,16 @@ def worker(
     except ValueError as e:
         with guard():
             raise CliError(" ".join(str(e).split())) from None
-    # Exit codes as every other command's (mnemo_sea.cli.output.exit_code_of): 2 bad settings, 6 a store down.
+    # Exit codes as every other command's: 2 bad settings, 6 a store down at start, and whatever
+    # the table says of an error the drain does not wait out (a corrupt store, say).
     with guard():
         mnemo = Mnemo.from_settings(settings, embedder=settings_embedder(settings), sync_writes=False)
-    try:
-        stats = run_worker(
-            mnemo, stop, poll_seconds=poll, heartbeat=heartbeat, purge_seconds=settings.ttl_purge_seconds
-        )
-    finally:
-        mnemo.close()
+        try:
+            stats = run_worker(
+                mnemo, stop, poll_seconds=poll, heartbeat=heartbeat, purge_seconds=settings.ttl_purge_seconds
+            )
+        finally:
+            mnemo.close()
     emit(stats.__dict__, True)
 
 

@@ -8,30 +8,22 @@ principal options are then unused). The system is opened from the settings (MNEM
 the embedded default, or MNEMO_DATABASE_URL + MNEMO_QDRANT_URL; see mnemo_sea.system.settings).
 
 stdout belongs to the protocol on stdio, so every problem is one line `error: ...` on stderr,
-with the exit codes of the other commands: 2 usage or input (including a bad API key),
-4 forbidden, 6 a store or index unavailable or locked, 7 integrity, 1 anything else.
+with the exit codes of the other commands (mnemo_sea.cli.output, from the one error table):
+2 usage or input (including a bad API key), 4 forbidden, 6 a store or index unavailable or
+locked, 7 integrity, 1 anything else.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
 
-from mnemo_sea.archive import (
-    ArchiveError,
-    Forbidden,
-    IntegrityError,
-    InvalidInput,
-    Principal,
-    Role,
-    Sensitivity,
-    StoreUnavailable,
-)
-from mnemo_sea.archive.api_keys import Unauthenticated
+from mnemo_sea.archive import InvalidInput, Principal, Role, Sensitivity
+from mnemo_sea.cli.output import CliError, guard
 from mnemo_sea.system.embedders import embedder_name
 
 _PRINCIPAL = "Principal (stdio)"
@@ -40,33 +32,6 @@ _PRINCIPAL = "Principal (stdio)"
 class Transport(StrEnum):
     STDIO = "stdio"
     HTTP = "http"
-
-
-def _fail(message: str, code: int) -> NoReturn:
-    typer.echo(f"error: {' '.join(message.split())}", err=True)
-    raise typer.Exit(code=code)
-
-
-def _exit_code(exc: Exception) -> int:
-    from mnemo_sea.retrieval import (
-        IndexConfigMismatch,
-        IndexLocked,
-        IndexUnavailable,
-        InvalidDocument,
-        InvalidQuery,
-    )
-
-    if isinstance(exc, InvalidInput | Unauthenticated | ValidationError | InvalidQuery | InvalidDocument):
-        return 2
-    if isinstance(exc, IndexConfigMismatch):  # the folder's index was built with the other embedder
-        return 2
-    if isinstance(exc, Forbidden):
-        return 4
-    if isinstance(exc, StoreUnavailable | IndexLocked | IndexUnavailable):
-        return 6
-    if isinstance(exc, IntegrityError):
-        return 7
-    return 1
 
 
 def configured_principal(tenant: str, subject: str, role: str, clearance: str) -> Principal:
@@ -117,15 +82,13 @@ def mcp(
     ] = None,
 ) -> None:
     """Serve the agent's tools (search, record, archive, recover, remember, check citations) over MCP."""
-    from mnemo_sea.retrieval import RetrievalError
-
-    try:
-        run(transport, host, port, api_key, tenant, subject, role, clearance, data_dir, embedder)
-    except (ArchiveError, RetrievalError, Unauthenticated, ValidationError) as e:
-        message = e.reason if isinstance(e, Unauthenticated) else str(e)
-        _fail(message, _exit_code(e))
-    except KeyboardInterrupt:
-        raise typer.Exit(code=0) from None
+    with guard():  # never as JSON: on stdio, stdout is the protocol's
+        try:
+            run(transport, host, port, api_key, tenant, subject, role, clearance, data_dir, embedder)
+        except ValidationError as e:  # MNEMO_* settings: input, like the options
+            raise CliError(str(e)) from None
+        except KeyboardInterrupt:
+            raise typer.Exit(code=0) from None
 
 
 def run(

@@ -14,21 +14,24 @@ Reports go to stdout (JSON with `--json`), progress bars to stderr (only on a te
 user mistake and every typed error prints one line `error: ...` on stderr, never a traceback;
 with `--json` it is also printed on stdout as `{"error": {"code", "message", "exit_code",
 "detail"}}` (`code` is the typed error's stable code, `detail` its structured fields, e.g. the
-`targets` of a rejected batch). The exit code (`exit_code_of`, the one policy, as REST's status
-table in mnemo_sea.rest.problems):
+`targets` of a rejected batch). The exit code of a typed error comes from its category in the
+one error table, mnemo_sea.system.outcomes (where REST's statuses come from too); `exit_code_of`
+applies it, and `CliError` names a code for what only the CLI meets (a bad option, a check that
+found problems):
 
     1  a check ran and found problems (fsck, verify-deleted), or an unexpected error
     2  usage or input: bad option, missing/malformed/binary/oversize file, missing data folder,
        an index built with another embedder, a rejected batch (nothing archived; REST 422), a
        deletion receipt or audit anchor this deployment did not issue or whose audit event the
-       chain no longer holds (ReceiptInvalid, code `receipt_invalid`; REST 422)
+       chain no longer holds (ReceiptInvalid, code `receipt_invalid`; REST 422), an unknown or
+       revoked API key (REST 401)
     3  not found (including records of other tenants)
     4  forbidden: role or clearance
     5  conflict: state conflict (every target already archived, nothing to retract), reused
        idempotency key (REST 409)
     6  store unavailable: archive unreachable, index locked by another process (named), index down
-    7  integrity: corrupt archive file, an original failing its hash, a broken audit chain or
-       one `audit verify --anchor` finds rewound or rewritten
+    7  integrity: corrupt archive file (StoreCorrupt, code `store_corrupt`), an original failing
+       its hash, a broken audit chain or one `audit verify --anchor` finds rewound or rewritten
 
 Set MNEMO_DEBUG=1 to get the traceback of an unexpected error instead of its one line.
 """
@@ -47,40 +50,32 @@ from typer._click.core import Command, Context  # typer vendors click: these, no
 from typer._click.exceptions import UsageError
 from typer.core import TyperCommand, TyperGroup
 
-from mnemo_sea.archive import (
-    ArchiveError,
-    BatchRejected,
-    Forbidden,
-    IntegrityError,
-    InvalidInput,
-    NotFound,
-    ReceiptInvalid,
-    StateConflict,
-    StoreUnavailable,
-)
+from mnemo_sea.system import outcomes
 from mnemo_sea.system.json_ready import plain
+from mnemo_sea.system.outcomes import Category, category_of, outcome_of
 
 if TYPE_CHECKING:
+    from mnemo_sea.archive import ArchiveError
     from mnemo_sea.retrieval.errors import RetrievalError
 
+# The table's exit codes, by the names the commands use (defined once, in outcomes).
+EXIT_PROBLEMS = outcomes.EXIT_PROBLEMS
+EXIT_USAGE = outcomes.EXIT_USAGE
+EXIT_NOT_FOUND = outcomes.EXIT_NOT_FOUND
+EXIT_FORBIDDEN = outcomes.EXIT_FORBIDDEN
+EXIT_CONFLICT = outcomes.EXIT_CONFLICT
+EXIT_UNAVAILABLE = outcomes.EXIT_UNAVAILABLE
+EXIT_INTEGRITY = outcomes.EXIT_INTEGRITY
 
-EXIT_PROBLEMS = 1
-EXIT_USAGE = 2
-EXIT_NOT_FOUND = 3
-EXIT_FORBIDDEN = 4
-EXIT_CONFLICT = 5
-EXIT_UNAVAILABLE = 6
-EXIT_INTEGRITY = 7
-
-
+# The stable code of a CliError raised with only an exit code: its category's name.
 _EXIT_NAMES = {
     EXIT_PROBLEMS: "problems",
-    EXIT_USAGE: "invalid_input",
-    EXIT_NOT_FOUND: "not_found",
-    EXIT_FORBIDDEN: "forbidden",
-    EXIT_CONFLICT: "conflict",
-    EXIT_UNAVAILABLE: "unavailable",
-    EXIT_INTEGRITY: "integrity",
+    EXIT_USAGE: Category.INVALID_INPUT.value,
+    EXIT_NOT_FOUND: Category.NOT_FOUND.value,
+    EXIT_FORBIDDEN: Category.FORBIDDEN.value,
+    EXIT_CONFLICT: Category.CONFLICT.value,
+    EXIT_UNAVAILABLE: Category.UNAVAILABLE.value,
+    EXIT_INTEGRITY: Category.INTEGRITY.value,
 }
 
 
@@ -119,50 +114,13 @@ def _retrieval_errors() -> Any:
     return sys.modules.get("mnemo_sea.retrieval.errors")
 
 
-# The exit-code policy, most specific first, as REST's status table (mnemo_sea.rest.problems):
-# a rejected batch is invalid input (422 there), unless every target was already archived
-# (ArchiveConflict, also a StateConflict: 409 there, a conflict here). A receipt or anchor that
-# does not check out (ReceiptInvalid, an IntegrityError) is input this deployment cannot accept
-# (422 there, 2 here), not a fault of its stores: before IntegrityError.
-_ARCHIVE_EXITS: tuple[tuple[type[ArchiveError], int], ...] = (
-    (StateConflict, EXIT_CONFLICT),
-    (BatchRejected, EXIT_USAGE),
-    (InvalidInput, EXIT_USAGE),
-    (NotFound, EXIT_NOT_FOUND),
-    (Forbidden, EXIT_FORBIDDEN),
-    (ReceiptInvalid, EXIT_USAGE),
-    (IntegrityError, EXIT_INTEGRITY),
-    (StoreUnavailable, EXIT_UNAVAILABLE),
-)
-# By name: the retrieval layer is imported only by commands that open the index.
-_RETRIEVAL_EXITS: tuple[tuple[str, int], ...] = (
-    ("InvalidQuery", EXIT_USAGE),
-    ("InvalidDocument", EXIT_USAGE),
-    ("IndexConfigMismatch", EXIT_USAGE),
-    ("IndexLocked", EXIT_UNAVAILABLE),
-    ("IndexUnavailable", EXIT_UNAVAILABLE),
-)
-
-
 def exit_code_of(exc: BaseException) -> int:
-    """The exit code of any error a command can meet (the one place that decides it)."""
+    """The exit code of any error a command can meet: a typed error's by the one error table."""
     if isinstance(exc, CliError):
         return exc.exit_code
-    errors = _retrieval_errors()
-    if errors is not None and isinstance(exc, errors.RetrievalError):
-        for name, code in _RETRIEVAL_EXITS:
-            if isinstance(exc, getattr(errors, name)):
-                return code
-        return EXIT_PROBLEMS
-    if isinstance(exc, StoreUnavailable):
-        # SQLite says so when the file is not (any more) a database: that is corruption, not an outage.
-        corrupt = "not a database" in exc.message or "malformed" in exc.message
-        return EXIT_INTEGRITY if corrupt else EXIT_UNAVAILABLE
-    if isinstance(exc, ArchiveError):
-        return next((code for kind, code in _ARCHIVE_EXITS if isinstance(exc, kind)), EXIT_PROBLEMS)
-    if isinstance(exc, OSError):
+    if isinstance(exc, OSError):  # a file the command reads or writes itself; no typed error is one
         return EXIT_UNAVAILABLE
-    return EXIT_PROBLEMS
+    return outcome_of(exc).exit_code
 
 
 def _message(exc: ArchiveError | RetrievalError) -> str:
@@ -179,12 +137,11 @@ def as_cli_error(exc: Exception) -> CliError:
     """Any error as the CliError the CLI reports: its message, exit code, stable code, detail."""
     if isinstance(exc, CliError):
         return exc
-    errors = _retrieval_errors()
-    typed = isinstance(exc, ArchiveError) or (errors is not None and isinstance(exc, errors.RetrievalError))
-    if typed:
+    if category_of(exc) is not None:
         typed_exc: Any = exc
+        outcome = outcome_of(exc)
         return CliError(
-            _message(typed_exc), exit_code_of(exc), code=typed_exc.code, detail=dict(typed_exc.detail)
+            _message(typed_exc), outcome.exit_code, code=outcome.code, detail=dict(typed_exc.detail)
         )
     if isinstance(exc, OSError):
         return CliError(f"{exc.filename or 'file'}: {exc.strerror or exc}", EXIT_UNAVAILABLE, code="os_error")
@@ -213,9 +170,7 @@ def guard(as_json: bool = False) -> Iterator[None]:
     except (typer.Exit, typer.Abort, KeyboardInterrupt):
         raise
     except Exception as e:
-        typed = isinstance(e, CliError | ArchiveError | OSError)
-        errors = _retrieval_errors()
-        typed = typed or (errors is not None and isinstance(e, errors.RetrievalError))
+        typed = isinstance(e, CliError | OSError) or category_of(e) is not None
         if not typed and os.environ.get("MNEMO_DEBUG") == "1":
             raise
         fail(as_cli_error(e), as_json)

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from mnemo_sea.archive import InvalidInput, Principal, Role, Sensitivity
-from mnemo_sea.cli.output import EXIT_INTEGRITY, CliError, OneLineErrorsCommand, OneLineErrorsGroup, guard
+from mnemo_sea.archive import InvalidInput, Principal, Role, Sensitivity, StoreCorrupt
+from mnemo_sea.cli.output import CliError, OneLineErrorsCommand, OneLineErrorsGroup, guard
 from mnemo_sea.system.embedders import EmbedderName, build_embedder, embedder_name, folder_embedder
 from mnemo_sea.system.layout import ARCHIVE_FILE
 
@@ -150,17 +150,18 @@ def _command(fn: Callable[..., None]) -> Callable[..., None]:
 
 
 def _check_sqlite_file(path: Path) -> None:
-    """A non-empty archive file that is not SQLite is corrupt: say so before anything opens it."""
+    """A non-empty archive file that is not SQLite is corrupt: say so before anything opens it.
+
+    Opening it would say the same (StoreCorrupt, from SQLite's result code), but only after the
+    index stack is imported (seconds); this header check answers at once, with the same error.
+    """
     try:
         with path.open("rb") as f:
             header = f.read(len(_SQLITE_HEADER))
     except FileNotFoundError:
         return
     if header and header != _SQLITE_HEADER:
-        raise CliError(
-            f"{path} is corrupt: not a SQLite database (restore it from a backup; nothing was changed)",
-            EXIT_INTEGRITY,
-        )
+        raise StoreCorrupt(str(path), "not a SQLite database")
 
 
 def embedder_choice(choice: str | None, folder: Path | None) -> EmbedderName:

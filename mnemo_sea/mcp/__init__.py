@@ -6,7 +6,7 @@ get_task_state. Their descriptions teach the archive protocol (see `tools.INSTRU
 
     inputs   the typed arguments of each tool (the published JSON Schemas)
     tools    the tool table: descriptions and the `Mnemo` call each tool makes
-    results  payloads and the one error shape `{"error": code, "message": ..., **detail}`
+    results  payloads and the one error shape `{"error": code, "category": ..., "message": ..., **detail}`
     server   the MCP server over the table; stdio
     http     streamable HTTP behind `Authorization: Bearer <api key>`
 """

@@ -2,9 +2,11 @@
 
 A success carries its payload twice, as `structuredContent` and as JSON text for clients that
 read only text. A failure is a tool result with `isError` and the JSON object
-`{"error": code, "message": ..., **detail}` (a rejected archive batch lists each target's
-status under `targets`), never a protocol error or a traceback: the model reads it and fixes
-its call. This is the one place exceptions become answers.
+`{"error": code, "category": ..., "message": ..., **detail}` (a rejected archive batch lists each
+target's status under `targets`), never a protocol error or a traceback: the model reads it and
+fixes its call. `error` is the error's stable code and `category` its kind (`invalid_input`,
+`not_found`, `forbidden`, `conflict`, `unavailable`: worth a retry later, ...), both from the one
+error table, mnemo_sea.system.outcomes. This is the one place exceptions become answers.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import ValidationError
 
 from mnemo_sea.archive import ArchiveError
-from mnemo_sea.archive.api_keys import Unauthenticated
 from mnemo_sea.retrieval import RetrievalError
 from mnemo_sea.system.json_ready import plain
+from mnemo_sea.system.outcomes import UNEXPECTED_CODE, Category, outcome_of
 
 log = logging.getLogger("mnemo_sea.mcp")
 
@@ -43,8 +45,13 @@ def success(payload: dict[str, Any]) -> CallToolResult:
     return _answer(payload, is_error=False)
 
 
-def failure(code: str, message: str, **detail: Any) -> CallToolResult:
-    return _answer({"error": code, "message": message, **plain(detail)}, is_error=True)
+def failure(
+    code: str, message: str, *, category: Category = Category.INVALID_INPUT, **detail: Any
+) -> CallToolResult:
+    """An error result; `category` defaults to the caller's mistake (a bad call, an unknown tool)."""
+    return _answer(
+        {"error": code, "category": category.value, "message": message, **plain(detail)}, is_error=True
+    )
 
 
 def _validation_problems(e: ValidationError) -> list[dict[str, str]]:
@@ -57,15 +64,18 @@ def _validation_problems(e: ValidationError) -> list[dict[str, str]]:
 def from_exception(exc: Exception, tool: str) -> CallToolResult:
     """The error result for anything a tool call raised; unexpected errors are logged, not shown."""
     if isinstance(exc, ArchiveError | RetrievalError):
+        outcome = outcome_of(exc)
         detail = exc.to_dict()
         detail.pop("code", None)
         detail.pop("message", None)
-        return failure(exc.code, exc.message, **detail)
+        return failure(outcome.code, exc.message, category=outcome.category, **detail)
     if isinstance(exc, ValidationError):
         problems = _validation_problems(exc)
         shown = "; ".join(f"{p['field']}: {p['problem']}" for p in problems)
         return failure("invalid_input", f"invalid arguments for {tool}: {shown}", problems=problems)
-    if isinstance(exc, Unauthenticated):
-        return failure("unauthenticated", exc.reason)
     log.exception("tool %s failed unexpectedly", tool)
-    return failure("internal_error", f"{tool} failed unexpectedly; the server log has the details")
+    return failure(
+        UNEXPECTED_CODE,
+        f"{tool} failed unexpectedly; the server log has the details",
+        category=Category.INTERNAL,
+    )

@@ -1,8 +1,10 @@
 """The one place where errors become HTTP answers: RFC 9457 problem+json with honest codes.
 
-404 not found or outside the caller's tenant (the same answer, so it is no oracle), 403 role or
-clearance, 409 state conflict, 413 too large, 422 invalid input or a rejected batch (listing
-each target's status), 503 a store unavailable (nothing was written), 401 no valid key.
+The status of every typed error comes from the one error table, mnemo_sea.system.outcomes
+(whose statuses were this module's): 404 not found or outside the caller's tenant (the same
+answer, so it is no oracle), 403 role or clearance, 409 state conflict, 413 too large, 422
+invalid input or a rejected batch (listing each target's status), 503 a store unavailable
+(nothing was written), 401 no valid key, 500 an integrity failure or a misconfigured index.
 
 A deletion receipt or audit anchor that does not check out (ReceiptInvalid; `check` says which
 check failed: signature, key, or an audit event the chain no longer holds) is 422: the request
@@ -22,27 +24,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from mnemo_sea.archive import (
-    ArchiveError,
-    BatchRejected,
-    ContentTooLarge,
-    Forbidden,
-    IntegrityError,
-    InvalidInput,
-    NotFound,
-    ReceiptInvalid,
-    StateConflict,
-    StoreUnavailable,
-)
-from mnemo_sea.archive.api_keys import Unauthenticated
-from mnemo_sea.retrieval import (
-    IndexConfigMismatch,
-    IndexLocked,
-    IndexUnavailable,
-    InvalidDocument,
-    InvalidQuery,
-    RetrievalError,
-)
+from mnemo_sea.archive import ArchiveError
+from mnemo_sea.retrieval import RetrievalError
+from mnemo_sea.system.outcomes import outcome_of
 
 PROBLEM_JSON = "application/problem+json"
 TYPE_BASE = "https://mnemo-sea.dev/problems/"
@@ -74,26 +58,6 @@ class ApiProblem(Exception):
         self.extra = extra
 
 
-# Most specific first: ArchiveConflict is both a BatchRejected and a StateConflict (409 wins),
-# ContentTooLarge is an InvalidInput (413 wins), ReceiptInvalid an IntegrityError (422 wins).
-_ARCHIVE_STATUS: tuple[tuple[type[ArchiveError], int], ...] = (
-    (ContentTooLarge, 413),
-    (ReceiptInvalid, 422),
-    (StateConflict, 409),
-    (BatchRejected, 422),
-    (InvalidInput, 422),
-    (NotFound, 404),
-    (Forbidden, 403),
-    (StoreUnavailable, 503),
-    (IntegrityError, 500),
-)
-_RETRIEVAL_STATUS: tuple[tuple[type[RetrievalError], int], ...] = (
-    (InvalidQuery, 422),
-    (InvalidDocument, 422),
-    (IndexLocked, 503),
-    (IndexUnavailable, 503),
-    (IndexConfigMismatch, 500),
-)
 _TITLES = {
     401: "Unauthenticated",
     403: "Forbidden",
@@ -108,13 +72,8 @@ _TITLES = {
 
 
 def status_of(exc: ArchiveError | RetrievalError) -> int:
-    table: tuple[tuple[type[Exception], int], ...] = (
-        _ARCHIVE_STATUS if isinstance(exc, ArchiveError) else _RETRIEVAL_STATUS
-    )
-    for cls, status in table:
-        if isinstance(exc, cls):
-            return status
-    return 503 if isinstance(exc, RetrievalError) else 500
+    """The HTTP status of a typed error: its row of the one error table."""
+    return outcome_of(exc).http_status
 
 
 def problem_response(
@@ -148,11 +107,6 @@ def _domain(request: Request, exc: Exception) -> JSONResponse:
         log.warning("store problem", extra={"code": exc.code, "error": str(exc)})
     extra = {k: v for k, v in exc.to_dict().items() if k not in ("code", "message")}
     return problem_response(request, status, exc.code, exc.message, extra)
-
-
-def _unauthenticated(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, Unauthenticated)
-    return problem_response(request, 401, "unauthenticated", exc.reason)
 
 
 def _api_problem(request: Request, exc: Exception) -> JSONResponse:
@@ -199,7 +153,6 @@ def _unexpected(request: Request, exc: Exception) -> JSONResponse:
 def install(app: FastAPI) -> None:
     app.add_exception_handler(ArchiveError, _domain)
     app.add_exception_handler(RetrievalError, _domain)
-    app.add_exception_handler(Unauthenticated, _unauthenticated)
     app.add_exception_handler(ApiProblem, _api_problem)
     app.add_exception_handler(RequestValidationError, _validation)
     app.add_exception_handler(StarletteHTTPException, _http)

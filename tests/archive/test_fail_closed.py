@@ -1,5 +1,6 @@
-"""Fail closed: when the store cannot be reached, is not a database, or fails in the middle of a
-transaction, operations raise StoreUnavailable and nothing is half-written.
+"""Fail closed: when the store cannot be reached or fails in the middle of a transaction,
+operations raise StoreUnavailable (StoreCorrupt when the file is not a database) and nothing is
+half-written.
 
 Mid-transaction failures are real driver failures: on PostgreSQL the server terminates our
 backend just before a chosen statement runs; on SQLite the driver raises a disk I/O error at that
@@ -28,6 +29,7 @@ from mnemo_sea.archive import (
     Principal,
     Role,
     Sensitivity,
+    StoreCorrupt,
     StoreUnavailable,
 )
 from mnemo_sea.archive import schema as t
@@ -93,13 +95,15 @@ def test_unreachable_postgres_is_store_unavailable() -> None:
     assert "unreachable" in err.value.message
 
 
-def test_a_file_that_is_not_a_database_is_store_unavailable(tmp_path: Path) -> None:
+def test_a_file_that_is_not_a_database_is_store_corrupt(tmp_path: Path) -> None:
+    # StoreCorrupt (an IntegrityError), no longer StoreUnavailable: waiting does not mend a file.
     path = tmp_path / "notes.db"
     original = b"these are my notes, not a database\n" * 200
     path.write_bytes(original)
-    with pytest.raises(StoreUnavailable) as err:
+    with pytest.raises(StoreCorrupt) as err:
         Archive.open(str(path))
-    assert "not a database" in err.value.message
+    assert not isinstance(err.value, StoreUnavailable)
+    assert err.value.detail == {"database": str(path), "reason": "file is not a database"}
     assert path.read_bytes() == original  # and the file is left as it was
 
 
