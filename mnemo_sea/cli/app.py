@@ -6,27 +6,18 @@ codes are every command's (mnemo_sea.cli.output, from the one error table).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from mnemo_sea.cli.output import CliError, guard
+from mnemo_sea.cli.output import CliError, emit, guard
 
 app = typer.Typer(no_args_is_help=True, help="mnemo-sea: evidence archive and hybrid retrieval.")
 eval_app = typer.Typer(no_args_is_help=True, help="Quality evaluations (retrieval, citations).")
 bench_app = typer.Typer(no_args_is_help=True, help="Performance benchmarks; JSON on stdout.")
 app.add_typer(eval_app, name="eval")
 app.add_typer(bench_app, name="bench")
-
-
-def emit(report: dict[str, Any], as_json: bool) -> None:
-    if as_json:
-        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
-    else:
-        for key, value in report.items():
-            typer.echo(f"{key}: {value}")
 
 
 @bench_app.command("archive")

@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal, NoReturn
 
 import typer
 
+from mnemo_sea.system.outcomes import EXIT_PROBLEMS, EXIT_UNAVAILABLE
+
 Embedder = Literal["hashing", "default"]
 EmbedderOption = Annotated[
     Embedder,
@@ -29,14 +31,14 @@ def _finish(report: dict[str, Any], as_json: bool, summary: list[str]) -> None:
         for line in summary:
             typer.echo(line)
     if not report["ok"]:
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=EXIT_PROBLEMS)
 
 
 def _setup_failed(e: Exception) -> NoReturn:
     first = str(e).splitlines()[0] if str(e) else type(e).__name__
     for line in [first, *getattr(e, "__notes__", [])]:
         typer.echo(f"error: {line}", err=True)
-    raise typer.Exit(code=6)
+    raise typer.Exit(code=EXIT_UNAVAILABLE)
 
 
 def bench_api(

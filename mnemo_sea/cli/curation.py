@@ -10,21 +10,18 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 
-
-def _fail(message: str) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code=2)
+from mnemo_sea.cli.output import EXIT_PROBLEMS, CliError, guarded
 
 
 def _module(name: str, what: str) -> Any:
     try:
         return importlib.import_module(f"mnemo_sea.eval.curation.{name}")
     except ImportError as e:
-        _fail(f"{what} needs mnemo_sea.eval.curation.{name}, which is not installed ({e})")
+        raise CliError(f"{what} needs mnemo_sea.eval.curation.{name}, which is not installed ({e})") from None
 
 
 def _traces(path: Path | None, trace_set: str) -> list[Any]:
@@ -61,7 +58,6 @@ def eval_context(
     quiet: Annotated[bool, typer.Option(help="no progress on stderr")] = False,
 ) -> None:
     """The context-curation experiment: tokens, requests, missing evidence and citations per arm."""
-    from mnemo_sea.archive import ArchiveError
     from mnemo_sea.eval.curation.arms import ArmParams, parse_arms
     from mnemo_sea.eval.curation.gates import run_gate
     from mnemo_sea.eval.curation.report import build_report, to_json, write_chart
@@ -69,23 +65,20 @@ def eval_context(
     from mnemo_sea.eval.curation.runner import replay_all
 
     if trace_set not in ("dev", "test", "all"):
-        _fail(f"--set must be dev, test or all, not {trace_set!r}")
+        raise CliError(f"--set must be dev, test or all, not {trace_set!r}")
 
     def progress(message: str) -> None:
         if not quiet:
             typer.echo(message, err=True)
 
-    try:
-        params = ArmParams()
-        chosen = parse_arms(arms, params)
-        loaded = _traces(traces, trace_set)
-        if not loaded:
-            _fail("no traces to run")
-        runs = replay_all(loaded, chosen, progress=progress)
-        progress("safety gate")
-        gate_report = run_gate() if gate else None
-    except ArchiveError as e:
-        _fail(e.message)
+    params = ArmParams()
+    chosen = parse_arms(arms, params)
+    loaded = _traces(traces, trace_set)
+    if not loaded:
+        raise CliError("no traces to run")
+    runs = replay_all(loaded, chosen, progress=progress)
+    progress("safety gate")
+    gate_report = run_gate() if gate else None
     label = str(traces.name) if traces is not None else trace_set
     report = build_report(runs, params=params, gate=gate_report, trace_set=label, timings=timings)
     table = to_markdown(report)
@@ -95,12 +88,12 @@ def eval_context(
         try:
             shown = write_chart(report, chart, chart_trace)
         except ValueError as e:
-            _fail(str(e))
+            raise CliError(str(e)) from None
         progress(f"chart of {shown} written to {chart}")
     typer.echo(to_json(report) if as_json else table, nl=False)
     if gate_report is not None and not gate_report.passed:
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=EXIT_PROBLEMS)
 
 
 def register(eval_app: typer.Typer) -> None:
-    eval_app.command("context")(eval_context)
+    eval_app.command("context")(guarded(eval_context))

@@ -39,11 +39,12 @@ Set MNEMO_DEBUG=1 to get the traceback of an unexpected error instead of its one
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sys
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec
 
 import typer
 from typer._click.core import Command, Context  # typer vendors click: these, not `click`'s
@@ -53,6 +54,8 @@ from typer.core import TyperCommand, TyperGroup
 from mnemo_sea.system import outcomes
 from mnemo_sea.system.json_ready import plain
 from mnemo_sea.system.outcomes import Category, category_of, outcome_of
+
+P = ParamSpec("P")
 
 if TYPE_CHECKING:
     from mnemo_sea.archive import ArchiveError
@@ -174,6 +177,17 @@ def guard(as_json: bool = False) -> Iterator[None]:
         if not typed and os.environ.get("MNEMO_DEBUG") == "1":
             raise
         fail(as_cli_error(e), as_json)
+
+
+def guarded(command: Callable[P, None]) -> Callable[P, None]:
+    """`command` run under `guard()`: for commands that take no shared options (eval, bench)."""
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> None:
+        with guard(as_json=bool(kwargs.get("as_json", False))):
+            command(*args, **kwargs)
+
+    return run
 
 
 class OneLineErrorsCommand(TyperCommand):

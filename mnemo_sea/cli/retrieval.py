@@ -1,30 +1,19 @@
 """CLI commands of the retrieval layer: `eval retrieval`, `bench search`, `bench ingest`.
 
 `register(eval_app, bench_app)` adds them to the `mnemo-sea` command line. Reports go to
-stdout (JSON with --json), progress to stderr; a user mistake (missing dataset, bad option
-value, locked index) prints one line and exits 2, never a traceback.
+stdout (JSON with --json), progress to stderr; a failure prints one line and exits with the
+code of mnemo_sea.system.outcomes (a missing dataset or a bad option value 2, a locked index 6),
+never a traceback.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated
 
 import typer
 
-
-def _emit(report: dict[str, Any], as_json: bool) -> None:
-    if as_json:
-        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
-        return
-    for key, value in report.items():
-        typer.echo(f"{key}: {json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else value}")
-
-
-def _fail(message: str) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code=2)
+from mnemo_sea.cli.output import CliError, emit, guarded
 
 
 def eval_retrieval(
@@ -51,7 +40,6 @@ def eval_retrieval(
     from mnemo_sea.eval.beir import DatasetError, load_beir
     from mnemo_sea.eval.retrieval import run_evaluation, settings_from_options
     from mnemo_sea.retrieval import (
-        RetrievalError,
         SearchMode,
         SentenceTransformerEmbedder,
         SqliteEmbeddingCache,
@@ -73,9 +61,9 @@ def eval_retrieval(
             cache=SqliteEmbeddingCache(embedding_cache) if embedding_cache else None,
             show_progress=not quiet,
         )
-    except (DatasetError, RetrievalError, ValueError) as exc:
-        _fail(str(exc))
-    _emit(report, as_json)
+    except (DatasetError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    emit(report, as_json)
 
 
 def bench_search(
@@ -91,15 +79,9 @@ def bench_search(
 ) -> None:
     """Tenant-filtered hybrid top-10 latency over N chunks in 100 tenants, against the common recipe."""
     from mnemo_sea.eval.bench_search import run
-    from mnemo_sea.retrieval import RetrievalError
 
-    try:
-        report = run(
-            n, tenants=tenants, queries=queries, alternative=alternative, embed_queries=embed_queries
-        )
-    except RetrievalError as exc:
-        _fail(exc.message)
-    _emit(report, as_json)
+    report = run(n, tenants=tenants, queries=queries, alternative=alternative, embed_queries=embed_queries)
+    emit(report, as_json)
 
 
 def bench_ingest(
@@ -115,17 +97,16 @@ def bench_ingest(
     """Ingestion chunks/s against raw model.encode, and re-ingestion speed-ups."""
     from mnemo_sea.eval.beir import DatasetError
     from mnemo_sea.eval.bench_ingest import run
-    from mnemo_sea.retrieval import RetrievalError
 
     try:
         report = run(n, dataset=dataset, rounds=rounds)
-    except (DatasetError, RetrievalError) as exc:
-        _fail(str(exc))
-    _emit(report, as_json)
+    except DatasetError as exc:
+        raise CliError(str(exc)) from None
+    emit(report, as_json)
 
 
 def register(eval_app: typer.Typer, bench_app: typer.Typer) -> None:
     """Add the retrieval commands to the `eval` and `bench` command groups."""
-    eval_app.command("retrieval")(eval_retrieval)
-    bench_app.command("search")(bench_search)
-    bench_app.command("ingest")(bench_ingest)
+    eval_app.command("retrieval")(guarded(eval_retrieval))
+    bench_app.command("search")(guarded(bench_search))
+    bench_app.command("ingest")(guarded(bench_ingest))

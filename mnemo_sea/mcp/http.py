@@ -20,7 +20,7 @@ from mnemo_sea.archive import Principal
 from mnemo_sea.archive.api_keys import Unauthenticated, authenticate
 from mnemo_sea.archive.store import ArchiveStore
 from mnemo_sea.rest.limits import BodyLimit
-from mnemo_sea.rest.problems import problem_response
+from mnemo_sea.rest.problems import domain_problem
 from mnemo_sea.system.mnemo import Mnemo
 from mnemo_sea.system.settings import MnemoSettings
 
@@ -60,8 +60,8 @@ class BearerKeys:
             key = bearer_key(scope)
             principal = await anyio.to_thread.run_sync(authenticate, self.store, key)
         except Unauthenticated as e:
-            # The REST API's one mapping of errors to HTTP answers here too: 401 problem+json.
-            response = problem_response(Request(scope), 401, "unauthenticated", e.reason)
+            # The REST API's answer, from the one outcome table: 401 problem+json.
+            response = domain_problem(Request(scope), e)
             await response(scope, receive, send)
             return
         scope.setdefault("state", {})[PRINCIPAL_STATE] = principal

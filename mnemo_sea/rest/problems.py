@@ -100,7 +100,8 @@ def problem_response(
     return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
-def _domain(request: Request, exc: Exception) -> JSONResponse:
+def domain_problem(request: Request, exc: Exception) -> JSONResponse:
+    """The problem+json answer to a typed error (also used by the MCP transport's key check)."""
     assert isinstance(exc, ArchiveError | RetrievalError)
     status = status_of(exc)
     if status >= 500:
@@ -151,8 +152,8 @@ def _unexpected(request: Request, exc: Exception) -> JSONResponse:
 
 
 def install(app: FastAPI) -> None:
-    app.add_exception_handler(ArchiveError, _domain)
-    app.add_exception_handler(RetrievalError, _domain)
+    app.add_exception_handler(ArchiveError, domain_problem)
+    app.add_exception_handler(RetrievalError, domain_problem)
     app.add_exception_handler(ApiProblem, _api_problem)
     app.add_exception_handler(RequestValidationError, _validation)
     app.add_exception_handler(StarletteHTTPException, _http)
