@@ -6,7 +6,7 @@ the secret is 256 random bits, so a plain hash cannot be brute-forced and a leak
 lets no one in. The tenant of every request comes from the key alone.
 
 Creating and revoking a key are audited in the key's tenant, in the transaction that writes
-the key row (archive.keys), with `actor` as the event's actor (the CLI passes `operator`).
+the key row, with `actor` as the event's actor (the CLI passes `operator`).
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Row, select, update
 
-from . import keys as key_rows
 from . import schema as t
+from .audit import append_event
 from .clock import utcnow
-from .errors import InvalidInput
+from .errors import InvalidInput, NotFound, StateConflict
 from .errors import Unauthenticated as Unauthenticated  # noqa: PLC0414 - re-exported: its import path before errors.py
 from .principal import Principal, Role, Sensitivity
 from .store import ArchiveStore
@@ -63,6 +64,48 @@ class ApiKeyInfo:
             "created_at": self.created_at.isoformat(),
             "revoked_at": None if self.revoked_at is None else self.revoked_at.isoformat(),
         }
+
+
+# ---- the rows: each write audited in its own transaction ------------------------------------------
+
+
+def _detail(row: Any) -> dict[str, Any]:
+    # Who the key acts as, never its secret hash.
+    return {
+        "subject": row["subject"],
+        "roles": row["roles"],
+        "clearance": row["clearance"],
+        "name": row["name"],
+    }
+
+
+def _insert_row(store: ArchiveStore, values: dict[str, Any], *, actor: str) -> None:
+    """Store a key row (already validated) and audit it in the key's tenant, in one transaction."""
+    with store.write() as conn:
+        conn.execute(t.api_keys.insert().values(**values))
+        append_event(
+            conn, values["tenant_id"], actor, "api_key_create", f"api_key:{values['key_id']}", _detail(values)
+        )
+
+
+def _revoke_row(store: ArchiveStore, key_id: str, *, actor: str) -> tuple[Row[Any], datetime]:
+    """Revoke a key row and audit it; returns the row as it was and the revocation time.
+
+    Raises NotFound for an unknown id, StateConflict if it is already revoked.
+    """
+    with store.write() as conn:
+        row = conn.execute(select(t.api_keys).where(t.api_keys.c.key_id == key_id)).first()
+        if row is None:
+            raise NotFound("api key", key_id)
+        if row.revoked_at is not None:
+            raise StateConflict(f"api key {key_id!r} is already revoked", key_id=key_id)
+        now = utcnow()
+        conn.execute(update(t.api_keys).where(t.api_keys.c.key_id == key_id).values(revoked_at=now))
+        append_event(conn, row.tenant_id, actor, "api_key_revoke", f"api_key:{key_id}", _detail(row._mapping))
+    return row, now
+
+
+# ---- minting, listing, revoking, checking ----------------------------------------------------------
 
 
 def _secret_hash(secret: str) -> str:
@@ -118,7 +161,7 @@ def create_key(
         created_at=utcnow(),
         revoked_at=None,
     )
-    key_rows.insert_key(
+    _insert_row(
         store,
         {
             "key_id": info.key_id,
@@ -147,7 +190,7 @@ def list_keys(store: ArchiveStore, tenant_id: str | None = None) -> list[ApiKeyI
 
 def revoke_key(store: ArchiveStore, key_id: str, *, actor: str = OPERATOR) -> ApiKeyInfo:
     """Revoke a key at once. Raises NotFound for an unknown id, StateConflict if already revoked."""
-    row, now = key_rows.revoke_key(store, key_id, actor=actor)
+    row, now = _revoke_row(store, key_id, actor=actor)
     info = _info(row)
     return ApiKeyInfo(**{**info.__dict__, "revoked_at": now})
 

@@ -334,7 +334,7 @@ def test_key_creation_and_revocation_are_audited_in_the_key_row_transaction(
     def broken(*args: Any, **kw: Any) -> int:
         raise RuntimeError("audit write failed")
 
-    monkeypatch.setattr("mnemo_sea.archive.keys.append_event", broken)
+    monkeypatch.setattr("mnemo_sea.archive.api_keys.append_event", broken)
     with pytest.raises(RuntimeError):
         create_key(archive.store, tenant_id="clinic-a", subject="other", roles=["agent"])
     with pytest.raises(RuntimeError):
