@@ -7,8 +7,9 @@ import hashlib
 from sqlalchemy import Connection, and_, delete, exists, select
 
 from . import schema as t
-from .clock import insert_or_touch, utcnow
+from .clock import utcnow
 from .errors import IntegrityError
+from .upserts import insert_or_touch
 
 
 def sha256_hex(content: bytes) -> str:
