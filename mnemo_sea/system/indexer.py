@@ -31,7 +31,14 @@ from datetime import datetime
 
 from sqlalchemy import Connection
 
-from mnemo_sea.archive import ArchiveError, EvidenceRecord, MemoryFact, StoreUnavailable, Summary, feeds
+from mnemo_sea.archive import (
+    ArchiveError,
+    EvidenceRecord,
+    MemoryFact,
+    StoreUnavailable,
+    Summary,
+    internal_reads,
+)
 from mnemo_sea.archive.outbox import OutboxItem, claim_pending, mark_done, mark_failed, pending_count
 from mnemo_sea.archive.refs import MEMORY_PREFIX, RESULT_PREFIX
 from mnemo_sea.archive.store import ArchiveStore
@@ -202,7 +209,7 @@ class Indexer:
             if item.op == "index_delete":
                 self.index.delete(tenant, evidence_id, version)
             elif item.op == "index_status":
-                stored = feeds.evidence_version(conn, tenant, evidence_id, version)
+                stored = internal_reads.evidence_version(conn, tenant, evidence_id, version)
                 if stored is not None:
                     doc = evidence_document(tenant, *stored)
                     if doc is not None:
@@ -216,7 +223,7 @@ class Indexer:
                 self.index.delete(tenant, result_evidence_id(item.entity_ref))
             else:
                 session_id, _, rid = item.entity_ref.rpartition("/")
-                note = feeds.archived_note(conn, tenant, session_id, rid)
+                note = internal_reads.archived_note(conn, tenant, session_id, rid)
                 if note is not None:
                     self.index.upsert([note_document(tenant, note)])
         elif item.entity == "memory":
@@ -229,7 +236,7 @@ class Indexer:
                 # index_upsert (a new version) and index_status (superseded): either way the
                 # archive's row says what the index holds now. A superseded version stays
                 # searchable `as_of` the time it was current, as superseded evidence does.
-                fact_row = feeds.memory_version(conn, tenant, owner, key, version)
+                fact_row = internal_reads.memory_version(conn, tenant, owner, key, version)
                 if fact_row is not None:
                     fact_doc = memory_document(tenant, *fact_row)
                     if fact_doc is None:
@@ -240,7 +247,7 @@ class Indexer:
             if item.op == "index_delete":
                 self.index.delete(tenant, item.entity_ref)
             else:
-                found = feeds.summary(conn, tenant, item.entity_ref)
+                found = internal_reads.summary(conn, tenant, item.entity_ref)
                 if found is not None:
                     summary_owner = source_owner(conn, tenant, found.derived_from)
                     self.index.upsert([summary_document(tenant, found, summary_owner)])
@@ -249,7 +256,7 @@ class Indexer:
         return 0
 
     def _upsert_evidence(self, conn: Connection, tenant: str, evidence_id: str, version: int) -> int:
-        found = feeds.evidence_version(conn, tenant, evidence_id, version)
+        found = internal_reads.evidence_version(conn, tenant, evidence_id, version)
         if found is None or found[0].status == "retracted":
             return 0  # deleted or withdrawn since; the row that did so removes what was indexed
         doc = evidence_document(tenant, *found)
@@ -300,7 +307,7 @@ def evidence_document(tenant: str, record: EvidenceRecord, content: bytes) -> Ev
     )
 
 
-def note_document(tenant: str, note: feeds.ArchivedNote) -> EvidenceDocument:
+def note_document(tenant: str, note: internal_reads.ArchivedNote) -> EvidenceDocument:
     """An archived result's note, searchable `as_of` any time from its archiving on."""
     return EvidenceDocument(
         tenant_id=tenant,

@@ -41,7 +41,7 @@ from mnemo_sea.archive import (
     Summary,
     TaskState,
     ToolResult,
-    feeds,
+    internal_reads,
 )
 from mnemo_sea.archive.clock import aware, utcnow
 from mnemo_sea.archive.outbox import pending_ids
@@ -566,13 +566,13 @@ class Mnemo:
         # answers `as_of` a moment with something written later.
         if hit.kind == "tool_result" and hit.evidence_id.startswith(RESULT_PREFIX):
             session_id, _, rid = hit.evidence_id.removeprefix(RESULT_PREFIX).rpartition("/")
-            note = feeds.archived_note(conn, tenant, session_id, rid)
+            note = internal_reads.archived_note(conn, tenant, session_id, rid)
             if note is None or (as_of is not None and as_of < note.archived_at):
                 return None
             return make(note.note, f"{session_id}/{rid}", label="archived result note")
         if hit.kind == "memory" and hit.evidence_id.startswith(MEMORY_PREFIX):
             owner, _, key = hit.evidence_id.removeprefix(MEMORY_PREFIX).partition("/")
-            stored = feeds.memory_version(conn, tenant, owner, key, hit.version)
+            stored = internal_reads.memory_version(conn, tenant, owner, key, hit.version)
             if stored is None:
                 return None
             fact, ended_at = stored
@@ -588,12 +588,12 @@ class Mnemo:
                 return None
             return make(f"{fact.key}: {fact.value}", f"{owner}/{key}", label=f"memory ({fact.provenance})")
         if hit.kind == "summary":
-            found = feeds.summary(conn, tenant, hit.evidence_id)
+            found = internal_reads.summary(conn, tenant, hit.evidence_id)
             if found is None or (as_of is not None and as_of < found.created_at):
                 return None
             return make(found.text, found.trace_ref or "", label=found.label)
         try:
-            version = feeds.evidence_version(conn, tenant, hit.evidence_id, hit.version)
+            version = internal_reads.evidence_version(conn, tenant, hit.evidence_id, hit.version)
         except IntegrityError:
             return None  # a corrupt original is never served; fsck reports it
         if version is None:

@@ -1,8 +1,9 @@
-"""Reads for the system's own components (the indexer, fsck), not for principals.
+"""Reads for the system's own components (the indexer, fsck), never on behalf of a principal.
 
 These functions take a connection and a tenant and skip access checks: the composition
 root calls them to turn outbox rows into index writes and to compare the index with the
-archive. Nothing here is exposed to a caller's request.
+archive. Nothing here answers a caller's request: search hydrates its hits through the
+access-checked `Archive.read_hits` (hits.py) instead.
 """
 
 from __future__ import annotations
@@ -78,11 +79,6 @@ def archived_note(conn: Connection, tenant_id: str, session_id: str, rid: str) -
     return ArchivedNote(
         session_id, rid, row.tool_name, row.note, row.sensitivity, row.owner, row.blob_sha256, row.archived_at
     )
-
-
-def memory_fact(conn: Connection, tenant_id: str, owner: str, key: str, version: int) -> MemoryFact | None:
-    found = memory_version(conn, tenant_id, owner, key, version)
-    return None if found is None else found[0]
 
 
 def memory_version(
