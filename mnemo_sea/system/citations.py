@@ -92,6 +92,7 @@ from mnemo_sea.archive import (
     Principal,
 )
 from mnemo_sea.archive.clock import aware, utcnow
+from mnemo_sea.archive.in_force import in_force, valid_at
 from mnemo_sea.archive.refs import MEMORY_PREFIX, RESULT_PREFIX, SUMMARY_PREFIX, check_evidence_id
 
 Verdict = Literal[
@@ -374,12 +375,10 @@ class _Cited:
 
     def in_force(self, at: datetime) -> bool:
         # Transaction time, as in the archive's as_of reads: the archive's current version then.
-        return self.recorded_at <= at and (self.ended_at is None or at < self.ended_at)
+        return in_force(self.recorded_at, self.ended_at, at)
 
     def valid_at(self, at: datetime) -> bool:
-        return (self.valid_from is None or self.valid_from <= at) and (
-            self.valid_until is None or at < self.valid_until
-        )
+        return valid_at(self.valid_from, self.valid_until, at)
 
 
 def _evidence(rec: EvidenceRecord, content: bytes | None) -> _Cited:
@@ -479,11 +478,7 @@ def _resolve_memory(
             raise NotFound("memory", f"{citation.evidence_id}@{citation.version}")
         source = "given"
     else:
-        held = [
-            f
-            for f in history
-            if f.created_at <= at and (ended.get(f.version) is None or at < ended[f.version])
-        ]
+        held = [f for f in history if in_force(f.created_at, ended.get(f.version), at)]
         if held and not held[-1].expired(at):
             pick, source = held[-1], "in_force"
         else:
@@ -581,8 +576,8 @@ def _check_one(
     locator_matches = (
         None if citation.locator is None else normalise_text(citation.locator) == normalise_text(rec.locator)
     )
-    in_force = rec.in_force(at)
-    valid_at_answer = in_force and rec.valid_at(at)
+    current_then = rec.in_force(at)
+    valid_at_answer = current_then and rec.valid_at(at)
     ended_before = rec.ended_at is not None and rec.ended_at <= at
     changed_since = rec.ended_at is not None and rec.ended_at > at
     superseded_by = rec.superseded_by
