@@ -40,7 +40,7 @@ from mnemo_sea.archive import (
     internal_reads,
 )
 from mnemo_sea.archive.outbox import OutboxItem, claim_pending, mark_done, mark_failed, pending_count
-from mnemo_sea.archive.refs import MEMORY_PREFIX, RESULT_PREFIX
+from mnemo_sea.archive.refs import ResultIndexId, memory_index_id, result_index_id
 from mnemo_sea.archive.store import ArchiveStore
 from mnemo_sea.archive.summaries import source_owner
 from mnemo_sea.retrieval import EvidenceDocument, HybridIndex, IndexUnavailable, RetrievalError
@@ -50,18 +50,6 @@ log = logging.getLogger(__name__)
 
 # Deleted index points after which a drain pass compacts the embedded index (see the docstring).
 COMPACT_AFTER_DELETED = 1
-
-# How derived entities are named in the index (the archive's own evidence ids are used as-is):
-# archive.refs defines the prefixes, since citations resolve the same ids.
-
-
-def result_evidence_id(ref: str) -> str:
-    """`s1/r3` -> the index id of that archived result's note."""
-    return f"{RESULT_PREFIX}{ref}"
-
-
-def memory_evidence_id(owner: str, key: str) -> str:
-    return f"{MEMORY_PREFIX}{owner}/{key}"
 
 
 @dataclass(frozen=True)
@@ -220,10 +208,10 @@ class Indexer:
                 return self._upsert_evidence(conn, tenant, evidence_id, version)
         elif item.entity == "tool_result":
             if item.op == "index_delete":
-                self.index.delete(tenant, result_evidence_id(item.entity_ref))
+                self.index.delete(tenant, str(ResultIndexId.of_ref(item.entity_ref)))
             else:
-                session_id, _, rid = item.entity_ref.rpartition("/")
-                note = internal_reads.archived_note(conn, tenant, session_id, rid)
+                result = ResultIndexId.of_ref(item.entity_ref)
+                note = internal_reads.archived_note(conn, tenant, result.session_id, result.result_id)
                 if note is not None:
                     self.index.upsert([note_document(tenant, note)])
         elif item.entity == "memory":
@@ -231,7 +219,7 @@ class Indexer:
             owner, _, key = ref.partition("/")
             version = int(version_text)
             if item.op == "index_delete":
-                self.index.delete(tenant, memory_evidence_id(owner, key), version)
+                self.index.delete(tenant, memory_index_id(owner, key), version)
             else:
                 # index_upsert (a new version) and index_status (superseded): either way the
                 # archive's row says what the index holds now. A superseded version stays
@@ -240,7 +228,7 @@ class Indexer:
                 if fact_row is not None:
                     fact_doc = memory_document(tenant, *fact_row)
                     if fact_doc is None:
-                        self.index.delete(tenant, memory_evidence_id(owner, key), version)
+                        self.index.delete(tenant, memory_index_id(owner, key), version)
                     else:
                         self.index.upsert([fact_doc])
         elif item.entity == "summary":
@@ -311,7 +299,7 @@ def note_document(tenant: str, note: internal_reads.ArchivedNote) -> EvidenceDoc
     """An archived result's note, searchable `as_of` any time from its archiving on."""
     return EvidenceDocument(
         tenant_id=tenant,
-        evidence_id=result_evidence_id(f"{note.session_id}/{note.result_id}"),
+        evidence_id=result_index_id(note.session_id, note.result_id),
         version=1,
         text=note.note,
         kind="tool_result",
@@ -340,7 +328,7 @@ def memory_document(tenant: str, fact: MemoryFact, ended_at: datetime | None) ->
         return None  # superseded or expired the instant it was written
     return EvidenceDocument(
         tenant_id=tenant,
-        evidence_id=memory_evidence_id(fact.owner, fact.key),
+        evidence_id=memory_index_id(fact.owner, fact.key),
         version=fact.version,
         text=f"{fact.key}: {fact.value}",
         kind="memory",

@@ -45,7 +45,7 @@ from mnemo_sea.archive import (
 )
 from mnemo_sea.archive.clock import aware, utcnow
 from mnemo_sea.archive.outbox import pending_ids
-from mnemo_sea.archive.refs import MEMORY_PREFIX, RESULT_PREFIX
+from mnemo_sea.archive.refs import MemoryIndexId, ResultIndexId, memory_index_id, parse_index_id
 from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, TokenCounter
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS, assemble
 from mnemo_sea.context.gather import check_instructions, gather, tool_texts
@@ -64,13 +64,7 @@ from mnemo_sea.retrieval import (
 from mnemo_sea.retrieval.filters import evidence_filter
 from mnemo_sea.system.caches import Cache, MemoryCache, RedisCache, search_query_key
 from mnemo_sea.system.citations import Citation, CitationReport, check_citations
-from mnemo_sea.system.indexer import (
-    AppliedRow,
-    DrainReport,
-    Indexer,
-    OnApplied,
-    memory_evidence_id,
-)
+from mnemo_sea.system.indexer import AppliedRow, DrainReport, Indexer, OnApplied
 from mnemo_sea.system.settings import MnemoSettings
 
 log = logging.getLogger(__name__)
@@ -564,14 +558,15 @@ class Mnemo:
         # Every kind is checked against the archive's own times as well as the index's filter,
         # so an index built before a kind carried its validity (or lagging behind) never
         # answers `as_of` a moment with something written later.
-        if hit.kind == "tool_result" and hit.evidence_id.startswith(RESULT_PREFIX):
-            session_id, _, rid = hit.evidence_id.removeprefix(RESULT_PREFIX).rpartition("/")
+        named = parse_index_id(hit.evidence_id)
+        if hit.kind == "tool_result" and isinstance(named, ResultIndexId):
+            session_id, rid = named.session_id, named.result_id
             note = internal_reads.archived_note(conn, tenant, session_id, rid)
             if note is None or (as_of is not None and as_of < note.archived_at):
                 return None
             return make(note.note, f"{session_id}/{rid}", label="archived result note")
-        if hit.kind == "memory" and hit.evidence_id.startswith(MEMORY_PREFIX):
-            owner, _, key = hit.evidence_id.removeprefix(MEMORY_PREFIX).partition("/")
+        if hit.kind == "memory" and isinstance(named, MemoryIndexId):
+            owner, key = named.owner, named.key
             stored = internal_reads.memory_version(conn, tenant, owner, key, hit.version)
             if stored is None:
                 return None
@@ -872,8 +867,8 @@ class Mnemo:
         # Evidence and memory points are counted per deleted version: a purge may delete some
         # versions of a fact and keep the rest, whose points are not leftovers.
         points: list[tuple[str, int | None]] = list(receipt.evidence_versions)
-        points += [(memory_evidence_id(owner, key), v) for owner, key, v in receipt.memory_facts]
-        points += [(f"{RESULT_PREFIX}{ref}", None) for ref in receipt.tool_results]
+        points += [(memory_index_id(owner, key), v) for owner, key, v in receipt.memory_facts]
+        points += [(str(ResultIndexId.of_ref(ref)), None) for ref in receipt.tool_results]
         points += [(summary_id, None) for summary_id in receipt.summaries]
         index_left = sorted(
             {i for i, v in points if self.index.backend.count(evidence_filter(tenant, i, v)) > 0}
