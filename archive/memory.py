@@ -47,6 +47,9 @@ MAX_TTL = timedelta(days=36_500)
 # 100 characters: with the owner (128) the index id `memory:<owner>/<key>` stays within 256.
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}$")
 VALUE_LIMIT = 8_000
+# A fact has no sensitivity of its own: it counts as internal wherever a level is needed (its
+# index entry, search hydration, task states citing it), so public clearance never finds it.
+MEMORY_SENSITIVITY = Sensitivity.INTERNAL
 
 
 def fact_from_row(row: Row[Any], now: datetime | None = None) -> MemoryFact:

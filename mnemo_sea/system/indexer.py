@@ -39,6 +39,7 @@ from mnemo_sea.archive import (
     Summary,
     internal_reads,
 )
+from mnemo_sea.archive.memory import MEMORY_SENSITIVITY
 from mnemo_sea.archive.outbox import OutboxItem, claim_pending, mark_done, mark_failed, pending_count
 from mnemo_sea.archive.refs import ResultIndexId, memory_index_id, result_index_id
 from mnemo_sea.archive.store import ArchiveStore
@@ -335,7 +336,7 @@ def memory_document(tenant: str, fact: MemoryFact, ended_at: datetime | None) ->
         source=fact.provenance,
         scope="memory",
         owner=fact.owner,
-        sensitivity=1,
+        sensitivity=int(MEMORY_SENSITIVITY),
         status=status,
         valid_from=fact.created_at,
         valid_until=valid_until,

@@ -27,7 +27,6 @@ from mnemo_sea.archive import (
     EvidenceInput,
     EvidenceRecord,
     Forbidden,
-    IntegrityError,
     InvalidInput,
     LiveView,
     MemoryFact,
@@ -41,11 +40,11 @@ from mnemo_sea.archive import (
     Summary,
     TaskState,
     ToolResult,
-    internal_reads,
 )
 from mnemo_sea.archive.clock import aware, utcnow
+from mnemo_sea.archive.hits import HitPointer, HitText
 from mnemo_sea.archive.outbox import pending_ids
-from mnemo_sea.archive.refs import MemoryIndexId, ResultIndexId, memory_index_id, parse_index_id
+from mnemo_sea.archive.refs import ResultIndexId, memory_index_id
 from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, TokenCounter
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS, assemble
 from mnemo_sea.context.gather import check_instructions, gather, tool_texts
@@ -130,6 +129,29 @@ class Pointer:
             score=hit.score,
             bm25_rank=hit.bm25.rank if hit.bm25 else None,
             dense_rank=hit.dense.rank if hit.dense else None,
+        )
+
+    @property
+    def ref(self) -> HitPointer:
+        """What the archive needs to read this hit back for a caller."""
+        return HitPointer(
+            self.evidence_id, self.version, self.kind, self.start, self.end, self.content_sha256
+        )
+
+    def hydrated(self, text: HitText) -> SearchHit:
+        return SearchHit(
+            evidence_id=self.evidence_id,
+            version=self.version,
+            kind=self.kind,
+            source=self.source,
+            scope=self.scope,
+            locator=text.locator,
+            snippet=text.snippet,
+            score=self.score,
+            bm25_rank=self.bm25_rank,
+            dense_rank=self.dense_rank,
+            span=(self.start, self.end),
+            label=text.label,
         )
 
 
@@ -526,85 +548,12 @@ class Mnemo:
     def _hydrate(
         self, principal: Principal, hits: Sequence[Pointer], as_of: datetime | None
     ) -> tuple[list[SearchHit], int]:
-        out: list[SearchHit] = []
-        dropped = 0
-        tenant = principal.tenant_id
-        with self.archive.store.read() as conn:
-            for hit in hits:
-                found = self._hydrate_one(conn, tenant, hit, as_of)
-                if found is None:
-                    dropped += 1
-                else:
-                    out.append(found)
-        return out, dropped
-
-    def _hydrate_one(self, conn: Any, tenant: str, hit: Pointer, as_of: datetime | None) -> SearchHit | None:
-        def make(text: str, locator: str, label: str = "evidence") -> SearchHit:
-            return SearchHit(
-                evidence_id=hit.evidence_id,
-                version=hit.version,
-                kind=hit.kind,
-                source=hit.source,
-                scope=hit.scope,
-                locator=locator,
-                snippet=text[hit.start : hit.end],
-                score=hit.score,
-                bm25_rank=hit.bm25_rank,
-                dense_rank=hit.dense_rank,
-                span=(hit.start, hit.end),
-                label=label,
-            )
-
-        # Every kind is checked against the archive's own times as well as the index's filter,
-        # so an index built before a kind carried its validity (or lagging behind) never
-        # answers `as_of` a moment with something written later.
-        named = parse_index_id(hit.evidence_id)
-        if hit.kind == "tool_result" and isinstance(named, ResultIndexId):
-            session_id, rid = named.session_id, named.result_id
-            note = internal_reads.archived_note(conn, tenant, session_id, rid)
-            if note is None or (as_of is not None and as_of < note.archived_at):
-                return None
-            return make(note.note, f"{session_id}/{rid}", label="archived result note")
-        if hit.kind == "memory" and isinstance(named, MemoryIndexId):
-            owner, key = named.owner, named.key
-            stored = internal_reads.memory_version(conn, tenant, owner, key, hit.version)
-            if stored is None:
-                return None
-            fact, ended_at = stored
-            if as_of is None:  # what `current` answers now
-                held = fact.status == "active" and not fact.expired(utcnow())
-            else:  # what `current(at=as_of)` answers: the times decide, not today's status
-                held = (
-                    fact.created_at <= as_of
-                    and (ended_at is None or as_of < ended_at)
-                    and not fact.expired(as_of)
-                )
-            if not held:
-                return None
-            return make(f"{fact.key}: {fact.value}", f"{owner}/{key}", label=f"memory ({fact.provenance})")
-        if hit.kind == "summary":
-            found = internal_reads.summary(conn, tenant, hit.evidence_id)
-            if found is None or (as_of is not None and as_of < found.created_at):
-                return None
-            return make(found.text, found.trace_ref or "", label=found.label)
-        try:
-            version = internal_reads.evidence_version(conn, tenant, hit.evidence_id, hit.version)
-        except IntegrityError:
-            return None  # a corrupt original is never served; fsck reports it
-        if version is None:
-            return None
-        record, content = version
-        if as_of is None:
-            current = record.status == "active" and record.valid_at(utcnow())
-        else:  # in force and valid at as_of, as the archive reads it
-            current = (
-                record.recorded_at <= as_of
-                and (record.ended_at is None or as_of < record.ended_at)
-                and record.valid_at(as_of)
-            )
-        if not current or record.content_sha256 != hit.content_sha256:
-            return None
-        return make(content.decode("utf-8"), record.locator)
+        """The hits the caller may read now, with their text; the rest are counted as dropped.
+        One access-checked, batched archive read (archive/hits.py): the index's own filters
+        are not trusted to decide what the caller sees."""
+        read = self.archive.read_hits(principal, [hit.ref for hit in hits], as_of)
+        out = [hit.hydrated(text) for hit, text in zip(hits, read, strict=True) if text is not None]
+        return out, len(hits) - len(out)
 
     # ---- sessions ----------------------------------------------------------------------------
 
