@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -189,28 +190,46 @@ class SearchHit:
         }
 
 
+class SearchResultStatus(StrEnum):
+    """What a search answered: the index's outcomes (`retrieval.SearchStatus`, the same values)
+    and `invalid`, a query refused before the index was asked. A StrEnum, so JSON shows the
+    plain strings."""
+
+    RESULTS = "results"
+    NO_MATCH = "no_match"
+    INVALID = "invalid"
+    FORBIDDEN = "forbidden"
+    UNAVAILABLE = "unavailable"
+
+
 @dataclass(frozen=True)
 class SearchResult:
-    status: str  # results | no_match | forbidden | unavailable
+    status: SearchResultStatus
     hits: tuple[SearchHit, ...] = ()
     reason: str = ""
-    dropped: int = 0  # index hits whose record is no longer current (the index is catching up)
+    # Index hits the caller may not read or whose record is no longer current (the index is
+    # catching up, or its payload was stale): read back through the archive and left out.
+    dropped: int = 0
     cached: bool = False
+
+    def __post_init__(self) -> None:
+        # The same value as a plain string is accepted (a result rebuilt from JSON).
+        object.__setattr__(self, "status", SearchResultStatus(self.status))
 
     def raise_for_status(self) -> SearchResult:
         """This result, or the typed error of a search that could not run, so that no surface
         ever shows a dead leg as an empty list: InvalidInput, Forbidden or IndexUnavailable."""
-        if self.status == "invalid":
+        if self.status is SearchResultStatus.INVALID:
             raise InvalidInput("query", self.reason)
-        if self.status == "forbidden":
+        if self.status is SearchResultStatus.FORBIDDEN:
             raise Forbidden(self.reason or "this search is not allowed")
-        if self.status == "unavailable":
+        if self.status is SearchResultStatus.UNAVAILABLE:
             raise IndexUnavailable("index", self.reason or "the search index did not answer")
         return self
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "status": self.status,
+            "status": self.status.value,
             "reason": self.reason,
             "dropped": self.dropped,
             "cached": self.cached,
@@ -509,9 +528,9 @@ class Mnemo:
                 one_hit_per_evidence=True,
             )
         except ValueError as e:
-            return SearchResult(status="invalid", reason=str(e))
+            return SearchResult(SearchResultStatus.INVALID, reason=str(e))
         except RetrievalError as e:
-            return SearchResult(status="invalid", reason=str(e))
+            return SearchResult(SearchResultStatus.INVALID, reason=str(e))
         generation = self.cache.tenant_generation(principal.tenant_id)
         key = search_query_key(
             {
@@ -530,7 +549,7 @@ class Mnemo:
         else:
             outcome = self.index.search(scope, query)
             if outcome.status in (SearchStatus.FORBIDDEN, SearchStatus.UNAVAILABLE):
-                return SearchResult(status=outcome.status.value, reason=outcome.reason)
+                return SearchResult(SearchResultStatus(outcome.status), reason=outcome.reason)
             pointers = [Pointer.from_hit(h) for h in outcome.hits]
             reason = outcome.reason
             self.cache.put_search(
@@ -540,7 +559,7 @@ class Mnemo:
                 {"reason": reason, "pointers": [p.__dict__ for p in pointers]},
             )
         hits, dropped = self._hydrate(principal, pointers, when)
-        status = "results" if hits else "no_match"
+        status = SearchResultStatus.RESULTS if hits else SearchResultStatus.NO_MATCH
         return SearchResult(
             status=status, hits=tuple(hits), reason=reason, dropped=dropped, cached=cached is not None
         )
@@ -844,4 +863,5 @@ __all__ = [
     "ProgressCallback",
     "SearchHit",
     "SearchResult",
+    "SearchResultStatus",
 ]
