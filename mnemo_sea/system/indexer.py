@@ -188,9 +188,8 @@ class Indexer:
                 self.cache.purge_tenant(tenant)
             else:
                 self.cache.bump_generation(tenant)
-            hashes = item.payload.get("content_sha256") or []
-            if hashes:
-                self.cache.purge_content(list(hashes))
+            # The payload's content hashes need nothing here: the index discards the embeddings
+            # of the deleted text itself when the row's index_delete siblings remove its points.
             return 0
         if item.entity == "evidence":
             evidence_id, _, version_text = item.entity_ref.rpartition("@")
