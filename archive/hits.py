@@ -36,6 +36,7 @@ from .clock import aware
 from .errors import IntegrityError, InvalidInput
 from .evidence import to_record
 from .in_force import evidence_answers_at, in_force, memory_answers_at
+from .internal_reads import archived_notes
 from .memory import MEMORY_SENSITIVITY, fact_from_row
 from .principal import Principal, Role, Sensitivity
 from .records import parse_result_id
@@ -82,7 +83,6 @@ class _Evidence:
 class _Note:
     session_id: str
     result_no: int
-    result_id: str
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,7 @@ def _target(p: HitPointer) -> _Target | None:
     named = parse_index_id(p.evidence_id)
     if p.kind == "tool_result" and isinstance(named, ResultIndexId):
         try:
-            return _Note(named.session_id, parse_result_id(named.result_id), named.result_id)
+            return _Note(named.session_id, parse_result_id(named.result_id))
         except InvalidInput:
             return None
     if p.kind == "memory" and isinstance(named, MemoryIndexId):
@@ -209,45 +209,15 @@ def _read_evidence(
 def _read_notes(
     conn: Connection, tenant: str, principal: Principal, wanted: set[_Note], at: datetime | None
 ) -> dict[_Target, _Readable]:
-    rows = conn.execute(
-        select(
-            t.tool_results.c.session_id,
-            t.tool_results.c.result_no,
-            t.tool_results.c.sensitivity,
-            t.archive_entries.c.note,
-            t.archive_entries.c.archived_at,
-            t.sessions.c.owner,
-        )
-        .select_from(
-            t.tool_results.join(
-                t.archive_entries,
-                (t.archive_entries.c.tenant_id == t.tool_results.c.tenant_id)
-                & (t.archive_entries.c.session_id == t.tool_results.c.session_id)
-                & (t.archive_entries.c.result_no == t.tool_results.c.result_no),
-            ).join(
-                t.sessions,
-                (t.sessions.c.tenant_id == t.tool_results.c.tenant_id)
-                & (t.sessions.c.session_id == t.tool_results.c.session_id),
-            )
-        )
-        .where(
-            t.tool_results.c.tenant_id == tenant,
-            tuple_(t.tool_results.c.session_id, t.tool_results.c.result_no).in_(
-                sorted((x.session_id, x.result_no) for x in wanted)
-            ),
-            t.sessions.c.deleted_at.is_(None),
-        )
-    )
-    ids = {(x.session_id, x.result_no): x for x in wanted}
     out: dict[_Target, _Readable] = {}
-    for row in rows:
-        target = ids[(row.session_id, row.result_no)]
-        if not _may_read(principal, row.sensitivity, [row.owner]):
+    # The system's unchecked read of notes, checked here for the caller.
+    for note in archived_notes(conn, tenant, [(x.session_id, x.result_no) for x in wanted]):
+        if not _may_read(principal, note.sensitivity, [note.owner]):
             continue
-        if at is not None and not in_force(row.archived_at, None, at):
+        if at is not None and not in_force(note.archived_at, None, at):
             continue  # the note exists from its archiving on
-        locator = f"{target.session_id}/{target.result_id}"
-        out[target] = _Readable(row.note, locator, "archived result note")
+        target = _Note(note.session_id, parse_result_id(note.result_id))
+        out[target] = _Readable(note.note, f"{note.session_id}/{note.result_id}", "archived result note")
     return out
 
 
