@@ -133,7 +133,7 @@ class Pointer:
         )
 
     @property
-    def ref(self) -> HitPointer:
+    def archive_pointer(self) -> HitPointer:
         """What the archive needs to read this hit back for a caller."""
         return HitPointer(
             self.evidence_id, self.version, self.kind, self.start, self.end, self.content_sha256
@@ -567,10 +567,10 @@ class Mnemo:
     def _hydrate(
         self, principal: Principal, hits: Sequence[Pointer], as_of: datetime | None
     ) -> tuple[list[SearchHit], int]:
-        """The hits the caller may read now, with their text; the rest are counted as dropped.
+        """The hits the caller may read at `as_of` (None: now), with their text; the rest count as dropped.
         One access-checked, batched archive read (archive/hits.py): the index's own filters
         are not trusted to decide what the caller sees."""
-        read = self.archive.read_hits(principal, [hit.ref for hit in hits], as_of)
+        read = self.archive.read_hits(principal, [hit.archive_pointer for hit in hits], as_of)
         out = [hit.hydrated(text) for hit, text in zip(hits, read, strict=True) if text is not None]
         return out, len(hits) - len(out)
 
