@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from . import deletion, evidence, memory, sessions, summaries, task_state
+from . import deletion, evidence, hits, memory, sessions, summaries, task_state
 from .audit import (
     AuditAnchor,
     AuditEvent,
@@ -200,6 +200,18 @@ class Archive:
             "read_result",
             f"session:{session_id}/{result_id}",
             lambda: sessions.read_result(self.store, principal, session_id, result_id),
+        )
+
+    # ---- search hits -------------------------------------------------------------------------
+
+    def read_hits(
+        self, principal: Principal, pointers: Sequence[hits.HitPointer], as_of: datetime | None = None
+    ) -> list[hits.HitText | None]:
+        """The text of each hit an index answered, as `principal` may read it at `as_of` (None:
+        now), in order; None where the caller may not read it or it is no longer current.
+        Batched: a constant number of statements however many hits (see archive/hits.py)."""
+        return self._guard(
+            principal, "read_hits", "search", lambda: hits.read_hits(self.store, principal, pointers, as_of)
         )
 
     # ---- evidence ----------------------------------------------------------------------------

@@ -24,9 +24,10 @@ from typing import Any
 from sqlalchemy import Connection, select, update
 
 from . import schema as t
-from .clock import insert_ignore, utcnow
+from .clock import utcnow
 from .errors import IntegrityError, ReceiptInvalid
 from .signing import ReceiptKey, canonical_time
+from .upserts import insert_ignore
 
 GENESIS = "0" * 64
 TARGET_LIMIT = 1024  # the width of audit_events.target

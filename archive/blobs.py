@@ -7,8 +7,9 @@ import hashlib
 from sqlalchemy import Connection, and_, delete, exists, select
 
 from . import schema as t
-from .clock import insert_or_touch, utcnow
+from .clock import utcnow
 from .errors import IntegrityError
+from .upserts import insert_or_touch
 
 
 def sha256_hex(content: bytes) -> str:
@@ -40,9 +41,15 @@ def read_blob(conn: Connection, tenant_id: str, digest: str) -> bytes:
     row = conn.execute(
         select(t.blobs.c.content).where(t.blobs.c.tenant_id == tenant_id, t.blobs.c.sha256 == digest)
     ).first()
-    if row is None:
+    return verified(digest, None if row is None else row.content)
+
+
+def verified(digest: str, stored: bytes | None) -> bytes:
+    """`stored` (the blob column as read, None when the row is missing) if it hashes to `digest`;
+    IntegrityError otherwise. For reads that fetch the column themselves (batched reads)."""
+    if stored is None:
         raise IntegrityError(f"original {digest[:12]}… is missing from the blob store", sha256=digest)
-    content = bytes(row.content)
+    content = bytes(stored)
     actual = sha256_hex(content)
     if actual != digest:
         raise IntegrityError(

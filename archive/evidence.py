@@ -21,6 +21,7 @@ from .blobs import put_blob, read_blob, sha256_hex
 from .clock import aware, utcnow
 from .errors import Forbidden, InvalidBatch, InvalidInput, NotFound, StateConflict
 from .idempotency import KeyedRequest, keyed, previous_reply, save_reply
+from .in_force import evidence_answers_at
 from .outbox import enqueue
 from .principal import Principal, Role, Sensitivity, check_identifier
 from .records import EVIDENCE_KINDS, PROVENANCES, EvidenceRecord
@@ -401,15 +402,7 @@ def _pick(versions: list[Row[Any]], version: int | None, as_of: datetime | None)
         return next((v for v in versions if v.version == version), None)
     if as_of is None:
         return next((v for v in versions if v.status == "active"), None)
-    v: Row[Any]
-    for v in reversed(versions):
-        in_force = v.recorded_at <= as_of and (v.ended_at is None or as_of < v.ended_at)
-        valid = (v.valid_from is None or v.valid_from <= as_of) and (
-            v.valid_until is None or as_of < v.valid_until
-        )
-        if in_force and valid:
-            return v
-    return None
+    return next((v for v in reversed(versions) if evidence_answers_at(v, as_of)), None)
 
 
 def get_evidence(

@@ -29,6 +29,7 @@ from .clock import aware, utcnow
 from .errors import ArchiveError, Forbidden, InvalidInput, MemoryConflict, NotFound, StoreUnavailable
 from .evidence import lock_chain
 from .idempotency import keyed, previous_reply, save_reply
+from .in_force import expired, expired_clause, in_force
 from .outbox import enqueue
 from .principal import Principal, Role, Sensitivity, check_identifier
 from .records import PROVENANCE_RANK, PROVENANCES, DeletionReceipt, MemoryFact, RememberOutcome
@@ -46,22 +47,23 @@ MAX_TTL = timedelta(days=36_500)
 # 100 characters: with the owner (128) the index id `memory:<owner>/<key>` stays within 256.
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}$")
 VALUE_LIMIT = 8_000
+# A fact has no sensitivity of its own: it counts as internal wherever a level is needed (its
+# index entry, search hydration, task states citing it), so public clearance never finds it.
+MEMORY_SENSITIVITY = Sensitivity.INTERNAL
 
 
 def fact_from_row(row: Row[Any], now: datetime | None = None) -> MemoryFact:
     """The fact a row holds. With `now` (what callers are shown), an active version past its
     expiry reads `expired` until the purge deletes it; without, the stored status (what the
     indexer and fsck work from, which judge expiry themselves)."""
-    expired = (
-        now is not None and row.status == "active" and row.expires_at is not None and row.expires_at <= now
-    )
+    lapsed = now is not None and row.status == "active" and expired(row.expires_at, now)
     return MemoryFact(
         owner=row.owner,
         key=row.key,
         value=row.value,
         version=row.version,
         provenance=row.provenance,
-        status="expired" if expired else row.status,
+        status="expired" if lapsed else row.status,
         created_at=row.created_at,
         expires_at=row.expires_at,
         derived_from=row.derived_from,
@@ -215,12 +217,12 @@ def _persist(
         and current.value == value
         and current.provenance == provenance
         and current.derived_from == source
-        and (current.expires_at is None or current.expires_at > now)
+        and not expired(current.expires_at, now)
         and expires is None
     ):
         return RememberOutcome(fact_from_row(current), persisted=True, reason="unchanged")
-    in_force = current is not None and (current.expires_at is None or current.expires_at > now)
-    if current is not None and in_force and PROVENANCE_RANK[provenance] < PROVENANCE_RANK[current.provenance]:
+    holds = current is not None and not expired(current.expires_at, now)
+    if current is not None and holds and PROVENANCE_RANK[provenance] < PROVENANCE_RANK[current.provenance]:
         if provenance == "model_inference":
             # A guess stays a candidate, as it is under the default policy: it is no contradiction.
             reason = f"a model inference does not supersede the current {current.provenance}; not stored"
@@ -312,8 +314,7 @@ def current(
     when = aware("at", at) or utcnow()
     with store.read() as conn:
         for row in reversed(_chain(conn, principal.tenant_id, owner, key)):
-            in_force = row.created_at <= when and (row.ended_at is None or when < row.ended_at)
-            if in_force:
+            if in_force(row.created_at, row.ended_at, when):
                 fact = fact_from_row(row, when)
                 return None if fact.expired(when) else fact
     return None
@@ -360,13 +361,13 @@ def purge_expired(
     principal.require(Role.ADMIN, "purging expired memory")
     when = aware("now", now) or utcnow()
     tenant = principal.tenant_id
-    expired = and_(t.memory_facts.c.expires_at.is_not(None), t.memory_facts.c.expires_at <= when)
+    lapsed = expired_clause(t.memory_facts.c.expires_at, when)
     with store.write() as conn:
         chains = [
             (r.owner, r.key)
             for r in conn.execute(
                 select(t.memory_facts.c.owner, t.memory_facts.c.key)
-                .where(t.memory_facts.c.tenant_id == tenant, expired)
+                .where(t.memory_facts.c.tenant_id == tenant, lapsed)
                 .distinct()
             )
         ]
@@ -374,7 +375,7 @@ def purge_expired(
             return None
         # The condition is evaluated again after the chain locks: a version written meanwhile
         # is judged by its own expiry.
-        receipt = deletion.delete_memory_versions(conn, store, principal, "memory:expired", chains, expired)
+        receipt = deletion.delete_memory_versions(conn, store, principal, "memory:expired", chains, lapsed)
     if receipt is not None:
         deletion.reclaim(store)
     return receipt
@@ -391,7 +392,7 @@ def purge_expired_everywhere(store: ArchiveStore, *, now: datetime | None = None
             r.tenant_id
             for r in conn.execute(
                 select(t.memory_facts.c.tenant_id)
-                .where(t.memory_facts.c.expires_at.is_not(None), t.memory_facts.c.expires_at <= when)
+                .where(expired_clause(t.memory_facts.c.expires_at, when))
                 .distinct()
             )
         )

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from . import in_force
 from .errors import InvalidInput
 from .principal import Sensitivity
 
@@ -153,9 +154,7 @@ class EvidenceRecord:
     ended_at: datetime | None
 
     def valid_at(self, when: datetime) -> bool:
-        return (self.valid_from is None or self.valid_from <= when) and (
-            self.valid_until is None or when < self.valid_until
-        )
+        return in_force.valid_at(self.valid_from, self.valid_until, when)
 
 
 # `expired` is the status of an active version past its TTL, as read at the time of the read; the
@@ -176,7 +175,7 @@ class MemoryFact:
     derived_from: str | None
 
     def expired(self, now: datetime) -> bool:
-        return self.expires_at is not None and self.expires_at <= now
+        return in_force.expired(self.expires_at, now)
 
 
 @dataclass(frozen=True)

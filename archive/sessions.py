@@ -27,7 +27,7 @@ from sqlalchemy import Connection, Row, func, select, update
 from . import schema as t
 from .audit import append_event
 from .blobs import put_blob, read_blob, sha256_hex
-from .clock import aware, insert_ignore, utcnow
+from .clock import aware, utcnow
 from .envelope import render_live, render_stub, render_withheld
 from .errors import (
     ArchiveConflict,
@@ -54,6 +54,7 @@ from .records import (
     result_id,
 )
 from .store import ArchiveStore
+from .upserts import insert_ignore
 
 _MEDIA_TYPE = re.compile(
     r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(;[ -~]{0,200})?$"

@@ -88,9 +88,8 @@ class ServiceCollector(Collector):
         stats = self.mnemo.cache.stats()
         hits = CounterMetricFamily("mnemo_cache_hits", "cache hits of this process", labels=["cache"])
         misses = CounterMetricFamily("mnemo_cache_misses", "cache misses of this process", labels=["cache"])
-        for name in ("search", "embedding"):
-            hits.add_metric([name], getattr(stats, f"{name}_hits"))
-            misses.add_metric([name], getattr(stats, f"{name}_misses"))
+        hits.add_metric(["search"], stats.search_hits)
+        misses.add_metric(["search"], stats.search_misses)
         yield hits
         yield misses
 

@@ -1,17 +1,16 @@
-"""Caches of the composition root: search results per tenant generation, embeddings per content.
+"""The composition root's cache of search results (pointers, never text) per tenant generation.
 
-Two things are cached, and the deletion cascade must be able to reach both:
+Search results are keyed by (tenant, generation, query key). Every tenant has a generation
+counter; `bump_generation` increments it, and since readers look entries up under the current
+generation, every result cached before the bump becomes unreachable at once. A writer passes
+the generation it read *before* it searched, so a result computed from pre-change data is filed
+under the old generation and can never answer a later reader. Generations only grow:
+`purge_tenant` bumps and drops entries (a deletion's cascade), it never resets the counter (a
+reset would make old entries reachable again).
 
-- **Search results**, keyed by (tenant, generation, query key). Every tenant has a generation
-  counter; `bump_generation` increments it, and since readers look entries up under the
-  current generation, every result cached before the bump becomes unreachable at once. A
-  writer passes the generation it read *before* it searched, so a result computed from
-  pre-change data is filed under the old generation and can never answer a later reader.
-  Generations only grow: `purge_tenant` bumps and drops entries, it never resets the counter
-  (a reset would make old entries reachable again).
-- **Embeddings**, keyed by (model id, content sha256), shared by every tenant: an embedding of
-  the same text is the same vector. `purge_content(sha256s)` drops a content's entries under
-  every model (a deletion receipt lists the hashes it removed).
+Embeddings are not cached here: the index caches document vectors by content hash itself
+(retrieval/embedding_cache.py) and discards them when it deletes their points; query vectors
+are never kept.
 
 Use (the facade's search, then the outbox drainer's cache_purge row):
 
@@ -21,24 +20,22 @@ Use (the facade's search, then the outbox drainer's cache_purge row):
         page = run_search(...)
         cache.put_search(tenant, gen, key, page)    # refused if a bump happened meanwhile
     ...
-    cache.bump_generation(tenant)                   # then purge_content(receipt hashes);
-    cache.purge_content(row.payload["content_sha256"])  # mark the row done only after both
+    cache.bump_generation(tenant)                   # or purge_tenant(tenant) for a deletion;
+                                                    # mark the row done only after it returned
 
 The guarantee starts when `bump_generation` returns; the facade should apply the purge right
 after the deletion commits, before it hands back the receipt.
 
 Values: a search result is a JSON-able dict (str keys; str, int, float, bool, None, lists and
 dicts); both implementations store it as canonical JSON and return a fresh copy, so a caller
-can never mutate a cached value and both implementations accept exactly the same values. An
-embedding is raw bytes (for example a float32 vector's `tobytes()`); the cache does not
-interpret them.
+can never mutate a cached value and both implementations accept exactly the same values.
 
 Failure semantics (fail closed). Every operation that cannot reach its store raises
 `CacheUnavailable`; nothing is ever reported as a miss or as done when it was not. That
-matters most for invalidation: when `bump_generation`, `purge_tenant` or `purge_content`
-raises, the caller leaves the deletion's outbox row pending and retries it later; had the
-failure been swallowed, the row would be marked done and Redis, once back, would serve
-results from before the deletion. Reads raise too, so the caller decides: falling back to
+matters most for invalidation: when `bump_generation` or `purge_tenant` raises, the caller
+leaves the deletion's outbox row pending and retries it later; had the failure been
+swallowed, the row would be marked done and Redis, once back, would serve results from
+before the deletion. Reads raise too, so the caller decides: falling back to
 an uncached search is always safe (fresh data), serving anything from a store it could not
 check is not.
 
@@ -57,7 +54,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -70,9 +67,7 @@ from mnemo_sea.archive import InvalidInput, StoreUnavailable
 
 T = TypeVar("T")
 
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _PREFIX = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
-_MODEL_ID_LIMIT = 256
 _QUERY_KEY_LIMIT = 4096
 _TENANT_LIMIT = 256
 
@@ -94,16 +89,14 @@ class CacheStats:
 
     search_hits: int = 0
     search_misses: int = 0
-    embedding_hits: int = 0
-    embedding_misses: int = 0
 
     @property
     def hits(self) -> int:
-        return self.search_hits + self.embedding_hits
+        return self.search_hits
 
     @property
     def misses(self) -> int:
-        return self.search_misses + self.embedding_misses
+        return self.search_misses
 
 
 @runtime_checkable
@@ -132,16 +125,6 @@ class Cache(Protocol):
         Returns False (and stores nothing) when the generation is no longer current: the
         result may predate an invalidation. InvalidInput when `value` is not JSON-able.
         """
-        ...
-
-    def get_embedding(self, model_id: str, content_sha256: str) -> bytes | None: ...
-
-    def put_embedding(
-        self, model_id: str, content_sha256: str, vector: bytes | bytearray | memoryview
-    ) -> None: ...
-
-    def purge_content(self, content_sha256s: Iterable[str]) -> int:
-        """Drop the embeddings of these contents under every model; returns entries removed."""
         ...
 
     def purge_tenant(self, tenant: str) -> int:
@@ -191,30 +174,6 @@ def _check_query_key(query_key: object) -> str:
     return query_key
 
 
-def _check_model_id(model_id: object) -> str:
-    if not isinstance(model_id, str) or not model_id or len(model_id) > _MODEL_ID_LIMIT:
-        raise InvalidInput("model_id", f"must be a non-empty string of at most {_MODEL_ID_LIMIT} characters")
-    return model_id
-
-
-def _check_sha256(value: object) -> str:
-    if not isinstance(value, str) or not _SHA256.fullmatch(value):
-        raise InvalidInput("content_sha256", f"{value!r} is not a lower-case hex sha256 (64 characters)")
-    return value
-
-
-def _check_sha256s(values: Iterable[str]) -> list[str]:
-    if isinstance(values, str | bytes):
-        raise InvalidInput("content_sha256s", "must be a collection of sha256 strings, not one string")
-    return sorted({_check_sha256(v) for v in values})
-
-
-def _check_vector(vector: object) -> bytes:
-    if not isinstance(vector, bytes | bytearray | memoryview):
-        raise InvalidInput("vector", f"must be bytes, got {type(vector).__name__}")
-    return bytes(vector)
-
-
 def _check_ttl(name: str, ttl: float | None) -> float | None:
     if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0):
         raise InvalidInput(name, f"must be a positive number of seconds or None, got {ttl!r}")
@@ -241,47 +200,41 @@ def _load_json(text: str | bytes) -> dict[str, Any]:
 
 @dataclass
 class _Entry:
-    value: str | bytes
+    value: str
     expires_at: float | None
 
 
 class MemoryCache:
-    """The embedded-mode cache: one process, thread-safe, two bounded LRUs with optional TTLs.
+    """The embedded-mode cache: one process, thread-safe, a bounded LRU with an optional TTL.
 
-    Search results and embeddings are bounded separately (an embedding is a few KiB, a
-    result page more), each evicting the least recently used entry past its bound.
-    Generation counters are kept apart from the LRUs and never evicted: an evicted counter
-    would restart at 0 and make results cached under 0 reachable again.
+    Past `max_search_entries` the least recently used result goes. Generation counters are kept
+    apart from the LRU and never evicted: an evicted counter would restart at 0 and make results
+    cached under 0 reachable again.
     """
 
     def __init__(
         self,
         *,
         max_search_entries: int = 10_000,
-        max_embedding_entries: int = 100_000,
         search_ttl: float | None = None,
-        embedding_ttl: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        for name, bound in (
-            ("max_search_entries", max_search_entries),
-            ("max_embedding_entries", max_embedding_entries),
+        if (
+            isinstance(max_search_entries, bool)
+            or not isinstance(max_search_entries, int)
+            or max_search_entries < 1
         ):
-            if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
-                raise InvalidInput(name, f"must be a positive integer, got {bound!r}")
+            raise InvalidInput(
+                "max_search_entries", f"must be a positive integer, got {max_search_entries!r}"
+            )
         self.max_search_entries = max_search_entries
-        self.max_embedding_entries = max_embedding_entries
         self.search_ttl = _check_ttl("search_ttl", search_ttl)
-        self.embedding_ttl = _check_ttl("embedding_ttl", embedding_ttl)
         self._clock = clock
         self._lock = threading.Lock()
         self._generations: dict[str, int] = {}
         # (tenant, generation, query_key) -> JSON text
         self._search: OrderedDict[tuple[str, int, str], _Entry] = OrderedDict()
-        # (content_sha256, model_id) -> vector bytes; sha256 first so purges find a content's models
-        self._embeddings: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
-        self._models_of: dict[str, set[str]] = {}
-        self._counts = [0, 0, 0, 0]  # search hits, search misses, embedding hits, embedding misses
+        self._counts = [0, 0]  # search hits, search misses
 
     def _expiry(self, ttl: float | None) -> float | None:
         return None if ttl is None else self._clock() + ttl
@@ -336,52 +289,6 @@ class MemoryCache:
             while len(self._search) > self.max_search_entries:
                 self._search.popitem(last=False)
             return True
-
-    def get_embedding(self, model_id: str, content_sha256: str) -> bytes | None:
-        key = (_check_sha256(content_sha256), _check_model_id(model_id))
-        with self._lock:
-            entry = self._embeddings.get(key)
-            if entry is None or not self._live(entry):
-                if entry is not None:
-                    self._remove_embedding(key)
-                self._counts[3] += 1
-                return None
-            self._embeddings.move_to_end(key)
-            self._counts[2] += 1
-            assert isinstance(entry.value, bytes)
-            return entry.value
-
-    def put_embedding(
-        self, model_id: str, content_sha256: str, vector: bytes | bytearray | memoryview
-    ) -> None:
-        key = (_check_sha256(content_sha256), _check_model_id(model_id))
-        data = _check_vector(vector)
-        with self._lock:
-            self._embeddings[key] = _Entry(data, self._expiry(self.embedding_ttl))
-            self._embeddings.move_to_end(key)
-            self._models_of.setdefault(key[0], set()).add(key[1])
-            while len(self._embeddings) > self.max_embedding_entries:
-                oldest = next(iter(self._embeddings))
-                self._remove_embedding(oldest)
-
-    def _remove_embedding(self, key: tuple[str, str]) -> bool:
-        if self._embeddings.pop(key, None) is None:
-            return False
-        models = self._models_of.get(key[0])
-        if models is not None:
-            models.discard(key[1])
-            if not models:
-                del self._models_of[key[0]]
-        return True
-
-    def purge_content(self, content_sha256s: Iterable[str]) -> int:
-        digests = _check_sha256s(content_sha256s)
-        removed = 0
-        with self._lock:
-            for digest in digests:
-                for model_id in sorted(self._models_of.get(digest, ())):
-                    removed += self._remove_embedding((digest, model_id))
-        return removed
 
     def purge_tenant(self, tenant: str) -> int:
         tenant = _check_tenant(tenant)
@@ -440,7 +347,6 @@ class RedisCache:
     Key layout under `prefix` (tenant hash-tagged, so one tenant's keys share a cluster slot):
       `{prefix}gen:{<tenant>}`                  the generation (INCR; no TTL)
       `{prefix}search:{<tenant>}:<gen>:<sha>`   a result as JSON (TTL `search_ttl`)
-      `{prefix}emb:<content sha256>`           a hash: model id -> vector bytes
 
     Results of old generations are never read again and expire with their TTL, which is why
     `search_ttl` defaults to an hour rather than forever. Connection problems are retried
@@ -454,7 +360,6 @@ class RedisCache:
         *,
         prefix: str = "mnemo-sea:",
         search_ttl: float | None = 3600.0,
-        embedding_ttl: float | None = None,
         timeout: float = 2.0,
         retries: int = 2,
         client: redis.Redis | None = None,
@@ -463,7 +368,6 @@ class RedisCache:
             raise InvalidInput("prefix", f"{prefix!r} must be 1-64 characters of letters, digits and . _ : -")
         self.prefix = prefix
         self.search_ttl = _check_ttl("search_ttl", search_ttl)
-        self.embedding_ttl = _check_ttl("embedding_ttl", embedding_ttl)
         self.url = _redacted(url)
         if client is None:
             try:
@@ -475,12 +379,10 @@ class RedisCache:
                 )
             except ValueError as e:
                 raise InvalidInput("url", f"{self.url!r} is not a Redis URL: {e}") from None
-        elif client.get_encoder().decode_responses:
-            raise InvalidInput("client", "must not decode responses: embeddings are raw bytes")
         self._client = client
         self._put_if_current = client.register_script(_PUT_IF_CURRENT)
         self._lock = threading.Lock()
-        self._counts = [0, 0, 0, 0]
+        self._counts = [0, 0]  # search hits, search misses
 
     # keys
     def _gen_key(self, tenant: str) -> str:
@@ -492,9 +394,6 @@ class RedisCache:
 
     def _search_pattern(self, tenant: str) -> str:
         return f"{self.prefix}search:{{{_component(tenant)}}}:*"
-
-    def _emb_key(self, content_sha256: str) -> str:
-        return f"{self.prefix}emb:{content_sha256}"
 
     def _run(self, operation: str, fn: Callable[[], T]) -> T:
         try:
@@ -552,49 +451,6 @@ class RedisCache:
         )
         return bool(stored)
 
-    def get_embedding(self, model_id: str, content_sha256: str) -> bytes | None:
-        key = self._emb_key(_check_sha256(content_sha256))
-        field = _check_model_id(model_id)
-        raw = self._run("get_embedding", lambda: self._client.hget(key, field))
-        if raw is None:
-            self._count(3)
-            return None
-        self._count(2)
-        assert isinstance(raw, bytes)  # the client does not decode responses
-        return raw
-
-    def put_embedding(
-        self, model_id: str, content_sha256: str, vector: bytes | bytearray | memoryview
-    ) -> None:
-        key = self._emb_key(_check_sha256(content_sha256))
-        field = _check_model_id(model_id)
-        data = _check_vector(vector)
-
-        def write() -> None:
-            pipe = self._client.pipeline(transaction=True)
-            pipe.hset(key, field, data)
-            if self.embedding_ttl is not None:
-                pipe.pexpire(key, max(1, round(self.embedding_ttl * 1000)))
-            pipe.execute()
-
-        self._run("put_embedding", write)
-
-    def purge_content(self, content_sha256s: Iterable[str]) -> int:
-        keys = [self._emb_key(d) for d in _check_sha256s(content_sha256s)]
-
-        def purge() -> int:
-            removed = 0
-            for start in range(0, len(keys), 500):
-                chunk = keys[start : start + 500]
-                pipe = self._client.pipeline(transaction=True)
-                for k in chunk:
-                    pipe.hlen(k)
-                pipe.delete(*chunk)
-                removed += sum(int(n) for n in pipe.execute()[:-1])
-            return removed
-
-        return self._run("purge_content", purge)
-
     def purge_tenant(self, tenant: str) -> int:
         tenant = _check_tenant(tenant)
 
@@ -603,7 +459,7 @@ class RedisCache:
             # sweep below is interrupted (then it only leaves garbage that expires).
             self._client.incr(self._gen_key(tenant))
             removed = 0
-            batch: list[bytes] = []
+            batch: list[bytes | str] = []  # keys as the client returns them
             for k in self._client.scan_iter(match=self._search_pattern(tenant), count=500):
                 batch.append(k)
                 if len(batch) >= 500:

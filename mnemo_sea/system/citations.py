@@ -92,7 +92,14 @@ from mnemo_sea.archive import (
     Principal,
 )
 from mnemo_sea.archive.clock import aware, utcnow
-from mnemo_sea.archive.refs import MEMORY_PREFIX, RESULT_PREFIX, SUMMARY_PREFIX, check_evidence_id
+from mnemo_sea.archive.in_force import in_force, valid_at
+from mnemo_sea.archive.refs import (
+    SUMMARY_PREFIX,
+    MemoryIndexId,
+    ResultIndexId,
+    check_evidence_id,
+    parse_index_id,
+)
 
 Verdict = Literal[
     "ok",
@@ -374,12 +381,10 @@ class _Cited:
 
     def in_force(self, at: datetime) -> bool:
         # Transaction time, as in the archive's as_of reads: the archive's current version then.
-        return self.recorded_at <= at and (self.ended_at is None or at < self.ended_at)
+        return in_force(self.recorded_at, self.ended_at, at)
 
     def valid_at(self, at: datetime) -> bool:
-        return (self.valid_from is None or self.valid_from <= at) and (
-            self.valid_until is None or at < self.valid_until
-        )
+        return valid_at(self.valid_from, self.valid_until, at)
 
 
 def _evidence(rec: EvidenceRecord, content: bytes | None) -> _Cited:
@@ -431,7 +436,9 @@ def _resolve_result(
     id: the original of a live result; an archived one's note (what search returns, written when
     it was archived) or, for an agent who may recover it, its original."""
     _only_version_one(citation, "result")
-    session_id, _, rid = citation.evidence_id.removeprefix(RESULT_PREFIX).rpartition("/")
+    named = parse_index_id(citation.evidence_id)
+    assert isinstance(named, ResultIndexId)  # _derived_resolver chose this resolver by the id
+    session_id, rid = named.session_id, named.result_id
     result, archived_at, content = archive.read_result(principal, session_id, rid)
     original = None if content is None else _decode(content, result.media_type)
     texts: list[tuple[str, datetime]] = []
@@ -465,7 +472,9 @@ def _resolve_memory(
     from its write until superseded, and not after its TTL expiry. For a principal that may not
     act for the owner the answer is forbidden whether or not the fact exists: the id itself names
     the owner, so the answer reveals nothing beyond it."""
-    owner, _, key = citation.evidence_id.removeprefix(MEMORY_PREFIX).partition("/")
+    named = parse_index_id(citation.evidence_id)
+    assert isinstance(named, MemoryIndexId)  # _derived_resolver chose this resolver by the id
+    owner, key = named.owner, named.key
     history = archive.memory_history(principal, owner, key)
     if not history:
         raise NotFound("memory", citation.evidence_id)
@@ -479,11 +488,7 @@ def _resolve_memory(
             raise NotFound("memory", f"{citation.evidence_id}@{citation.version}")
         source = "given"
     else:
-        held = [
-            f
-            for f in history
-            if f.created_at <= at and (ended.get(f.version) is None or at < ended[f.version])
-        ]
+        held = [f for f in history if in_force(f.created_at, ended.get(f.version), at)]
         if held and not held[-1].expired(at):
             pick, source = held[-1], "in_force"
         else:
@@ -531,9 +536,10 @@ Resolver = Callable[[Archive, Principal, Citation, datetime], tuple[_Cited, Vers
 
 def _derived_resolver(evidence_id: str) -> Resolver | None:
     """How to read an id that search gives to something other than an evidence record."""
-    if evidence_id.startswith(RESULT_PREFIX) and "/" in evidence_id:
+    named = parse_index_id(evidence_id)
+    if isinstance(named, ResultIndexId):
         return _resolve_result
-    if evidence_id.startswith(MEMORY_PREFIX) and "/" in evidence_id:
+    if isinstance(named, MemoryIndexId):
         return _resolve_memory
     if evidence_id.startswith(SUMMARY_PREFIX):
         return _resolve_summary
@@ -581,8 +587,8 @@ def _check_one(
     locator_matches = (
         None if citation.locator is None else normalise_text(citation.locator) == normalise_text(rec.locator)
     )
-    in_force = rec.in_force(at)
-    valid_at_answer = in_force and rec.valid_at(at)
+    current_then = rec.in_force(at)
+    valid_at_answer = current_then and rec.valid_at(at)
     ended_before = rec.ended_at is not None and rec.ended_at <= at
     changed_since = rec.ended_at is not None and rec.ended_at > at
     superseded_by = rec.superseded_by

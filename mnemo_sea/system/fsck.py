@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from mnemo_sea.archive import IntegrityError, feeds
+from mnemo_sea.archive import IntegrityError, internal_reads
 from mnemo_sea.archive.audit import verify_chain
 from mnemo_sea.archive.outbox import pending_count
 from mnemo_sea.archive.summaries import source_owner
@@ -61,9 +61,9 @@ def _expected(
     docs: list[EvidenceDocument] = []
     corrupt: set[tuple[str, int]] = set()
     with mnemo.archive.store.read() as conn:
-        for evidence_id, version, _status, _sha in feeds.searchable_evidence(conn, tenant):
+        for evidence_id, version, _status, _sha in internal_reads.searchable_evidence(conn, tenant):
             try:
-                found = feeds.evidence_version(conn, tenant, evidence_id, version)
+                found = internal_reads.evidence_version(conn, tenant, evidence_id, version)
             except IntegrityError:
                 corrupt.add((evidence_id, version))
                 continue
@@ -71,16 +71,16 @@ def _expected(
                 doc = evidence_document(tenant, *found)
                 if doc is not None:
                     docs.append(doc)
-        for session_id, rid in feeds.archived_results(conn, tenant):
-            note = feeds.archived_note(conn, tenant, session_id, rid)
+        for session_id, rid in internal_reads.archived_results(conn, tenant):
+            note = internal_reads.archived_note(conn, tenant, session_id, rid)
             if note is not None:
                 docs.append(note_document(tenant, note))
-        for fact, ended_at in feeds.searchable_memory(conn, tenant):
+        for fact, ended_at in internal_reads.searchable_memory(conn, tenant):
             memory_doc = memory_document(tenant, fact, ended_at)
             if memory_doc is not None:
                 docs.append(memory_doc)
-        for summary_id in feeds.summary_ids(conn, tenant):
-            found_summary = feeds.summary(conn, tenant, summary_id)
+        for summary_id in internal_reads.summary_ids(conn, tenant):
+            found_summary = internal_reads.summary(conn, tenant, summary_id)
             if found_summary is not None:
                 owner = source_owner(conn, tenant, found_summary.derived_from)
                 docs.append(summary_document(tenant, found_summary, owner))
@@ -133,10 +133,10 @@ def run_fsck(mnemo: Mnemo, *, repair: bool = False, tenant_id: str | None = None
     with mnemo.archive.store.read() as conn:
         pending = pending_count(conn, tenant_id)
         if tenant_id is None:
-            tenants = sorted(set(feeds.tenants(conn)) | _index_tenants(mnemo))
+            tenants = sorted(set(internal_reads.tenants(conn)) | _index_tenants(mnemo))
         else:
             tenants = [tenant_id]
-        blobs = list(feeds.blob_problems(conn, tenant_id))
+        blobs = list(internal_reads.blob_problems(conn, tenant_id))
         chains = [verify_chain(conn, tenant) for tenant in tenants]
     if pending:
         where = tenant_id or "*"

@@ -31,9 +31,17 @@ from datetime import datetime
 
 from sqlalchemy import Connection
 
-from mnemo_sea.archive import ArchiveError, EvidenceRecord, MemoryFact, StoreUnavailable, Summary, feeds
+from mnemo_sea.archive import (
+    ArchiveError,
+    EvidenceRecord,
+    MemoryFact,
+    StoreUnavailable,
+    Summary,
+    internal_reads,
+)
+from mnemo_sea.archive.memory import MEMORY_SENSITIVITY
 from mnemo_sea.archive.outbox import OutboxItem, claim_pending, mark_done, mark_failed, pending_count
-from mnemo_sea.archive.refs import MEMORY_PREFIX, RESULT_PREFIX
+from mnemo_sea.archive.refs import ResultIndexId, memory_index_id, result_index_id
 from mnemo_sea.archive.store import ArchiveStore
 from mnemo_sea.archive.summaries import source_owner
 from mnemo_sea.retrieval import EvidenceDocument, HybridIndex, IndexUnavailable, RetrievalError
@@ -43,18 +51,6 @@ log = logging.getLogger(__name__)
 
 # Deleted index points after which a drain pass compacts the embedded index (see the docstring).
 COMPACT_AFTER_DELETED = 1
-
-# How derived entities are named in the index (the archive's own evidence ids are used as-is):
-# archive.refs defines the prefixes, since citations resolve the same ids.
-
-
-def result_evidence_id(ref: str) -> str:
-    """`s1/r3` -> the index id of that archived result's note."""
-    return f"{RESULT_PREFIX}{ref}"
-
-
-def memory_evidence_id(owner: str, key: str) -> str:
-    return f"{MEMORY_PREFIX}{owner}/{key}"
 
 
 @dataclass(frozen=True)
@@ -192,9 +188,8 @@ class Indexer:
                 self.cache.purge_tenant(tenant)
             else:
                 self.cache.bump_generation(tenant)
-            hashes = item.payload.get("content_sha256") or []
-            if hashes:
-                self.cache.purge_content(list(hashes))
+            # The payload's content hashes need nothing here: the index discards the embeddings
+            # of the deleted text itself when the row's index_delete siblings remove its points.
             return 0
         if item.entity == "evidence":
             evidence_id, _, version_text = item.entity_ref.rpartition("@")
@@ -202,7 +197,7 @@ class Indexer:
             if item.op == "index_delete":
                 self.index.delete(tenant, evidence_id, version)
             elif item.op == "index_status":
-                stored = feeds.evidence_version(conn, tenant, evidence_id, version)
+                stored = internal_reads.evidence_version(conn, tenant, evidence_id, version)
                 if stored is not None:
                     doc = evidence_document(tenant, *stored)
                     if doc is not None:
@@ -213,10 +208,10 @@ class Indexer:
                 return self._upsert_evidence(conn, tenant, evidence_id, version)
         elif item.entity == "tool_result":
             if item.op == "index_delete":
-                self.index.delete(tenant, result_evidence_id(item.entity_ref))
+                self.index.delete(tenant, str(ResultIndexId.of_ref(item.entity_ref)))
             else:
-                session_id, _, rid = item.entity_ref.rpartition("/")
-                note = feeds.archived_note(conn, tenant, session_id, rid)
+                result = ResultIndexId.of_ref(item.entity_ref)
+                note = internal_reads.archived_note(conn, tenant, result.session_id, result.result_id)
                 if note is not None:
                     self.index.upsert([note_document(tenant, note)])
         elif item.entity == "memory":
@@ -224,23 +219,23 @@ class Indexer:
             owner, _, key = ref.partition("/")
             version = int(version_text)
             if item.op == "index_delete":
-                self.index.delete(tenant, memory_evidence_id(owner, key), version)
+                self.index.delete(tenant, memory_index_id(owner, key), version)
             else:
                 # index_upsert (a new version) and index_status (superseded): either way the
                 # archive's row says what the index holds now. A superseded version stays
                 # searchable `as_of` the time it was current, as superseded evidence does.
-                fact_row = feeds.memory_version(conn, tenant, owner, key, version)
+                fact_row = internal_reads.memory_version(conn, tenant, owner, key, version)
                 if fact_row is not None:
                     fact_doc = memory_document(tenant, *fact_row)
                     if fact_doc is None:
-                        self.index.delete(tenant, memory_evidence_id(owner, key), version)
+                        self.index.delete(tenant, memory_index_id(owner, key), version)
                     else:
                         self.index.upsert([fact_doc])
         elif item.entity == "summary":
             if item.op == "index_delete":
                 self.index.delete(tenant, item.entity_ref)
             else:
-                found = feeds.summary(conn, tenant, item.entity_ref)
+                found = internal_reads.summary(conn, tenant, item.entity_ref)
                 if found is not None:
                     summary_owner = source_owner(conn, tenant, found.derived_from)
                     self.index.upsert([summary_document(tenant, found, summary_owner)])
@@ -249,7 +244,7 @@ class Indexer:
         return 0
 
     def _upsert_evidence(self, conn: Connection, tenant: str, evidence_id: str, version: int) -> int:
-        found = feeds.evidence_version(conn, tenant, evidence_id, version)
+        found = internal_reads.evidence_version(conn, tenant, evidence_id, version)
         if found is None or found[0].status == "retracted":
             return 0  # deleted or withdrawn since; the row that did so removes what was indexed
         doc = evidence_document(tenant, *found)
@@ -300,11 +295,11 @@ def evidence_document(tenant: str, record: EvidenceRecord, content: bytes) -> Ev
     )
 
 
-def note_document(tenant: str, note: feeds.ArchivedNote) -> EvidenceDocument:
+def note_document(tenant: str, note: internal_reads.ArchivedNote) -> EvidenceDocument:
     """An archived result's note, searchable `as_of` any time from its archiving on."""
     return EvidenceDocument(
         tenant_id=tenant,
-        evidence_id=result_evidence_id(f"{note.session_id}/{note.result_id}"),
+        evidence_id=result_index_id(note.session_id, note.result_id),
         version=1,
         text=note.note,
         kind="tool_result",
@@ -333,14 +328,14 @@ def memory_document(tenant: str, fact: MemoryFact, ended_at: datetime | None) ->
         return None  # superseded or expired the instant it was written
     return EvidenceDocument(
         tenant_id=tenant,
-        evidence_id=memory_evidence_id(fact.owner, fact.key),
+        evidence_id=memory_index_id(fact.owner, fact.key),
         version=fact.version,
         text=f"{fact.key}: {fact.value}",
         kind="memory",
         source=fact.provenance,
         scope="memory",
         owner=fact.owner,
-        sensitivity=1,
+        sensitivity=int(MEMORY_SENSITIVITY),
         status=status,
         valid_from=fact.created_at,
         valid_until=valid_until,

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -27,7 +28,6 @@ from mnemo_sea.archive import (
     EvidenceInput,
     EvidenceRecord,
     Forbidden,
-    IntegrityError,
     InvalidInput,
     LiveView,
     MemoryFact,
@@ -41,11 +41,11 @@ from mnemo_sea.archive import (
     Summary,
     TaskState,
     ToolResult,
-    feeds,
 )
 from mnemo_sea.archive.clock import aware, utcnow
+from mnemo_sea.archive.hits import HitPointer, HitText
 from mnemo_sea.archive.outbox import pending_ids
-from mnemo_sea.archive.refs import MEMORY_PREFIX, RESULT_PREFIX
+from mnemo_sea.archive.refs import ResultIndexId, memory_index_id
 from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, TokenCounter
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS, assemble
 from mnemo_sea.context.gather import check_instructions, gather, tool_texts
@@ -64,13 +64,7 @@ from mnemo_sea.retrieval import (
 from mnemo_sea.retrieval.filters import evidence_filter
 from mnemo_sea.system.caches import Cache, MemoryCache, RedisCache, search_query_key
 from mnemo_sea.system.citations import Citation, CitationReport, check_citations
-from mnemo_sea.system.indexer import (
-    AppliedRow,
-    DrainReport,
-    Indexer,
-    OnApplied,
-    memory_evidence_id,
-)
+from mnemo_sea.system.indexer import AppliedRow, DrainReport, Indexer, OnApplied
 from mnemo_sea.system.settings import MnemoSettings
 
 log = logging.getLogger(__name__)
@@ -138,6 +132,29 @@ class Pointer:
             dense_rank=hit.dense.rank if hit.dense else None,
         )
 
+    @property
+    def archive_pointer(self) -> HitPointer:
+        """What the archive needs to read this hit back for a caller."""
+        return HitPointer(
+            self.evidence_id, self.version, self.kind, self.start, self.end, self.content_sha256
+        )
+
+    def hydrated(self, text: HitText) -> SearchHit:
+        return SearchHit(
+            evidence_id=self.evidence_id,
+            version=self.version,
+            kind=self.kind,
+            source=self.source,
+            scope=self.scope,
+            locator=text.locator,
+            snippet=text.snippet,
+            score=self.score,
+            bm25_rank=self.bm25_rank,
+            dense_rank=self.dense_rank,
+            span=(self.start, self.end),
+            label=text.label,
+        )
+
 
 @dataclass(frozen=True)
 class SearchHit:
@@ -173,28 +190,46 @@ class SearchHit:
         }
 
 
+class SearchResultStatus(StrEnum):
+    """What a search answered: the index's outcomes (`retrieval.SearchStatus`, the same values)
+    and `invalid`, a query refused before the index was asked. A StrEnum, so JSON shows the
+    plain strings."""
+
+    RESULTS = "results"
+    NO_MATCH = "no_match"
+    INVALID = "invalid"
+    FORBIDDEN = "forbidden"
+    UNAVAILABLE = "unavailable"
+
+
 @dataclass(frozen=True)
 class SearchResult:
-    status: str  # results | no_match | forbidden | unavailable
+    status: SearchResultStatus
     hits: tuple[SearchHit, ...] = ()
     reason: str = ""
-    dropped: int = 0  # index hits whose record is no longer current (the index is catching up)
+    # Index hits the caller may not read or whose record is no longer current (the index is
+    # catching up, or its payload was stale): read back through the archive and left out.
+    dropped: int = 0
     cached: bool = False
+
+    def __post_init__(self) -> None:
+        # The same value as a plain string is accepted (a result rebuilt from JSON).
+        object.__setattr__(self, "status", SearchResultStatus(self.status))
 
     def raise_for_status(self) -> SearchResult:
         """This result, or the typed error of a search that could not run, so that no surface
         ever shows a dead leg as an empty list: InvalidInput, Forbidden or IndexUnavailable."""
-        if self.status == "invalid":
+        if self.status is SearchResultStatus.INVALID:
             raise InvalidInput("query", self.reason)
-        if self.status == "forbidden":
+        if self.status is SearchResultStatus.FORBIDDEN:
             raise Forbidden(self.reason or "this search is not allowed")
-        if self.status == "unavailable":
+        if self.status is SearchResultStatus.UNAVAILABLE:
             raise IndexUnavailable("index", self.reason or "the search index did not answer")
         return self
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "status": self.status,
+            "status": self.status.value,
             "reason": self.reason,
             "dropped": self.dropped,
             "cached": self.cached,
@@ -493,9 +528,9 @@ class Mnemo:
                 one_hit_per_evidence=True,
             )
         except ValueError as e:
-            return SearchResult(status="invalid", reason=str(e))
+            return SearchResult(SearchResultStatus.INVALID, reason=str(e))
         except RetrievalError as e:
-            return SearchResult(status="invalid", reason=str(e))
+            return SearchResult(SearchResultStatus.INVALID, reason=str(e))
         generation = self.cache.tenant_generation(principal.tenant_id)
         key = search_query_key(
             {
@@ -514,7 +549,7 @@ class Mnemo:
         else:
             outcome = self.index.search(scope, query)
             if outcome.status in (SearchStatus.FORBIDDEN, SearchStatus.UNAVAILABLE):
-                return SearchResult(status=outcome.status.value, reason=outcome.reason)
+                return SearchResult(SearchResultStatus(outcome.status), reason=outcome.reason)
             pointers = [Pointer.from_hit(h) for h in outcome.hits]
             reason = outcome.reason
             self.cache.put_search(
@@ -524,7 +559,7 @@ class Mnemo:
                 {"reason": reason, "pointers": [p.__dict__ for p in pointers]},
             )
         hits, dropped = self._hydrate(principal, pointers, when)
-        status = "results" if hits else "no_match"
+        status = SearchResultStatus.RESULTS if hits else SearchResultStatus.NO_MATCH
         return SearchResult(
             status=status, hits=tuple(hits), reason=reason, dropped=dropped, cached=cached is not None
         )
@@ -532,84 +567,12 @@ class Mnemo:
     def _hydrate(
         self, principal: Principal, hits: Sequence[Pointer], as_of: datetime | None
     ) -> tuple[list[SearchHit], int]:
-        out: list[SearchHit] = []
-        dropped = 0
-        tenant = principal.tenant_id
-        with self.archive.store.read() as conn:
-            for hit in hits:
-                found = self._hydrate_one(conn, tenant, hit, as_of)
-                if found is None:
-                    dropped += 1
-                else:
-                    out.append(found)
-        return out, dropped
-
-    def _hydrate_one(self, conn: Any, tenant: str, hit: Pointer, as_of: datetime | None) -> SearchHit | None:
-        def make(text: str, locator: str, label: str = "evidence") -> SearchHit:
-            return SearchHit(
-                evidence_id=hit.evidence_id,
-                version=hit.version,
-                kind=hit.kind,
-                source=hit.source,
-                scope=hit.scope,
-                locator=locator,
-                snippet=text[hit.start : hit.end],
-                score=hit.score,
-                bm25_rank=hit.bm25_rank,
-                dense_rank=hit.dense_rank,
-                span=(hit.start, hit.end),
-                label=label,
-            )
-
-        # Every kind is checked against the archive's own times as well as the index's filter,
-        # so an index built before a kind carried its validity (or lagging behind) never
-        # answers `as_of` a moment with something written later.
-        if hit.kind == "tool_result" and hit.evidence_id.startswith(RESULT_PREFIX):
-            session_id, _, rid = hit.evidence_id.removeprefix(RESULT_PREFIX).rpartition("/")
-            note = feeds.archived_note(conn, tenant, session_id, rid)
-            if note is None or (as_of is not None and as_of < note.archived_at):
-                return None
-            return make(note.note, f"{session_id}/{rid}", label="archived result note")
-        if hit.kind == "memory" and hit.evidence_id.startswith(MEMORY_PREFIX):
-            owner, _, key = hit.evidence_id.removeprefix(MEMORY_PREFIX).partition("/")
-            stored = feeds.memory_version(conn, tenant, owner, key, hit.version)
-            if stored is None:
-                return None
-            fact, ended_at = stored
-            if as_of is None:  # what `current` answers now
-                held = fact.status == "active" and not fact.expired(utcnow())
-            else:  # what `current(at=as_of)` answers: the times decide, not today's status
-                held = (
-                    fact.created_at <= as_of
-                    and (ended_at is None or as_of < ended_at)
-                    and not fact.expired(as_of)
-                )
-            if not held:
-                return None
-            return make(f"{fact.key}: {fact.value}", f"{owner}/{key}", label=f"memory ({fact.provenance})")
-        if hit.kind == "summary":
-            found = feeds.summary(conn, tenant, hit.evidence_id)
-            if found is None or (as_of is not None and as_of < found.created_at):
-                return None
-            return make(found.text, found.trace_ref or "", label=found.label)
-        try:
-            version = feeds.evidence_version(conn, tenant, hit.evidence_id, hit.version)
-        except IntegrityError:
-            return None  # a corrupt original is never served; fsck reports it
-        if version is None:
-            return None
-        record, content = version
-        if as_of is None:
-            current = record.status == "active" and record.valid_at(utcnow())
-        else:  # in force and valid at as_of, as the archive reads it
-            current = (
-                record.recorded_at <= as_of
-                and (record.ended_at is None or as_of < record.ended_at)
-                and record.valid_at(as_of)
-            )
-        if not current or record.content_sha256 != hit.content_sha256:
-            return None
-        return make(content.decode("utf-8"), record.locator)
+        """The hits the caller may read at `as_of` (None: now), with their text; the rest count as dropped.
+        One access-checked, batched archive read (archive/hits.py): the index's own filters
+        are not trusted to decide what the caller sees."""
+        read = self.archive.read_hits(principal, [hit.archive_pointer for hit in hits], as_of)
+        out = [hit.hydrated(text) for hit, text in zip(hits, read, strict=True) if text is not None]
+        return out, len(hits) - len(out)
 
     # ---- sessions ----------------------------------------------------------------------------
 
@@ -872,8 +835,8 @@ class Mnemo:
         # Evidence and memory points are counted per deleted version: a purge may delete some
         # versions of a fact and keep the rest, whose points are not leftovers.
         points: list[tuple[str, int | None]] = list(receipt.evidence_versions)
-        points += [(memory_evidence_id(owner, key), v) for owner, key, v in receipt.memory_facts]
-        points += [(f"{RESULT_PREFIX}{ref}", None) for ref in receipt.tool_results]
+        points += [(memory_index_id(owner, key), v) for owner, key, v in receipt.memory_facts]
+        points += [(str(ResultIndexId.of_ref(ref)), None) for ref in receipt.tool_results]
         points += [(summary_id, None) for summary_id in receipt.summaries]
         index_left = sorted(
             {i for i, v in points if self.index.backend.count(evidence_filter(tenant, i, v)) > 0}
@@ -900,4 +863,5 @@ __all__ = [
     "ProgressCallback",
     "SearchHit",
     "SearchResult",
+    "SearchResultStatus",
 ]

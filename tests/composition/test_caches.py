@@ -2,13 +2,12 @@
 
 What a user relies on: a bumped generation makes every cached result of the tenant
 unreachable at once and for good; a result computed before a bump is never served after it;
-tenants and key prefixes never see each other's entries; a content purge removes its
-embeddings under every model; and an unreachable Redis raises instead of looking like a miss.
+tenants and key prefixes never see each other's entries; and an unreachable Redis raises
+instead of looking like a miss.
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 import uuid
@@ -31,10 +30,6 @@ from mnemo_sea.system.caches import (
 )
 
 CacheFactory = Callable[..., Cache]
-
-
-def sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 PAGE = {"status": "results", "hits": [{"evidence_id": "policy:delivery:2026-10", "version": 2, "rank": 1}]}
@@ -117,11 +112,6 @@ def test_non_json_values_are_refused(cache: Cache, value: Any, problem: str) -> 
         (lambda c: c.get_search("clinic-a", -1, "q"), "generation"),
         (lambda c: c.get_search("clinic-a", True, "q"), "generation"),
         (lambda c: c.get_search("clinic-a", 0, ""), "query_key"),
-        (lambda c: c.get_embedding("", sha("x")), "model_id"),
-        (lambda c: c.get_embedding("m", "ABC"), "content_sha256"),
-        (lambda c: c.put_embedding("m", sha("x"), "not bytes"), "vector"),
-        (lambda c: c.purge_content(sha("x")), "content_sha256s"),
-        (lambda c: c.purge_content([sha("x"), "*"]), "content_sha256"),
     ],
 )
 def test_bad_arguments_raise_invalid_input_naming_the_field(cache: Cache, call: Any, field: str) -> None:
@@ -158,36 +148,6 @@ def test_purge_tenant_drops_results_and_never_resets_the_generation(cache: Cache
     assert cache.purge_tenant("clinic-a") == 0
 
 
-# ---- embeddings ---------------------------------------------------------------------------------
-
-
-def test_embeddings_are_keyed_by_model_and_content(cache: Cache) -> None:
-    a, b = sha("dose: 5 mg/kg"), sha("超过约定配送期后可申请物流调查")
-    cache.put_embedding("minilm", a, b"\x00\x01\x02")
-    cache.put_embedding("other-model", a, b"\xff" * 8)
-    cache.put_embedding("minilm", b, bytearray(b"\x10\x20"))
-    assert cache.get_embedding("minilm", a) == b"\x00\x01\x02"
-    assert cache.get_embedding("other-model", a) == b"\xff" * 8
-    assert cache.get_embedding("minilm", b) == b"\x10\x20"
-    assert cache.get_embedding("other-model", b) is None
-    cache.put_embedding("minilm", a, b"\x09")  # overwrite
-    assert cache.get_embedding("minilm", a) == b"\x09"
-
-
-def test_purge_content_removes_the_content_under_every_model(cache: Cache) -> None:
-    a, b, c = sha("deleted record"), sha("kept record"), sha("never cached")
-    for model in ("minilm", "bge-small", "e5"):
-        cache.put_embedding(model, a, b"vec-a")
-    cache.put_embedding("minilm", b, b"vec-b")
-
-    assert cache.purge_content([a, c]) == 3
-    for model in ("minilm", "bge-small", "e5"):
-        assert cache.get_embedding(model, a) is None
-    assert cache.get_embedding("minilm", b) == b"vec-b"
-    assert cache.purge_content([a]) == 0  # idempotent: a replayed outbox row is harmless
-    assert cache.purge_content([]) == 0
-
-
 # ---- stats, TTL ---------------------------------------------------------------------------------
 
 
@@ -197,28 +157,22 @@ def test_stats_count_hits_and_misses(cache: Cache) -> None:
     cache.put_search("clinic-a", 0, "q", PAGE)
     cache.get_search("clinic-a", 0, "q")
     cache.get_search("clinic-a", 0, "q")
-    cache.get_embedding("m", sha("x"))
-    cache.put_embedding("m", sha("x"), b"v")
-    cache.get_embedding("m", sha("x"))
     stats = cache.stats()
-    assert stats == CacheStats(search_hits=2, search_misses=1, embedding_hits=1, embedding_misses=1)
-    assert (stats.hits, stats.misses) == (3, 2)
+    assert stats == CacheStats(search_hits=2, search_misses=1)
+    assert (stats.hits, stats.misses) == (2, 1)
 
 
 def test_entries_expire_after_their_ttl(make_cache: CacheFactory) -> None:
-    cache = make_cache(search_ttl=0.2, embedding_ttl=0.2)
+    cache = make_cache(search_ttl=0.2)
     cache.put_search("clinic-a", 0, "q", PAGE)
-    cache.put_embedding("m", sha("x"), b"v")
     assert cache.get_search("clinic-a", 0, "q") == PAGE
-    assert cache.get_embedding("m", sha("x")) == b"v"
     time.sleep(0.35)
     assert cache.get_search("clinic-a", 0, "q") is None
-    assert cache.get_embedding("m", sha("x")) is None
     assert cache.tenant_generation("clinic-a") == 0  # generations never expire
 
 
 def test_memory_cache_is_a_bounded_lru_that_never_evicts_generations() -> None:
-    cache = MemoryCache(max_search_entries=2, max_embedding_entries=2)
+    cache = MemoryCache(max_search_entries=2)
     for tenant in ("t1", "t2", "t3"):
         cache.bump_generation(tenant)
     cache.put_search("t1", 1, "q1", {"n": 1})
@@ -228,14 +182,6 @@ def test_memory_cache_is_a_bounded_lru_that_never_evicts_generations() -> None:
     assert cache.get_search("t1", 1, "q2") is None
     assert cache.get_search("t1", 1, "q1") == {"n": 1}
     assert cache.get_search("t1", 1, "q3") == {"n": 3}
-
-    x, y, z = sha("x"), sha("y"), sha("z")
-    cache.put_embedding("m", x, b"x")
-    cache.put_embedding("m", y, b"y")
-    assert cache.get_embedding("m", x) == b"x"
-    cache.put_embedding("m", z, b"z")
-    assert cache.get_embedding("m", y) is None
-    assert cache.purge_content([x, y, z]) == 2  # the evicted entry is not counted twice
     assert [cache.tenant_generation(t) for t in ("t1", "t2", "t3")] == [1, 1, 1]
 
 
@@ -376,10 +322,8 @@ def test_redis_caches_sharing_a_prefix_share_state_and_other_prefixes_see_nothin
     try:
         gen = api_1.tenant_generation("clinic-a")
         assert api_1.put_search("clinic-a", gen, "q", PAGE)
-        api_1.put_embedding("m", sha("x"), b"v")
         assert api_2.get_search("clinic-a", gen, "q") == PAGE
         assert stranger.get_search("clinic-a", gen, "q") is None
-        assert stranger.get_embedding("m", sha("x")) is None
 
         new = api_2.bump_generation("clinic-a")  # the drainer in another process bumps ...
         assert api_1.tenant_generation("clinic-a") == new  # ... and every process sees it at once
@@ -398,22 +342,18 @@ def test_redis_keys_live_under_the_prefix_with_ttls_only_on_results(
     try:
         gen = cache.bump_generation("clinic-a")
         cache.put_search("clinic-a", gen, "q", PAGE)
-        cache.put_embedding("m", sha("x"), b"v")
         keys = sorted(k.decode() for k in client.scan_iter(match=redis_prefix + "*"))
-        assert len(keys) == 3
+        assert len(keys) == 2
         assert all(k.startswith(redis_prefix) for k in keys)
         ttls = {k.removeprefix(redis_prefix).split(":", 1)[0]: client.pttl(k) for k in keys}
         assert ttls["gen"] == -1  # a generation must never expire
-        assert ttls["emb"] == -1
         assert 0 < ttls["search"] <= 120_000
     finally:
         cache.close()
         client.close()
 
 
-def test_redis_refuses_a_decoding_client_and_a_bad_prefix() -> None:
-    with pytest.raises(InvalidInput, match="decode"):
-        RedisCache(client=redis.Redis(decode_responses=True))
+def test_redis_refuses_a_bad_prefix() -> None:
     with pytest.raises(InvalidInput, match="prefix"):
         RedisCache(prefix="tests:*")
 
@@ -425,9 +365,6 @@ def test_redis_refuses_a_decoding_client_and_a_bad_prefix() -> None:
         lambda c: c.bump_generation("clinic-a"),
         lambda c: c.get_search("clinic-a", 0, "q"),
         lambda c: c.put_search("clinic-a", 0, "q", PAGE),
-        lambda c: c.get_embedding("m", sha("x")),
-        lambda c: c.put_embedding("m", sha("x"), b"v"),
-        lambda c: c.purge_content([sha("x")]),
         lambda c: c.purge_tenant("clinic-a"),
         lambda c: c.ping(),
     ],

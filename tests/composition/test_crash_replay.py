@@ -58,10 +58,10 @@ from sqlalchemy import select
 
 from mnemo_sea.archive import ArchiveError
 from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.refs import ResultIndexId
 from mnemo_sea.retrieval import AccessScope, SearchMode, SearchQuery
 from mnemo_sea.retrieval.filters import evidence_filter
 from mnemo_sea.system.fsck import run_fsck
-from mnemo_sea.system.indexer import result_evidence_id
 from mnemo_sea.system.mnemo import Mnemo
 
 WORKER = Path(__file__).with_name("_crash_worker.py")
@@ -259,9 +259,9 @@ class Checker:
         for ref in refs:
             with pytest.raises(ArchiveError):
                 self.m.recover(self.p, session, ref.rpartition("/")[2])
-            assert self.index_points(result_evidence_id(ref)) == 0, f"deleted {ref} still indexed"
+            assert self.index_points(str(ResultIndexId.of_ref(ref))) == 0, f"deleted {ref} still indexed"
             if "note" in self.model.results[ref]:
-                self.unreachable_by_search(self.model.results[ref]["note"], result_evidence_id(ref))
+                self.unreachable_by_search(self.model.results[ref]["note"], str(ResultIndexId.of_ref(ref)))
 
     def check_sessions(self) -> None:
         model = self.model
@@ -270,7 +270,7 @@ class Checker:
         for ref in self.pick(refs, lambda r: model.results[r]["seq"] > self.since):
             self.result_present(ref)
             if self.full or model.results[ref]["seq"] > self.since:
-                self.found_by_bm25(model.results[ref]["note"], result_evidence_id(ref))
+                self.found_by_bm25(model.results[ref]["note"], str(ResultIndexId.of_ref(ref)))
         for session in self.pick(sorted(model.deleted_sessions), lambda s: s in self.new_deletions, 2):
             self.session_gone(session)
             check = self.m.verify_deleted(self.p, receipt_from_json(model.deleted_sessions[session]))

@@ -15,8 +15,9 @@ from sqlalchemy import select
 
 from mnemo_sea.archive import Principal, Role, Sensitivity
 from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.refs import memory_index_id
 from mnemo_sea.retrieval.filters import evidence_filter
-from mnemo_sea.system.indexer import DrainReport, memory_evidence_id
+from mnemo_sea.system.indexer import DrainReport
 from mnemo_sea.system.mnemo import Mnemo
 from mnemo_sea.system.worker import run_worker
 
@@ -26,7 +27,7 @@ MARKER = "gate-code-4417-zq"
 
 
 def points(mnemo: Mnemo, owner: str, key: str) -> int:
-    return mnemo.index.backend.count(evidence_filter("clinic", memory_evidence_id(owner, key)))
+    return mnemo.index.backend.count(evidence_filter("clinic", memory_index_id(owner, key)))
 
 
 def archive_holds(mnemo: Mnemo, marker: str) -> list[str]:

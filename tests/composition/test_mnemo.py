@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 from fakes import HashingEmbedder
+from sqlalchemy import event, update
 
 from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
+from mnemo_sea.archive import schema as t
 from mnemo_sea.demo.samples import load_sample_tenant
 from mnemo_sea.system.mnemo import Mnemo
 
@@ -130,3 +132,61 @@ def test_a_lagging_index_never_shows_deleted_or_superseded_text(tmp_path: Path) 
         assert gone.hits == () and gone.dropped == 1
     finally:
         lagging.close()
+
+
+def test_a_stale_index_payload_never_widens_access(mnemo: Mnemo) -> None:
+    reader = Principal("clinic", "owner-7", frozenset({Role.READER}), Sensitivity.INTERNAL)
+    mnemo.ingest(
+        CLINIC,
+        [
+            EvidenceInput(body="okapi feeding chart one", source="kb", evidence_id="chart:1"),
+            EvidenceInput(body="okapi feeding chart two", source="kb", evidence_id="chart:2"),
+        ],
+    )
+    assert len(mnemo.search(reader, "okapi feeding chart").hits) == 2
+    # The archive's rows change behind the index's back (as a payload written before a change
+    # would lag): the index still files chart:1 as nobody's and chart:2 as internal.
+    with mnemo.archive.store.write() as conn:
+        conn.execute(update(t.evidence).where(t.evidence.c.evidence_id == "chart:1").values(owner="owner-8"))
+        conn.execute(update(t.evidence).where(t.evidence.c.evidence_id == "chart:2").values(sensitivity=3))
+    found = mnemo.search(reader, "okapi feeding chart")
+    assert found.status == "no_match" and found.dropped == 2  # the index answered; the archive said no
+    assert len(mnemo.search(CLINIC, "okapi feeding chart").hits) == 1  # chart:2 is above its clearance too
+
+
+def test_hydration_costs_the_same_statements_for_one_hit_or_ten(mnemo: Mnemo) -> None:
+    mnemo.ingest(
+        CLINIC,
+        [
+            EvidenceInput(body=f"okapi ferry timetable {n}", source="kb", evidence_id=f"ferry:{n}")
+            for n in range(10)
+        ],
+    )
+    seen: list[str] = []
+
+    def count(conn: object, cursor: object, statement: str, *args: object) -> None:
+        seen.append(statement)
+
+    event.listen(mnemo.archive.store.engine, "before_cursor_execute", count)
+    try:
+        per_search = []
+        for limit in (1, 10):
+            seen.clear()
+            assert len(mnemo.search(CLINIC, "okapi ferry timetable", limit=limit, mode="bm25").hits) == limit
+            per_search.append(len(seen))
+    finally:
+        event.remove(mnemo.archive.store.engine, "before_cursor_execute", count)
+    assert per_search[0] == per_search[1] <= 2, per_search  # BEGIN and one SELECT, whatever the hits
+
+
+def test_evidence_of_kind_summary_is_hydrated_as_evidence(mnemo: Mnemo) -> None:
+    # Only a `sum:` id is a summary of the archive's; an evidence record may be of kind summary
+    # too (a digest ingested as a document), and was once dropped as a summary that did not exist.
+    mnemo.ingest(
+        CLINIC,
+        [EvidenceInput(body="quarterly okapi digest", source="kb", evidence_id="digest:1", kind="summary")],
+    )
+    found = mnemo.search(CLINIC, "okapi digest", mode="bm25")
+    assert [(h.evidence_id, h.kind, h.label, h.snippet) for h in found.hits] == [
+        ("digest:1", "summary", "evidence", "quarterly okapi digest")
+    ]

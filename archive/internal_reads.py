@@ -1,17 +1,18 @@
-"""Reads for the system's own components (the indexer, fsck), not for principals.
+"""Reads for the system's own components (the indexer, fsck), never on behalf of a principal.
 
 These functions take a connection and a tenant and skip access checks: the composition
 root calls them to turn outbox rows into index writes and to compare the index with the
-archive. Nothing here is exposed to a caller's request.
+archive. Nothing here answers a caller's request: search hydrates its hits through the
+access-checked `Archive.read_hits` (hits.py) instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, select, tuple_
 
 from . import schema as t
 from .blobs import read_blob, sha256_hex
@@ -45,8 +46,22 @@ def evidence_version(
 
 
 def archived_note(conn: Connection, tenant_id: str, session_id: str, rid: str) -> ArchivedNote | None:
-    row = conn.execute(
+    found = archived_notes(conn, tenant_id, [(session_id, parse_result_id(rid))])
+    return found[0] if found else None
+
+
+def archived_notes(
+    conn: Connection, tenant_id: str, results: Iterable[tuple[str, int]]
+) -> list[ArchivedNote]:
+    """The notes of these archived results, by (session id, result number), in one statement;
+    results not archived, or of sessions deleted since, are absent."""
+    keys = sorted(set(results))
+    if not keys:
+        return []
+    rows = conn.execute(
         select(
+            t.tool_results.c.session_id,
+            t.tool_results.c.result_no,
             t.tool_results.c.tool_name,
             t.tool_results.c.sensitivity,
             t.tool_results.c.blob_sha256,
@@ -68,21 +83,23 @@ def archived_note(conn: Connection, tenant_id: str, session_id: str, rid: str) -
         )
         .where(
             t.tool_results.c.tenant_id == tenant_id,
-            t.tool_results.c.session_id == session_id,
-            t.tool_results.c.result_no == parse_result_id(rid),
+            tuple_(t.tool_results.c.session_id, t.tool_results.c.result_no).in_(keys),
             t.sessions.c.deleted_at.is_(None),
         )
-    ).first()
-    if row is None:
-        return None
-    return ArchivedNote(
-        session_id, rid, row.tool_name, row.note, row.sensitivity, row.owner, row.blob_sha256, row.archived_at
     )
-
-
-def memory_fact(conn: Connection, tenant_id: str, owner: str, key: str, version: int) -> MemoryFact | None:
-    found = memory_version(conn, tenant_id, owner, key, version)
-    return None if found is None else found[0]
+    return [
+        ArchivedNote(
+            row.session_id,
+            result_id(row.result_no),
+            row.tool_name,
+            row.note,
+            row.sensitivity,
+            row.owner,
+            row.blob_sha256,
+            row.archived_at,
+        )
+        for row in rows
+    ]
 
 
 def memory_version(

@@ -1,0 +1,312 @@
+"""Search hydration: the hits an index answered, read back as the caller, with every access check.
+
+The index filters by tenant, clearance and owner, but its payloads are copies: one written
+before a record was retracted or superseded, by an older indexer, or simply wrong, could name
+something the caller may not read. So each hit is read again here, as the caller would read
+it through the archive's other reads:
+
+- in the caller's tenant only (every statement is scoped by it), with the reader role;
+- clearance at least the record's sensitivity (an evidence version's, an archived result's, a
+  summary's; memory counts as `memory.MEMORY_SENSITIVITY`);
+- the owner rule of every read (`Principal.may_act_for`): a principal without the agent role
+  sees evidence without an owner or of its own, notes of sessions about itself, its own facts,
+  and summaries only when every source is one it could read so;
+- answering at `as_of`, or now (archive/in_force.py): an archived result's note and a summary
+  from the moment they were written;
+- an evidence version is served only when its stored bytes hash to its recorded sha256 and that
+  sha256 is the one the index holds (a corrupt original is reported by fsck, never shown).
+
+A hit failing any check reads as None, and search drops it (counted in `dropped`), so one bad
+or stale hit never hides the others. The reads are batched: a constant number of statements
+per call (one per kind present; summaries three more, for their sources' owners), however many
+hits there are, since hydration runs on every search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, select, tuple_
+
+from . import schema as t
+from .blobs import verified
+from .clock import aware
+from .errors import IntegrityError, InvalidInput
+from .evidence import to_record
+from .in_force import evidence_answers_at, in_force, memory_answers_at
+from .internal_reads import archived_notes
+from .memory import MEMORY_SENSITIVITY, fact_from_row
+from .principal import Principal, Role, Sensitivity
+from .records import parse_result_id
+from .refs import (
+    EVIDENCE_REF_PREFIX,
+    SUMMARY_PREFIX,
+    MemoryIndexId,
+    ResultIndexId,
+    parse_index_id,
+)
+from .store import ArchiveStore
+from .summaries import summary_from_row
+
+
+@dataclass(frozen=True)
+class HitPointer:
+    """What the index answered for one hit: which version of what, the span of its text, and
+    the content hash the index holds (evidence versions; empty for the other kinds)."""
+
+    evidence_id: str
+    version: int
+    kind: str
+    start: int
+    end: int
+    content_sha256: str = ""
+
+
+@dataclass(frozen=True)
+class HitText:
+    """A hit as the caller may see it: the exact text of its span, where it is, what it is."""
+
+    snippet: str
+    locator: str
+    label: str = "evidence"
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    evidence_id: str
+    version: int
+
+
+@dataclass(frozen=True)
+class _Note:
+    session_id: str
+    result_no: int
+
+
+@dataclass(frozen=True)
+class _Fact:
+    owner: str
+    key: str
+    version: int
+
+
+@dataclass(frozen=True)
+class _Summary:
+    summary_id: str
+
+
+_Target = _Evidence | _Note | _Fact | _Summary
+
+
+@dataclass(frozen=True)
+class _Readable:
+    """A target's whole text, readable by the caller; `content_sha256` is checked against the
+    pointer's when set (evidence)."""
+
+    text: str
+    locator: str
+    label: str
+    content_sha256: str | None = None
+
+
+def read_hits(
+    store: ArchiveStore, principal: Principal, pointers: Sequence[HitPointer], as_of: datetime | None
+) -> list[HitText | None]:
+    """Each pointer's text as `principal` may read it at `as_of` (None: now), in order; None
+    for a pointer the caller may not read, or that names nothing current (see the module
+    docstring). Forbidden without the reader role; InvalidInput for a naive `as_of`."""
+    principal.require(Role.READER, "reading search hits")
+    at = aware("as_of", as_of)
+    targets = [_target(p) for p in pointers]
+    wanted = [x for x in targets if x is not None]
+    readable: dict[_Target, _Readable] = {}
+    with store.read() as conn:
+        tenant = principal.tenant_id
+        evidence = {x for x in wanted if isinstance(x, _Evidence)}
+        notes = {x for x in wanted if isinstance(x, _Note)}
+        facts = {x for x in wanted if isinstance(x, _Fact)}
+        summaries = {x for x in wanted if isinstance(x, _Summary)}
+        if evidence:
+            readable.update(_read_evidence(conn, tenant, principal, evidence, at))
+        if notes:
+            readable.update(_read_notes(conn, tenant, principal, notes, at))
+        if facts:
+            readable.update(_read_facts(conn, tenant, principal, facts, at))
+        if summaries:
+            readable.update(_read_summaries(conn, tenant, principal, summaries, at))
+    return [_cut(p, None if x is None else readable.get(x)) for p, x in zip(pointers, targets, strict=True)]
+
+
+def _target(p: HitPointer) -> _Target | None:
+    """What a pointer names: the kind and the id's shape decide (refs.parse_index_id); an
+    evidence record is anything else. None for a result id no result could have."""
+    named = parse_index_id(p.evidence_id)
+    if p.kind == "tool_result" and isinstance(named, ResultIndexId):
+        try:
+            return _Note(named.session_id, parse_result_id(named.result_id))
+        except InvalidInput:
+            return None
+    if p.kind == "memory" and isinstance(named, MemoryIndexId):
+        return _Fact(named.owner, named.key, p.version)
+    if p.kind == "summary" and p.evidence_id.startswith(SUMMARY_PREFIX):
+        return _Summary(p.evidence_id)
+    return _Evidence(p.evidence_id, p.version)
+
+
+def _cut(p: HitPointer, found: _Readable | None) -> HitText | None:
+    if found is None or (found.content_sha256 is not None and found.content_sha256 != p.content_sha256):
+        return None
+    return HitText(found.text[p.start : p.end], found.locator, found.label)
+
+
+def _may_read(principal: Principal, sensitivity: Sensitivity | int, owners: Iterable[str | None]) -> bool:
+    """The clearance and owner rules every archive read applies (principal.py)."""
+    return principal.can_read(Sensitivity(sensitivity)) and all(
+        owner is None or principal.may_act_for(owner) for owner in owners
+    )
+
+
+def _read_evidence(
+    conn: Connection, tenant: str, principal: Principal, wanted: set[_Evidence], at: datetime | None
+) -> dict[_Target, _Readable]:
+    rows = conn.execute(
+        select(t.evidence, t.blobs.c.content)
+        .select_from(
+            t.evidence.outerjoin(
+                t.blobs,
+                (t.blobs.c.tenant_id == t.evidence.c.tenant_id)
+                & (t.blobs.c.sha256 == t.evidence.c.blob_sha256),
+            )
+        )
+        .where(
+            t.evidence.c.tenant_id == tenant,
+            tuple_(t.evidence.c.evidence_id, t.evidence.c.version).in_(
+                sorted((x.evidence_id, x.version) for x in wanted)
+            ),
+        )
+    )
+    out: dict[_Target, _Readable] = {}
+    for row in rows:
+        record = to_record(row)
+        if not _may_read(principal, record.sensitivity, [record.owner]):
+            continue
+        if not evidence_answers_at(record, at):
+            continue
+        try:
+            text = verified(record.content_sha256, row.content).decode("utf-8")
+        except IntegrityError:
+            continue  # a corrupt original is never served; fsck reports it
+        except UnicodeDecodeError:
+            continue  # a binary original is not searchable text: no index entry names it rightly
+        out[_Evidence(record.evidence_id, record.version)] = _Readable(
+            text, record.locator, "evidence", record.content_sha256
+        )
+    return out
+
+
+def _read_notes(
+    conn: Connection, tenant: str, principal: Principal, wanted: set[_Note], at: datetime | None
+) -> dict[_Target, _Readable]:
+    out: dict[_Target, _Readable] = {}
+    # The system's unchecked read of notes, checked here for the caller.
+    for note in archived_notes(conn, tenant, [(x.session_id, x.result_no) for x in wanted]):
+        if not _may_read(principal, note.sensitivity, [note.owner]):
+            continue
+        if at is not None and not in_force(note.archived_at, None, at):
+            continue  # the note exists from its archiving on
+        target = _Note(note.session_id, parse_result_id(note.result_id))
+        out[target] = _Readable(note.note, f"{note.session_id}/{note.result_id}", "archived result note")
+    return out
+
+
+def _read_facts(
+    conn: Connection, tenant: str, principal: Principal, wanted: set[_Fact], at: datetime | None
+) -> dict[_Target, _Readable]:
+    rows = conn.execute(
+        select(t.memory_facts).where(
+            t.memory_facts.c.tenant_id == tenant,
+            tuple_(t.memory_facts.c.owner, t.memory_facts.c.key, t.memory_facts.c.version).in_(
+                sorted((x.owner, x.key, x.version) for x in wanted)
+            ),
+        )
+    )
+    out: dict[_Target, _Readable] = {}
+    for row in rows:
+        fact = fact_from_row(row)
+        if not _may_read(principal, MEMORY_SENSITIVITY, [fact.owner]):
+            continue
+        if not memory_answers_at(fact, row.ended_at, at):
+            continue
+        out[_Fact(fact.owner, fact.key, fact.version)] = _Readable(
+            f"{fact.key}: {fact.value}", f"{fact.owner}/{fact.key}", f"memory ({fact.provenance})"
+        )
+    return out
+
+
+def _read_summaries(
+    conn: Connection, tenant: str, principal: Principal, wanted: set[_Summary], at: datetime | None
+) -> dict[_Target, _Readable]:
+    ids = sorted(x.summary_id for x in wanted)
+    rows = list(
+        conn.execute(
+            select(t.summaries).where(t.summaries.c.tenant_id == tenant, t.summaries.c.summary_id.in_(ids))
+        )
+    )
+    if not rows:
+        return {}
+    sources: dict[str, list[str]] = {}
+    for source in conn.execute(
+        select(t.summary_sources.c.summary_id, t.summary_sources.c.source_ref).where(
+            t.summary_sources.c.tenant_id == tenant, t.summary_sources.c.summary_id.in_(ids)
+        )
+    ):
+        sources.setdefault(source.summary_id, []).append(source.source_ref)
+    owners = _source_owners(conn, tenant, [ref for refs in sources.values() for ref in refs])
+    out: dict[_Target, _Readable] = {}
+    for row in rows:
+        summary = summary_from_row(row, sorted(sources.get(row.summary_id, [])))
+        # A summary repeats its sources: it is the caller's to read only if every source is.
+        whose = [owner for ref in summary.derived_from for owner in owners.get(ref, ())]
+        if not _may_read(principal, summary.sensitivity, whose):
+            continue
+        if at is not None and not in_force(summary.created_at, None, at):
+            continue  # a summary answers from its creation on
+        out[_Summary(summary.summary_id)] = _Readable(summary.text, summary.trace_ref or "", summary.label)
+    return out
+
+
+def _source_owners(conn: Connection, tenant: str, refs: Sequence[str]) -> dict[str, set[str]]:
+    """The owners each source ref's data belongs to, as summaries.source_owner reads them (every
+    version of an evidence record; a result's session), in one statement per kind of source."""
+    evidence_ids = {
+        ref.removeprefix(EVIDENCE_REF_PREFIX) for ref in refs if ref.startswith(EVIDENCE_REF_PREFIX)
+    }
+    results = {ref: named for ref in refs if isinstance(named := parse_index_id(ref), ResultIndexId)}
+    by_evidence: dict[str, set[str]] = {}
+    if evidence_ids:
+        for row in conn.execute(
+            select(t.evidence.c.evidence_id, t.evidence.c.owner).where(
+                t.evidence.c.tenant_id == tenant,
+                t.evidence.c.evidence_id.in_(sorted(evidence_ids)),
+                t.evidence.c.owner.is_not(None),
+            )
+        ):
+            by_evidence.setdefault(row.evidence_id, set()).add(row.owner)
+    by_session: dict[str, str] = {}
+    if results:
+        session_ids = sorted({named.session_id for named in results.values()})
+        for row in conn.execute(
+            select(t.sessions.c.session_id, t.sessions.c.owner).where(
+                t.sessions.c.tenant_id == tenant, t.sessions.c.session_id.in_(session_ids)
+            )
+        ):
+            by_session[row.session_id] = row.owner
+    owners: dict[str, set[str]] = {}
+    for ref in refs:
+        if ref.startswith(EVIDENCE_REF_PREFIX):
+            owners[ref] = by_evidence.get(ref.removeprefix(EVIDENCE_REF_PREFIX), set())
+        elif ref in results and results[ref].session_id in by_session:
+            owners[ref] = {by_session[results[ref].session_id]}
+    return owners

@@ -1,0 +1,242 @@
+"""Search hydration through the archive (`Archive.read_hits`, archive/hits.py): a hit pointer is
+read back as the caller, so a pointer the caller may not read is dropped even when handed to
+the read directly, as a stale or wrong index payload would; and the read is batched.
+
+Each test builds one archive with every case in it (a PostgreSQL database per test is the
+expensive part of the suite)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from sqlalchemy import event, update
+
+from mnemo_sea.archive import Archive, EvidenceInput, Forbidden, Principal, Role, Sensitivity
+from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.hits import HitPointer, HitText
+from mnemo_sea.archive.refs import memory_index_id, result_index_id
+
+AGENT = Principal("clinic-a", "agent-1", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
+READER = Principal("clinic-a", "u-1", frozenset({Role.READER}), Sensitivity.INTERNAL)
+STRANGER = Principal("shop-b", "agent-9", frozenset({Role.AGENT}), Sensitivity.RESTRICTED)
+
+
+def tick() -> datetime:
+    time.sleep(0.002)
+    moment = datetime.now(UTC)
+    time.sleep(0.002)
+    return moment
+
+
+def evidence(archive: Archive, principal: Principal, evidence_id: str, body: str, **kw: Any) -> HitPointer:
+    rec = archive.put_evidence(
+        principal, EvidenceInput(evidence_id=evidence_id, body=body, source="test", **kw)
+    )
+    return HitPointer(rec.evidence_id, rec.version, rec.kind, 0, len(body), rec.content_sha256)
+
+
+def note(archive: Archive, session_id: str, owner: str, text: str, **kw: Any) -> HitPointer:
+    result = archive.record(AGENT, session_id, "lab.lookup", "raw lab output", owner=owner, **kw)
+    archive.archive(AGENT, session_id, [(result.result_id, text)])
+    return HitPointer(result_index_id(session_id, result.result_id), 1, "tool_result", 0, len(text))
+
+
+def fact(archive: Archive, owner: str, key: str, value: str, provenance: str = "user_claim") -> HitPointer:
+    stored = archive.remember(AGENT, owner, key, value, provenance).fact
+    return HitPointer(memory_index_id(owner, key), stored.version, "memory", 0, len(key) + 2 + len(value))
+
+
+def summary(archive: Archive, text: str, derived_from: list[str]) -> HitPointer:
+    made = archive.create_summary(AGENT, text, derived_from)
+    return HitPointer(made.summary_id, 1, "summary", 0, len(text))
+
+
+@dataclass(frozen=True)
+class World:
+    readable: HitPointer  # what every case is compared with: the reader may read it
+    other_tenant: HitPointer
+    above_clearance: HitPointer
+    other_owner: HitPointer
+    retracted: HitPointer
+    superseded: HitPointer  # version 1 of a record rewritten at `rewritten`
+    rewritten: datetime
+    rewrite: HitPointer  # its version 2
+    corrupt: HitPointer
+    own_note: HitPointer
+    other_owners_note: HitPointer
+    secret_note: HitPointer
+    own_fact: HitPointer
+    other_owners_fact: HitPointer
+    old_fact: HitPointer  # version 1, superseded after `still_fish`
+    still_fish: datetime
+    open_summary: HitPointer
+    other_owners_summary: HitPointer
+
+
+def build(archive: Archive) -> World:
+    readable = evidence(archive, AGENT, "policy:open", "open hours are nine to five")
+    other_tenant = evidence(archive, STRANGER, "policy:theirs", "another tenant's policy")
+    above = evidence(
+        archive, AGENT, "policy:secret", "confidential dosage", sensitivity=Sensitivity.CONFIDENTIAL
+    )
+    other_owner = evidence(archive, AGENT, "chart:u-2", "u-2's chart", owner="u-2")
+    retracted = evidence(archive, AGENT, "policy:withdrawn", "a withdrawn policy")
+    archive.retract(AGENT, "policy:withdrawn", "wrong")
+    superseded = evidence(archive, AGENT, "policy:fees", "fees are ten")
+    rewritten = tick()
+    rewrite = evidence(archive, AGENT, "policy:fees", "fees are twelve")
+    corrupt = evidence(archive, AGENT, "scan:1", "a scan's text")
+    with archive.store.write() as conn:
+        conn.execute(
+            update(t.blobs).where(t.blobs.c.sha256 == corrupt.content_sha256).values(content=b"forged")
+        )
+    own_fact = fact(archive, "u-1", "pet", "a cat")
+    old_fact = fact(archive, "u-1", "diet", "fish")
+    still_fish = tick()
+    fact(archive, "u-1", "diet", "no fish", "user_correction")
+    chart = evidence(archive, AGENT, "chart:u-1", "u-1's chart", owner="u-1")
+    return World(
+        readable=readable,
+        other_tenant=other_tenant,  # read as clinic-a, it names nothing
+        above_clearance=above,
+        other_owner=other_owner,
+        retracted=retracted,
+        superseded=superseded,
+        rewritten=rewritten,
+        rewrite=rewrite,
+        corrupt=corrupt,
+        own_note=note(archive, "s-u1", "u-1", "u-1's lab note"),
+        other_owners_note=note(archive, "s-u2", "u-2", "u-2's lab note"),
+        secret_note=note(
+            archive, "s-u1b", "u-1", "a confidential note", sensitivity=Sensitivity.CONFIDENTIAL
+        ),
+        own_fact=own_fact,
+        other_owners_fact=fact(archive, "u-2", "pet", "a dog"),
+        old_fact=old_fact,
+        still_fish=still_fish,
+        open_summary=summary(archive, "summary of u-1's chart", [f"evidence:{chart.evidence_id}"]),
+        other_owners_summary=summary(archive, "summary of u-2's chart", ["evidence:chart:u-2"]),
+    )
+
+
+@pytest.fixture
+def world(archive: Archive) -> World:
+    return build(archive)
+
+
+def read_one(
+    archive: Archive, principal: Principal, pointer: HitPointer, as_of: datetime | None = None
+) -> HitText | None:
+    [found] = archive.read_hits(principal, [pointer], as_of)
+    return found
+
+
+def test_what_the_caller_may_read_comes_back_with_the_text_of_its_span(
+    archive: Archive, world: World
+) -> None:
+    assert read_one(archive, READER, world.readable) == HitText("open hours are nine to five", "", "evidence")
+    assert read_one(archive, READER, replace(world.readable, start=5, end=10)) == HitText(
+        "hours", "", "evidence"
+    )
+    assert read_one(archive, READER, world.own_note) == HitText(
+        "u-1's lab note", "s-u1/r1", "archived result note"
+    )
+    assert read_one(archive, READER, world.own_fact) == HitText(
+        "pet: a cat", "u-1/pet", "memory (user_claim)"
+    )
+    found = read_one(archive, READER, world.open_summary)
+    assert found is not None and found.snippet == "summary of u-1's chart" and "derived" in found.label
+    # The agent acts for every owner: what the reader may not read for its owner, it may.
+    for pointer in (
+        world.other_owner,
+        world.other_owners_note,
+        world.other_owners_fact,
+        world.other_owners_summary,
+    ):
+        assert read_one(archive, AGENT, pointer) is not None
+
+
+def test_a_pointer_the_caller_may_not_read_is_dropped(archive: Archive, world: World) -> None:
+    cases = {
+        "another tenant's record": (READER, world.other_tenant),
+        "above the caller's clearance": (READER, world.above_clearance),
+        "another owner's evidence": (READER, world.other_owner),
+        "another owner's session note": (READER, world.other_owners_note),
+        "a note above the caller's clearance": (READER, world.secret_note),
+        "another owner's fact": (READER, world.other_owners_fact),
+        "a summary of another owner's data": (READER, world.other_owners_summary),
+        "a retracted record": (AGENT, world.retracted),
+        "a superseded version": (AGENT, world.superseded),
+        "a superseded fact": (AGENT, world.old_fact),
+        "stored bytes that fail their hash": (AGENT, world.corrupt),
+        "a hash the record does not have": (AGENT, replace(world.readable, content_sha256="0" * 64)),
+        "a version that does not exist": (AGENT, replace(world.readable, version=7)),
+        "a result id no result could have": (AGENT, replace(world.own_note, evidence_id="result:s-u1/x1")),
+    }
+    read = archive.read_hits(AGENT, [world.readable], None)
+    assert read[0] is not None  # the control: the pointers differ only in what the case says
+    for case, (principal, pointer) in cases.items():
+        assert read_one(archive, principal, pointer) is None, case
+    # In one call, the others still come back, in order.
+    mixed = [world.readable, world.other_owner, world.own_fact, world.corrupt]
+    assert [x is not None for x in archive.read_hits(READER, mixed, None)] == [True, False, True, False]
+
+
+def test_as_of_reads_what_answered_then(archive: Archive, world: World) -> None:
+    before = world.rewritten
+    assert read_one(archive, AGENT, world.superseded, before) is not None
+    assert read_one(archive, AGENT, world.rewrite, before) is None  # written later
+    assert read_one(archive, AGENT, world.rewrite) is not None
+    long_ago = datetime(1971, 1, 1, tzinfo=UTC)
+    for pointer in (world.readable, world.own_note, world.own_fact, world.open_summary):
+        assert read_one(archive, AGENT, pointer, long_ago) is None
+    assert read_one(archive, AGENT, world.old_fact, world.still_fish) is not None
+
+
+def test_the_caller_needs_the_reader_role(archive: Archive, world: World) -> None:
+    nobody = Principal("clinic-a", "u-1", frozenset(), Sensitivity.RESTRICTED)
+    with pytest.raises(Forbidden):
+        archive.read_hits(nobody, [world.readable], None)
+
+
+@contextmanager
+def statements(archive: Archive) -> Iterator[list[str]]:
+    seen: list[str] = []
+
+    def count(conn: object, cursor: object, statement: str, *args: object) -> None:
+        seen.append(statement)
+
+    event.listen(archive.store.engine, "before_cursor_execute", count)
+    try:
+        yield seen
+    finally:
+        event.remove(archive.store.engine, "before_cursor_execute", count)
+
+
+def test_the_read_is_batched_whatever_the_number_of_hits(archive: Archive) -> None:
+    kinds: list[list[HitPointer]] = [[], [], [], []]
+    for n in range(10):
+        text = f"fact number {n}"
+        kinds[0].append(evidence(archive, AGENT, f"doc:{n}", text, owner=f"u-{n}"))
+        kinds[1].append(note(archive, f"s-{n}", f"u-{n}", f"note {n}"))
+        kinds[2].append(fact(archive, f"u-{n}", "pet", f"pet {n}"))
+        kinds[3].append(summary(archive, f"summary {n}", [f"evidence:doc:{n}", f"result:s-{n}/r1"]))
+
+    def count(pointers: list[HitPointer]) -> int:
+        with statements(archive) as seen:
+            found = archive.read_hits(AGENT, pointers, None)
+        assert all(x is not None for x in found)
+        return len(seen)
+
+    one = count([k[0] for k in kinds])
+    ten = count([p for k in kinds for p in k])
+    assert one == ten, f"{one} statements for one hit of each kind, {ten} for ten"
+    # BEGIN (SQLite); evidence, notes, memory; summaries, their sources, their sources' owners (2).
+    assert ten <= 8
+    assert count(kinds[0][:1]) == count(kinds[0]) < ten  # one kind alone: as many for 1 or 10, fewer
