@@ -166,19 +166,21 @@ def source_owner(conn: Connection, tenant_id: str, refs: Sequence[str]) -> str |
     only agents and admins (who act for every owner) find it."""
     owners: set[str] = set()
     for ref in refs:
-        if ref.startswith("evidence:"):
+        try:
+            source = SourceRef.parse(ref)
+        except InvalidInput:
+            continue  # not a source (a memory ref, say): it names no owner here
+        if source.kind == "evidence":
             rows = conn.execute(
                 select(t.evidence.c.owner).where(
-                    t.evidence.c.tenant_id == tenant_id,
-                    t.evidence.c.evidence_id == ref.removeprefix("evidence:"),
+                    t.evidence.c.tenant_id == tenant_id, t.evidence.c.evidence_id == source.evidence_id
                 )
             )
             owners.update(r.owner for r in rows if r.owner is not None)
-        elif ref.startswith("result:"):
-            session_id = ref.removeprefix("result:").rpartition("/")[0]
+        else:
             row = conn.execute(
                 select(t.sessions.c.owner).where(
-                    t.sessions.c.tenant_id == tenant_id, t.sessions.c.session_id == session_id
+                    t.sessions.c.tenant_id == tenant_id, t.sessions.c.session_id == source.session_id
                 )
             ).first()
             if row is not None:

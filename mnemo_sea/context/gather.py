@@ -13,7 +13,7 @@ from typing import Any
 
 from mnemo_sea.archive import Archive, Forbidden, InvalidInput, MemoryFact, NotFound, Principal
 from mnemo_sea.archive.records import TaskState
-from mnemo_sea.archive.refs import EVIDENCE_REF_PREFIX, MEMORY_PREFIX, RESULT_PREFIX
+from mnemo_sea.archive.refs import EVIDENCE_REF_PREFIX, IndexId, MemoryIndexId, ResultIndexId, parse_index_id
 
 from . import render
 from .material import (
@@ -122,6 +122,10 @@ def cited_conflicts(
     return tuple(out)
 
 
+def _note_of(session_id: str, named: IndexId | None) -> bool:
+    return isinstance(named, ResultIndexId) and named.session_id == session_id
+
+
 def gather(
     archive: Archive,
     principal: Principal,
@@ -152,15 +156,14 @@ def gather(
         # assembles, with a marker where the state would be (as the live view withholds results).
         state, withheld_state = None, True
     conflicts = cited_conflicts(archive, principal, state)
-    own_notes = f"{RESULT_PREFIX}{session_id}/"
     # An archived note of this session is in the history already, as its stub.
-    hits = [e for e in evidence if not e.evidence_id.startswith(own_notes)]
+    hits = [e for e in evidence if not _note_of(session_id, parse_index_id(e.evidence_id))]
     disagreements: list[tuple[str, MemoryDisagreement]] = []
     for hit in hits:
-        if hit.kind != "memory" or not hit.evidence_id.startswith(MEMORY_PREFIX):
+        named = parse_index_id(hit.evidence_id)
+        if hit.kind != "memory" or not isinstance(named, MemoryIndexId):
             continue
-        owner, _, key = hit.evidence_id.removeprefix(MEMORY_PREFIX).partition("/")
-        versions = archive.memory_history(principal, owner, key)
+        versions = archive.memory_history(principal, named.owner, named.key)
         current = next((f for f in versions if f.version == hit.version), None)
         found = memory_disagreement(versions, current) if current is not None else None
         if found is not None:
