@@ -8,7 +8,7 @@ denied access and every failed integrity check is written to the tenant's audit 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, TypeVar
 
 from . import deletion, evidence, hits, memory, sessions, summaries, task_state
@@ -23,13 +23,22 @@ from .audit import (
     verify_chain,
 )
 from .errors import ArchiveError, BatchRejected, Forbidden, IntegrityError, TaskStateRejected
-from .evidence import EvidenceInput
+from .operations import (
+    ArchiveResultsOp,
+    ArchiveTarget,
+    Clearance,
+    EvidenceInput,
+    ProvenanceName,
+    RecordOp,
+    RememberOp,
+    TextOrBytes,
+    UpdateTaskStateOp,
+)
 from .policy import DEFAULT_POLICY, ArchivePolicy
 from .principal import Principal, Role, Sensitivity
 from .receipts import receipt_anchor
 from .records import (
     ArchiveReceipt,
-    ArchiveTarget,
     ConfirmedFact,
     DeletionReceipt,
     EvidenceRecord,
@@ -42,7 +51,6 @@ from .records import (
     TaskState,
     ToolResult,
 )
-from .refs import SourceRef
 from .signing import ReceiptKey
 from .store import ArchiveStore, open_store
 
@@ -113,34 +121,32 @@ class Archive:
         principal: Principal,
         session_id: str,
         tool_name: str,
-        content: str | bytes,
+        content: TextOrBytes,
         *,
         arguments: Mapping[str, Any] | None = None,
         media_type: str | None = None,
         observed_at: datetime | None = None,
-        sensitivity: Sensitivity | str | int = Sensitivity.INTERNAL,
+        sensitivity: Clearance = Sensitivity.INTERNAL,
         policy_class: str = "default",
         owner: str | None = None,
         idempotency_key: str | None = None,
     ) -> ToolResult:
+        """`RecordOp`: record a tool result in a session (see `sessions.record`)."""
+        op = RecordOp.unchecked(
+            tool_name=tool_name,
+            content=content,
+            arguments=arguments,
+            media_type=media_type,
+            observed_at=observed_at,
+            sensitivity=sensitivity,
+            policy_class=policy_class,
+            owner=owner,
+        )
         return self._guard(
             principal,
             "record",
             f"session:{session_id}",
-            lambda: sessions.record(
-                self.store,
-                principal,
-                session_id,
-                tool_name,
-                content,
-                arguments=arguments,
-                media_type=media_type,
-                observed_at=observed_at,
-                sensitivity=sensitivity,
-                policy_class=policy_class,
-                owner=owner,
-                idempotency_key=idempotency_key,
-            ),
+            lambda: sessions.record(self.store, principal, session_id, op, idempotency_key=idempotency_key),
         )
 
     def archive(
@@ -151,13 +157,14 @@ class Archive:
         *,
         idempotency_key: str | None = None,
     ) -> ArchiveReceipt:
+        """`ArchiveResultsOp`: archive a batch all or nothing (see `sessions.archive`). Each target
+        is an ArchiveTarget, a mapping {result_id, note} or a (result_id, note) pair."""
+        op = ArchiveResultsOp.unchecked(targets=targets)
         return self._guard(
             principal,
             "archive",
             f"session:{session_id}",
-            lambda: sessions.archive(
-                self.store, principal, session_id, targets, idempotency_key=idempotency_key
-            ),
+            lambda: sessions.archive(self.store, principal, session_id, op, idempotency_key=idempotency_key),
         )
 
     def live_view(self, principal: Principal, session_id: str) -> LiveView:
@@ -280,27 +287,27 @@ class Archive:
         owner: str,
         key: str,
         value: str,
-        provenance: str,
+        provenance: ProvenanceName,
         *,
-        ttl: timedelta | None = None,
-        derived_from: str | SourceRef | None = None,
+        ttl_seconds: float | None = None,
+        derived_from: str | None = None,
         idempotency_key: str | None = None,
     ) -> RememberOutcome:
+        """`RememberOp`: store a fact for an owner, superseding the key's previous value (see
+        `memory.remember`). `derived_from` is a source ref, e.g. `str(SourceRef.evidence(id))`."""
+        op = RememberOp.unchecked(
+            owner=owner,
+            key=key,
+            value=value,
+            provenance=provenance,
+            ttl_seconds=ttl_seconds,
+            derived_from=derived_from,
+        )
         return self._guard(
             principal,
             "remember",
             f"memory:{owner}/{key}",
-            lambda: memory.remember(
-                self.store,
-                principal,
-                owner,
-                key,
-                value,
-                provenance,
-                ttl=ttl,
-                derived_from=derived_from,
-                idempotency_key=idempotency_key,
-            ),
+            lambda: memory.remember(self.store, principal, op, idempotency_key=idempotency_key),
         )
 
     def current(
@@ -355,7 +362,7 @@ class Archive:
         self,
         principal: Principal,
         text: str,
-        derived_from: Sequence[str | SourceRef],
+        derived_from: Sequence[str],
         *,
         trace_ref: str | None = None,
         idempotency_key: str | None = None,
@@ -408,24 +415,26 @@ class Archive:
         owner: str | None = None,
         idempotency_key: str | None = None,
     ) -> TaskState:
+        """`UpdateTaskStateOp`: write the next version of a session's task state, validated whole
+        (see `task_state.update_task_state`). `confirmed` items are {fact, evidence_id,
+        resolves?} or ConfirmedFact; `release` items {item, reason} or ReleasedItem."""
+        op = UpdateTaskStateOp.unchecked(
+            goal=goal,
+            confirmed=confirmed,
+            unresolved=unresolved,
+            constraints=constraints,
+            pending_operations=pending_operations,
+            trace_ref=trace_ref,
+            release=release,
+            expected_version=expected_version,
+            owner=owner,
+        )
         return self._guard(
             principal,
             "update_task_state",
             f"task_state:{session_id}",
             lambda: task_state.update_task_state(
-                self.store,
-                principal,
-                session_id,
-                goal=goal,
-                confirmed=confirmed,
-                unresolved=unresolved,
-                constraints=constraints,
-                pending_operations=pending_operations,
-                trace_ref=trace_ref,
-                release=release,
-                expected_version=expected_version,
-                owner=owner,
-                idempotency_key=idempotency_key,
+                self.store, principal, session_id, op, idempotency_key=idempotency_key
             ),
         )
 

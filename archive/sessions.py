@@ -40,12 +40,12 @@ from .errors import (
     TargetStatus,
 )
 from .idempotency import keyed, previous_reply, save_reply
+from .operations import ArchiveResultsOp, ArchiveTarget, RecordOp
 from .outbox import enqueue
 from .policy import check_list_limit, check_policy_class
 from .principal import Principal, Role, Sensitivity, check_identifier
 from .records import (
     ArchiveReceipt,
-    ArchiveTarget,
     LiveItem,
     LiveView,
     Recovered,
@@ -285,15 +285,8 @@ def record(
     store: ArchiveStore,
     principal: Principal,
     session_id: str,
-    tool_name: str,
-    content: str | bytes,
+    op: RecordOp,
     *,
-    arguments: Mapping[str, Any] | None = None,
-    media_type: str | None = None,
-    observed_at: datetime | None = None,
-    sensitivity: Sensitivity | str | int = Sensitivity.INTERNAL,
-    policy_class: str = "default",
-    owner: str | None = None,
     idempotency_key: str | None = None,
 ) -> ToolResult:
     """Record a tool result; returns it with its new stable id (`r1`, `r2`, … per session).
@@ -310,6 +303,8 @@ def record(
     request raises IdempotencyMismatch.
     """
     principal.require(Role.AGENT, "recording a tool result")
+    tool_name, content, arguments, media_type = op.tool_name, op.content, op.arguments, op.media_type
+    observed_at, sensitivity, policy_class, owner = op.observed_at, op.sensitivity, op.policy_class, op.owner
     policy = store.policy
     check_identifier("session_id", session_id)
     check_tool_name(tool_name, policy.max_tool_name_chars)
@@ -468,7 +463,7 @@ def archive(
     store: ArchiveStore,
     principal: Principal,
     session_id: str,
-    targets: Iterable[ArchiveTarget | Mapping[str, Any] | tuple[str, str]],
+    op: ArchiveResultsOp,
     *,
     idempotency_key: str | None = None,
 ) -> ArchiveReceipt:
@@ -481,7 +476,7 @@ def archive(
     """
     principal.require(Role.AGENT, "archiving results")
     check_identifier("session_id", session_id)
-    batch = _targets(targets)
+    batch = _targets(op.targets)
     if not batch:
         raise InvalidInput("targets", "the batch is empty")
     if len(batch) > store.policy.max_batch_size:

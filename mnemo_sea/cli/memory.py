@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
 
@@ -25,7 +24,7 @@ def memory_remember(
     provenance: Annotated[
         str, typer.Option(help="user_claim | user_correction | document | tool_fact | model_inference")
     ],
-    ttl_seconds: Annotated[int | None, typer.Option(help="forget after this many seconds")] = None,
+    ttl_seconds: Annotated[float | None, typer.Option(help="forget after this many seconds")] = None,
     derived_from: Annotated[
         str | None,
         typer.Option(help="the source it came from: evidence:<id> or result:<session>/<rN> (must exist)"),
@@ -38,9 +37,10 @@ def memory_remember(
     document, tool_fact > model_inference): that is a conflict (exit 5) naming the current fact.
     """
     principal = target.principal()
-    ttl = None if ttl_seconds is None else timedelta(seconds=ttl_seconds)
     with open_mnemo(target) as mnemo:
-        outcome = mnemo.remember(principal, owner, key, value, provenance, ttl=ttl, derived_from=derived_from)
+        outcome = mnemo.remember(
+            principal, owner, key, value, provenance, ttl_seconds=ttl_seconds, derived_from=derived_from
+        )
     emit(plain(outcome), as_json)
 
 

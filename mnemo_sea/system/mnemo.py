@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
@@ -37,6 +37,7 @@ from mnemo_sea.archive import (
     ReleasedItem,
     RememberOutcome,
     Role,
+    Sensitivity,
     StoreUnavailable,
     Summary,
     TaskState,
@@ -44,6 +45,7 @@ from mnemo_sea.archive import (
 )
 from mnemo_sea.archive.clock import aware, utcnow
 from mnemo_sea.archive.hits import HitPointer, HitText
+from mnemo_sea.archive.operations import Clearance, ProvenanceName, TextOrBytes
 from mnemo_sea.archive.outbox import pending_ids
 from mnemo_sea.archive.refs import ResultIndexId, memory_index_id
 from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, TokenCounter
@@ -581,13 +583,31 @@ class Mnemo:
         principal: Principal,
         session_id: str,
         tool_name: str,
-        content: str | bytes,
+        content: TextOrBytes,
         *,
+        arguments: Mapping[str, Any] | None = None,
+        media_type: str | None = None,
+        observed_at: datetime | None = None,
+        sensitivity: Clearance = Sensitivity.INTERNAL,
+        policy_class: str = "default",
+        owner: str | None = None,
         idempotency_key: str | None = None,
-        **kw: Any,
     ) -> ToolResult:
+        """Record a tool result in the session (created by its first result); it gets the next
+        id (r1, r2, ...). The parameters are `RecordOp`'s (mnemo_sea/archive/operations.py).
+        Not indexed until it is archived with a note: nothing to sync."""
         return self.archive.record(
-            principal, session_id, tool_name, content, idempotency_key=idempotency_key, **kw
+            principal,
+            session_id,
+            tool_name,
+            content,
+            arguments=arguments,
+            media_type=media_type,
+            observed_at=observed_at,
+            sensitivity=sensitivity,
+            policy_class=policy_class,
+            owner=owner,
+            idempotency_key=idempotency_key,
         )
 
     def archive_results(
@@ -598,6 +618,8 @@ class Mnemo:
         *,
         idempotency_key: str | None = None,
     ) -> ArchiveReceipt:
+        """Archive results all or nothing, each replaced in the live view by its note (`targets`:
+        ArchiveTarget, {result_id, note} or (result_id, note) each), then index the notes."""
         receipt = self.archive.archive(principal, session_id, targets, idempotency_key=idempotency_key)
         self._after_write()
         return receipt
@@ -681,19 +703,22 @@ class Mnemo:
         owner: str,
         key: str,
         value: str,
-        provenance: str,
+        provenance: ProvenanceName,
         *,
-        ttl: timedelta | None = None,
+        ttl_seconds: float | None = None,
         derived_from: str | None = None,
         idempotency_key: str | None = None,
     ) -> RememberOutcome:
+        """Store a fact for an owner, superseding the key's previous value, then index it. A
+        model inference never overrides what the user confirmed: it comes back as an unpersisted
+        candidate. The parameters are `RememberOp`'s."""
         outcome = self.archive.remember(
             principal,
             owner,
             key,
             value,
             provenance,
-            ttl=ttl,
+            ttl_seconds=ttl_seconds,
             derived_from=derived_from,
             idempotency_key=idempotency_key,
         )

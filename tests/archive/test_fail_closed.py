@@ -13,7 +13,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -188,7 +187,7 @@ MID_TRANSACTION: dict[str, Case] = {
     ),
     "remember_new_key": (
         "INSERT INTO outbox",
-        lambda a, ag, ad: a.remember(ag, "user-7", "mood", "ok", "user_claim", ttl=timedelta(hours=1)),
+        lambda a, ag, ad: a.remember(ag, "user-7", "mood", "ok", "user_claim", ttl_seconds=3600),
     ),
     "create_summary": ("INSERT INTO outbox", lambda a, ag, ad: a.create_summary(ag, "s2", ["evidence:kb"])),
     "record": ("INSERT INTO tool_results", lambda a, ag, ad: a.record(ag, "s1", "t", "a new original")),
