@@ -12,7 +12,14 @@ from mnemo_sea.archive import (
 )
 from mnemo_sea.cli.output import EXIT_NOT_FOUND, CliError, JsonOpt, emit
 from mnemo_sea.cli.receipt_files import ReceiptOut, keep_receipt, receipt_to_dict
-from mnemo_sea.cli.target import Target, add_command, add_group, open_archive, open_mnemo
+from mnemo_sea.cli.target import (
+    IdempotencyKeyOpt,
+    Target,
+    add_command,
+    add_group,
+    open_archive,
+    open_mnemo,
+)
 from mnemo_sea.system.json_ready import plain
 
 
@@ -29,6 +36,7 @@ def memory_remember(
         str | None,
         typer.Option(help="the source it came from: evidence:<id> or result:<session>/<rN> (must exist)"),
     ] = None,
+    idempotency_key: IdempotencyKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Remember (owner, key) = value; a new value supersedes the old one, which stays in history.
@@ -39,7 +47,14 @@ def memory_remember(
     principal = target.principal()
     with open_mnemo(target) as mnemo:
         outcome = mnemo.remember(
-            principal, owner, key, value, provenance, ttl_seconds=ttl_seconds, derived_from=derived_from
+            principal,
+            owner,
+            key,
+            value,
+            provenance,
+            ttl_seconds=ttl_seconds,
+            derived_from=derived_from,
+            idempotency_key=idempotency_key,
         )
     emit(plain(outcome), as_json)
 
@@ -88,13 +103,14 @@ def memory_forget(
     owner: Annotated[str, typer.Argument(help="whose fact")],
     key: Annotated[str, typer.Argument(help="which fact")],
     receipt_out: ReceiptOut = None,
+    idempotency_key: IdempotencyKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Forget (owner, key): delete every version, its index points and cached searches (audited,
     with a receipt for verify-deleted); exit 3 when there is no such fact."""
     principal = target.principal()
     with open_mnemo(target) as mnemo:
-        receipt = mnemo.forget(principal, owner, key)
+        receipt = mnemo.forget(principal, owner, key, idempotency_key=idempotency_key)
     _memory_receipt(receipt, receipt_out, as_json)
 
 

@@ -10,7 +10,6 @@ that table, so a tool cannot be listed but unreachable.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -18,6 +17,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from mnemo_sea.archive import Principal, ToolResult
+from mnemo_sea.system.json_ready import content_fields
 from mnemo_sea.system.mnemo import Mnemo
 
 from .inputs import (
@@ -89,7 +89,6 @@ def archive_results(mnemo: Mnemo, principal: Principal, a: ArchiveResultsInput) 
 
 def recover_result(mnemo: Mnemo, principal: Principal, a: RecoverResultInput) -> dict[str, Any]:
     found = mnemo.recover(principal, **a.as_kwargs())
-    text = found.text
     return {
         "session_id": a.session_id,
         "result_id": found.appended.result_id,
@@ -102,9 +101,8 @@ def recover_result(mnemo: Mnemo, principal: Principal, a: RecoverResultInput) ->
         "size": len(found.content),
         "content_sha256": found.original.content_sha256,
         "staleness_warning": found.staleness_warning,
-        "content": text,
         # Binary originals come back byte-exact in base64; text ones as text only.
-        "content_base64": base64.b64encode(found.content).decode("ascii") if text is None else None,
+        **content_fields(found.content),
         "rendered": found.rendered,
     }
 

@@ -29,6 +29,7 @@ from mnemo_sea.archive.operations import ResultMetadata
 from mnemo_sea.context import AssembledContext
 from mnemo_sea.context.segments import Component, SegmentKind
 from mnemo_sea.system.citations import CitationCheck, CitationReport
+from mnemo_sea.system.json_ready import content_fields
 from mnemo_sea.system.operations import ContextOp
 
 T = TypeVar("T")
@@ -111,13 +112,11 @@ class RecoveredOut(BaseModel):
 
     @classmethod
     def of(cls, rec: Recovered) -> RecoveredOut:
-        text = rec.text
         return cls(
             original=rec.original,
             appended=rec.appended,
             content_sha256=rec.original.content_sha256,
-            content=text,
-            content_base64=None if text is not None else base64.b64encode(rec.content).decode("ascii"),
+            **content_fields(rec.content),
             staleness_warning=rec.staleness_warning,
             rendered=rec.rendered,
         )
@@ -200,15 +199,6 @@ def page(items: list[T], offset: int, limit: int) -> Page[T]:
     window = items[offset : offset + limit]
     more = offset + limit < len(items)
     return Page[T](items=window, next_offset=offset + limit if more else None)
-
-
-def encode_content(content: bytes | None) -> tuple[str | None, str | None]:
-    if content is None:
-        return None, None
-    try:
-        return content.decode("utf-8"), None
-    except UnicodeDecodeError:
-        return None, base64.b64encode(content).decode("ascii")
 
 
 class CitationReportOut(BaseModel):

@@ -13,11 +13,11 @@ from mnemo_sea.rest.models import (
     EvidenceOut,
     IngestOut,
     Page,
-    encode_content,
     page,
 )
 from mnemo_sea.rest.problems import responses
 from mnemo_sea.rest.routes.common import IdempotencyKey, Limit, Offset
+from mnemo_sea.system.json_ready import content_fields
 from mnemo_sea.system.operations import IngestOp
 
 router = APIRouter(prefix="/v1", tags=["evidence"])
@@ -73,8 +73,7 @@ def get_evidence(
     record, body = mnemo.archive.get_evidence(
         principal, evidence_id, version=version, as_of=as_of, with_content=content
     )
-    text, b64 = encode_content(body)
-    return EvidenceOut(record=record, content=text, content_base64=b64)
+    return EvidenceOut(record=record, **({} if body is None else content_fields(body)))
 
 
 @router.get(
