@@ -131,17 +131,9 @@ class Archive:
         owner: str | None = None,
         idempotency_key: str | None = None,
     ) -> ToolResult:
-        """`RecordOp`: record a tool result in a session (see `sessions.record`)."""
-        op = RecordOp.unchecked(
-            tool_name=tool_name,
-            content=content,
-            arguments=arguments,
-            media_type=media_type,
-            observed_at=observed_at,
-            sensitivity=sensitivity,
-            policy_class=policy_class,
-            owner=owner,
-        )
+        """`RecordOp`: record a tool result in a session (created by its first result); it gets
+        the next id, r1, r2, ... (see `sessions.record`)."""
+        op = RecordOp.of_call(locals())
         return self._guard(
             principal,
             "record",
@@ -149,7 +141,7 @@ class Archive:
             lambda: sessions.record(self.store, principal, session_id, op, idempotency_key=idempotency_key),
         )
 
-    def archive(
+    def archive_results(
         self,
         principal: Principal,
         session_id: str,
@@ -159,7 +151,7 @@ class Archive:
     ) -> ArchiveReceipt:
         """`ArchiveResultsOp`: archive a batch all or nothing (see `sessions.archive`). Each target
         is an ArchiveTarget, a mapping {result_id, note} or a (result_id, note) pair."""
-        op = ArchiveResultsOp.unchecked(targets=targets)
+        op = ArchiveResultsOp.of_call(locals())
         return self._guard(
             principal,
             "archive",
@@ -167,7 +159,13 @@ class Archive:
             lambda: sessions.archive(self.store, principal, session_id, op, idempotency_key=idempotency_key),
         )
 
+    # The name before the operation vocabulary (Mnemo's archive_results), kept while
+    # eval/bench_archive.py still calls it.
+    archive = archive_results
+
     def live_view(self, principal: Principal, session_id: str) -> LiveView:
+        """`LiveViewOp`: the session's working context, live results in envelopes and archived
+        ones as in-place stubs (see `sessions.live_view`)."""
         return self._guard(
             principal,
             "live_view",
@@ -192,6 +190,8 @@ class Archive:
         )
 
     def recover(self, principal: Principal, session_id: str, result_id: str) -> Recovered:
+        """`RecoverOp`: an archived result's exact original, hash-verified and appended to the
+        session labelled historical, with a staleness warning for time-sensitive data."""
         return self._guard(
             principal,
             "recover",
@@ -246,6 +246,8 @@ class Archive:
         )
 
     def retract(self, principal: Principal, evidence_id: str, reason: str) -> EvidenceRecord:
+        """`RetractOp`: withdraw the current version of a record (it stays in history);
+        StateConflict when it has no active version."""
         return self._guard(
             principal,
             "retract",
@@ -294,15 +296,10 @@ class Archive:
         idempotency_key: str | None = None,
     ) -> RememberOutcome:
         """`RememberOp`: store a fact for an owner, superseding the key's previous value (see
-        `memory.remember`). `derived_from` is a source ref, e.g. `str(SourceRef.evidence(id))`."""
-        op = RememberOp.unchecked(
-            owner=owner,
-            key=key,
-            value=value,
-            provenance=provenance,
-            ttl_seconds=ttl_seconds,
-            derived_from=derived_from,
-        )
+        `memory.remember`). A model inference never overrides what the user confirmed: it comes
+        back as an unpersisted candidate. `derived_from` is a source ref, e.g.
+        `str(SourceRef.evidence(id))`."""
+        op = RememberOp.of_call(locals())
         return self._guard(
             principal,
             "remember",
@@ -313,6 +310,7 @@ class Archive:
     def current(
         self, principal: Principal, owner: str, key: str, *, at: datetime | None = None
     ) -> MemoryFact | None:
+        """The owner's current, unexpired value for `key` (at `at`, default now); None if none."""
         return self._guard(
             principal,
             "memory_current",
@@ -321,6 +319,7 @@ class Archive:
         )
 
     def memory_history(self, principal: Principal, owner: str, key: str) -> list[MemoryFact]:
+        """Every version of the fact, oldest first, superseded ones included."""
         return self._guard(
             principal,
             "memory_history",
@@ -336,6 +335,8 @@ class Archive:
     def forget(
         self, principal: Principal, owner: str, key: str, *, idempotency_key: str | None = None
     ) -> DeletionReceipt:
+        """`ForgetOp`: delete every version of one fact with its index points and cached searches
+        (audited; the receipt is checked by `verify_deleted`)."""
         return self._guard(
             principal,
             "forget",
@@ -367,6 +368,8 @@ class Archive:
         trace_ref: str | None = None,
         idempotency_key: str | None = None,
     ) -> Summary:
+        """`CreateSummaryOp`: a derived summary of existing sources, searchable and labelled
+        derived wherever shown; its sensitivity is the highest of its sources'."""
         return self._guard(
             principal,
             "create_summary",
@@ -416,19 +419,12 @@ class Archive:
         idempotency_key: str | None = None,
     ) -> TaskState:
         """`UpdateTaskStateOp`: write the next version of a session's task state, validated whole
-        (see `task_state.update_task_state`). `confirmed` items are {fact, evidence_id,
-        resolves?} or ConfirmedFact; `release` items {item, reason} or ReleasedItem."""
-        op = UpdateTaskStateOp.unchecked(
-            goal=goal,
-            confirmed=confirmed,
-            unresolved=unresolved,
-            constraints=constraints,
-            pending_operations=pending_operations,
-            trace_ref=trace_ref,
-            release=release,
-            expected_version=expected_version,
-            owner=owner,
-        )
+        against the current one (see `task_state.update_task_state`): every confirmed fact cites
+        evidence, no constraint or open item goes without a release reason or a fact that settles
+        it. TaskStateRejected lists every problem; nothing is stored then. `confirmed` items are
+        {fact, evidence_id, resolves?} or ConfirmedFact; `release` items {item, reason} or
+        ReleasedItem."""
+        op = UpdateTaskStateOp.of_call(locals())
         return self._guard(
             principal,
             "update_task_state",
@@ -441,6 +437,7 @@ class Archive:
     def task_state(
         self, principal: Principal, session_id: str, *, version: int | None = None
     ) -> TaskState | None:
+        """`TaskStateOp`: the session's current task state (or one version); None when it has none yet."""
         return self._guard(
             principal,
             "task_state",
@@ -449,6 +446,7 @@ class Archive:
         )
 
     def task_state_history(self, principal: Principal, session_id: str) -> list[TaskState]:
+        """Every version of the session's task state the caller's clearance allows, oldest first."""
         return self._guard(
             principal,
             "task_state_history",
@@ -461,6 +459,7 @@ class Archive:
     def delete_evidence(
         self, principal: Principal, evidence_id: str, *, idempotency_key: str | None = None
     ) -> DeletionReceipt:
+        """`DeleteEvidenceOp`: delete every version of a record and everything derived from it (admin)."""
         return self._guard(
             principal,
             "delete",
@@ -473,6 +472,8 @@ class Archive:
     def delete_session(
         self, principal: Principal, session_id: str, *, idempotency_key: str | None = None
     ) -> DeletionReceipt:
+        """`DeleteSessionOp`: delete a session, its results, notes and everything derived from them
+        (admin)."""
         return self._guard(
             principal,
             "delete",
@@ -485,6 +486,7 @@ class Archive:
     def delete_owner(
         self, principal: Principal, owner: str, *, idempotency_key: str | None = None
     ) -> DeletionReceipt:
+        """`DeleteOwnerOp`: delete everything about one person, a data-subject request (admin)."""
         return self._guard(
             principal,
             "delete",

@@ -10,7 +10,7 @@ how to fill each field.
 
 A record checks shapes (types, enums, ranges) where a surface parses JSON into it. The archive
 still validates every value itself and raises typed errors that name the field. So the archive
-builds its records with `unchecked`: those checks, and their error types, stay the archive's.
+builds its records with `of_call`: those checks, and their error types, stay the archive's.
 
 Three things travel beside a record, never in it: the principal (who asks), the session an
 operation works in (REST's path; MCP's `session_id`, from `InSession`) and the idempotency key
@@ -19,7 +19,7 @@ operation works in (REST's path; MCP's `session_id`, from `InSession`) and the i
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal, Self
@@ -72,10 +72,13 @@ class Operation(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     @classmethod
-    def unchecked(cls, **values: Any) -> Self:
-        """The record as given, without pydantic's checks: for the archive, which checks every
-        value itself (typed errors naming the field), even values the annotations rule out."""
-        return cls.model_construct(**values)
+    def of_call(cls, arguments: Mapping[str, Any]) -> Self:
+        """The record of a call to a thin wrapper, from its arguments (`locals()`): its
+        parameters are the record's fields (tests/composition/test_operation_vocabulary.py), the
+        others (self, principal, the session, the idempotency key) are not. Built without
+        pydantic's checks: the archive checks every value itself (typed errors naming the
+        field), even values the annotations rule out."""
+        return cls.model_construct(**{k: v for k, v in arguments.items() if k in cls.model_fields})
 
     def as_kwargs(self, *, exclude: Collection[str] = ()) -> dict[str, Any]:
         """The fields (but `exclude`) as keyword arguments of the `Archive`/`Mnemo` method of

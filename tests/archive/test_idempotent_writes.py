@@ -382,7 +382,7 @@ def test_a_failed_write_leaves_its_key_free(archive: Archive) -> None:
 
 def test_a_replayed_record_is_the_result_as_recorded_though_it_was_archived_since(archive: Archive) -> None:
     first = archive.record(A, "s1", "search.web", "the page", idempotency_key=KEY)
-    archive.archive(A, "s1", [("r1", "a search result")])
+    archive.archive_results(A, "s1", [("r1", "a search result")])
     again = archive.record(A, "s1", "search.web", "the page", idempotency_key=KEY)
     assert again == first and again.state == "live"
     assert [r.result_id for r in archive.list_results(A, "s1")] == ["r1"]
