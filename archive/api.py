@@ -2,7 +2,9 @@
 
 Each method is a thin wrapper over one module function (sessions, evidence, memory,
 summaries, task state, deletion, audit); this class adds only the cross-cutting rule that every
-denied access and every failed integrity check is written to the tenant's audit chain.
+denied access and every failed integrity check is written to the tenant's audit chain. A write
+with a record in operations.py takes that record's fields as its keyword parameters (same names,
+types and defaults) and hands the module function the record built from them (`of_call`).
 """
 
 from __future__ import annotations

@@ -303,20 +303,18 @@ def record(
     request raises IdempotencyMismatch.
     """
     principal.require(Role.AGENT, "recording a tool result")
-    tool_name, content, arguments, media_type = op.tool_name, op.content, op.arguments, op.media_type
-    observed_at, sensitivity, policy_class, owner = op.observed_at, op.sensitivity, op.policy_class, op.owner
     policy = store.policy
     check_identifier("session_id", session_id)
-    check_tool_name(tool_name, policy.max_tool_name_chars)
-    data, media = content_bytes(content, media_type, policy.max_content_bytes)
-    args_json = _arguments_json(arguments, policy.max_arguments_bytes)
-    level = Sensitivity.parse(sensitivity)
+    check_tool_name(op.tool_name, policy.max_tool_name_chars)
+    data, media = content_bytes(op.content, op.media_type, policy.max_content_bytes)
+    args_json = _arguments_json(op.arguments, policy.max_arguments_bytes)
+    level = Sensitivity.parse(op.sensitivity)
     principal.require_clearance(level, "recording a result of this sensitivity")
-    check_policy_class(policy_class)
+    check_policy_class(op.policy_class)
     # Recording needs the agent role, and agents act for any owner in their tenant.
-    if owner is not None:
-        check_identifier("owner", owner)
-    given_observed = aware("observed_at", observed_at)
+    if op.owner is not None:
+        check_identifier("owner", op.owner)
+    given_observed = aware("observed_at", op.observed_at)
     observed = given_observed or utcnow()
     now = utcnow()
     tenant = principal.tenant_id
@@ -326,14 +324,14 @@ def record(
         "record",
         {
             "session_id": session_id,
-            "tool_name": tool_name,
+            "tool_name": op.tool_name,
             "content_sha256": sha256_hex(data),
             "media_type": media,
             "arguments": args_json,
             "observed_at": given_observed,
             "sensitivity": int(level),
-            "policy_class": policy_class,
-            "owner": owner,
+            "policy_class": op.policy_class,
+            "owner": op.owner,
         },
     )
 
@@ -341,14 +339,14 @@ def record(
         previous = previous_reply(conn, keyed_request)
         if previous is not None:
             return _recorded(conn, tenant, previous["session_id"], previous["result_id"])
-        open_session(conn, principal, session_id, owner, now)
+        open_session(conn, principal, session_id, op.owner, now)
         number = _allocate_number(conn, tenant, session_id)
         digest = put_blob(conn, tenant, data, media)
         values = {
             "tenant_id": tenant,
             "session_id": session_id,
             "result_no": number,
-            "tool_name": tool_name,
+            "tool_name": op.tool_name,
             "arguments_json": args_json,
             "blob_sha256": digest,
             "media_type": media,
@@ -357,7 +355,7 @@ def record(
             "recorded_at": now,
             "recorded_by": principal.subject,
             "sensitivity": int(level),
-            "policy_class": policy_class,
+            "policy_class": op.policy_class,
             "state": "live",
             "recovered_from_no": None,
         }
