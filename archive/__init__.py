@@ -34,12 +34,11 @@ from .errors import (
     TaskStateRejected,
     Unauthenticated,
 )
-from .evidence import EvidenceInput
+from .operations import ArchiveTarget, EvidenceInput
 from .policy import ArchivePolicy
 from .principal import Principal, Role, Sensitivity
 from .records import (
     ArchiveReceipt,
-    ArchiveTarget,
     ConfirmedFact,
     DeletionReceipt,
     EvidenceRecord,

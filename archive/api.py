@@ -2,13 +2,15 @@
 
 Each method is a thin wrapper over one module function (sessions, evidence, memory,
 summaries, task state, deletion, audit); this class adds only the cross-cutting rule that every
-denied access and every failed integrity check is written to the tenant's audit chain.
+denied access and every failed integrity check is written to the tenant's audit chain. A write
+with a record in operations.py takes that record's fields as its keyword parameters (same names,
+types and defaults) and hands the module function the record built from them (`of_call`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, TypeVar
 
 from . import deletion, evidence, hits, memory, sessions, summaries, task_state
@@ -23,13 +25,22 @@ from .audit import (
     verify_chain,
 )
 from .errors import ArchiveError, BatchRejected, Forbidden, IntegrityError, TaskStateRejected
-from .evidence import EvidenceInput
+from .operations import (
+    ArchiveResultsOp,
+    ArchiveTarget,
+    Clearance,
+    EvidenceInput,
+    ProvenanceName,
+    RecordOp,
+    RememberOp,
+    TextOrBytes,
+    UpdateTaskStateOp,
+)
 from .policy import DEFAULT_POLICY, ArchivePolicy
 from .principal import Principal, Role, Sensitivity
 from .receipts import receipt_anchor
 from .records import (
     ArchiveReceipt,
-    ArchiveTarget,
     ConfirmedFact,
     DeletionReceipt,
     EvidenceRecord,
@@ -42,7 +53,6 @@ from .records import (
     TaskState,
     ToolResult,
 )
-from .refs import SourceRef
 from .signing import ReceiptKey
 from .store import ArchiveStore, open_store
 
@@ -113,37 +123,27 @@ class Archive:
         principal: Principal,
         session_id: str,
         tool_name: str,
-        content: str | bytes,
+        content: TextOrBytes,
         *,
         arguments: Mapping[str, Any] | None = None,
         media_type: str | None = None,
         observed_at: datetime | None = None,
-        sensitivity: Sensitivity | str | int = Sensitivity.INTERNAL,
+        sensitivity: Clearance = Sensitivity.INTERNAL,
         policy_class: str = "default",
         owner: str | None = None,
         idempotency_key: str | None = None,
     ) -> ToolResult:
+        """`RecordOp`: record a tool result in a session (created by its first result); it gets
+        the next id, r1, r2, ... (see `sessions.record`)."""
+        op = RecordOp.of_call(locals())
         return self._guard(
             principal,
             "record",
             f"session:{session_id}",
-            lambda: sessions.record(
-                self.store,
-                principal,
-                session_id,
-                tool_name,
-                content,
-                arguments=arguments,
-                media_type=media_type,
-                observed_at=observed_at,
-                sensitivity=sensitivity,
-                policy_class=policy_class,
-                owner=owner,
-                idempotency_key=idempotency_key,
-            ),
+            lambda: sessions.record(self.store, principal, session_id, op, idempotency_key=idempotency_key),
         )
 
-    def archive(
+    def archive_results(
         self,
         principal: Principal,
         session_id: str,
@@ -151,16 +151,23 @@ class Archive:
         *,
         idempotency_key: str | None = None,
     ) -> ArchiveReceipt:
+        """`ArchiveResultsOp`: archive a batch all or nothing (see `sessions.archive`). Each target
+        is an ArchiveTarget, a mapping {result_id, note} or a (result_id, note) pair."""
+        op = ArchiveResultsOp.of_call(locals())
         return self._guard(
             principal,
             "archive",
             f"session:{session_id}",
-            lambda: sessions.archive(
-                self.store, principal, session_id, targets, idempotency_key=idempotency_key
-            ),
+            lambda: sessions.archive(self.store, principal, session_id, op, idempotency_key=idempotency_key),
         )
 
+    # The name before the operation vocabulary (Mnemo's archive_results), kept while
+    # eval/bench_archive.py still calls it.
+    archive = archive_results
+
     def live_view(self, principal: Principal, session_id: str) -> LiveView:
+        """`LiveViewOp`: the session's working context, live results in envelopes and archived
+        ones as in-place stubs (see `sessions.live_view`)."""
         return self._guard(
             principal,
             "live_view",
@@ -185,6 +192,8 @@ class Archive:
         )
 
     def recover(self, principal: Principal, session_id: str, result_id: str) -> Recovered:
+        """`RecoverOp`: an archived result's exact original, hash-verified and appended to the
+        session labelled historical, with a staleness warning for time-sensitive data."""
         return self._guard(
             principal,
             "recover",
@@ -239,6 +248,8 @@ class Archive:
         )
 
     def retract(self, principal: Principal, evidence_id: str, reason: str) -> EvidenceRecord:
+        """`RetractOp`: withdraw the current version of a record (it stays in history);
+        StateConflict when it has no active version."""
         return self._guard(
             principal,
             "retract",
@@ -280,32 +291,28 @@ class Archive:
         owner: str,
         key: str,
         value: str,
-        provenance: str,
+        provenance: ProvenanceName,
         *,
-        ttl: timedelta | None = None,
-        derived_from: str | SourceRef | None = None,
+        ttl_seconds: float | None = None,
+        derived_from: str | None = None,
         idempotency_key: str | None = None,
     ) -> RememberOutcome:
+        """`RememberOp`: store a fact for an owner, superseding the key's previous value (see
+        `memory.remember`). A model inference never overrides what the user confirmed: it comes
+        back as an unpersisted candidate. `derived_from` is a source ref, e.g.
+        `str(SourceRef.evidence(id))`."""
+        op = RememberOp.of_call(locals())
         return self._guard(
             principal,
             "remember",
             f"memory:{owner}/{key}",
-            lambda: memory.remember(
-                self.store,
-                principal,
-                owner,
-                key,
-                value,
-                provenance,
-                ttl=ttl,
-                derived_from=derived_from,
-                idempotency_key=idempotency_key,
-            ),
+            lambda: memory.remember(self.store, principal, op, idempotency_key=idempotency_key),
         )
 
     def current(
         self, principal: Principal, owner: str, key: str, *, at: datetime | None = None
     ) -> MemoryFact | None:
+        """The owner's current, unexpired value for `key` (at `at`, default now); None if none."""
         return self._guard(
             principal,
             "memory_current",
@@ -314,6 +321,7 @@ class Archive:
         )
 
     def memory_history(self, principal: Principal, owner: str, key: str) -> list[MemoryFact]:
+        """Every version of the fact, oldest first, superseded ones included."""
         return self._guard(
             principal,
             "memory_history",
@@ -329,6 +337,8 @@ class Archive:
     def forget(
         self, principal: Principal, owner: str, key: str, *, idempotency_key: str | None = None
     ) -> DeletionReceipt:
+        """`ForgetOp`: delete every version of one fact with its index points and cached searches
+        (audited; the receipt is checked by `verify_deleted`)."""
         return self._guard(
             principal,
             "forget",
@@ -355,11 +365,13 @@ class Archive:
         self,
         principal: Principal,
         text: str,
-        derived_from: Sequence[str | SourceRef],
+        derived_from: Sequence[str],
         *,
         trace_ref: str | None = None,
         idempotency_key: str | None = None,
     ) -> Summary:
+        """`CreateSummaryOp`: a derived summary of existing sources, searchable and labelled
+        derived wherever shown; its sensitivity is the highest of its sources'."""
         return self._guard(
             principal,
             "create_summary",
@@ -408,30 +420,26 @@ class Archive:
         owner: str | None = None,
         idempotency_key: str | None = None,
     ) -> TaskState:
+        """`UpdateTaskStateOp`: write the next version of a session's task state, validated whole
+        against the current one (see `task_state.update_task_state`): every confirmed fact cites
+        evidence, no constraint or open item goes without a release reason or a fact that settles
+        it. TaskStateRejected lists every problem; nothing is stored then. `confirmed` items are
+        {fact, evidence_id, resolves?} or ConfirmedFact; `release` items {item, reason} or
+        ReleasedItem."""
+        op = UpdateTaskStateOp.of_call(locals())
         return self._guard(
             principal,
             "update_task_state",
             f"task_state:{session_id}",
             lambda: task_state.update_task_state(
-                self.store,
-                principal,
-                session_id,
-                goal=goal,
-                confirmed=confirmed,
-                unresolved=unresolved,
-                constraints=constraints,
-                pending_operations=pending_operations,
-                trace_ref=trace_ref,
-                release=release,
-                expected_version=expected_version,
-                owner=owner,
-                idempotency_key=idempotency_key,
+                self.store, principal, session_id, op, idempotency_key=idempotency_key
             ),
         )
 
     def task_state(
         self, principal: Principal, session_id: str, *, version: int | None = None
     ) -> TaskState | None:
+        """`TaskStateOp`: the session's current task state (or one version); None when it has none yet."""
         return self._guard(
             principal,
             "task_state",
@@ -440,6 +448,7 @@ class Archive:
         )
 
     def task_state_history(self, principal: Principal, session_id: str) -> list[TaskState]:
+        """Every version of the session's task state the caller's clearance allows, oldest first."""
         return self._guard(
             principal,
             "task_state_history",
@@ -452,6 +461,7 @@ class Archive:
     def delete_evidence(
         self, principal: Principal, evidence_id: str, *, idempotency_key: str | None = None
     ) -> DeletionReceipt:
+        """`DeleteEvidenceOp`: delete every version of a record and everything derived from it (admin)."""
         return self._guard(
             principal,
             "delete",
@@ -464,6 +474,8 @@ class Archive:
     def delete_session(
         self, principal: Principal, session_id: str, *, idempotency_key: str | None = None
     ) -> DeletionReceipt:
+        """`DeleteSessionOp`: delete a session, its results, notes and everything derived from them
+        (admin)."""
         return self._guard(
             principal,
             "delete",
@@ -476,6 +488,7 @@ class Archive:
     def delete_owner(
         self, principal: Principal, owner: str, *, idempotency_key: str | None = None
     ) -> DeletionReceipt:
+        """`DeleteOwnerOp`: delete everything about one person, a data-subject request (admin)."""
         return self._guard(
             principal,
             "delete",

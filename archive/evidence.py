@@ -22,6 +22,7 @@ from .clock import aware, utcnow
 from .errors import Forbidden, InvalidBatch, InvalidInput, NotFound, StateConflict
 from .idempotency import KeyedRequest, keyed, previous_reply, save_reply
 from .in_force import evidence_answers_at
+from .operations import EvidenceInput
 from .outbox import enqueue
 from .principal import Principal, Role, Sensitivity, check_identifier
 from .records import EVIDENCE_KINDS, PROVENANCES, EvidenceRecord
@@ -31,27 +32,6 @@ from .store import ArchiveStore
 
 _TEXT_LIMITS = {"source": 1024, "scope": 255, "locator": 1024}
 STATEMENT_LIMIT = 4_000
-
-
-@dataclass(frozen=True)
-class EvidenceInput:
-    """What a caller gives to store one version of an evidence record."""
-
-    body: str | bytes
-    source: str
-    evidence_id: str | None = None
-    scope: str = "default"
-    locator: str = ""
-    statement: str | None = None
-    media_type: str | None = None
-    observed_at: datetime | None = None
-    valid_from: datetime | None = None
-    valid_until: datetime | None = None
-    sensitivity: Sensitivity | str | int = Sensitivity.INTERNAL
-    provenance: str = "document"
-    kind: str = "knowledge"
-    owner: str | None = None
-    session_id: str | None = None
 
 
 def _check_text(field: str, value: object, limit: int, *, required: bool) -> str:

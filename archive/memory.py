@@ -30,6 +30,7 @@ from .errors import ArchiveError, Forbidden, InvalidInput, MemoryConflict, NotFo
 from .evidence import lock_chain
 from .idempotency import keyed, previous_reply, save_reply
 from .in_force import expired, expired_clause, in_force
+from .operations import MAX_TTL_SECONDS, RememberOp
 from .outbox import enqueue
 from .principal import Principal, Role, Sensitivity, check_identifier
 from .records import PROVENANCE_RANK, PROVENANCES, DeletionReceipt, MemoryFact, RememberOutcome
@@ -42,8 +43,6 @@ log = logging.getLogger(__name__)
 # Who the worker's scheduled purge acts as in each tenant's audit log.
 PURGE_SUBJECT = "system:ttl-purge"
 
-# A fact that outlives a century is not time-sensitive; the bound keeps expiry dates in range.
-MAX_TTL = timedelta(days=36_500)
 # 100 characters: with the owner (128) the index id `memory:<owner>/<key>` stays within 256.
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}$")
 VALUE_LIMIT = 8_000
@@ -103,17 +102,20 @@ def _chain(conn: Connection, tenant: str, owner: str, key: str, *, lock: bool = 
     return list(conn.execute(stmt))
 
 
+def _ttl(seconds: object) -> timedelta | None:
+    if seconds is None:
+        return None
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not 0 < seconds <= MAX_TTL_SECONDS
+    ):
+        raise InvalidInput("ttl_seconds", f"must be a positive number of seconds, at most {MAX_TTL_SECONDS}")
+    return timedelta(seconds=seconds)
+
+
 def remember(
-    store: ArchiveStore,
-    principal: Principal,
-    owner: str,
-    key: str,
-    value: str,
-    provenance: str,
-    *,
-    ttl: timedelta | None = None,
-    derived_from: str | SourceRef | None = None,
-    idempotency_key: str | None = None,
+    store: ArchiveStore, principal: Principal, op: RememberOp, *, idempotency_key: str | None = None
 ) -> RememberOutcome:
     """Store `value` as the owner's current fact for `key`, superseding the previous one.
 
@@ -124,6 +126,7 @@ def remember(
     IdempotencyMismatch. A candidate's key is kept too, so a retry gets the same candidate.
     """
     principal.require(Role.READER, "remembering")
+    owner, key, value, provenance, derived_from = op.owner, op.key, op.value, op.provenance, op.derived_from
     _check_access(principal, owner, "remembering")
     if not isinstance(key, str) or not _KEY.fullmatch(key):
         raise InvalidInput("key", f"{key!r} is not a memory key (letters, digits, . _ : / -; max 100)")
@@ -133,8 +136,7 @@ def remember(
         raise InvalidInput("value", f"must be at most {VALUE_LIMIT} characters, without NUL")
     if provenance not in PROVENANCES:
         raise InvalidInput("provenance", f"{provenance!r} is not one of {', '.join(PROVENANCES)}")
-    if ttl is not None and (not isinstance(ttl, timedelta) or not timedelta(0) < ttl <= MAX_TTL):
-        raise InvalidInput("ttl", f"must be a positive timedelta of at most {MAX_TTL.days} days")
+    ttl = _ttl(op.ttl_seconds)
     source = str(SourceRef.parse(derived_from)) if derived_from is not None else None
     tenant = principal.tenant_id
     request = keyed(

@@ -9,8 +9,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
+from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import Forbidden, InvalidInput
+
+if TYPE_CHECKING:
+    from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+    from pydantic.json_schema import JsonSchemaValue
+    from pydantic_core import CoreSchema
+
+SensitivityName = Literal["public", "internal", "confidential", "restricted"]
 
 
 class Sensitivity(IntEnum):
@@ -32,6 +40,32 @@ class Sensitivity(IntEnum):
         except (KeyError, ValueError, TypeError, AttributeError):
             names = ", ".join(m.name.lower() for m in cls)
             raise InvalidInput("sensitivity", f"{value!r} is not one of {names}") from None
+
+    # Every surface publishes and prints a sensitivity by its name (REST, MCP, CLI alike): these
+    # hooks make pydantic parse one as `parse` does (names in any case; numbers still parse, for
+    # callers written before names were the vocabulary) and write and describe it by name.
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        from pydantic_core import core_schema
+
+        def validate(value: Any) -> Sensitivity:
+            try:
+                return cls.parse(value)
+            except InvalidInput as e:
+                raise ValueError(e.problem) from None
+
+        return core_schema.no_info_plain_validator_function(
+            validate,
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                lambda s: s.name.lower(), when_used="json"
+            ),
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {"type": "string", "enum": [m.name.lower() for m in cls]}
 
 
 class Role(StrEnum):

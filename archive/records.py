@@ -52,14 +52,6 @@ class ToolResult:
 
 
 @dataclass(frozen=True)
-class ArchiveTarget:
-    """One item of an archive batch: which result to set aside, and the agent's note for it."""
-
-    result_id: str
-    note: str
-
-
-@dataclass(frozen=True)
 class ArchiveReceipt:
     session_id: str
     batch_id: str

@@ -40,12 +40,12 @@ from .errors import (
     TargetStatus,
 )
 from .idempotency import keyed, previous_reply, save_reply
+from .operations import ArchiveResultsOp, ArchiveTarget, RecordOp
 from .outbox import enqueue
 from .policy import check_list_limit, check_policy_class
 from .principal import Principal, Role, Sensitivity, check_identifier
 from .records import (
     ArchiveReceipt,
-    ArchiveTarget,
     LiveItem,
     LiveView,
     Recovered,
@@ -285,15 +285,8 @@ def record(
     store: ArchiveStore,
     principal: Principal,
     session_id: str,
-    tool_name: str,
-    content: str | bytes,
+    op: RecordOp,
     *,
-    arguments: Mapping[str, Any] | None = None,
-    media_type: str | None = None,
-    observed_at: datetime | None = None,
-    sensitivity: Sensitivity | str | int = Sensitivity.INTERNAL,
-    policy_class: str = "default",
-    owner: str | None = None,
     idempotency_key: str | None = None,
 ) -> ToolResult:
     """Record a tool result; returns it with its new stable id (`r1`, `r2`, … per session).
@@ -312,16 +305,16 @@ def record(
     principal.require(Role.AGENT, "recording a tool result")
     policy = store.policy
     check_identifier("session_id", session_id)
-    check_tool_name(tool_name, policy.max_tool_name_chars)
-    data, media = content_bytes(content, media_type, policy.max_content_bytes)
-    args_json = _arguments_json(arguments, policy.max_arguments_bytes)
-    level = Sensitivity.parse(sensitivity)
+    check_tool_name(op.tool_name, policy.max_tool_name_chars)
+    data, media = content_bytes(op.content, op.media_type, policy.max_content_bytes)
+    args_json = _arguments_json(op.arguments, policy.max_arguments_bytes)
+    level = Sensitivity.parse(op.sensitivity)
     principal.require_clearance(level, "recording a result of this sensitivity")
-    check_policy_class(policy_class)
+    check_policy_class(op.policy_class)
     # Recording needs the agent role, and agents act for any owner in their tenant.
-    if owner is not None:
-        check_identifier("owner", owner)
-    given_observed = aware("observed_at", observed_at)
+    if op.owner is not None:
+        check_identifier("owner", op.owner)
+    given_observed = aware("observed_at", op.observed_at)
     observed = given_observed or utcnow()
     now = utcnow()
     tenant = principal.tenant_id
@@ -331,14 +324,14 @@ def record(
         "record",
         {
             "session_id": session_id,
-            "tool_name": tool_name,
+            "tool_name": op.tool_name,
             "content_sha256": sha256_hex(data),
             "media_type": media,
             "arguments": args_json,
             "observed_at": given_observed,
             "sensitivity": int(level),
-            "policy_class": policy_class,
-            "owner": owner,
+            "policy_class": op.policy_class,
+            "owner": op.owner,
         },
     )
 
@@ -346,14 +339,14 @@ def record(
         previous = previous_reply(conn, keyed_request)
         if previous is not None:
             return _recorded(conn, tenant, previous["session_id"], previous["result_id"])
-        open_session(conn, principal, session_id, owner, now)
+        open_session(conn, principal, session_id, op.owner, now)
         number = _allocate_number(conn, tenant, session_id)
         digest = put_blob(conn, tenant, data, media)
         values = {
             "tenant_id": tenant,
             "session_id": session_id,
             "result_no": number,
-            "tool_name": tool_name,
+            "tool_name": op.tool_name,
             "arguments_json": args_json,
             "blob_sha256": digest,
             "media_type": media,
@@ -362,7 +355,7 @@ def record(
             "recorded_at": now,
             "recorded_by": principal.subject,
             "sensitivity": int(level),
-            "policy_class": policy_class,
+            "policy_class": op.policy_class,
             "state": "live",
             "recovered_from_no": None,
         }
@@ -468,7 +461,7 @@ def archive(
     store: ArchiveStore,
     principal: Principal,
     session_id: str,
-    targets: Iterable[ArchiveTarget | Mapping[str, Any] | tuple[str, str]],
+    op: ArchiveResultsOp,
     *,
     idempotency_key: str | None = None,
 ) -> ArchiveReceipt:
@@ -481,7 +474,7 @@ def archive(
     """
     principal.require(Role.AGENT, "archiving results")
     check_identifier("session_id", session_id)
-    batch = _targets(targets)
+    batch = _targets(op.targets)
     if not batch:
         raise InvalidInput("targets", "the batch is empty")
     if len(batch) > store.policy.max_batch_size:

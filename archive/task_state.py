@@ -43,6 +43,7 @@ from .clock import utcnow
 from .errors import Forbidden, InvalidInput, NotFound, StateConflict, TaskStateRejected
 from .evidence import lock_chain
 from .idempotency import keyed, previous_reply, save_reply
+from .operations import UpdateTaskStateOp
 from .principal import Principal, Role, Sensitivity, check_identifier
 from .records import ConfirmedFact, ReleasedItem, TaskState, parse_result_id
 from .refs import (
@@ -386,16 +387,8 @@ def update_task_state(
     store: ArchiveStore,
     principal: Principal,
     session_id: str,
+    op: UpdateTaskStateOp,
     *,
-    goal: str,
-    confirmed: Sequence[ConfirmedFact | Mapping[str, Any]] = (),
-    unresolved: Sequence[str] = (),
-    constraints: Sequence[str] = (),
-    pending_operations: Sequence[str] = (),
-    trace_ref: str | None = None,
-    release: Sequence[ReleasedItem | Mapping[str, Any]] = (),
-    expected_version: int | None = None,
-    owner: str | None = None,
     idempotency_key: str | None = None,
 ) -> TaskState:
     """Write the next version of the session's task state; returns it (status current).
@@ -415,6 +408,7 @@ def update_task_state(
     raises IdempotencyMismatch.
     """
     principal.require(Role.AGENT, "writing a task state")
+    owner, expected_version = op.owner, op.expected_version
     check_identifier("session_id", session_id)
     if owner is not None:
         check_identifier("owner", owner)
@@ -422,13 +416,13 @@ def update_task_state(
         None if expected_version is None else _check_version("expected_version", expected_version, minimum=0)
     )
     proposal, problems = parse_proposal(
-        goal=goal,
-        confirmed=confirmed,
-        unresolved=unresolved,
-        constraints=constraints,
-        pending_operations=pending_operations,
-        trace_ref=trace_ref,
-        release=release,
+        goal=op.goal,
+        confirmed=op.confirmed,
+        unresolved=op.unresolved,
+        constraints=op.constraints,
+        pending_operations=op.pending_operations,
+        trace_ref=op.trace_ref,
+        release=op.release,
     )
     tenant = principal.tenant_id
     # A request with problems stores nothing, so its key has nothing to answer with; a valid

@@ -49,7 +49,7 @@ agent = Principal("t", "agent", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIA
 with tempfile.TemporaryDirectory() as d:
     a = Archive.open(os.path.join(d, "a.db"))  # runs the shipped Alembic migrations
     a.record(agent, "s", "tool", "hello from the wheel")
-    a.archive(agent, "s", [("r1", "greeting")])
+    a.archive_results(agent, "s", [("r1", "greeting")])
     recovered = a.recover(agent, "s", "r1").content.decode()
     a.close()
 print(json.dumps({"modules": mods, "squatted": squatted, "recovered": recovered, "path": sys.path}))

@@ -18,28 +18,22 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from mnemo_sea.archive import TaskStateRejected
+from mnemo_sea.archive.operations import UpdateTaskStateOp
+from mnemo_sea.cli.knowledge import KindsOpt
 from mnemo_sea.cli.output import CliError, JsonOpt, emit, shown
 from mnemo_sea.cli.receipt_files import read_json
-from mnemo_sea.cli.target import Target, add_command, add_group, open_archive, open_mnemo
+from mnemo_sea.cli.sessions import SessionIdArg
+from mnemo_sea.cli.target import IdempotencyKeyOpt, Target, add_command, add_group, open_archive, open_mnemo
+from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS
 from mnemo_sea.system.json_ready import plain
 
 if TYPE_CHECKING:
     from mnemo_sea.archive import TaskState
     from mnemo_sea.context import AssembledContext
 
-SessionArg = Annotated[str, typer.Argument(help="session id")]
-# What a `task-state set` file may hold: the keyword arguments of Mnemo.update_task_state.
-UPDATE_FIELDS = (
-    "goal",
-    "confirmed",
-    "unresolved",
-    "constraints",
-    "pending_operations",
-    "trace_ref",
-    "release",
-    "expected_version",
-    "owner",
-)
+# What a `task-state set` file may hold: the record's fields (the keyword arguments of
+# Mnemo.update_task_state), nothing else.
+UPDATE_FIELDS = tuple(UpdateTaskStateOp.model_fields)
 
 
 # ---- session context -----------------------------------------------------------------------------
@@ -111,13 +105,27 @@ def _show_context(ctx: AssembledContext) -> None:
 
 def session_context(
     target: Target,
-    session: SessionArg,
-    budget: Annotated[int, typer.Option("--budget", help="the model's window in tokens (context + reserve)")],
-    reserve: Annotated[
+    session_id: SessionIdArg,
+    budget_tokens: Annotated[
+        int,
+        typer.Option(
+            "--budget-tokens", "--budget", help="the model's window in tokens (context + output reserve)"
+        ),
+    ],
+    output_reserve: Annotated[
         int | None,
-        typer.Option("--reserve", help="tokens kept free for the answer (default: min(4096, budget/4))"),
+        typer.Option(
+            "--output-reserve",
+            "--reserve",
+            help="tokens kept free for the answer (default: min(4096, budget/4))",
+        ),
     ] = None,
     query: Annotated[str | None, typer.Option(help="retrieve evidence for this into the context")] = None,
+    evidence_limit: Annotated[int, typer.Option(help="the most evidence hits to retrieve")] = 8,
+    kinds: KindsOpt = None,
+    candidate_min_tokens: Annotated[
+        int, typer.Option(help="propose live results of at least this many tokens as archive candidates")
+    ] = DEFAULT_CANDIDATE_MIN_TOKENS,
     instructions_file: Annotated[
         Path | None,
         typer.Option("--instructions-file", help="system instructions (UTF-8 text), pinned first"),
@@ -141,12 +149,15 @@ def session_context(
     with open_mnemo(target) as mnemo:
         ctx = mnemo.context(
             principal,
-            session,
-            budget_tokens=budget,
-            output_reserve=reserve,
+            session_id,
+            budget_tokens=budget_tokens,
+            output_reserve=output_reserve,
             instructions=instructions,
             tools=tools,
             query=query,
+            evidence_limit=evidence_limit,
+            kinds=kinds,
+            candidate_min_tokens=candidate_min_tokens,
         )
     if as_json:
         emit(ctx.to_dict(), as_json=True)
@@ -187,7 +198,7 @@ def _show_state(state: TaskState) -> None:
 
 def task_state_show(
     target: Target,
-    session: SessionArg,
+    session_id: SessionIdArg,
     version: Annotated[int | None, typer.Option(help="this version (default: the current one)")] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -196,11 +207,11 @@ def task_state_show(
     principal = target.principal()
     # The archive alone: task state is not indexed, so no index lock and no model.
     with open_archive(target) as archive:
-        state = archive.task_state(principal, session, version=version)
+        state = archive.task_state(principal, session_id, version=version)
     if as_json:
         typer.echo(json.dumps(None if state is None else plain(state), ensure_ascii=False, indent=2))
     elif state is None:
-        typer.echo(f"session {session} has no task state yet")
+        typer.echo(f"session {session_id} has no task state yet")
     else:
         _show_state(state)
 
@@ -231,7 +242,7 @@ def _update(file: Path) -> dict[str, Any]:
 
 def task_state_set(
     target: Target,
-    session: SessionArg,
+    session_id: SessionIdArg,
     file: Annotated[
         Path,
         typer.Option(
@@ -242,9 +253,7 @@ def task_state_set(
         int | None,
         typer.Option(help="write only if this version is current (0: none yet); else exit 5"),
     ] = None,
-    idempotency_key: Annotated[
-        str | None, typer.Option(help="repeating the same key returns the version first written")
-    ] = None,
+    idempotency_key: IdempotencyKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Write the next version of the session's task state (the session is created on first use).
@@ -262,7 +271,9 @@ def task_state_set(
     principal = target.principal()
     with open_archive(target) as archive:
         try:
-            state = archive.update_task_state(principal, session, **update, idempotency_key=idempotency_key)
+            state = archive.update_task_state(
+                principal, session_id, **update, idempotency_key=idempotency_key
+            )
         except TaskStateRejected as e:
             if not as_json:  # the error line names the codes; people also need the fixes
                 for p in e.problems:
@@ -275,17 +286,17 @@ def task_state_set(
     _show_state(state)
 
 
-def task_state_history(target: Target, session: SessionArg, as_json: JsonOpt = False) -> None:
+def task_state_history(target: Target, session_id: SessionIdArg, as_json: JsonOpt = False) -> None:
     """Every version of the session's task state, oldest first (versions above your clearance
     left out)."""
     principal = target.principal()
     with open_archive(target) as archive:
-        versions = archive.task_state_history(principal, session)
+        versions = archive.task_state_history(principal, session_id)
     if as_json:
-        emit({"session_id": session, "versions": plain(versions)}, as_json=True)
+        emit({"session_id": session_id, "versions": plain(versions)}, as_json=True)
         return
     if not versions:
-        typer.echo(f"session {session} has no task state yet")
+        typer.echo(f"session {session_id} has no task state yet")
     for s in versions:
         counts = (
             f"{len(s.confirmed)} confirmed, {len(s.unresolved)} unresolved, {len(s.constraints)} "

@@ -17,10 +17,17 @@ from mnemo_sea.cli.receipt_files import (
     receipt_from_dict,
     receipt_to_dict,
 )
-from mnemo_sea.cli.target import Target, add_command, add_group, open_mnemo
+from mnemo_sea.cli.target import IdempotencyKeyOpt, Target, add_command, add_group, open_mnemo
 
 
-def _deleted(target: Target, what: str, ident: str, receipt_out: Path | None, as_json: bool) -> None:
+def _deleted(
+    target: Target,
+    what: str,
+    ident: str,
+    receipt_out: Path | None,
+    idempotency_key: str | None,
+    as_json: bool,
+) -> None:
     principal = target.principal()
     with open_mnemo(target) as mnemo:
         delete = {
@@ -28,7 +35,7 @@ def _deleted(target: Target, what: str, ident: str, receipt_out: Path | None, as
             "session": mnemo.delete_session,
             "owner": mnemo.delete_owner,
         }[what]
-        receipt = delete(principal, ident)
+        receipt = delete(principal, ident, idempotency_key=idempotency_key)
     data = receipt_to_dict(receipt)
     kept = keep_receipt(data, receipt_out)
     if as_json:
@@ -41,30 +48,33 @@ def delete_evidence(
     target: Target,
     evidence_id: Annotated[str, typer.Argument(help="the record, every version")],
     receipt_out: ReceiptOut = None,
+    idempotency_key: IdempotencyKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Delete a record with its blobs, index points, derived summaries/memory and caches (admin)."""
-    _deleted(target, "evidence", evidence_id, receipt_out, as_json)
+    _deleted(target, "evidence", evidence_id, receipt_out, idempotency_key, as_json)
 
 
 def delete_session(
     target: Target,
     session_id: Annotated[str, typer.Argument(help="the session")],
     receipt_out: ReceiptOut = None,
+    idempotency_key: IdempotencyKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Delete a session: its tool results, originals, notes and their index points (admin)."""
-    _deleted(target, "session", session_id, receipt_out, as_json)
+    _deleted(target, "session", session_id, receipt_out, idempotency_key, as_json)
 
 
 def delete_owner(
     target: Target,
     owner: Annotated[str, typer.Argument(help="the user")],
     receipt_out: ReceiptOut = None,
+    idempotency_key: IdempotencyKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Delete everything of one owner: memory, their records, sessions (admin)."""
-    _deleted(target, "owner", owner, receipt_out, as_json)
+    _deleted(target, "owner", owner, receipt_out, idempotency_key, as_json)
 
 
 def verify_deleted(

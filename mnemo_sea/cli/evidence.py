@@ -10,6 +10,7 @@ import typer
 
 from mnemo_sea.cli.output import CliError, JsonOpt, emit
 from mnemo_sea.cli.target import (
+    IdempotencyKeyOpt,
     LimitOpt,
     Target,
     add_command,
@@ -19,7 +20,7 @@ from mnemo_sea.cli.target import (
     open_mnemo,
     parse_as_of,
 )
-from mnemo_sea.system.json_ready import plain
+from mnemo_sea.system.json_ready import content_fields, plain
 
 # ---- evidence ------------------------------------------------------------------------------------
 
@@ -44,16 +45,15 @@ def evidence_get(
             principal, evidence_id, version=version, as_of=when, with_content=True
         )
     assert content is not None
-    try:
-        text: str | None = content.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None  # a binary original: its metadata and hash, not its bytes
-    data: dict[str, Any] = plain(record) | {"size": len(content), "text": text}
+    # The original as REST's GET /v1/evidence answers it: text, or base64 for binary bytes.
+    original = content_fields(content)
+    data: dict[str, Any] = plain(record) | {"size": len(content)}
     if as_json:
-        emit(data, as_json=True)
+        emit(data | original, as_json=True)
         return
-    emit({k: v for k, v in data.items() if k != "text"}, as_json=False)
+    emit(data, as_json=False)
     typer.echo("---")
+    text = original["content"]
     typer.echo(text if text is not None else f"[binary original: {len(content)} bytes, {record.media_type}]")
 
 
@@ -97,16 +97,21 @@ def summary_create(
     derived_from: Annotated[
         list[str],
         typer.Option(
-            "--from", help="a source it summarises: evidence:ID[@V] or result:SESSION/rN (repeatable)"
+            "--derived-from",
+            "--from",
+            help="a source it summarises: evidence:ID[@V] or result:SESSION/rN (repeatable)",
         ),
     ],
     trace_ref: Annotated[str | None, typer.Option(help="where it came from (e.g. a run id)")] = None,
+    idempotency_key: IdempotencyKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Store a derived summary of existing sources; searchable, always labelled derived."""
     principal = target.principal()
     with open_mnemo(target) as mnemo:
-        summary = mnemo.create_summary(principal, text, derived_from, trace_ref=trace_ref)
+        summary = mnemo.create_summary(
+            principal, text, derived_from, trace_ref=trace_ref, idempotency_key=idempotency_key
+        )
     emit(plain(summary), as_json)
 
 

@@ -26,6 +26,14 @@ from mnemo_sea.cli.output import (
 from mnemo_sea.cli.target import Target, add_command, open_mnemo, parse_as_of
 from mnemo_sea.system.layout import ARCHIVE_FILE, INDEX_DIR
 
+# `search --kinds` and `session context --kinds`: the records' `kinds`, one per option.
+KindsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--kinds", "--kind", help="only this kind: knowledge, tool_result, memory, summary (repeatable)"
+    ),
+]
+
 if TYPE_CHECKING:
     from mnemo_sea.system.mnemo import IngestProgress
 
@@ -192,9 +200,13 @@ def search(
     query: Annotated[str, typer.Argument(help="what to look for")],
     limit: Annotated[int, typer.Option(help="hits to return")] = 10,
     mode: Annotated[str, typer.Option(help="hybrid | bm25 | dense")] = "hybrid",
-    kind: Annotated[list[str] | None, typer.Option(help="only this kind (repeatable)")] = None,
-    scope: Annotated[list[str] | None, typer.Option(help="only this scope (repeatable)")] = None,
-    source: Annotated[list[str] | None, typer.Option(help="only this source (repeatable)")] = None,
+    kinds: KindsOpt = None,
+    scopes: Annotated[
+        list[str] | None, typer.Option("--scopes", "--scope", help="only this scope (repeatable)")
+    ] = None,
+    sources: Annotated[
+        list[str] | None, typer.Option("--sources", "--source", help="only this source (repeatable)")
+    ] = None,
     as_of: Annotated[str | None, typer.Option(help="what was current then (ISO-8601 with time zone)")] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -205,7 +217,7 @@ def search(
     principal = target.principal()
     with open_mnemo(target) as mnemo:
         result = mnemo.search(
-            principal, query, limit=limit, mode=mode, kinds=kind, scopes=scope, sources=source, as_of=when
+            principal, query, limit=limit, mode=mode, kinds=kinds, scopes=scopes, sources=sources, as_of=when
         )
     failures = {"invalid": EXIT_USAGE, "forbidden": EXIT_FORBIDDEN, "unavailable": EXIT_UNAVAILABLE}
     if result.status in failures:

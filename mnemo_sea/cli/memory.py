@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
 
@@ -13,7 +12,14 @@ from mnemo_sea.archive import (
 )
 from mnemo_sea.cli.output import EXIT_NOT_FOUND, CliError, JsonOpt, emit
 from mnemo_sea.cli.receipt_files import ReceiptOut, keep_receipt, receipt_to_dict
-from mnemo_sea.cli.target import Target, add_command, add_group, open_archive, open_mnemo
+from mnemo_sea.cli.target import (
+    IdempotencyKeyOpt,
+    Target,
+    add_command,
+    add_group,
+    open_archive,
+    open_mnemo,
+)
 from mnemo_sea.system.json_ready import plain
 
 
@@ -25,11 +31,12 @@ def memory_remember(
     provenance: Annotated[
         str, typer.Option(help="user_claim | user_correction | document | tool_fact | model_inference")
     ],
-    ttl_seconds: Annotated[int | None, typer.Option(help="forget after this many seconds")] = None,
+    ttl_seconds: Annotated[float | None, typer.Option(help="forget after this many seconds")] = None,
     derived_from: Annotated[
         str | None,
         typer.Option(help="the source it came from: evidence:<id> or result:<session>/<rN> (must exist)"),
     ] = None,
+    idempotency_key: IdempotencyKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Remember (owner, key) = value; a new value supersedes the old one, which stays in history.
@@ -38,9 +45,17 @@ def memory_remember(
     document, tool_fact > model_inference): that is a conflict (exit 5) naming the current fact.
     """
     principal = target.principal()
-    ttl = None if ttl_seconds is None else timedelta(seconds=ttl_seconds)
     with open_mnemo(target) as mnemo:
-        outcome = mnemo.remember(principal, owner, key, value, provenance, ttl=ttl, derived_from=derived_from)
+        outcome = mnemo.remember(
+            principal,
+            owner,
+            key,
+            value,
+            provenance,
+            ttl_seconds=ttl_seconds,
+            derived_from=derived_from,
+            idempotency_key=idempotency_key,
+        )
     emit(plain(outcome), as_json)
 
 
@@ -88,13 +103,14 @@ def memory_forget(
     owner: Annotated[str, typer.Argument(help="whose fact")],
     key: Annotated[str, typer.Argument(help="which fact")],
     receipt_out: ReceiptOut = None,
+    idempotency_key: IdempotencyKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Forget (owner, key): delete every version, its index points and cached searches (audited,
     with a receipt for verify-deleted); exit 3 when there is no such fact."""
     principal = target.principal()
     with open_mnemo(target) as mnemo:
-        receipt = mnemo.forget(principal, owner, key)
+        receipt = mnemo.forget(principal, owner, key, idempotency_key=idempotency_key)
     _memory_receipt(receipt, receipt_out, as_json)
 
 

@@ -4,13 +4,16 @@ mnemo_sea.cli.context, `session context` and `session task-state`).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from mnemo_sea.archive import ArchiveTarget
 from mnemo_sea.cli.output import CliError, JsonOpt, emit
 from mnemo_sea.cli.target import (
+    IdempotencyKeyOpt,
     LimitOpt,
     Target,
     add_command,
@@ -18,22 +21,35 @@ from mnemo_sea.cli.target import (
     check_limit,
     open_archive,
     open_mnemo,
+    parse_as_of,
 )
-from mnemo_sea.system.json_ready import plain
+from mnemo_sea.system.json_ready import content_fields, plain
+
+SessionIdArg = Annotated[str, typer.Argument(help="session id")]
+
+
+def _arguments(value: str | None) -> dict[str, Any] | None:
+    """`--arguments`: the tool call's arguments as a JSON object."""
+    if value is None:
+        return None
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as e:
+        raise CliError(f"--arguments: not JSON ({e})") from None
+    if not isinstance(parsed, dict):
+        raise CliError(f"--arguments: must be a JSON object, not a {type(parsed).__name__}")
+    return parsed
 
 
 def session_record(
     target: Target,
-    session: Annotated[str, typer.Argument(help="session id")],
-    tool: Annotated[str, typer.Argument(help="the tool that produced the result")],
+    session_id: SessionIdArg,
+    tool_name: Annotated[str, typer.Argument(help="the tool that produced the result")],
     content: Annotated[str | None, typer.Option(help="the result's text")] = None,
     file: Annotated[Path | None, typer.Option(help="read the result's bytes from this file")] = None,
-    policy_class: Annotated[
-        str, typer.Option(help="e.g. default, inventory, vet_approval (protected)")
-    ] = "default",
-    sensitivity: Annotated[
-        str, typer.Option(help="public | internal | confidential | restricted")
-    ] = "internal",
+    arguments: Annotated[
+        str | None, typer.Option(help="the arguments the tool was called with, a JSON object: '{\"q\": 1}'")
+    ] = None,
     media_type: Annotated[
         str | None,
         typer.Option(
@@ -42,6 +58,19 @@ def session_record(
             "application/octet-stream)"
         ),
     ] = None,
+    observed_at: Annotated[
+        str | None, typer.Option(help="when the tool produced it (ISO-8601 with time zone); default now")
+    ] = None,
+    sensitivity: Annotated[
+        str, typer.Option(help="public | internal | confidential | restricted")
+    ] = "internal",
+    policy_class: Annotated[
+        str, typer.Option(help="e.g. default, inventory, vet_approval (protected)")
+    ] = "default",
+    owner: Annotated[
+        str | None, typer.Option(help="the person the session is about (default: the caller)")
+    ] = None,
+    idempotency_key: IdempotencyKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Record a tool result in a session; prints its stable id (r1, r2, ...)."""
@@ -63,37 +92,41 @@ def session_record(
     else:
         assert content is not None
         data = content
+    args = _arguments(arguments)
+    when = parse_as_of(observed_at, "--observed-at")
     principal = target.principal()
     with open_mnemo(target) as mnemo:
         result = mnemo.record(
             principal,
-            session,
-            tool,
+            session_id,
+            tool_name,
             data,
-            policy_class=policy_class,
-            sensitivity=sensitivity,
+            arguments=args,
             media_type=media_type,
+            observed_at=when,
+            sensitivity=sensitivity,
+            policy_class=policy_class,
+            owner=owner,
+            idempotency_key=idempotency_key,
         )
     emit(plain(result), as_json)
 
 
-def _targets(pairs: list[str]) -> list[tuple[str, str]]:
+def _targets(pairs: list[str]) -> list[ArchiveTarget]:
     out = []
     for pair in pairs:
         rid, sep, note = pair.partition("=")
         if not sep:
             raise CliError(f"{pair!r}: write each target as rN=note (e.g. r3='raw log, 40 KB, no errors')")
-        out.append((rid.strip(), note))
+        out.append(ArchiveTarget(rid.strip(), note))
     return out
 
 
 def session_archive(
     target: Target,
-    session: Annotated[str, typer.Argument(help="session id")],
+    session_id: SessionIdArg,
     targets: Annotated[list[str], typer.Argument(help="rN=note ... (the whole batch or nothing)")],
-    idempotency_key: Annotated[
-        str | None, typer.Option(help="replaying the same key returns the receipt")
-    ] = None,
+    idempotency_key: IdempotencyKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Set results aside with a note each; all or nothing (exit 2 lists every rejected target;
@@ -101,19 +134,15 @@ def session_archive(
     batch = _targets(targets)
     principal = target.principal()
     with open_mnemo(target) as mnemo:
-        receipt = mnemo.archive_results(principal, session, batch, idempotency_key=idempotency_key)
+        receipt = mnemo.archive_results(principal, session_id, batch, idempotency_key=idempotency_key)
     emit(plain(receipt), as_json)
 
 
-def session_live(
-    target: Target,
-    session: Annotated[str, typer.Argument(help="session id")],
-    as_json: JsonOpt = False,
-) -> None:
+def session_live(target: Target, session_id: SessionIdArg, as_json: JsonOpt = False) -> None:
     """The session's working context: live results in envelopes, archived ones as stubs."""
     principal = target.principal()
     with open_mnemo(target) as mnemo:
-        view = mnemo.live_view(principal, session)
+        view = mnemo.live_view(principal, session_id)
     if not as_json:
         typer.echo(view.text)
         return
@@ -133,20 +162,20 @@ def session_live(
 
 def session_recover(
     target: Target,
-    session: Annotated[str, typer.Argument(help="session id")],
+    session_id: SessionIdArg,
     result_id: Annotated[str, typer.Argument(help="the result to recover, e.g. r3")],
     as_json: JsonOpt = False,
 ) -> None:
     """The exact original (hash-checked), appended to the session as historical data."""
     principal = target.principal()
     with open_mnemo(target) as mnemo:
-        recovered = mnemo.recover(principal, session, result_id)
+        recovered = mnemo.recover(principal, session_id, result_id)
     if not as_json:
         typer.echo(recovered.rendered)
         return
     emit(
         {
-            "session_id": session,
+            "session_id": session_id,
             "recovered": recovered.original.result_id,
             "appended": recovered.appended.result_id,
             "content_sha256": recovered.original.content_sha256,
@@ -154,7 +183,7 @@ def session_recover(
             "size": recovered.original.size,
             "media_type": recovered.original.media_type,
             "staleness_warning": recovered.staleness_warning,
-            "text": recovered.text,
+            **content_fields(recovered.content),
             "rendered": recovered.rendered,
         },
         as_json=True,

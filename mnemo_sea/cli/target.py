@@ -193,15 +193,16 @@ def open_archive(target: Target) -> Iterator[Archive]:
         archive.close()
 
 
-def parse_as_of(value: str | None) -> datetime | None:
+def parse_as_of(value: str | None, option: str = "--as-of") -> datetime | None:
+    """An option's ISO-8601 date-time with a time zone (e.g. --as-of, --observed-at), or None."""
     if value is None:
         return None
     try:
         when = datetime.fromisoformat(value)
     except ValueError:
-        raise CliError(f"--as-of: {value!r} is not an ISO-8601 date-time") from None
+        raise CliError(f"{option}: {value!r} is not an ISO-8601 date-time") from None
     if when.utcoffset() is None:
-        raise CliError(f"--as-of: {value!r} has no time zone (add Z or +00:00)")
+        raise CliError(f"{option}: {value!r} has no time zone (add Z or +00:00)")
     return when
 
 
@@ -212,6 +213,10 @@ def check_limit(value: int) -> int:
 
 
 LimitOpt = Annotated[int, typer.Option(help="at most this many (1-10000)")]
+# Every write takes one, as over REST (the Idempotency-Key header) and MCP.
+IdempotencyKeyOpt = Annotated[
+    str | None, typer.Option(help="repeating the call with the same key returns the first answer")
+]
 
 
 def add_command(group: typer.Typer, name: str, fn: Callable[..., None]) -> None:

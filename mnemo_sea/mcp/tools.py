@@ -10,15 +10,14 @@ that table, so a tool cannot be listed but unreachable.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
 from mnemo_sea.archive import Principal, ToolResult
+from mnemo_sea.system.json_ready import content_fields
 from mnemo_sea.system.mnemo import Mnemo
 
 from .inputs import (
@@ -38,8 +37,9 @@ from .results import plain_object
 INSTRUCTIONS = """\
 mnemo-sea keeps every tool result you record, so your context can stay small without losing evidence.
 1. Record each tool result with record_result; it gets an id like r3 in this session. Refer to it by id.
-2. When the context grows, archive old results in ONE archive_results call, replacing each with a short
-   note that says what it held and why it might matter. Archived ids stay valid and citable.
+2. When the context grows, archive old results in ONE archive_results call: its targets each name a
+   result_id and the short note that replaces it, saying what it held and why it might matter.
+   Archived ids stay valid and citable.
 3. Need the details again? recover_result brings back the exact original, hash-verified and labelled
    historical; time-sensitive data (prices, stock, approval progress) carries a staleness warning.
 4. Protected evidence (prescription basis, vet approvals, user-confirmed facts) cannot be archived.
@@ -71,50 +71,24 @@ def _result(result: ToolResult, protected: bool) -> dict[str, Any]:
 
 
 def search_evidence(mnemo: Mnemo, principal: Principal, a: SearchEvidenceInput) -> dict[str, Any]:
-    found = mnemo.search(
-        principal,
-        a.query,
-        limit=a.limit,
-        mode=a.mode,
-        kinds=a.kinds,
-        scopes=a.scopes,
-        sources=a.sources,
-        as_of=a.as_of,
-    )
+    # The facade names the query `text` (positional everywhere); every other field is keyword.
+    found = mnemo.search(principal, a.query, **a.as_kwargs(exclude={"query"}))
     # A search that could not run is an error the model must see, never an empty list.
     return found.raise_for_status().to_dict()
 
 
 def record_result(mnemo: Mnemo, principal: Principal, a: RecordResultInput) -> dict[str, Any]:
-    result = mnemo.record(
-        principal,
-        a.session_id,
-        a.tool_name,
-        a.content,
-        arguments=a.arguments,
-        media_type=a.media_type,
-        observed_at=a.observed_at,
-        sensitivity=a.sensitivity,
-        policy_class=a.policy_class,
-        owner=a.owner,
-        idempotency_key=a.idempotency_key,
-    )
+    result = mnemo.record(principal, **a.as_kwargs())
     return _result(result, mnemo.archive.policy.is_protected(result.policy_class))
 
 
 def archive_results(mnemo: Mnemo, principal: Principal, a: ArchiveResultsInput) -> dict[str, Any]:
-    receipt = mnemo.archive_results(
-        principal,
-        a.session_id,
-        [(item.result_id, item.note) for item in a.results],
-        idempotency_key=a.idempotency_key,
-    )
+    receipt = mnemo.archive_results(principal, **a.as_kwargs())
     return plain_object(receipt)
 
 
 def recover_result(mnemo: Mnemo, principal: Principal, a: RecoverResultInput) -> dict[str, Any]:
-    found = mnemo.recover(principal, a.session_id, a.result_id)
-    text = found.text
+    found = mnemo.recover(principal, **a.as_kwargs())
     return {
         "session_id": a.session_id,
         "result_id": found.appended.result_id,
@@ -127,15 +101,14 @@ def recover_result(mnemo: Mnemo, principal: Principal, a: RecoverResultInput) ->
         "size": len(found.content),
         "content_sha256": found.original.content_sha256,
         "staleness_warning": found.staleness_warning,
-        "text": text,
         # Binary originals come back byte-exact in base64; text ones as text only.
-        "content_base64": base64.b64encode(found.content).decode("ascii") if text is None else None,
+        **content_fields(found.content),
         "rendered": found.rendered,
     }
 
 
 def live_context(mnemo: Mnemo, principal: Principal, a: LiveContextInput) -> dict[str, Any]:
-    view = mnemo.live_view(principal, a.session_id)
+    view = mnemo.live_view(principal, **a.as_kwargs())
     policy = mnemo.archive.policy
     items: list[dict[str, Any]] = []
     for item in view.items:
@@ -150,59 +123,28 @@ def live_context(mnemo: Mnemo, principal: Principal, a: LiveContextInput) -> dic
 
 
 def remember(mnemo: Mnemo, principal: Principal, a: RememberInput) -> dict[str, Any]:
-    outcome = mnemo.remember(
-        principal,
-        a.owner,
-        a.key,
-        a.value,
-        a.provenance,
-        ttl=None if a.ttl_seconds is None else timedelta(seconds=a.ttl_seconds),
-        derived_from=a.derived_from,
-        idempotency_key=a.idempotency_key,
-    )
+    outcome = mnemo.remember(principal, **a.as_kwargs())
     return plain_object(outcome)
 
 
 def check_citations(mnemo: Mnemo, principal: Principal, a: CheckCitationsInput) -> dict[str, Any]:
-    report = mnemo.check_citations(
-        principal, [c.model_dump() for c in a.citations], answered_at=a.answered_at
-    )
+    report = mnemo.check_citations(principal, **a.as_kwargs())
     return report.to_dict()
 
 
 def assemble_context(mnemo: Mnemo, principal: Principal, a: AssembleContextInput) -> dict[str, Any]:
-    assembled = mnemo.context(
-        principal,
-        a.session_id,
-        budget_tokens=a.budget_tokens,
-        output_reserve=a.output_reserve,
-        instructions=a.instructions,
-        query=a.query,
-    )
+    assembled = mnemo.context(principal, **a.as_kwargs())
     # The accounting without each segment's text, then the text once: the model needs it once.
     return {**assembled.to_dict(with_text=False), "text": assembled.text}
 
 
 def update_task_state(mnemo: Mnemo, principal: Principal, a: UpdateTaskStateInput) -> dict[str, Any]:
-    state = mnemo.update_task_state(
-        principal,
-        a.session_id,
-        goal=a.goal,
-        confirmed=[c.model_dump(exclude={"version", "ref"}) for c in a.confirmed],
-        unresolved=a.unresolved,
-        constraints=a.constraints,
-        pending_operations=a.pending_operations,
-        trace_ref=a.trace_ref,
-        release=[r.model_dump() for r in a.release],
-        expected_version=a.expected_version,
-        owner=a.owner,
-        idempotency_key=a.idempotency_key,
-    )
+    state = mnemo.update_task_state(principal, **a.as_kwargs())
     return plain_object(state)
 
 
 def get_task_state(mnemo: Mnemo, principal: Principal, a: GetTaskStateInput) -> dict[str, Any]:
-    state = mnemo.task_state(principal, a.session_id, version=a.version)
+    state = mnemo.task_state(principal, **a.as_kwargs())
     return {"session_id": a.session_id, "task_state": None if state is None else plain_object(state)}
 
 
@@ -236,7 +178,8 @@ TOOLS: tuple[AgentTool[Any], ...] = (
         "archive_results",
         "Archive results with notes",
         "When your context grows, set aside the results you no longer need verbatim: archive them all in "
-        "ONE call, giving each a short note that says what it held and why it might matter later. Each "
+        "ONE call, its targets each giving a result_id and a short note that says what it held and why it "
+        "might matter later. Each "
         "is replaced in place in the live context by its note; its id stays valid and citable, and "
         "recover_result brings back the exact original. All or nothing: if any target is unknown, "
         "already archived, protected (prescription basis, vet approvals, user-confirmed facts) or has an "
@@ -251,7 +194,8 @@ TOOLS: tuple[AgentTool[Any], ...] = (
         "Bring back the exact original of an archived result when you need its details again. The bytes "
         "are verified against their recorded sha256 and appended to the session as a new result (a new "
         "id, recovered_from names the original) labelled historical: it is what the tool said at "
-        "observed_at. Time-sensitive data (prices, stock, availability, approval progress) carries a "
+        "observed_at. Its content comes back as text (content) or, for binary data, as content_base64. "
+        "Time-sensitive data (prices, stock, availability, approval progress) carries a "
         "staleness_warning: re-query the live system before relying on it. Only archived results can "
         "be recovered; live ones are already in your context.",
         RecoverResultInput,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from dataclasses import fields, is_dataclass
 from datetime import datetime
 from enum import Enum
@@ -31,3 +32,12 @@ def plain(value: Any) -> Any:
     if isinstance(value, bytes):
         return None
     return value
+
+
+def content_fields(content: bytes) -> dict[str, str | None]:
+    """An original as every surface returns it: `content`, its text when it is valid UTF-8, or
+    else `content_base64`, its bytes in base64 (the other one None)."""
+    try:
+        return {"content": content.decode("utf-8"), "content_base64": None}
+    except UnicodeDecodeError:
+        return {"content": None, "content_base64": base64.b64encode(content).decode("ascii")}

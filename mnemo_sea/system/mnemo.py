@@ -9,38 +9,29 @@ is no longer there or no longer current, so a lagging index never shows deleted 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from mnemo_sea.archive import (
     Archive,
     ArchiveError,
-    ArchiveReceipt,
-    ArchiveTarget,
-    ConfirmedFact,
     DeletionReceipt,
     EvidenceInput,
     EvidenceRecord,
     Forbidden,
     InvalidInput,
-    LiveView,
-    MemoryFact,
     Principal,
     ReceiptKey,
-    Recovered,
-    ReleasedItem,
-    RememberOutcome,
     Role,
     StoreUnavailable,
-    Summary,
-    TaskState,
-    ToolResult,
 )
 from mnemo_sea.archive.clock import aware, utcnow
 from mnemo_sea.archive.hits import HitPointer, HitText
@@ -297,6 +288,41 @@ def _ingest_progress(
 
     report()
     return on_applied
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _archive_call(method: Callable[Concatenate[Archive, P], R]) -> Callable[Concatenate[Mnemo, P], R]:
+    """`Mnemo.<name>` as `Archive.<name>` of its archive: the same parameters and types (those
+    of the operation's record) and the same docstring, written once. The method is looked up at
+    each call, so an archive's own (or a patched) method is the one called."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def call(self: Mnemo, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        run: Callable[P, R] = getattr(self.archive, name)
+        return run(*args, **kwargs)
+
+    call.__module__, call.__qualname__ = __name__, f"Mnemo.{name}"
+    return call
+
+
+def _archive_write(method: Callable[Concatenate[Archive, P], R]) -> Callable[Concatenate[Mnemo, P], R]:
+    """`_archive_call` of a write whose outbox rows change the index or the caches: they are
+    applied after the commit (`Mnemo._after_write`)."""
+    archived = _archive_call(method)
+
+    @functools.wraps(method)
+    def call(self: Mnemo, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        out = archived(self, *args, **kwargs)
+        self._after_write()
+        return out
+
+    call.__module__, call.__qualname__ = __name__, archived.__qualname__
+    call.__doc__ = f"{inspect.getdoc(method) or ''}\n\nThen the index and caches are brought up to date."
+    return call
 
 
 class Mnemo:
@@ -575,38 +601,14 @@ class Mnemo:
         return out, len(hits) - len(out)
 
     # ---- sessions ----------------------------------------------------------------------------
+    # The archive's operations as they are: their parameters are the records' fields
+    # (mnemo_sea/archive/operations.py), declared once, on `Archive`. A result is indexed only
+    # once it is archived with a note, so recording needs no sync.
 
-    def record(
-        self,
-        principal: Principal,
-        session_id: str,
-        tool_name: str,
-        content: str | bytes,
-        *,
-        idempotency_key: str | None = None,
-        **kw: Any,
-    ) -> ToolResult:
-        return self.archive.record(
-            principal, session_id, tool_name, content, idempotency_key=idempotency_key, **kw
-        )
-
-    def archive_results(
-        self,
-        principal: Principal,
-        session_id: str,
-        targets: Iterable[ArchiveTarget | Mapping[str, Any] | tuple[str, str]],
-        *,
-        idempotency_key: str | None = None,
-    ) -> ArchiveReceipt:
-        receipt = self.archive.archive(principal, session_id, targets, idempotency_key=idempotency_key)
-        self._after_write()
-        return receipt
-
-    def live_view(self, principal: Principal, session_id: str) -> LiveView:
-        return self.archive.live_view(principal, session_id)
-
-    def recover(self, principal: Principal, session_id: str, result_id: str) -> Recovered:
-        return self.archive.recover(principal, session_id, result_id)
+    record = _archive_call(Archive.record)
+    archive_results = _archive_write(Archive.archive_results)
+    live_view = _archive_call(Archive.live_view)
+    recover = _archive_call(Archive.recover)
 
     def context(
         self,
@@ -675,45 +677,10 @@ class Mnemo:
 
     # ---- memory ------------------------------------------------------------------------------
 
-    def remember(
-        self,
-        principal: Principal,
-        owner: str,
-        key: str,
-        value: str,
-        provenance: str,
-        *,
-        ttl: timedelta | None = None,
-        derived_from: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> RememberOutcome:
-        outcome = self.archive.remember(
-            principal,
-            owner,
-            key,
-            value,
-            provenance,
-            ttl=ttl,
-            derived_from=derived_from,
-            idempotency_key=idempotency_key,
-        )
-        self._after_write()
-        return outcome
-
-    def current(self, principal: Principal, owner: str, key: str) -> MemoryFact | None:
-        return self.archive.current(principal, owner, key)
-
-    def memory_history(self, principal: Principal, owner: str, key: str) -> list[MemoryFact]:
-        return self.archive.memory_history(principal, owner, key)
-
-    def forget(
-        self, principal: Principal, owner: str, key: str, *, idempotency_key: str | None = None
-    ) -> DeletionReceipt:
-        """Delete every version of one fact with its index points and cached searches (audited;
-        the receipt is checked by `verify_deleted`)."""
-        receipt = self.archive.forget(principal, owner, key, idempotency_key=idempotency_key)
-        self._after_write()
-        return receipt
+    remember = _archive_write(Archive.remember)
+    current = _archive_call(Archive.current)
+    memory_history = _archive_call(Archive.memory_history)
+    forget = _archive_write(Archive.forget)
 
     def purge_expired(self, principal: Principal) -> DeletionReceipt | None:
         """Delete the tenant's expired memory versions now (admin); None when none had expired."""
@@ -732,91 +699,19 @@ class Mnemo:
 
     # ---- summaries ---------------------------------------------------------------------------
 
-    def create_summary(
-        self,
-        principal: Principal,
-        text: str,
-        derived_from: Sequence[str],
-        *,
-        trace_ref: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> Summary:
-        """A derived summary of existing sources, searchable and labelled derived wherever shown."""
-        summary = self.archive.create_summary(
-            principal, text, derived_from, trace_ref=trace_ref, idempotency_key=idempotency_key
-        )
-        self._after_write()
-        return summary
+    create_summary = _archive_write(Archive.create_summary)
 
-    # ---- task state --------------------------------------------------------------------------
+    # ---- task state (derived, never indexed: nothing to sync) --------------------------------
 
-    def update_task_state(
-        self,
-        principal: Principal,
-        session_id: str,
-        *,
-        goal: str,
-        confirmed: Sequence[ConfirmedFact | Mapping[str, Any]] = (),
-        unresolved: Sequence[str] = (),
-        constraints: Sequence[str] = (),
-        pending_operations: Sequence[str] = (),
-        trace_ref: str | None = None,
-        release: Sequence[ReleasedItem | Mapping[str, Any]] = (),
-        expected_version: int | None = None,
-        owner: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> TaskState:
-        """Write the next version of a session's task state, validated whole against the current
-        one (see mnemo_sea/archive/task_state.py): every confirmed fact cites evidence, no
-        constraint or open item goes without a release reason or a fact that settles it.
-        TaskStateRejected lists every problem; nothing is stored then. Not indexed: nothing to sync."""
-        return self.archive.update_task_state(
-            principal,
-            session_id,
-            goal=goal,
-            confirmed=confirmed,
-            unresolved=unresolved,
-            constraints=constraints,
-            pending_operations=pending_operations,
-            trace_ref=trace_ref,
-            release=release,
-            expected_version=expected_version,
-            owner=owner,
-            idempotency_key=idempotency_key,
-        )
-
-    def task_state(
-        self, principal: Principal, session_id: str, *, version: int | None = None
-    ) -> TaskState | None:
-        """The session's current task state (or one version); None when it has none yet."""
-        return self.archive.task_state(principal, session_id, version=version)
-
-    def task_state_history(self, principal: Principal, session_id: str) -> list[TaskState]:
-        """Every version of the session's task state the caller's clearance allows, oldest first."""
-        return self.archive.task_state_history(principal, session_id)
+    update_task_state = _archive_call(Archive.update_task_state)
+    task_state = _archive_call(Archive.task_state)
+    task_state_history = _archive_call(Archive.task_state_history)
 
     # ---- deletion ----------------------------------------------------------------------------
 
-    def delete_evidence(
-        self, principal: Principal, evidence_id: str, *, idempotency_key: str | None = None
-    ) -> DeletionReceipt:
-        receipt = self.archive.delete_evidence(principal, evidence_id, idempotency_key=idempotency_key)
-        self._after_write()
-        return receipt
-
-    def delete_session(
-        self, principal: Principal, session_id: str, *, idempotency_key: str | None = None
-    ) -> DeletionReceipt:
-        receipt = self.archive.delete_session(principal, session_id, idempotency_key=idempotency_key)
-        self._after_write()
-        return receipt
-
-    def delete_owner(
-        self, principal: Principal, owner: str, *, idempotency_key: str | None = None
-    ) -> DeletionReceipt:
-        receipt = self.archive.delete_owner(principal, owner, idempotency_key=idempotency_key)
-        self._after_write()
-        return receipt
+    delete_evidence = _archive_write(Archive.delete_evidence)
+    delete_session = _archive_write(Archive.delete_session)
+    delete_owner = _archive_write(Archive.delete_owner)
 
     def compact_index(self) -> int:
         """Apply pending rows, then rewrite the embedded index with its live points only, so no

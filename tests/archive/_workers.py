@@ -52,7 +52,7 @@ class QueueLike(Protocol):
 
 def attempt_archive(archive: Archive, session_id: str, targets: Sequence[tuple[str, str]]) -> Outcome:
     try:
-        receipt = archive.archive(AGENT, session_id, list(targets))
+        receipt = archive.archive_results(AGENT, session_id, list(targets))
     except ArchiveConflict as e:
         return ("conflict", tuple((t.result_id, t.status) for t in e.targets))
     except Exception as e:  # anything else is a wrong answer the test must see, not a crash
@@ -210,7 +210,9 @@ def crash_writer(url: str, session_id: str, journal_path: str, seed: int, self_k
         if batch_no == self_kill_batch and statements_per_archive > 0:
             # 1..n: before that statement; 0: all statements ran, die just before COMMIT.
             state.update(armed=True, kill_at=rng.randint(0, statements_per_archive))
-        archive.archive(AGENT, session_id, [(r, f"note {r} of {key}") for r in targets], idempotency_key=key)
+        archive.archive_results(
+            AGENT, session_id, [(r, f"note {r} of {key}") for r in targets], idempotency_key=key
+        )
         if batch_no == 0:
             statements_per_archive = state["seen"]
         state.update(armed=False, counting=False)

@@ -51,16 +51,16 @@ def test_sessions_and_results_of_another_tenant_look_missing(
         lambda: archive.live_view(other_tenant, "s1"),
         lambda: archive.list_results(other_tenant, "s1"),
         lambda: archive.recover(other_tenant, "s1", "r1"),
-        lambda: archive.archive(other_tenant, "s1", [("r1", "note")]),
+        lambda: archive.archive_results(other_tenant, "s1", [("r1", "note")]),
         lambda: archive.recover(other_tenant, "s2", "r2"),
         lambda: archive.delete_session(other_tenant, "s1"),
     ]
     before = [error_of(q) for q in questions]
     archive.record(agent, "s1", "orders.lookup", "order O-1042")
-    archive.archive(agent, "s1", [("r1", "order")])
+    archive.archive_results(agent, "s1", [("r1", "order")])
     archive.record(agent, "s2", "orders.lookup", "A's s2 has an r2")
     archive.record(agent, "s2", "orders.lookup", "A's r2")
-    archive.archive(agent, "s2", [("r2", "note")])
+    archive.archive_results(agent, "s2", [("r2", "note")])
     after = [error_of(q) for q in questions]
     for b, a in zip(before, after, strict=True):
         same_answer(b, a)
@@ -134,7 +134,7 @@ def test_insufficient_role_is_forbidden_and_audited(
     archive: Archive, agent: Principal, admin: Principal
 ) -> None:
     archive.record(agent, "s1", "t", "result")
-    archive.archive(agent, "s1", [("r1", "note")])
+    archive.archive_results(agent, "s1", [("r1", "note")])
     archive.put_evidence(agent, EvidenceInput(evidence_id="kb", body="text", source="doc"))
     reader = Principal("clinic-a", "user-7", frozenset({Role.READER}), Sensitivity.RESTRICTED)
     results_before = count(archive, t.tool_results)
@@ -142,7 +142,7 @@ def test_insufficient_role_is_forbidden_and_audited(
 
     attempts: list[tuple[Callable[[], object], str, str]] = [
         (lambda: archive.record(reader, "s1", "t", "x"), "session:s1", "record"),
-        (lambda: archive.archive(reader, "s1", [("r1", "n")]), "session:s1", "archive"),
+        (lambda: archive.archive_results(reader, "s1", [("r1", "n")]), "session:s1", "archive"),
         (lambda: archive.recover(reader, "s1", "r1"), "session:s1/r1", "recover"),
         (
             lambda: archive.put_evidence(reader, EvidenceInput(evidence_id="kb", body="v2", source="d")),
@@ -177,7 +177,7 @@ def test_insufficient_clearance_is_forbidden_and_audited(
         admin, EvidenceInput(evidence_id="minutes", body="board", source="doc", sensitivity="restricted")
     )
     archive.record(admin, "s1", "hr.read", "salary table", sensitivity="restricted")
-    archive.archive(admin, "s1", [("r1", "salaries")])
+    archive.archive_results(admin, "s1", [("r1", "salaries")])
     summary = archive.create_summary(admin, "about the board", ["evidence:minutes"])
 
     attempts: list[tuple[Callable[[], object], str, str]] = [

@@ -92,7 +92,7 @@ def test_rejection_names_every_targets_status_and_changes_nothing(archive: Archi
     )
     archive.record(agent, "s1", "lab.report", "confidential lab values", sensitivity="confidential")
     record_n(archive, agent, 2)  # r14, r15
-    archive.archive(agent, "s1", [("r2", "already set aside")])
+    archive.archive_results(agent, "s1", [("r2", "already set aside")])
     max_note = archive.policy.max_note_chars
     batch: list[tuple[str, str]] = [
         ("r1", "fine"),
@@ -120,7 +120,7 @@ def test_rejection_names_every_targets_status_and_changes_nothing(archive: Archi
     ]
     before = snapshot(archive)
     with pytest.raises(BatchRejected) as err:
-        archive.archive(low, "s1", batch, idempotency_key="first-try")
+        archive.archive_results(low, "s1", batch, idempotency_key="first-try")
     assert not isinstance(err.value, ArchiveConflict)
     got = [(s.result_id, s.status) for s in err.value.targets]
     assert got == [
@@ -168,7 +168,7 @@ def test_rejection_names_every_targets_status_and_changes_nothing(archive: Archi
     assert [(e["actor"], e["action"]) for e in new_events] == [("agent-low", "denied")]
     assert json.loads(new_events[0]["detail_json"])["results"] == ["r13"]
     # The key was not consumed by the rejected batch.
-    receipt = archive.archive(low, "s1", [("r1", "fine")], idempotency_key="first-try")
+    receipt = archive.archive_results(low, "s1", [("r1", "fine")], idempotency_key="first-try")
     assert receipt.archived == ("r1",) and not receipt.replayed
 
 
@@ -177,7 +177,7 @@ def test_each_protected_class_is_never_archived(archive: Archive, agent: Princip
         archive.record(agent, "s1", "clinic.tool", f"a {cls} record", policy_class=cls)
     before = snapshot(archive)
     with pytest.raises(BatchRejected) as err:
-        archive.archive(agent, "s1", [(f"r{i}", "set aside") for i in range(1, 5)])
+        archive.archive_results(agent, "s1", [(f"r{i}", "set aside") for i in range(1, 5)])
     assert [s.status for s in err.value.targets] == ["protected"] * 4
     for status, cls in zip(err.value.targets, PROTECTED, strict=True):
         assert cls in status.message
@@ -185,15 +185,15 @@ def test_each_protected_class_is_never_archived(archive: Archive, agent: Princip
     # One at a time fares no better.
     for i in range(1, 5):
         with pytest.raises(BatchRejected):
-            archive.archive(agent, "s1", [(f"r{i}", "set aside")])
+            archive.archive_results(agent, "s1", [(f"r{i}", "set aside")])
     assert {state for state, _ in states(archive, agent).values()} == {"live"}
     # The protected set is policy: a configured class is protected, a default one no longer is.
     custom = with_policy(archive, protected_classes=frozenset({"consent_form"}))
     custom.record(agent, "s1", "forms.get", "signed consent", policy_class="consent_form")
     with pytest.raises(BatchRejected) as err2:
-        custom.archive(agent, "s1", [("r5", "consent")])
+        custom.archive_results(agent, "s1", [("r5", "consent")])
     assert err2.value.targets[0].status == "protected"
-    assert custom.archive(agent, "s1", [("r1", "now allowed")]).archived == ("r1",)
+    assert custom.archive_results(agent, "s1", [("r1", "now allowed")]).archived == ("r1",)
 
 
 def test_one_bad_target_rejects_the_whole_batch(
@@ -212,7 +212,7 @@ def test_one_bad_target_rejects_the_whole_batch(
         with subtests.test(status=status):
             batch = [("r1", "one"), ("r2", "two"), bad, ("r4", "four")]
             with pytest.raises(BatchRejected) as err:
-                archive.archive(agent, "s1", batch)
+                archive.archive_results(agent, "s1", batch)
             assert {s.status for s in err.value.targets} == {"ok", status}
             assert snapshot(archive) == before
     assert set(states(archive, agent).values()) == {("live", None)}
@@ -222,21 +222,21 @@ def test_one_bad_target_rejects_the_whole_batch(
 
 def test_only_already_archived_targets_give_archive_conflict(archive: Archive, agent: Principal) -> None:
     record_n(archive, agent, 3)
-    archive.archive(agent, "s1", [("r1", "first")])
+    archive.archive_results(agent, "s1", [("r1", "first")])
     before = snapshot(archive)
     with pytest.raises(ArchiveConflict) as err:
-        archive.archive(agent, "s1", [("r1", "again")])
+        archive.archive_results(agent, "s1", [("r1", "again")])
     assert isinstance(err.value, BatchRejected)
     assert isinstance(err.value, StateConflict)
     assert err.value.to_dict()["code"] == "archive_conflict"
     # A mix of ok and already-archived is still a conflict, and the ok target is not archived either.
     with pytest.raises(ArchiveConflict) as err2:
-        archive.archive(agent, "s1", [("r2", "fine"), ("r1", "again")])
+        archive.archive_results(agent, "s1", [("r2", "fine"), ("r1", "again")])
     assert [(s.result_id, s.status) for s in err2.value.targets] == [("r2", "ok"), ("r1", "already_archived")]
     assert snapshot(archive) == before
     # Any other problem makes it a plain rejection, not a conflict.
     with pytest.raises(BatchRejected) as err3:
-        archive.archive(agent, "s1", [("r1", "again"), ("r7", "unknown")])
+        archive.archive_results(agent, "s1", [("r1", "again"), ("r7", "unknown")])
     assert not isinstance(err3.value, ArchiveConflict)
     assert states(archive, agent)["r1"] == ("archived", "first")  # the first note is kept
 
@@ -262,14 +262,18 @@ def test_empty_oversized_and_malformed_batches_are_invalid_input(archive: Archiv
     ]
     for batch in bad_batches:
         with pytest.raises(InvalidInput) as err:
-            small.archive(agent, "s1", batch)
+            small.archive_results(agent, "s1", batch)
         assert err.value.field.startswith("targets"), batch
     with pytest.raises(InvalidInput) as too_many:
-        small.archive(agent, "s1", [(f"r{i}", "n") for i in range(1, 5)])
+        small.archive_results(agent, "s1", [(f"r{i}", "n") for i in range(1, 5)])
     assert "at most 3" in too_many.value.problem
     assert snapshot(archive) == before
     # Exactly the limit is fine.
-    assert small.archive(agent, "s1", [(f"r{i}", "n") for i in range(1, 4)]).archived == ("r1", "r2", "r3")
+    assert small.archive_results(agent, "s1", [(f"r{i}", "n") for i in range(1, 4)]).archived == (
+        "r1",
+        "r2",
+        "r3",
+    )
 
 
 def test_targets_may_be_given_as_mappings_tuples_or_archive_targets(
@@ -282,7 +286,7 @@ def test_targets_may_be_given_as_mappings_tuples_or_archive_targets(
         ("r3", "as a tuple"),
         ArchiveTarget("r4", "as a dataclass"),
     ]
-    receipt = archive.archive(agent, "s1", iter(targets))  # any iterable, consumed once
+    receipt = archive.archive_results(agent, "s1", iter(targets))  # any iterable, consumed once
     assert receipt.archived == ("r1", "r2", "r3", "r4")
     assert states(archive, agent) == {
         "r1": ("archived", "by id"),
@@ -293,7 +297,9 @@ def test_targets_may_be_given_as_mappings_tuples_or_archive_targets(
     }
     # Non-string ids and notes are reported per target, not as a crash.
     with pytest.raises(BatchRejected) as err:
-        archive.archive(agent, "s1", [{"id": 5, "note": "x"}, {"id": "r5", "note": None}, {"note": "no id"}])
+        archive.archive_results(
+            agent, "s1", [{"id": 5, "note": "x"}, {"id": "r5", "note": None}, {"note": "no id"}]
+        )
     assert [s.status for s in err.value.targets] == ["malformed", "empty_note", "malformed"]
 
 
@@ -303,19 +309,19 @@ def test_unknown_session_other_tenant_and_bad_session_id(
     record_n(archive, agent, 2)
     before = snapshot(archive)
     with pytest.raises(NotFound) as theirs:
-        archive.archive(other_tenant, "s1", [("r1", "not yours")])
+        archive.archive_results(other_tenant, "s1", [("r1", "not yours")])
     with pytest.raises(NotFound) as missing:
-        archive.archive(agent, "nope", [("r1", "no such session")])
+        archive.archive_results(agent, "nope", [("r1", "no such session")])
     # Same shape of answer: no oracle for what another tenant holds.
     assert theirs.value.detail["what"] == missing.value.detail["what"] == "session"
     with pytest.raises(InvalidInput):
-        archive.archive(agent, "bad session", [("r1", "x")])
+        archive.archive_results(agent, "bad session", [("r1", "x")])
     with pytest.raises(InvalidInput):
-        archive.archive(agent, "s1", [("r1", "x")], idempotency_key="has space")
+        archive.archive_results(agent, "s1", [("r1", "x")], idempotency_key="has space")
     assert snapshot(archive) == before
     # Their own session of the same name is theirs alone.
     archive.record(other_tenant, "s1", "tool", "theirs")
-    archive.archive(other_tenant, "s1", [("r1", "their note")])
+    archive.archive_results(other_tenant, "s1", [("r1", "their note")])
     assert states(archive, agent) == {"r1": ("live", None), "r2": ("live", None)}
 
 
@@ -323,7 +329,7 @@ def test_reader_may_not_archive_and_is_audited(archive: Archive, agent: Principa
     reader = Principal("clinic-a", "viewer-1", frozenset({Role.READER}), Sensitivity.RESTRICTED)
     record_n(archive, agent, 1)
     with pytest.raises(Forbidden):
-        archive.archive(reader, "s1", [("r1", "x")])
+        archive.archive_results(reader, "s1", [("r1", "x")])
     assert states(archive, agent) == {"r1": ("live", None)}
     assert outbox_rows(archive) == []
     events = archive.audit_events(admin)
@@ -341,7 +347,7 @@ def test_success_writes_notes_state_one_audit_event_and_one_outbox_row_per_targe
     record_n(archive, agent, 4)
     originals = {r.result_id: r for r in archive.list_results(agent, "s1")}
     notes = {"r3": "carrier timeout for O-1042 — 配送超时", "r1": "stock was 3 at 09:00", "r4": "<b>html</b>"}
-    receipt = archive.archive(agent, "s1", list(notes.items()))
+    receipt = archive.archive_results(agent, "s1", list(notes.items()))
     assert receipt.session_id == "s1"
     assert receipt.archived == ("r3", "r1", "r4")  # batch order
     assert not receipt.replayed
@@ -395,7 +401,7 @@ def test_success_writes_notes_state_one_audit_event_and_one_outbox_row_per_targe
         assert row.done_at is None
 
     # A second batch is a second event with its own rows.
-    second = archive.archive(agent, "s1", [("r2", "last one")])
+    second = archive.archive_results(agent, "s1", [("r2", "last one")])
     assert second.batch_id != receipt.batch_id
     assert audit_actions(archive, admin) == ["archive", "archive"]
     assert len(outbox_rows(archive)) == 6  # 3 + 1 index rows, and a cache purge per batch
@@ -408,21 +414,21 @@ def test_idempotent_replay_returns_the_same_receipt_and_writes_nothing(
     archive: Archive, agent: Principal, other_tenant: Principal
 ) -> None:
     record_n(archive, agent, 3)
-    first = archive.archive(agent, "s1", [("r1", "one"), ("r2", "two")], idempotency_key="batch-7")
+    first = archive.archive_results(agent, "s1", [("r1", "one"), ("r2", "two")], idempotency_key="batch-7")
     assert not first.replayed
     after_first = snapshot(archive)
     # The same request in another shape (dicts instead of tuples) is the same request.
-    again = archive.archive(
+    again = archive.archive_results(
         agent, "s1", [{"id": "r1", "note": "one"}, {"id": "r2", "note": "two"}], idempotency_key="batch-7"
     )
     assert again == dataclasses.replace(first, replayed=True)
     assert snapshot(archive) == after_first  # no audit, no outbox, no state change
     # Without the key, the same request is a conflict: it really was archived once.
     with pytest.raises(ArchiveConflict):
-        archive.archive(agent, "s1", [("r1", "one"), ("r2", "two")])
+        archive.archive_results(agent, "s1", [("r1", "one"), ("r2", "two")])
     # Keys are per tenant: another tenant may use the same key for its own request.
     archive.record(other_tenant, "s1", "tool", "theirs")
-    theirs = archive.archive(other_tenant, "s1", [("r1", "theirs")], idempotency_key="batch-7")
+    theirs = archive.archive_results(other_tenant, "s1", [("r1", "theirs")], idempotency_key="batch-7")
     assert not theirs.replayed and theirs.batch_id != first.batch_id
 
 
@@ -431,7 +437,7 @@ def test_reusing_a_key_for_a_different_request_is_a_mismatch(
 ) -> None:
     record_n(archive, agent, 3)
     record_n(archive, agent, 2, session_id="s2")
-    archive.archive(agent, "s1", [("r1", "one"), ("r2", "two")], idempotency_key="batch-7")
+    archive.archive_results(agent, "s1", [("r1", "one"), ("r2", "two")], idempotency_key="batch-7")
     before = snapshot(archive)
     cases: list[tuple[str, str, list[tuple[str, str]]]] = [
         ("another result", "s1", [("r1", "one"), ("r3", "three")]),
@@ -442,7 +448,7 @@ def test_reusing_a_key_for_a_different_request_is_a_mismatch(
     for case, session_id, targets in cases:
         with subtests.test(case=case):
             with pytest.raises(IdempotencyMismatch) as err:
-                archive.archive(agent, session_id, targets, idempotency_key="batch-7")
+                archive.archive_results(agent, session_id, targets, idempotency_key="batch-7")
             assert isinstance(err.value, StateConflict)
             assert err.value.detail["idempotency_key"] == "batch-7"
             assert snapshot(archive) == before
@@ -454,7 +460,7 @@ def test_a_target_above_clearance_is_audited_as_denied_though_the_batch_wrote_no
     archive.record(admin, "s-clear", "hr.lookup", "salary table", sensitivity="restricted")
     archive.record(agent, "s-clear", "logs.search", "ok")
     with pytest.raises(BatchRejected):
-        archive.archive(agent, "s-clear", [("r1", "salaries"), ("r2", "logs")])
+        archive.archive_results(agent, "s-clear", [("r1", "salaries"), ("r2", "logs")])
     denied = [e for e in archive.audit_events(admin) if e.action == "denied"]
     assert len(denied) == 1
     assert denied[0].actor == agent.subject and denied[0].detail["results"] == ["r1"]

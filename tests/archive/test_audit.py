@@ -20,7 +20,7 @@ from mnemo_sea.archive import schema as t
 def build_history(archive: Archive, agent: Principal, admin: Principal) -> None:
     """Five events in the agent's tenant: archive, recover, retract, denied, delete."""
     archive.record(agent, "s1", "orders.lookup", "order O-1042: shipped")
-    archive.archive(agent, "s1", [("r1", "order shipped")])
+    archive.archive_results(agent, "s1", [("r1", "order shipped")])
     archive.recover(agent, "s1", "r1")
     archive.put_evidence(agent, EvidenceInput(evidence_id="kb", body="v1", source="doc"))
     archive.retract(agent, "kb", "outdated")
@@ -67,7 +67,7 @@ def test_an_untouched_chain_verifies(archive: Archive, agent: Principal, admin: 
 
     # Whatever an event records (non-ASCII details, a target longer than the column) verifies.
     archive.record(agent, "s2", "t", "x")
-    archive.archive(agent, "s2", [("r1", "订单已发货 — shipped")])
+    archive.archive_results(agent, "s2", [("r1", "订单已发货 — shipped")])
     reader = Principal("clinic-a", "user-7", frozenset({Role.READER}), Sensitivity.INTERNAL)
     with pytest.raises(Forbidden):
         archive.record(reader, "s" * 2000, "t", "x")  # the role check comes first; the target is long
@@ -234,7 +234,7 @@ def test_new_events_after_tampering_do_not_heal_the_chain(
     build_history(archive, agent, admin)
     tamper(archive, delete(t.audit_events).where(event(5)))
     archive.record(agent, "s2", "t", "x")
-    archive.archive(agent, "s2", [("r1", "note")])
+    archive.archive_results(agent, "s2", [("r1", "note")])
     report = archive.verify_audit(admin)
     assert report.problems == ("event 5 is missing (next stored event is 6)",)
     assert report.events == 5  # 1-4 and the new 6
@@ -245,7 +245,7 @@ def test_chains_are_per_tenant(
 ) -> None:
     build_history(archive, agent, admin)
     archive.record(other_tenant, "s1", "t", "theirs")
-    archive.archive(other_tenant, "s1", [("r1", "theirs")])
+    archive.archive_results(other_tenant, "s1", [("r1", "theirs")])
     archive.recover(other_tenant, "s1", "r1")
 
     # Each tenant sees only its own events, numbered from 1.

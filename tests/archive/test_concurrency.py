@@ -329,7 +329,7 @@ def test_concurrent_retries_with_one_idempotency_key_all_get_the_first_receipt(s
 
     def body(r: int, barrier: threading.Barrier) -> tuple[str, bool]:
         barrier.wait(timeout=30)
-        receipt = store.archive(AGENT, "retry", [(f"r{r}", f"note {r}")], idempotency_key=f"turn-{r}")
+        receipt = store.archive_results(AGENT, "retry", [(f"r{r}", f"note {r}")], idempotency_key=f"turn-{r}")
         return receipt.batch_id, receipt.replayed
 
     for r in range(1, results + 1):

@@ -228,7 +228,7 @@ def test_killed_writer_leaves_no_partial_batch(db_url: str, tmp_path: Path) -> N
         # The store is usable after the crashes: archive what is left, recover what was archived.
         live = [f"r{r.result_no}" for r in results if r.state == "live"]
         if live:
-            receipt = archive.archive(AGENT, SESSION, [(rid, "after the crashes") for rid in live])
+            receipt = archive.archive_results(AGENT, SESSION, [(rid, "after the crashes") for rid in live])
             assert receipt.archived == tuple(live)
         some = sorted(archived, key=lambda rid: int(rid[1:]))[:3]
         for rid in some:

@@ -204,7 +204,7 @@ def test_deleting_what_does_not_exist_is_not_found_and_changes_nothing(
 def test_delete_session_cascades(archive: Archive, agent: Principal, admin: Principal) -> None:
     archive.record(agent, "s1", "orders.lookup", "order O-1042: shipped", arguments={"id": "O-1042"})
     archive.record(agent, "s1", "kb.read", "refund window is 30 days")
-    archive.archive(agent, "s1", [("r1", "order shipped")])
+    archive.archive_results(agent, "s1", [("r1", "order shipped")])
     archive.recover(agent, "s1", "r1")  # r3, a copy that shares r1's original
     put(archive, agent, "kb:refunds", "refund window is 30 days")  # shares r2's original
     archive.record(agent, "s10", "orders.lookup", "order O-2000: pending")  # an id with s1 as prefix

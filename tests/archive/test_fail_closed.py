@@ -13,7 +13,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +133,7 @@ def test_every_operation_fails_closed_when_the_store_is_gone(
     archive.store.engine = create_engine(_dead_url(db_url, tmp_path))
     operations: list[Callable[[], object]] = [
         lambda: archive.record(agent, "s1", "t", "x"),
-        lambda: archive.archive(agent, "s1", [("r1", "note")]),
+        lambda: archive.archive_results(agent, "s1", [("r1", "note")]),
         lambda: archive.live_view(agent, "s1"),
         lambda: archive.recover(agent, "s1", "r1"),
         lambda: archive.put_evidence(agent, EvidenceInput(evidence_id="kb", body="v2", source="doc")),
@@ -188,13 +187,13 @@ MID_TRANSACTION: dict[str, Case] = {
     ),
     "remember_new_key": (
         "INSERT INTO outbox",
-        lambda a, ag, ad: a.remember(ag, "user-7", "mood", "ok", "user_claim", ttl=timedelta(hours=1)),
+        lambda a, ag, ad: a.remember(ag, "user-7", "mood", "ok", "user_claim", ttl_seconds=3600),
     ),
     "create_summary": ("INSERT INTO outbox", lambda a, ag, ad: a.create_summary(ag, "s2", ["evidence:kb"])),
     "record": ("INSERT INTO tool_results", lambda a, ag, ad: a.record(ag, "s1", "t", "a new original")),
     "archive": (
         "INSERT INTO audit_events",
-        lambda a, ag, ad: a.archive(ag, "s1", [("r1", "n1"), ("r2", "n2")]),
+        lambda a, ag, ad: a.archive_results(ag, "s1", [("r1", "n1"), ("r2", "n2")]),
     ),
     "delete_evidence": ("INSERT INTO audit_events", lambda a, ag, ad: a.delete_evidence(ad, "kb")),
     "delete_session": ("INSERT INTO audit_events", lambda a, ag, ad: a.delete_session(ad, "s1")),
@@ -225,7 +224,7 @@ def test_a_connection_failure_mid_transaction_changes_nothing(
         history = archive.evidence_history(agent, "kb")
         assert [(h.version, h.status) for h in history] == [(1, "superseded"), (2, "active")]
         assert archive.get_evidence(agent, "kb", with_content=True)[1] == b"v2"
-        assert archive.archive(agent, "s1", [("r1", "n1")]).archived == ("r1",)
+        assert archive.archive_results(agent, "s1", [("r1", "n1")]).archived == ("r1",)
         assert archive.verify_audit(admin).ok
     finally:
         archive.close()

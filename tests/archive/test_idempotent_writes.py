@@ -12,7 +12,6 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -105,7 +104,7 @@ def put_batch(*bodies: str, evidence_id: str = "ev-batch") -> Call:
 
 def remember(owner: str = "pat-7", key_: str = "allergy", value: str = "penicillin", **kw: Any) -> Call:
     provenance = kw.pop("provenance", "user_claim")
-    kw.setdefault("ttl", timedelta(days=30))  # with a TTL every call without a key is a new version
+    kw.setdefault("ttl_seconds", 30 * 86_400)  # with a TTL every call without a key is a new version
     return lambda a, p, key: a.remember(p, owner, key_, value, provenance, idempotency_key=key, **kw)
 
 
@@ -199,8 +198,8 @@ WRITES = (
             ("another owner", remember(owner="pat-8")),
             ("another key", remember(key_="diet")),
             ("another provenance", remember(provenance="user_correction")),
-            ("another ttl", remember(ttl=timedelta(days=31))),
-            ("no ttl", remember(ttl=None)),
+            ("another ttl", remember(ttl_seconds=31 * 86_400)),
+            ("no ttl", remember(ttl_seconds=None)),
         ),
         rows(t.memory_facts),
         1,
@@ -383,7 +382,7 @@ def test_a_failed_write_leaves_its_key_free(archive: Archive) -> None:
 
 def test_a_replayed_record_is_the_result_as_recorded_though_it_was_archived_since(archive: Archive) -> None:
     first = archive.record(A, "s1", "search.web", "the page", idempotency_key=KEY)
-    archive.archive(A, "s1", [("r1", "a search result")])
+    archive.archive_results(A, "s1", [("r1", "a search result")])
     again = archive.record(A, "s1", "search.web", "the page", idempotency_key=KEY)
     assert again == first and again.state == "live"
     assert [r.result_id for r in archive.list_results(A, "s1")] == ["r1"]

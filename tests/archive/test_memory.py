@@ -159,9 +159,8 @@ def wait_past(moment: datetime | None) -> None:
 
 
 def test_ttl_hides_an_expired_fact_at_read_time(archive: Archive, agent: Principal) -> None:
-    ttl = timedelta(milliseconds=300)
-    fact = archive.remember(agent, "user-7", "mood", "hungry", "user_claim", ttl=ttl).fact
-    assert fact.expires_at is not None and fact.expires_at == fact.created_at + ttl
+    fact = archive.remember(agent, "user-7", "mood", "hungry", "user_claim", ttl_seconds=0.3).fact
+    assert fact.expires_at is not None and fact.expires_at == fact.created_at + timedelta(milliseconds=300)
     visible = archive.current(agent, "user-7", "mood")
     assert visible is not None and visible.value == "hungry"
     assert [f.key for f in archive.facts(agent, "user-7")] == ["mood"]
@@ -172,7 +171,7 @@ def test_ttl_hides_an_expired_fact_at_read_time(archive: Archive, agent: Princip
 
     # A short-lived correction does not bring the superseded value back when it expires.
     archive.remember(agent, "user-7", "city", "Berlin", "user_claim")
-    paris = archive.remember(agent, "user-7", "city", "Paris", "user_claim", ttl=ttl).fact
+    paris = archive.remember(agent, "user-7", "city", "Paris", "user_claim", ttl_seconds=0.3).fact
     assert paris.expires_at is not None
     assert archive.current(agent, "user-7", "city", at=paris.expires_at) is None
 
@@ -288,8 +287,8 @@ BAD_INPUT: list[tuple[str, str, str, str, dict[str, Any], str]] = [
     ("user-7", "timezone", "U\x00TC", "user_claim", {}, "value"),
     ("user-7", "timezone", "x" * 8001, "user_claim", {}, "value"),
     ("user-7", "timezone", "UTC", "gossip", {}, "provenance"),
-    ("user-7", "timezone", "UTC", "user_claim", {"ttl": timedelta(0)}, "ttl"),
-    ("user-7", "timezone", "UTC", "user_claim", {"ttl": timedelta(seconds=-1)}, "ttl"),
+    ("user-7", "timezone", "UTC", "user_claim", {"ttl_seconds": 0}, "ttl_seconds"),
+    ("user-7", "timezone", "UTC", "user_claim", {"ttl_seconds": -1}, "ttl_seconds"),
     ("user-7", "timezone", "UTC", "user_claim", {"derived_from": "doc:7"}, "derived_from"),
     ("user-7", "timezone", "UTC", "user_claim", {"derived_from": "result:s1/7"}, "result_id"),
     # A model inference is validated like any fact before it is turned away as a candidate.

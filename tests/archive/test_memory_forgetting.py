@@ -63,11 +63,11 @@ def wait_past(moment: datetime | None) -> None:
 def test_an_expired_fact_reads_expired_and_the_purge_deletes_it(
     archive: Archive, agent: Principal, admin: Principal
 ) -> None:
-    ttl = timedelta(milliseconds=300)
+    ttl = 0.3
     archive.remember(agent, "user-7", "city", "Berlin", "user_claim")  # no TTL: kept as history
-    paris = archive.remember(agent, "user-7", "city", "Paris-marker-7f3a", "user_claim", ttl=ttl).fact
-    mood = archive.remember(agent, "user-7", "mood", "hungry-marker-91c2", "user_claim", ttl=ttl).fact
-    lasting = archive.remember(agent, "user-7", "diet", "vegan", "user_claim", ttl=timedelta(days=1)).fact
+    paris = archive.remember(agent, "user-7", "city", "Paris-marker-7f3a", "user_claim", ttl_seconds=ttl).fact
+    mood = archive.remember(agent, "user-7", "mood", "hungry-marker-91c2", "user_claim", ttl_seconds=ttl).fact
+    lasting = archive.remember(agent, "user-7", "diet", "vegan", "user_claim", ttl_seconds=86_400).fact
     assert paris.status == "active"
     wait_past(max(paris.expires_at, mood.expires_at))  # type: ignore[type-var]
 
@@ -126,9 +126,9 @@ def test_the_scheduled_purge_covers_every_tenant_and_only_what_expired(
     archive: Archive, agent: Principal, other_tenant: Principal
 ) -> None:
     day = timedelta(days=1)
-    archive.remember(agent, "user-7", "k", "a", "user_claim", ttl=day)
-    archive.remember(other_tenant, "user-7", "k", "b", "user_claim", ttl=day)
-    archive.remember(agent, "user-8", "k", "c", "user_claim", ttl=3 * day)
+    archive.remember(agent, "user-7", "k", "a", "user_claim", ttl_seconds=day.total_seconds())
+    archive.remember(other_tenant, "user-7", "k", "b", "user_claim", ttl_seconds=day.total_seconds())
+    archive.remember(agent, "user-8", "k", "c", "user_claim", ttl_seconds=3 * day.total_seconds())
     assert archive.purge_expired_everywhere() == []  # nothing has expired yet
     receipts = archive.purge_expired_everywhere(now=datetime.now(UTC) + 2 * day)
     assert sorted((r.tenant_id, r.memory_facts) for r in receipts) == [
@@ -150,8 +150,8 @@ def test_one_tenant_failing_its_purge_does_not_stop_the_others(
     from mnemo_sea.archive import IntegrityError, memory
 
     day = timedelta(days=1)
-    archive.remember(agent, "user-7", "k", "a", "user_claim", ttl=day)
-    archive.remember(other_tenant, "user-7", "k", "b", "user_claim", ttl=day)
+    archive.remember(agent, "user-7", "k", "a", "user_claim", ttl_seconds=day.total_seconds())
+    archive.remember(other_tenant, "user-7", "k", "b", "user_claim", ttl_seconds=day.total_seconds())
     purge = memory.purge_expired
 
     def failing_for_clinic(store: object, principal: Principal, **kw: object) -> object:
@@ -277,7 +277,7 @@ def test_a_user_claim_does_not_silently_supersede_a_user_correction(archive: Arc
     assert current is not None and current.value == "Europe/Paris"
 
     # An expired higher-ranked fact is no longer current: it does not block a new value.
-    archive.remember(me, "user-7", "mood", "tired", "user_correction", ttl=timedelta(milliseconds=200))
+    archive.remember(me, "user-7", "mood", "tired", "user_correction", ttl_seconds=0.2)
     time.sleep(0.25)
     after = archive.remember(me, "user-7", "mood", "fine", "user_claim")
     assert after.persisted and after.fact.version == 2

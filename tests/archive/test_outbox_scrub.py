@@ -31,9 +31,9 @@ def test_a_deletion_empties_its_targets_rows_and_nothing_else(
     archive: Archive, agent: Principal, admin: Principal, other_tenant: Principal
 ) -> None:
     archive.record(agent, "s", "t", "secret original")
-    archive.archive(agent, "s", [ArchiveTarget("r1", "secret note")])
+    archive.archive_results(agent, "s", [ArchiveTarget("r1", "secret note")])
     archive.record(agent, "kept", "t", "other original")
-    archive.archive(agent, "kept", [ArchiveTarget("r1", "kept note")])
+    archive.archive_results(agent, "kept", [ArchiveTarget("r1", "kept note")])
     with archive.store.write() as conn:  # another tenant's row about the same ids
         enqueue(conn, other_tenant.tenant_id, "index_upsert", "tool_result", "s/r1", {"note": "theirs"})
     with archive.store.write() as conn:  # a drainer applied the first cache purge

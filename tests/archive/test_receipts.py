@@ -186,7 +186,7 @@ def test_a_rewound_chain_passes_alone_but_not_against_an_anchor_or_a_receipt(
     archive: Archive, agent: Principal, admin: Principal
 ) -> None:
     archive.record(agent, "s1", "orders.lookup", "order O-1042: shipped")
-    archive.archive(agent, "s1", [("r1", "order shipped")])  # event 1
+    archive.archive_results(agent, "s1", [("r1", "order shipped")])  # event 1
     receipt = deleted(archive, agent, admin)  # event 2
     anchor = archive.audit_anchor(admin)
     assert (anchor.tenant_id, anchor.seq, anchor.hash) == ("clinic-a", 2, receipt.audit_hash)

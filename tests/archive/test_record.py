@@ -86,10 +86,10 @@ def test_ids_are_independent_per_tenant(archive: Archive, agent: Principal, othe
 def test_ids_are_never_reused_after_archive_and_recover(archive: Archive, agent: Principal) -> None:
     archive.record(agent, "s1", "tool", "one")
     archive.record(agent, "s1", "tool", "two")
-    archive.archive(agent, "s1", [("r1", "first result")])
+    archive.archive_results(agent, "s1", [("r1", "first result")])
     assert archive.recover(agent, "s1", "r1").appended.result_id == "r3"
     assert archive.record(agent, "s1", "tool", "three").result_id == "r4"
-    archive.archive(agent, "s1", [("r3", "recovered copy set aside"), ("r2", "second")])
+    archive.archive_results(agent, "s1", [("r3", "recovered copy set aside"), ("r2", "second")])
     assert archive.recover(agent, "s1", "r3").appended.result_id == "r5"
     assert archive.recover(agent, "s1", "r2").appended.result_id == "r6"
     assert archive.record(agent, "s1", "tool", "four").result_id == "r7"
@@ -195,7 +195,7 @@ def test_non_utf8_bytes_are_stored_and_recovered_byte_exact(archive: Archive, ag
     assert p.media_type == "application/octet-stream"
     assert r.content_sha256 == hashlib.sha256(latin1).hexdigest()
 
-    archive.archive(agent, "s1", [("r1", "catalog page in cp1252"), ("r2", "camera image")])
+    archive.archive_results(agent, "s1", [("r1", "catalog page in cp1252"), ("r2", "camera image")])
     back = archive.recover(agent, "s1", "r1")
     assert back.content == latin1
     assert back.text is None
@@ -211,7 +211,7 @@ def test_nul_bytes_in_text_round_trip(archive: Archive, agent: Principal) -> Non
     assert r.size == len(text.encode("utf-8"))
     raw = b"\x00" * 5 + b"payload\x00"
     archive.record(agent, "s1", "tool", raw, media_type="application/octet-stream")
-    archive.archive(agent, "s1", [("r1", "text with NULs"), ("r2", "binary with NULs")])
+    archive.archive_results(agent, "s1", [("r1", "text with NULs"), ("r2", "binary with NULs")])
     recovered = archive.recover(agent, "s1", "r1")
     assert recovered.content == text.encode("utf-8")
     assert recovered.text == text

@@ -78,7 +78,7 @@ def test_recover_returns_the_exact_original_as_a_new_historical_result(
         )
         for i, (content, media) in enumerate(originals)
     ]
-    archive.archive(agent, "s1", [(r.result_id, f"note {r.result_id}") for r in recorded])
+    archive.archive_results(agent, "s1", [(r.result_id, f"note {r.result_id}") for r in recorded])
 
     for n, (r, (content, _)) in enumerate(zip(recorded, originals, strict=True)):
         data = content.encode("utf-8") if isinstance(content, str) else content
@@ -138,7 +138,7 @@ def test_time_sensitive_classes_carry_a_requery_warning(
 ) -> None:
     for cls in TIME_SENSITIVE:
         archive.record(agent, "s1", "shop.lookup", f"{cls}: 42", policy_class=cls, observed_at=T0)
-    archive.archive(agent, "s1", [(f"r{i}", "was 42") for i in range(1, len(TIME_SENSITIVE) + 1)])
+    archive.archive_results(agent, "s1", [(f"r{i}", "was 42") for i in range(1, len(TIME_SENSITIVE) + 1)])
     for i, cls in enumerate(TIME_SENSITIVE, start=1):
         with subtests.test(policy_class=cls):
             got = archive.recover(agent, "s1", f"r{i}")
@@ -152,7 +152,7 @@ def test_time_sensitive_classes_carry_a_requery_warning(
 def test_other_classes_carry_no_warning_and_the_set_is_policy(archive: Archive, agent: Principal) -> None:
     for cls in ("default", "search_result", "shipment_status", "prices"):
         archive.record(agent, "s1", "tool", f"{cls} data", policy_class=cls)
-    archive.archive(agent, "s1", [(f"r{i}", "set aside") for i in range(1, 5)])
+    archive.archive_results(agent, "s1", [(f"r{i}", "set aside") for i in range(1, 5)])
     for i in range(1, 5):
         got = archive.recover(agent, "s1", f"r{i}")
         assert got.staleness_warning is None
@@ -166,7 +166,7 @@ def test_other_classes_carry_no_warning_and_the_set_is_policy(archive: Archive, 
     )
     weather.record(agent, "s1", "forecast", "sunny", policy_class="weather")
     weather.record(agent, "s1", "shop", "price 3", policy_class="price")
-    weather.archive(agent, "s1", [("r9", "sunny"), ("r10", "price 3")])
+    weather.archive_results(agent, "s1", [("r9", "sunny"), ("r10", "price 3")])
     assert weather.recover(agent, "s1", "r9").staleness_warning is not None
     assert weather.recover(agent, "s1", "r10").staleness_warning is None
 
@@ -177,7 +177,7 @@ def test_other_classes_carry_no_warning_and_the_set_is_policy(archive: Archive, 
 def test_history_is_never_rewritten(archive: Archive, agent: Principal) -> None:
     archive.record(agent, "s1", "inventory.check", "stock: 3", policy_class="stock", observed_at=T0)
     archive.record(agent, "s1", "notes", "other")
-    archive.archive(agent, "s1", [("r1", "stock was 3 at 09:00")])
+    archive.archive_results(agent, "s1", [("r1", "stock was 3 at 09:00")])
     with archive.store.read() as conn:
         original_rows = {
             name: conn.execute(select(table).where(table.c.result_no == 1)).all()
@@ -198,7 +198,7 @@ def test_history_is_never_rewritten(archive: Archive, agent: Principal) -> None:
     assert [results[x].recovered_from for x in ("r3", "r4")] == ["r1", "r1"]
 
     # A recovered copy is a result like any other: it can be archived and recovered in turn.
-    archive.archive(agent, "s1", [("r3", "the copy, set aside")])
+    archive.archive_results(agent, "s1", [("r3", "the copy, set aside")])
     third = archive.recover(agent, "s1", "r3")
     assert third.appended.result_id == "r5"
     assert third.appended.recovered_from == "r3"
@@ -214,7 +214,7 @@ def test_recover_refuses_live_unknown_and_malformed_ids_without_appending(
 ) -> None:
     archive.record(agent, "s1", "tool", "live one")
     archive.record(agent, "s1", "tool", "archived one")
-    archive.archive(agent, "s1", [("r2", "set aside")])
+    archive.archive_results(agent, "s1", [("r2", "set aside")])
     archive.recover(agent, "s1", "r2")  # r3: a live recovered copy
     before = snapshot(archive)
 
@@ -249,7 +249,7 @@ def test_a_tampered_original_is_an_integrity_error_and_nothing_is_appended(
 ) -> None:
     r = archive.record(agent, "s1", "lab.report", "potassium 4.1 mmol/L")
     archive.record(agent, "s1", "notes", "untouched")
-    archive.archive(agent, "s1", [("r1", "lab report"), ("r2", "notes")])
+    archive.archive_results(agent, "s1", [("r1", "lab report"), ("r2", "notes")])
     tamper(archive, agent.tenant_id, r.content_sha256, b"potassium 9.9 mmol/L")
     before = snapshot(archive)
 
@@ -278,7 +278,7 @@ def test_forbidden_recoveries_are_audited_and_append_nothing(
     low = Principal("clinic-a", "agent-low", frozenset({Role.AGENT}), Sensitivity.INTERNAL)
     archive.record(agent, "s1", "chart.get", "confidential chart", sensitivity="confidential")
     archive.record(agent, "s1", "hours.get", "open 9-18", sensitivity="public")
-    archive.archive(agent, "s1", [("r1", "chart"), ("r2", "hours")])
+    archive.archive_results(agent, "s1", [("r1", "chart"), ("r2", "hours")])
     before = snapshot(archive)
 
     with pytest.raises(Forbidden) as no_role:

@@ -205,18 +205,18 @@ def test_random_sequences_keep_the_archive_invariants(store: Archive, data: st.D
             before = None if valid else tenant_rows(store, agent.tenant_id)
             if size == 0 or size > MAX_BATCH:
                 with pytest.raises(InvalidInput):
-                    store.archive(agent, session, [(r, n) for r, n, _ in batch])
+                    store.archive_results(agent, session, [(r, n) for r, n, _ in batch])
                 assert tenant_rows(store, agent.tenant_id) == before
             elif any(s != "ok" for s in expected):
                 only_conflicts = all(s in ("ok", "already_archived") for s in expected)
                 with pytest.raises(BatchRejected) as err:
-                    store.archive(agent, session, [(r, n) for r, n, _ in batch])
+                    store.archive_results(agent, session, [(r, n) for r, n, _ in batch])
                 assert isinstance(err.value, ArchiveConflict) == only_conflicts
                 assert [s.status for s in err.value.targets] == expected
                 # An invalid batch changes no state at all.
                 assert tenant_rows(store, agent.tenant_id) == before
             else:
-                receipt = store.archive(agent, session, [(r, n) for r, n, _ in batch])
+                receipt = store.archive_results(agent, session, [(r, n) for r, n, _ in batch])
                 assert receipt.archived == tuple(r for r, _, _ in batch)
                 for rid, note, _ in batch:
                     model.results[rid].state = "archived"
@@ -272,7 +272,7 @@ def test_random_sequences_keep_the_archive_invariants(store: Archive, data: st.D
         lambda: store.list_results(stranger, session),
         lambda: store.live_view(stranger, session),
         lambda: store.recover(stranger, session, "r1"),
-        lambda: store.archive(stranger, session, [("r1", "mine now")]),
+        lambda: store.archive_results(stranger, session, [("r1", "mine now")]),
     ):
         with pytest.raises(NotFound):
             call()
@@ -364,6 +364,8 @@ def test_tenants_never_see_each_others_results(store: Archive, writes: list[tupl
                 continue
             listed = store.list_results(principal, session)
             assert [r.result_id for r in listed] == [f"r{n}" for n in range(1, len(mine) + 1)]
-            store.archive(principal, session, [(r.result_id, "set aside") for r in listed[:MAX_BATCH]])
+            store.archive_results(
+                principal, session, [(r.result_id, "set aside") for r in listed[:MAX_BATCH]]
+            )
             for r, content in zip(listed[:MAX_BATCH], mine, strict=False):
                 assert store.recover(principal, session, r.result_id).content == content

@@ -11,14 +11,16 @@ def test_record_archive_recover_round_trip(archive: Archive, agent: Principal) -
     assert (r1.result_id, r2.result_id) == ("r1", "r2")
 
     with pytest.raises(BatchRejected) as rejected:
-        archive.archive(agent, "s1", [{"id": "r1", "note": "timeout"}, {"id": "r7", "note": "x"}])
+        archive.archive_results(agent, "s1", [{"id": "r1", "note": "timeout"}, {"id": "r7", "note": "x"}])
     assert {t.result_id: t.status for t in rejected.value.targets} == {"r1": "ok", "r7": "unknown"}
     assert all(r.state == "live" for r in archive.list_results(agent, "s1"))
 
-    receipt = archive.archive(agent, "s1", [{"id": "r1", "note": "logistics timed out"}, ("r2", "stock 3")])
+    receipt = archive.archive_results(
+        agent, "s1", [{"id": "r1", "note": "logistics timed out"}, ("r2", "stock 3")]
+    )
     assert receipt.archived == ("r1", "r2")
     with pytest.raises(ArchiveConflict):
-        archive.archive(agent, "s1", [("r1", "again")])
+        archive.archive_results(agent, "s1", [("r1", "again")])
 
     recovered = archive.recover(agent, "s1", "r2")
     assert recovered.content == b"stock: 3"

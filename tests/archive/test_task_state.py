@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -552,7 +551,7 @@ def test_the_supersede_chain_keeps_every_version_readable(
 
 def test_memory_and_result_citations(archive: Archive, agent: Principal) -> None:
     archive.remember(agent, "bob", "address", "Main St 1", "user_claim")
-    archive.remember(agent, "bob", "old", "gone soon", "user_claim", ttl=timedelta(seconds=30))
+    archive.remember(agent, "bob", "old", "gone soon", "user_claim", ttl_seconds=30)
     result = archive.record(agent, S, "crm", "bob lives at Main St 1")
     state = archive.update_task_state(
         agent,

@@ -145,8 +145,7 @@ def test_an_index_without_validity_is_dropped_at_hydration_and_repaired_by_fsck(
 
 
 def test_a_fact_with_a_ttl_answers_until_its_expiry(mnemo: Mnemo) -> None:
-    ttl = timedelta(seconds=0.4)
-    written = mnemo.remember(AGENT, "u-2", "stock", "okapi food: 3 bags", "tool_fact", ttl=ttl)
+    written = mnemo.remember(AGENT, "u-2", "stock", "okapi food: 3 bags", "tool_fact", ttl_seconds=0.4)
     assert written.fact.expires_at is not None
     while datetime.now(UTC) <= written.fact.expires_at:
         time.sleep(0.05)

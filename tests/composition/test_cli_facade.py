@@ -162,7 +162,7 @@ def test_session_record_archive_live_recover(data: Path, tmp_path: Path) -> None
     assert "GET /orders" not in live["text"]  # stubs, not the archived originals
 
     recovered_log = ok_json("session", "recover", "s-1", "r1", "--data-dir", data, *AGENT)
-    assert recovered_log["text"] == log.read_text() and recovered_log["appended"] == "r3"
+    assert recovered_log["content"] == log.read_text() and recovered_log["appended"] == "r3"
     assert "[binary original" not in recovered_log["rendered"] and "GET /orders" in recovered_log["rendered"]
     assert recovered_log["staleness_warning"] is None  # a logistics log is not time-sensitive
 

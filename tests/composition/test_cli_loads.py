@@ -250,7 +250,7 @@ def test_session_record_of_a_text_file_is_text_everywhere(folder: Path, tmp_path
     assert "GET /orders/O-1042" in live["text"] and "[binary original" not in live["text"]
     ok("session", "archive", "s-2", "r1=a timeout", *common)
     recovered = ok("session", "recover", "s-2", "r1", *common)
-    assert recovered["text"] == log.read_text() and "[binary original" not in recovered["rendered"]
+    assert recovered["content"] == log.read_text() and "[binary original" not in recovered["rendered"]
 
 
 # ---- item 11/12: human output and the new commands ---------------------------------------------------
@@ -277,9 +277,9 @@ def test_sessions_evidence_and_summaries_from_the_command_line(folder: Path, tmp
     assert ok("session", "list", "--data-dir", folder, "--tenant", "shop-b")["sessions"] == []
 
     current = ok("evidence", "get", "kb:hay", *common)
-    assert current["version"] == 2 and current["text"] == rows[1]["body"]
+    assert current["version"] == 2 and current["content"] == rows[1]["body"]
     first = ok("evidence", "get", "kb:hay", "--version", "1", *common)
-    assert first["status"] == "superseded" and first["text"] == rows[0]["body"]
+    assert first["status"] == "superseded" and first["content"] == rows[0]["body"]
     before = ok("evidence", "get", "kb:hay", "--as-of", first["recorded_at"], *common)
     assert before["version"] == 1
     human = cli("evidence", "get", "kb:water", *common)

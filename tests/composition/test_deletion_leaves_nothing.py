@@ -16,7 +16,6 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import closing
-from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -215,7 +214,7 @@ def test_forgotten_and_purged_memory_leaves_no_byte_in_tables_or_files(
         receipt = m.forget(AGENT, "u-1", "pet")
         gone = [old, new]
     else:  # the expired first version goes, the second (no TTL) stays current
-        m.remember(AGENT, "u-1", "pet", f"dog {old}", provenance="user_claim", ttl=timedelta(seconds=1))
+        m.remember(AGENT, "u-1", "pet", f"dog {old}", provenance="user_claim", ttl_seconds=1)
         time.sleep(1.1)
         m.remember(AGENT, "u-1", "pet", f"cat {new}", provenance="user_claim")
         found = m.purge_expired(ADMIN)

@@ -26,7 +26,7 @@ def test_out_of_range_times_are_invalid_input(mnemo: Mnemo) -> None:
     with pytest.raises(InvalidInput):
         mnemo.search(A_AGENT, "x", as_of=edge)
     with pytest.raises(InvalidInput):
-        mnemo.remember(A_AGENT, "alice", "pet", "cat", "user_claim", ttl=timedelta(days=100_000))
+        mnemo.remember(A_AGENT, "alice", "pet", "cat", "user_claim", ttl_seconds=100_000 * 86_400)
     key, _ = create_key(mnemo.archive.store, tenant_id="ta", subject="agent-a", roles=["agent"])
     client = TestClient(create_app(mnemo))
     headers = {"Authorization": f"Bearer {key}"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -44,7 +44,7 @@ def memory_hits(mnemo: Mnemo) -> list[str]:
 
 
 def test_purge_removes_an_expired_fact_from_archive_index_and_caches(mnemo: Mnemo) -> None:
-    fact = mnemo.remember(AGENT, "owner-1", "gate", MARKER, "user_claim", ttl=timedelta(seconds=1.5)).fact
+    fact = mnemo.remember(AGENT, "owner-1", "gate", MARKER, "user_claim", ttl_seconds=1.5).fact
     assert memory_hits(mnemo) == ["memory:owner-1/gate"]  # also caches the search's pointers
     assert points(mnemo, "owner-1", "gate") > 0
     assert fact.expires_at is not None
@@ -110,7 +110,7 @@ def test_a_running_worker_forgets_an_expired_fact(tmp_path: Path) -> None:
     mnemo.sync_writes = False  # as in server mode: the worker applies the outbox
     stop = threading.Event()
     try:
-        mnemo.remember(AGENT, "owner-1", "gate", MARKER, "user_claim", ttl=timedelta(milliseconds=200))
+        mnemo.remember(AGENT, "owner-1", "gate", MARKER, "user_claim", ttl_seconds=0.2)
         mnemo.remember(AGENT, "owner-1", "name", "Ada", "user_claim")
         stats: list[object] = []
         thread = threading.Thread(

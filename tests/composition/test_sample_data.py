@@ -267,7 +267,9 @@ def test_the_script_records_into_an_archive_and_obeys_its_policy(archive: Archiv
             protected = [c for c in session.calls if DEFAULT_POLICY.is_protected(c.policy_class)]
             for call in protected:
                 with pytest.raises(BatchRejected) as err:
-                    archive.archive(who, session.session_id, [(ids[call.label], call.archive_note or "x")])
+                    archive.archive_results(
+                        who, session.session_id, [(ids[call.label], call.archive_note or "x")]
+                    )
                 assert err.value.targets[0].status == "protected"
 
             notes = [
@@ -275,7 +277,7 @@ def test_the_script_records_into_an_archive_and_obeys_its_policy(archive: Archiv
                 for c in session.calls
                 if c.archive_note and not DEFAULT_POLICY.is_protected(c.policy_class)
             ]
-            receipt = archive.archive(who, session.session_id, notes)
+            receipt = archive.archive_results(who, session.session_id, notes)
             assert len(receipt.archived) == len(notes) >= 3
             view = archive.live_view(who, session.session_id)
             for call in protected:

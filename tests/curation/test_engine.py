@@ -224,14 +224,14 @@ def test_gate_fails_when_a_tampered_original_is_served(monkeypatch: pytest.Monke
 
 
 def test_gate_fails_when_a_bad_batch_half_applies(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = ArchiveApi.archive
+    real = ArchiveApi.archive_results
 
     def partial(self: ArchiveApi, principal: Any, session_id: str, targets: Any, **kw: Any) -> Any:
         good = [x for x in targets if x[0] == "r1"]
         real(self, principal, session_id, good)
         raise BatchRejected([TargetStatus("r9", "unknown", "no such result")], "half applied")
 
-    monkeypatch.setattr(ArchiveApi, "archive", partial)
+    monkeypatch.setattr(ArchiveApi, "archive_results", partial)
     check = gates._fresh(gates.check_bad_batch, "bad_batch", None)
     assert not check.passed and "changed" in check.reason
 

@@ -89,7 +89,7 @@ def test_assemble_context_answers_the_libraries_accounting(mnemo: Mnemo, session
         # The agent frees room as the description says: archive with a note, assemble again.
         archived = await client.call_tool(
             "archive_results",
-            {"session_id": session_id, "results": [{"result_id": "r1", "note": "lab log: all normal"}]},
+            {"session_id": session_id, "targets": [{"result_id": "r1", "note": "lab log: all normal"}]},
         )
         assert not archived.is_error
         again = payload(await client.call_tool("assemble_context", arguments))

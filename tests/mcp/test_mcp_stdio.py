@@ -50,15 +50,15 @@ def test_stdio_server_runs_the_tools_as_the_configured_principal(tmp_path: Path)
                 assert recorded["result_id"] == "r1"
                 await session.call_tool(
                     "archive_results",
-                    {"session_id": "visit-1", "results": [{"result_id": "r1", "note": "thorax clear"}]},
+                    {"session_id": "visit-1", "targets": [{"result_id": "r1", "note": "thorax clear"}]},
                 )
                 recovered = payload(
                     await session.call_tool("recover_result", {"session_id": "visit-1", "result_id": "r1"})
                 )
-                assert recovered["text"] == REPORT
+                assert recovered["content"] == REPORT
                 assert recovered["content_sha256"] == hashlib.sha256(REPORT.encode()).hexdigest()
                 refused = await session.call_tool(
-                    "archive_results", {"session_id": "visit-1", "results": "r1"}
+                    "archive_results", {"session_id": "visit-1", "targets": "r1"}
                 )
                 assert refused.is_error and payload(refused)["error"] == "invalid_input"
 

@@ -50,7 +50,7 @@ def test_all_tools_are_listed_with_descriptions_and_typed_schemas(mnemo: Mnemo) 
         recover = listed["recover_result"].description or ""
         assert "sha256" in recover and "historical" in recover and "staleness" in recover
         assert "check_citations" in (listed["search_evidence"].description or "")
-        assert set(listed["archive_results"].input_schema["required"]) == {"session_id", "results"}
+        assert set(listed["archive_results"].input_schema["required"]) == {"session_id", "targets"}
         assert listed["search_evidence"].annotations is not None
         assert listed["search_evidence"].annotations.read_only_hint is True
 
@@ -90,7 +90,7 @@ def test_record_archive_live_recover_round_trip(mnemo: Mnemo, session_id: str) -
         receipt = payload(
             await client.call_tool(
                 "archive_results",
-                {"session_id": session_id, "results": [{"result_id": "r1", "note": note}]},
+                {"session_id": session_id, "targets": [{"result_id": "r1", "note": note}]},
             )
         )
         assert receipt["archived"] == ["r1"] and receipt["replayed"] is False
@@ -107,7 +107,7 @@ def test_record_archive_live_recover_round_trip(mnemo: Mnemo, session_id: str) -
         recovered = payload(
             await client.call_tool("recover_result", {"session_id": session_id, "result_id": "r1"})
         )
-        assert recovered["text"] == CBC and recovered["content_base64"] is None
+        assert recovered["content"] == CBC and recovered["content_base64"] is None
         assert recovered["content_sha256"] == hashlib.sha256(CBC.encode()).hexdigest()
         assert recovered["size"] == len(CBC.encode())
         assert (recovered["result_id"], recovered["recovered_from"]) == ("r3", "r1")
@@ -117,7 +117,7 @@ def test_record_archive_live_recover_round_trip(mnemo: Mnemo, session_id: str) -
         # Protected evidence never leaves the context, and the rejection names why.
         refused = await client.call_tool(
             "archive_results",
-            {"session_id": session_id, "results": [{"result_id": "r2", "note": "weight 31 kg"}]},
+            {"session_id": session_id, "targets": [{"result_id": "r2", "note": "weight 31 kg"}]},
         )
         assert refused.is_error
         error = payload(refused)
@@ -138,7 +138,7 @@ def test_time_sensitive_result_comes_back_with_a_staleness_warning(mnemo: Mnemo,
         await client.call_tool("record_result", args)
         await client.call_tool(
             "archive_results",
-            {"session_id": session_id, "results": [{"result_id": "r1", "note": "12 boxes in stock"}]},
+            {"session_id": session_id, "targets": [{"result_id": "r1", "note": "12 boxes in stock"}]},
         )
         recovered = payload(
             await client.call_tool("recover_result", {"session_id": session_id, "result_id": "r1"})
@@ -161,7 +161,7 @@ def test_live_context_withholds_what_is_above_the_readers_clearance(mnemo: Mnemo
         )
         await client.call_tool(
             "archive_results",
-            {"session_id": session_id, "results": [{"result_id": "r1", "note": "assessment: owner history"}]},
+            {"session_id": session_id, "targets": [{"result_id": "r1", "note": "assessment: owner history"}]},
         )
 
     async def read(client: Client) -> None:
@@ -198,7 +198,7 @@ def test_search_finds_ingested_evidence_and_archived_notes(mnemo: Mnemo, session
         note = "thorax radiograph: clear, no masses; rules out metastasis"
         await client.call_tool(
             "archive_results",
-            {"session_id": session_id, "results": [{"result_id": "r1", "note": note}]},
+            {"session_id": session_id, "targets": [{"result_id": "r1", "note": note}]},
         )
         notes = payload(
             await client.call_tool(
@@ -280,7 +280,7 @@ def test_archiving_an_unknown_id_rejects_the_whole_batch_with_each_status(
             "archive_results",
             {
                 "session_id": session_id,
-                "results": [{"result_id": "r1", "note": "held a"}, {"result_id": "r7", "note": "held b"}],
+                "targets": [{"result_id": "r1", "note": "held a"}, {"result_id": "r7", "note": "held b"}],
             },
         )
         assert result.is_error
@@ -316,7 +316,7 @@ def test_bad_input_is_invalid_input_naming_the_field(mnemo: Mnemo, session_id: s
         cases: list[tuple[str, dict[str, Any], str]] = [
             ("record_result", {"session_id": session_id, "tool_name": "t"}, "content"),
             ("search_evidence", {"query": "x", "limit": "many"}, "limit"),
-            ("archive_results", {"session_id": session_id, "results": []}, "results"),
+            ("archive_results", {"session_id": session_id, "targets": []}, "targets"),
             ("live_context", {"session_id": session_id, "sesion": "typo"}, "sesion"),
             ("remember", {"owner": "o", "key": "k", "value": "v", "provenance": "rumour"}, "provenance"),
             ("recover_result", {"session_id": session_id, "result_id": "x3"}, "result_id"),

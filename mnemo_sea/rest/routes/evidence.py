@@ -7,19 +7,18 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
-from mnemo_sea.archive import EvidenceRecord
+from mnemo_sea.archive import EvidenceInput, EvidenceRecord
 from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.models import (
-    EvidenceBatchIn,
-    EvidenceIn,
     EvidenceOut,
     IngestOut,
     Page,
-    encode_content,
     page,
 )
 from mnemo_sea.rest.problems import responses
 from mnemo_sea.rest.routes.common import IdempotencyKey, Limit, Offset
+from mnemo_sea.system.json_ready import content_fields
+from mnemo_sea.system.operations import IngestOp
 
 router = APIRouter(prefix="/v1", tags=["evidence"])
 
@@ -31,7 +30,7 @@ router = APIRouter(prefix="/v1", tags=["evidence"])
     responses={**responses(403, 409, 413), 200: {"model": EvidenceRecord, "description": "unchanged"}},
 )
 def put_evidence(
-    body: EvidenceIn,
+    body: EvidenceInput,
     principal: Caller,
     mnemo: System,
     response: Response,
@@ -41,7 +40,7 @@ def put_evidence(
     with the current one when the body is unchanged (nothing was written)."""
     # One record fails with its own error: over the content limit that is a 413, not the 422
     # a batch gives when it lists an oversized item among its problems.
-    report = mnemo.put_evidence(principal, body.to_input(), idempotency_key=idempotency_key)
+    report = mnemo.put_evidence(principal, body, idempotency_key=idempotency_key)
     if report.new_versions == 0:
         response.status_code = status.HTTP_200_OK
     return report.stored[0]
@@ -54,12 +53,10 @@ def put_evidence(
     responses=responses(403, 409, 413),
 )
 def put_evidence_batch(
-    body: EvidenceBatchIn, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
+    body: IngestOp, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
 ) -> IngestOut:
     """Store a batch all or nothing; a 422 names every invalid item and nothing is stored."""
-    report = mnemo.ingest(
-        principal, [item.to_input() for item in body.items], idempotency_key=idempotency_key
-    )
+    report = mnemo.ingest(principal, **body.as_kwargs(), idempotency_key=idempotency_key)
     return IngestOut(stored=list(report.stored), new_versions=report.new_versions, unchanged=report.unchanged)
 
 
@@ -76,8 +73,7 @@ def get_evidence(
     record, body = mnemo.archive.get_evidence(
         principal, evidence_id, version=version, as_of=as_of, with_content=content
     )
-    text, b64 = encode_content(body)
-    return EvidenceOut(record=record, content=text, content_base64=b64)
+    return EvidenceOut(record=record, **({} if body is None else content_fields(body)))
 
 
 @router.get(

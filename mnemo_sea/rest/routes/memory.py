@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from mnemo_sea.archive import DeletionReceipt, MemoryFact, NotFound, RememberOutcome
+from mnemo_sea.archive.operations import RememberOp
 from mnemo_sea.rest.auth import Caller, System
-from mnemo_sea.rest.models import Page, RememberIn, page
+from mnemo_sea.rest.models import Page, page
 from mnemo_sea.rest.problems import responses
 from mnemo_sea.rest.routes.common import IdempotencyKey, Limit, Offset
 
@@ -21,21 +21,11 @@ MemoryKey = Annotated[str, Query(description="the fact's key (letters, digits, .
 
 @router.post("", response_model=RememberOutcome, responses=responses(403, 404, 409, 413))
 def remember(
-    body: RememberIn, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
+    body: RememberOp, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
 ) -> RememberOutcome:
     """Store a fact for an owner, superseding the previous value. A model inference never
     overrides what the user confirmed: it comes back as an unpersisted candidate with a reason."""
-    ttl = None if body.ttl_seconds is None else timedelta(seconds=body.ttl_seconds)
-    return mnemo.remember(
-        principal,
-        body.owner,
-        body.key,
-        body.value,
-        body.provenance,
-        ttl=ttl,
-        derived_from=body.derived_from,
-        idempotency_key=idempotency_key,
-    )
+    return mnemo.remember(principal, **body.as_kwargs(), idempotency_key=idempotency_key)
 
 
 @router.get("/{owner}", response_model=MemoryFact, responses=responses(403, 404))

@@ -7,18 +7,16 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 
-from mnemo_sea.archive import ArchiveReceipt, ArchiveTarget, TaskState, ToolResult
+from mnemo_sea.archive import ArchiveReceipt, TaskState, ToolResult
+from mnemo_sea.archive.operations import MAX_VERSION, ArchiveResultsOp, UpdateTaskStateOp
 from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.models import (
-    MAX_VERSION,
-    ArchiveIn,
     ContextIn,
     ContextOut,
     LiveViewOut,
     Page,
     RecordIn,
     RecoveredOut,
-    TaskStateIn,
     page,
 )
 from mnemo_sea.rest.problems import responses
@@ -40,14 +38,8 @@ def record_result(
     return mnemo.record(
         principal,
         session_id,
-        body.tool_name,
-        body.payload(),
-        arguments=body.arguments,
-        media_type=body.media_type,
-        observed_at=body.observed_at,
-        sensitivity=body.sensitivity,
-        policy_class=body.policy_class,
-        owner=body.owner,
+        content=body.payload(),
+        **body.as_kwargs(exclude={"content", "content_base64"}),
         idempotency_key=idempotency_key,
     )
 
@@ -68,12 +60,15 @@ def live_view(session_id: str, principal: Caller, mnemo: System) -> LiveViewOut:
 
 @router.post("/{session_id}/archive", response_model=ArchiveReceipt, responses=responses(403, 404, 409, 413))
 def archive_results(
-    session_id: str, body: ArchiveIn, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
+    session_id: str,
+    body: ArchiveResultsOp,
+    principal: Caller,
+    mnemo: System,
+    idempotency_key: IdempotencyKey = None,
 ) -> ArchiveReceipt:
     """Archive results all or nothing, each replaced by its note. A 422 (409 when every problem
     is an already-archived target) lists each target's status; nothing changed."""
-    targets = [ArchiveTarget(t.result_id, t.note) for t in body.targets]
-    return mnemo.archive_results(principal, session_id, targets, idempotency_key=idempotency_key)
+    return mnemo.archive_results(principal, session_id, **body.as_kwargs(), idempotency_key=idempotency_key)
 
 
 @router.post(
@@ -93,18 +88,7 @@ def context(session_id: str, body: ContextIn, principal: Caller, mnemo: System) 
     segment (pinned ones are never cut), totals per component, what was left out and why, and
     live results worth archiving. Reads only: nothing is archived. A 422 `context_over_budget`
     names the sizes when the pinned segments alone exceed the budget."""
-    assembled = mnemo.context(
-        principal,
-        session_id,
-        budget_tokens=body.budget_tokens,
-        output_reserve=body.output_reserve,
-        instructions=body.instructions,
-        tools=body.tools,
-        query=body.query,
-        evidence_limit=body.evidence_limit,
-        kinds=body.kinds,
-        candidate_min_tokens=body.candidate_min_tokens,
-    )
+    assembled = mnemo.context(principal, session_id, **body.as_kwargs(exclude={"with_text"}))
     return ContextOut.of(assembled, with_text=body.with_text)
 
 
@@ -130,7 +114,7 @@ def task_state(
 )
 def update_task_state(
     session_id: str,
-    body: TaskStateIn,
+    body: UpdateTaskStateOp,
     principal: Caller,
     mnemo: System,
     idempotency_key: IdempotencyKey = None,
@@ -139,7 +123,7 @@ def update_task_state(
     whole against the current one: a constraint or open item left out needs a release reason,
     or a confirmed fact that settles it with evidence. A 422 `task_state_rejected` lists every
     problem (nothing stored); a 409 names the `current_version` when `expected_version` is stale."""
-    return mnemo.update_task_state(principal, session_id, **body.update(), idempotency_key=idempotency_key)
+    return mnemo.update_task_state(principal, session_id, **body.as_kwargs(), idempotency_key=idempotency_key)
 
 
 @router.get("/{session_id}/task-state/history", response_model=Page[TaskState], responses=responses(403, 404))

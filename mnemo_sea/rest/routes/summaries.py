@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, status
 
 from mnemo_sea.archive import Summary
+from mnemo_sea.archive.operations import CreateSummaryOp
 from mnemo_sea.rest.auth import Caller, System
-from mnemo_sea.rest.models import SummaryIn
 from mnemo_sea.rest.problems import responses
 from mnemo_sea.rest.routes.common import IdempotencyKey
 
@@ -17,12 +17,10 @@ router = APIRouter(prefix="/v1/summaries", tags=["summaries"])
     "", status_code=status.HTTP_201_CREATED, response_model=Summary, responses=responses(403, 404, 409, 413)
 )
 def create_summary(
-    body: SummaryIn, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
+    body: CreateSummaryOp, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
 ) -> Summary:
     """A summary of existing sources; searchable, and deleted with any of them."""
-    return mnemo.create_summary(
-        principal, body.text, body.derived_from, trace_ref=body.trace_ref, idempotency_key=idempotency_key
-    )
+    return mnemo.create_summary(principal, **body.as_kwargs(), idempotency_key=idempotency_key)
 
 
 @router.get("/{summary_id}", response_model=Summary, responses=responses(403, 404))
