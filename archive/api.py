@@ -161,10 +161,6 @@ class Archive:
             lambda: sessions.archive(self.store, principal, session_id, op, idempotency_key=idempotency_key),
         )
 
-    # The name before the operation vocabulary (Mnemo's archive_results), kept while
-    # eval/bench_archive.py still calls it.
-    archive = archive_results
-
     def live_view(self, principal: Principal, session_id: str) -> LiveView:
         """`LiveViewOp`: the session's working context, live results in envelopes and archived
         ones as in-place stubs (see `sessions.live_view`)."""

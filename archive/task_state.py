@@ -36,24 +36,26 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, select, update
+from sqlalchemy import Connection, Row, not_, select, update
 
 from . import schema as t
 from .clock import utcnow
 from .errors import Forbidden, InvalidInput, NotFound, StateConflict, TaskStateRejected
 from .evidence import lock_chain
 from .idempotency import keyed, previous_reply, save_reply
+from .in_force import expired_clause
 from .operations import UpdateTaskStateOp
 from .principal import Principal, Role, Sensitivity, check_identifier
 from .records import ConfirmedFact, ReleasedItem, TaskState, parse_result_id
 from .refs import (
     EVIDENCE_ID,
     EVIDENCE_REF_PREFIX,
-    MEMORY_PREFIX,
-    RESULT_PREFIX,
     SUMMARY_PREFIX,
+    MemoryIndexId,
+    ResultIndexId,
     evidence_ref,
     memory_ref,
+    parse_index_id,
     session_prefix,
 )
 from .sessions import _readable_session, open_session
@@ -79,26 +81,23 @@ def _split_versioned(evidence_id: str) -> tuple[str, int] | None:
     return m.group("base"), int(m.group("version"))
 
 
-def _split_memory(evidence_id: str) -> tuple[str, str]:
-    owner, _, key = evidence_id.removeprefix(MEMORY_PREFIX).partition("/")
-    return owner, key
+def _memory_id(evidence_id: str) -> MemoryIndexId | None:
+    named = parse_index_id(evidence_id)
+    return named if isinstance(named, MemoryIndexId) else None
 
 
-def _split_result(evidence_id: str) -> tuple[str, int] | None:
-    session_id, _, rid = evidence_id.removeprefix(RESULT_PREFIX).rpartition("/")
+def _result_id(evidence_id: str) -> ResultIndexId | None:
+    named = parse_index_id(evidence_id)
+    return named if isinstance(named, ResultIndexId) else None
+
+
+def _split_result(named: ResultIndexId) -> tuple[str, int] | None:
+    """The session and result number a result citation names, if both are well-formed."""
     try:
-        check_identifier("session_id", session_id)
-        return session_id, parse_result_id(rid)
+        check_identifier("session_id", named.session_id)
+        return named.session_id, parse_result_id(named.result_id)
     except InvalidInput:
         return None
-
-
-def _is_result(evidence_id: str) -> bool:
-    return evidence_id.startswith(RESULT_PREFIX) and "/" in evidence_id
-
-
-def _is_memory(evidence_id: str) -> bool:
-    return evidence_id.startswith(MEMORY_PREFIX) and "/" in evidence_id
 
 
 def _lock_cited(conn: Connection, tenant: str, claims: Iterable[Claim]) -> None:
@@ -112,12 +111,13 @@ def _lock_cited(conn: Connection, tenant: str, claims: Iterable[Claim]) -> None:
         eid = claim.evidence_id
         if eid is None or eid.startswith(SUMMARY_PREFIX):
             continue
-        if _is_result(eid):
-            parsed = _split_result(eid)
+        result, memory = _result_id(eid), _memory_id(eid)
+        if result is not None:
+            parsed = _split_result(result)
             if parsed is not None:
                 sessions.add(parsed[0])
-        elif _is_memory(eid):
-            chains.add(("memory", tenant, *_split_memory(eid)))
+        elif memory is not None:
+            chains.add(("memory", tenant, memory.owner, memory.key))
         else:
             chains.add(("evidence", tenant, eid))
             versioned = _split_versioned(eid)
@@ -162,8 +162,8 @@ def _not_found() -> Resolution:
     return Resolution(problem="evidence_not_found", message=_NOT_FOUND)
 
 
-def _resolve_result(conn: Connection, principal: Principal, evidence_id: str) -> Resolution:
-    parsed = _split_result(evidence_id)
+def _resolve_result(conn: Connection, principal: Principal, named: ResultIndexId) -> Resolution:
+    parsed = _split_result(named)
     if parsed is None:
         return _not_found()
     session_id, number = parsed
@@ -188,15 +188,15 @@ def _resolve_result(conn: Connection, principal: Principal, evidence_id: str) ->
     )
     if session is None or row is None:
         return _not_found()
-    return _granted(principal, evidence_id, None, row.sensitivity, session.owner)
+    return _granted(principal, str(named), None, row.sensitivity, session.owner)
 
 
 def _resolve_memory(
-    conn: Connection, principal: Principal, evidence_id: str, now: datetime, *, current: bool
+    conn: Connection, principal: Principal, named: MemoryIndexId, now: datetime, *, current: bool
 ) -> Resolution:
     """A memory fact: a new citation needs its current, unexpired version; a carried one only
     that the fact still exists (a purge or forget removes carried facts through the cascade)."""
-    owner, key = _split_memory(evidence_id)
+    owner, key = named.owner, named.key
     stmt = select(t.memory_facts.c.version).where(
         t.memory_facts.c.tenant_id == principal.tenant_id,
         t.memory_facts.c.owner == owner,
@@ -205,7 +205,7 @@ def _resolve_memory(
     if current:
         stmt = stmt.where(
             t.memory_facts.c.status == "active",
-            (t.memory_facts.c.expires_at.is_(None)) | (t.memory_facts.c.expires_at > now),
+            not_(expired_clause(t.memory_facts.c.expires_at, now)),
         )
     if conn.execute(stmt.limit(1)).first() is None:
         return _not_found()
@@ -220,10 +220,11 @@ def _resolve_new(conn: Connection, principal: Principal, evidence_id: str, now: 
             problem="derived_not_evidence",
             message="a summary is derived text, not evidence: cite the records it was made from",
         )
-    if _is_result(evidence_id):
-        return _resolve_result(conn, principal, evidence_id)
-    if _is_memory(evidence_id):
-        return _resolve_memory(conn, principal, evidence_id, now, current=True)
+    result, memory = _result_id(evidence_id), _memory_id(evidence_id)
+    if result is not None:
+        return _resolve_result(conn, principal, result)
+    if memory is not None:
+        return _resolve_memory(conn, principal, memory, now, current=True)
     row = _evidence_row(conn, tenant, evidence_id, None)
     if row is not None:
         return _granted(principal, evidence_ref(evidence_id), row.version, row.sensitivity, row.owner)
@@ -255,10 +256,11 @@ def _resolve_carried(
     tenant = principal.tenant_id
     if ref is None:  # not written by this module: judged as a new citation
         return _resolve_new(conn, principal, fact.evidence_id, now)
-    if ref.startswith(RESULT_PREFIX):
-        return _resolve_result(conn, principal, fact.evidence_id)
-    if ref.startswith(MEMORY_PREFIX):
-        return _resolve_memory(conn, principal, fact.evidence_id, now, current=False)
+    result, memory = _result_id(ref), _memory_id(ref)
+    if result is not None:
+        return _resolve_result(conn, principal, result)
+    if memory is not None:
+        return _resolve_memory(conn, principal, memory, now, current=False)
     evidence_id = ref.removeprefix(EVIDENCE_REF_PREFIX)
     row = _evidence_row(conn, tenant, evidence_id, fact.version)
     if row is None:
@@ -626,8 +628,9 @@ def _repeats_another_owner(conn: Connection, principal: Principal, refs: Sequenc
     if principal.has(Role.AGENT):
         return False
     cited = [r for r in refs if r is not None]
-    owners = {r.removeprefix(MEMORY_PREFIX).partition("/")[0] for r in cited if r.startswith(MEMORY_PREFIX)}
-    other = source_owner(conn, principal.tenant_id, [r for r in cited if not r.startswith(MEMORY_PREFIX)])
+    memories = [m for m in map(_memory_id, cited) if m is not None]
+    owners = {m.owner for m in memories}
+    other = source_owner(conn, principal.tenant_id, [r for r in cited if _memory_id(r) is None])
     if other is not None:
         owners.add(other)
     return any(not principal.may_act_for(owner) for owner in owners)
@@ -667,10 +670,11 @@ def cited_refs(body_json: str) -> set[str]:
         eid = c.get("evidence_id")
         if not isinstance(eid, str):
             continue
-        if _is_result(eid):
+        memory = _memory_id(eid)
+        if _result_id(eid) is not None:
             found.add(eid)
-        elif _is_memory(eid):
-            found.add(memory_ref(*_split_memory(eid)))
+        elif memory is not None:
+            found.add(memory_ref(memory.owner, memory.key))
         else:
             found.add(evidence_ref(eid))
             versioned = _split_versioned(eid)

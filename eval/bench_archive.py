@@ -88,7 +88,7 @@ def run(
                 targets = [
                     {"id": rid, "note": f"log page {i}: no errors after retry"} for i, rid in enumerate(ids)
                 ]
-                batch_ms.append(_timed(partial(archive.archive, agent, session, targets)))
+                batch_ms.append(_timed(partial(archive.archive_results, agent, session, targets)))
 
             recover: dict[str, Latency] = {}
             for label, size, runs in (
@@ -97,7 +97,7 @@ def run(
             ):
                 session = f"recover-{label}"
                 rid = archive.record(agent, session, "docs.fetch", _log_text(rng, size)).result_id
-                archive.archive(agent, session, [(rid, f"{label} document")])
+                archive.archive_results(agent, session, [(rid, f"{label} document")])
                 recover[label] = _latency(
                     [_timed(partial(archive.recover, agent, session, rid)) for _ in range(runs)]
                 )

@@ -25,7 +25,7 @@ from mnemo_sea.cli.receipt_files import read_json
 from mnemo_sea.cli.sessions import SessionIdArg
 from mnemo_sea.cli.target import IdempotencyKeyOpt, Target, add_command, add_group, open_archive, open_mnemo
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS
-from mnemo_sea.system.json_ready import plain
+from mnemo_sea.system.json_ready import json_ready
 
 if TYPE_CHECKING:
     from mnemo_sea.archive import TaskState
@@ -209,7 +209,7 @@ def task_state_show(
     with open_archive(target) as archive:
         state = archive.task_state(principal, session_id, version=version)
     if as_json:
-        typer.echo(json.dumps(None if state is None else plain(state), ensure_ascii=False, indent=2))
+        typer.echo(json.dumps(None if state is None else json_ready(state), ensure_ascii=False, indent=2))
     elif state is None:
         typer.echo(f"session {session_id} has no task state yet")
     else:
@@ -281,7 +281,7 @@ def task_state_set(
                     typer.echo(f"{p['field']}{item}: {p['problem']}: {p['message']}")
             raise
     if as_json:
-        emit(plain(state), as_json=True)
+        emit(json_ready(state), as_json=True)
         return
     _show_state(state)
 
@@ -293,7 +293,7 @@ def task_state_history(target: Target, session_id: SessionIdArg, as_json: JsonOp
     with open_archive(target) as archive:
         versions = archive.task_state_history(principal, session_id)
     if as_json:
-        emit({"session_id": session_id, "versions": plain(versions)}, as_json=True)
+        emit({"session_id": session_id, "versions": json_ready(versions)}, as_json=True)
         return
     if not versions:
         typer.echo(f"session {session_id} has no task state yet")

@@ -20,7 +20,7 @@ from mnemo_sea.cli.target import (
     open_mnemo,
     parse_as_of,
 )
-from mnemo_sea.system.json_ready import content_fields, plain
+from mnemo_sea.system.json_ready import content_fields, json_ready
 
 # ---- evidence ------------------------------------------------------------------------------------
 
@@ -47,7 +47,7 @@ def evidence_get(
     assert content is not None
     # The original as REST's GET /v1/evidence answers it: text, or base64 for binary bytes.
     original = content_fields(content)
-    data: dict[str, Any] = plain(record) | {"size": len(content)}
+    data: dict[str, Any] = json_ready(record) | {"size": len(content)}
     if as_json:
         emit(data | original, as_json=True)
         return
@@ -67,7 +67,7 @@ def evidence_history(
     with open_archive(target) as archive:
         versions = archive.evidence_history(principal, evidence_id)
     if as_json:
-        emit({"evidence_id": evidence_id, "versions": plain(versions)}, as_json=True)
+        emit({"evidence_id": evidence_id, "versions": json_ready(versions)}, as_json=True)
         return
     for rec in versions:
         ended = f", ended {rec.ended_at.isoformat()}" if rec.ended_at else ""
@@ -85,7 +85,7 @@ def evidence_retract(
     principal = target.principal()
     with open_mnemo(target) as mnemo:
         record = mnemo.retract(principal, evidence_id, reason)
-    emit(plain(record), as_json)
+    emit(json_ready(record), as_json)
 
 
 # ---- summaries -----------------------------------------------------------------------------------
@@ -112,7 +112,7 @@ def summary_create(
         summary = mnemo.create_summary(
             principal, text, derived_from, trace_ref=trace_ref, idempotency_key=idempotency_key
         )
-    emit(plain(summary), as_json)
+    emit(json_ready(summary), as_json)
 
 
 def summary_list(target: Target, limit: LimitOpt = 1000, as_json: JsonOpt = False) -> None:
@@ -121,7 +121,7 @@ def summary_list(target: Target, limit: LimitOpt = 1000, as_json: JsonOpt = Fals
     with open_archive(target) as archive:
         found = archive.list_summaries(principal, limit=check_limit(limit))
     if as_json:
-        emit({"summaries": plain(found)}, as_json=True)
+        emit({"summaries": json_ready(found)}, as_json=True)
         return
     typer.echo(f"{len(found)} summary(ies)")
     for summary in found:
@@ -138,7 +138,7 @@ def summary_get(
     principal = target.principal()
     with open_archive(target) as archive:
         summary = archive.get_summary(principal, summary_id)
-    emit(plain(summary), as_json)
+    emit(json_ready(summary), as_json)
 
 
 def register(app: typer.Typer) -> None:

@@ -20,7 +20,7 @@ from mnemo_sea.cli.target import (
     open_archive,
     open_mnemo,
 )
-from mnemo_sea.system.json_ready import plain
+from mnemo_sea.system.json_ready import json_ready
 
 
 def memory_remember(
@@ -56,7 +56,7 @@ def memory_remember(
             derived_from=derived_from,
             idempotency_key=idempotency_key,
         )
-    emit(plain(outcome), as_json)
+    emit(json_ready(outcome), as_json)
 
 
 def memory_current(
@@ -71,7 +71,7 @@ def memory_current(
         fact = archive.current(principal, owner, key)
     if fact is None:
         raise CliError(f"no current value for {owner}/{key}", EXIT_NOT_FOUND)
-    emit(plain(fact), as_json)
+    emit(json_ready(fact), as_json)
 
 
 def memory_history(
@@ -85,7 +85,7 @@ def memory_history(
     principal = target.principal()
     with open_archive(target) as archive:
         facts = archive.memory_history(principal, owner, key)
-    emit({"owner": owner, "key": key, "versions": plain(facts)}, as_json)
+    emit({"owner": owner, "key": key, "versions": json_ready(facts)}, as_json)
 
 
 def _memory_receipt(receipt: DeletionReceipt, receipt_out: Path | None, as_json: bool) -> None:

@@ -52,7 +52,7 @@ from typer._click.exceptions import UsageError
 from typer.core import TyperCommand, TyperGroup
 
 from mnemo_sea.system import outcomes
-from mnemo_sea.system.json_ready import plain
+from mnemo_sea.system.json_ready import json_ready
 from mnemo_sea.system.outcomes import Category, category_of, outcome_of
 
 P = ParamSpec("P")
@@ -159,7 +159,7 @@ def fail(error: CliError, as_json: bool = False) -> NoReturn:
     message = " ".join(error.message.split())
     if as_json and not error.reported:
         body = {"code": error.code, "message": message, "exit_code": error.exit_code, "detail": error.detail}
-        typer.echo(json.dumps({"error": plain(body)}, ensure_ascii=False, indent=2, default=str))
+        typer.echo(json.dumps({"error": json_ready(body)}, ensure_ascii=False, indent=2, default=str))
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code=error.exit_code)
 

@@ -16,11 +16,11 @@ from mnemo_sea.archive import (
     DeletionReceipt,
 )
 from mnemo_sea.cli.output import CliError
-from mnemo_sea.system.json_ready import plain
+from mnemo_sea.system.json_ready import json_ready
 
 
 def receipt_to_dict(receipt: DeletionReceipt) -> dict[str, Any]:
-    data: dict[str, Any] = plain(receipt)
+    data: dict[str, Any] = json_ready(receipt)
     return data
 
 
@@ -51,7 +51,7 @@ def receipt_from_dict(data: Any) -> DeletionReceipt:
 
 
 def anchor_to_dict(anchor: AuditAnchor) -> dict[str, Any]:
-    data: dict[str, Any] = plain(anchor)
+    data: dict[str, Any] = json_ready(anchor)
     return data
 
 

@@ -23,7 +23,7 @@ from mnemo_sea.cli.target import (
     open_mnemo,
     parse_as_of,
 )
-from mnemo_sea.system.json_ready import content_fields, plain
+from mnemo_sea.system.json_ready import content_fields, json_ready
 
 SessionIdArg = Annotated[str, typer.Argument(help="session id")]
 
@@ -109,7 +109,7 @@ def session_record(
             owner=owner,
             idempotency_key=idempotency_key,
         )
-    emit(plain(result), as_json)
+    emit(json_ready(result), as_json)
 
 
 def _targets(pairs: list[str]) -> list[ArchiveTarget]:
@@ -135,7 +135,7 @@ def session_archive(
     principal = target.principal()
     with open_mnemo(target) as mnemo:
         receipt = mnemo.archive_results(principal, session_id, batch, idempotency_key=idempotency_key)
-    emit(plain(receipt), as_json)
+    emit(json_ready(receipt), as_json)
 
 
 def session_live(target: Target, session_id: SessionIdArg, as_json: JsonOpt = False) -> None:
@@ -196,7 +196,7 @@ def session_list(target: Target, limit: LimitOpt = 1000, as_json: JsonOpt = Fals
     with open_archive(target) as archive:
         found = archive.list_sessions(principal, limit=check_limit(limit))
     if as_json:
-        emit({"sessions": plain(found)}, as_json=True)
+        emit({"sessions": json_ready(found)}, as_json=True)
         return
     typer.echo(f"{len(found)} session(s)")
     for info in found:

@@ -20,15 +20,15 @@ from pydantic import ValidationError
 
 from mnemo_sea.archive import ArchiveError
 from mnemo_sea.retrieval import RetrievalError
-from mnemo_sea.system.json_ready import plain
+from mnemo_sea.system.json_ready import json_ready
 from mnemo_sea.system.outcomes import UNEXPECTED_CODE, Category, outcome_of
 
 log = logging.getLogger("mnemo_sea.mcp")
 
 
-def plain_object(value: object) -> dict[str, Any]:
-    """`plain` for a value that becomes a JSON object (a dataclass or a mapping)."""
-    out = plain(value)
+def json_object(value: object) -> dict[str, Any]:
+    """`json_ready` for a value that becomes a JSON object (a dataclass or a mapping)."""
+    out = json_ready(value)
     if not isinstance(out, dict):
         raise TypeError(f"{type(value).__name__} is not an object")
     return out
@@ -50,7 +50,7 @@ def failure(
 ) -> CallToolResult:
     """An error result; `category` defaults to the caller's mistake (a bad call, an unknown tool)."""
     return _answer(
-        {"error": code, "category": category.value, "message": message, **plain(detail)}, is_error=True
+        {"error": code, "category": category.value, "message": message, **json_ready(detail)}, is_error=True
     )
 
 

@@ -32,7 +32,7 @@ from .inputs import (
     SearchEvidenceInput,
     UpdateTaskStateInput,
 )
-from .results import plain_object
+from .results import json_object
 
 INSTRUCTIONS = """\
 mnemo-sea keeps every tool result you record, so your context can stay small without losing evidence.
@@ -67,7 +67,7 @@ class AgentTool(Generic[ArgsT]):
 
 
 def _result(result: ToolResult, protected: bool) -> dict[str, Any]:
-    return {**plain_object(result), "protected": protected}
+    return {**json_object(result), "protected": protected}
 
 
 def search_evidence(mnemo: Mnemo, principal: Principal, a: SearchEvidenceInput) -> dict[str, Any]:
@@ -84,7 +84,7 @@ def record_result(mnemo: Mnemo, principal: Principal, a: RecordResultInput) -> d
 
 def archive_results(mnemo: Mnemo, principal: Principal, a: ArchiveResultsInput) -> dict[str, Any]:
     receipt = mnemo.archive_results(principal, **a.as_kwargs())
-    return plain_object(receipt)
+    return json_object(receipt)
 
 
 def recover_result(mnemo: Mnemo, principal: Principal, a: RecoverResultInput) -> dict[str, Any]:
@@ -124,7 +124,7 @@ def live_context(mnemo: Mnemo, principal: Principal, a: LiveContextInput) -> dic
 
 def remember(mnemo: Mnemo, principal: Principal, a: RememberInput) -> dict[str, Any]:
     outcome = mnemo.remember(principal, **a.as_kwargs())
-    return plain_object(outcome)
+    return json_object(outcome)
 
 
 def check_citations(mnemo: Mnemo, principal: Principal, a: CheckCitationsInput) -> dict[str, Any]:
@@ -140,12 +140,12 @@ def assemble_context(mnemo: Mnemo, principal: Principal, a: AssembleContextInput
 
 def update_task_state(mnemo: Mnemo, principal: Principal, a: UpdateTaskStateInput) -> dict[str, Any]:
     state = mnemo.update_task_state(principal, **a.as_kwargs())
-    return plain_object(state)
+    return json_object(state)
 
 
 def get_task_state(mnemo: Mnemo, principal: Principal, a: GetTaskStateInput) -> dict[str, Any]:
     state = mnemo.task_state(principal, **a.as_kwargs())
-    return {"session_id": a.session_id, "task_state": None if state is None else plain_object(state)}
+    return {"session_id": a.session_id, "task_state": None if state is None else json_object(state)}
 
 
 TOOLS: tuple[AgentTool[Any], ...] = (

@@ -11,14 +11,14 @@ from typing import Any
 from mnemo_sea.archive import Sensitivity
 
 
-def plain(value: Any) -> Any:
+def json_ready(value: Any) -> Any:
     """Dataclasses as objects, datetimes ISO-8601, clearances by name, other enums by value.
 
     Bytes become None: originals travel through their own fields (text or base64), never by
     accident inside a metadata object.
     """
     if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
+        return {f.name: json_ready(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, Sensitivity):
         return value.name.lower()
     if isinstance(value, Enum):
@@ -26,9 +26,9 @@ def plain(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
+        return {str(k): json_ready(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
-        return [plain(v) for v in value]
+        return [json_ready(v) for v in value]
     if isinstance(value, bytes):
         return None
     return value

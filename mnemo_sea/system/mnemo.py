@@ -524,7 +524,7 @@ class Mnemo:
     def search(
         self,
         principal: Principal,
-        text: str,
+        query: str,
         *,
         limit: int = 10,
         mode: SearchMode | str = SearchMode.HYBRID,
@@ -543,8 +543,8 @@ class Mnemo:
         owners = None if principal.has(Role.AGENT) else frozenset({principal.subject})
         try:
             scope = AccessScope(principal.tenant_id, clearance=int(principal.clearance), owners=owners)
-            query = SearchQuery(
-                text,
+            request = SearchQuery(
+                query,
                 limit=limit,
                 mode=SearchMode(mode),
                 kinds=None if kinds is None else frozenset(kinds),
@@ -563,7 +563,7 @@ class Mnemo:
                 "subject": principal.subject,
                 "clearance": int(principal.clearance),
                 "roles": sorted(r.value for r in principal.roles),
-                "query": repr(query),
+                "query": repr(request),
             }
         )
         # The cache keeps pointers, never text: a cached answer is hydrated from the archive
@@ -573,7 +573,7 @@ class Mnemo:
             pointers = [Pointer(**p) for p in cached["pointers"]]
             reason = str(cached["reason"])
         else:
-            outcome = self.index.search(scope, query)
+            outcome = self.index.search(scope, request)
             if outcome.status in (SearchStatus.FORBIDDEN, SearchStatus.UNAVAILABLE):
                 return SearchResult(SearchResultStatus(outcome.status), reason=outcome.reason)
             pointers = [Pointer.from_hit(h) for h in outcome.hits]

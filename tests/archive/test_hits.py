@@ -43,7 +43,7 @@ def evidence(archive: Archive, principal: Principal, evidence_id: str, body: str
 
 def note(archive: Archive, session_id: str, owner: str, text: str, **kw: Any) -> HitPointer:
     result = archive.record(AGENT, session_id, "lab.lookup", "raw lab output", owner=owner, **kw)
-    archive.archive(AGENT, session_id, [(result.result_id, text)])
+    archive.archive_results(AGENT, session_id, [(result.result_id, text)])
     return HitPointer(result_index_id(session_id, result.result_id), 1, "tool_result", 0, len(text))
 
 

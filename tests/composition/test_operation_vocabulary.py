@@ -93,7 +93,7 @@ OPERATIONS = (
         "archive_results",
         ops.ArchiveResultsOp,
         "archive_results",
-        "archive",
+        "archive_results",
         ("post", "/v1/sessions/{session_id}/archive"),
         "archive_results",
         ("session", "archive"),
@@ -244,10 +244,6 @@ OPERATIONS = (
         ("post", "/v1/search"),
         "search_evidence",
         ("search",),
-        # Known drift, not transport: the facade's first parameter is still called `text`
-        # (positional in every caller). Renaming it belongs to the owner of `Mnemo.search`.
-        extra={"mnemo": {"text": "the query, positional: to be renamed `query`"}},
-        missing={"mnemo": {"query": "named `text` in the facade, positional (see extra)"}},
     ),
     Operation(
         "context",
