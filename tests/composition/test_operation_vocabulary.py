@@ -188,7 +188,7 @@ OPERATIONS = (
         ops.RetractOp,
         "retract",
         "retract",
-        None,
+        ("post", "/v1/evidence/retract"),
         None,
         ("evidence", "retract"),
     ),

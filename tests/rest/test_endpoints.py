@@ -103,6 +103,29 @@ def test_evidence_history_pages(api: Api) -> None:
     assert_problem(api.client.get("/v1/evidence-history/none", headers=agent), 404)
 
 
+def test_retract_withdraws_the_current_version_and_search_stops_finding_it(api: Api) -> None:
+    agent = api.headers("agent")
+    api.client.post("/v1/evidence", json=evidence("r1", "amoxicillin recall lot 42"), headers=agent)
+    found = api.client.post("/v1/search", json={"query": "amoxicillin recall"}, headers=agent).json()
+    assert [h["evidence_id"] for h in found["hits"]] == ["r1"]
+
+    body = {"evidence_id": "r1", "reason": "recall notice withdrawn by the supplier"}
+    retracted = api.client.post("/v1/evidence/retract", json=body, headers=agent)
+    assert retracted.status_code == 200, retracted.text
+    assert (retracted.json()["version"], retracted.json()["status"]) == (1, "retracted")
+    history = api.client.get("/v1/evidence-history/r1", headers=agent).json()["items"]
+    assert [r["status"] for r in history] == ["retracted"]  # kept in history
+    gone = api.client.post("/v1/search", json={"query": "amoxicillin recall"}, headers=agent).json()
+    assert gone["hits"] == []
+
+    assert_problem(api.client.post("/v1/evidence/retract", json=body, headers=agent), 409, "state_conflict")
+    missing = {"evidence_id": "nope", "reason": "x"}
+    assert_problem(api.client.post("/v1/evidence/retract", json=missing, headers=agent), 404, "not_found")
+    reader = api.headers("reader")
+    assert_problem(api.client.post("/v1/evidence/retract", json=body, headers=reader), 403, "forbidden")
+    assert_problem(api.client.post("/v1/evidence/retract", json={"evidence_id": "r1"}, headers=agent), 422)
+
+
 # ---- search and citations ------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""Evidence: ingest (single and batch), read a version, list a record's history."""
+"""Evidence: ingest (single and batch), retract, read a version, list a record's history."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response, status
 
 from mnemo_sea.archive import EvidenceInput, EvidenceRecord
+from mnemo_sea.archive.operations import RetractOp
 from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.models import (
     EvidenceOut,
@@ -58,6 +59,13 @@ def put_evidence_batch(
     """Store a batch all or nothing; a 422 names every invalid item and nothing is stored."""
     report = mnemo.ingest(principal, **body.as_kwargs(), idempotency_key=idempotency_key)
     return IngestOut(stored=list(report.stored), new_versions=report.new_versions, unchanged=report.unchanged)
+
+
+@router.post("/evidence/retract", response_model=EvidenceRecord, responses=responses(403, 404, 409, 413))
+def retract_evidence(body: RetractOp, principal: Caller, mnemo: System) -> EvidenceRecord:
+    """Withdraw the current version of a record (it stays in history, status `retracted`) and
+    drop it from the index; 409 when the record has no active version."""
+    return mnemo.retract(principal, **body.as_kwargs())
 
 
 @router.get("/evidence/{evidence_id:path}", response_model=EvidenceOut, responses=responses(403, 404))
