@@ -11,19 +11,23 @@ else lives in the layers, each a sub-package (see docs/architecture.md):
     context    working-context assembly and token counts
     archive    the Session Evidence Archive (SQL + blobs)  | retrieval: hybrid BM25 + vector index
 
-`Mnemo` and the retrieval errors are loaded on first use, so `import mnemo_sea` (and a client
-that only needs the archive's errors) does not load the index engine or the embedding model.
+`Mnemo`, the retrieval errors and ContextOverBudget are loaded on first use, so `import mnemo_sea`
+(and a client that only needs the archive's errors) loads neither the index engine, the embedding
+model nor the tokenizer.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from mnemo_sea.archive import (
     ArchiveConflict,
     ArchiveError,
+    ArchiveTarget,
     BatchRejected,
     ContentTooLarge,
+    EvidenceInput,
     Forbidden,
     IdempotencyMismatch,
     IntegrityError,
@@ -43,6 +47,7 @@ from mnemo_sea.archive import (
 )
 
 if TYPE_CHECKING:
+    from mnemo_sea.context.errors import ContextOverBudget
     from mnemo_sea.retrieval.errors import (
         IndexConfigMismatch,
         IndexLocked,
@@ -58,8 +63,11 @@ __version__ = "0.1.0"
 __all__ = [
     "ArchiveConflict",
     "ArchiveError",
+    "ArchiveTarget",
     "BatchRejected",
     "ContentTooLarge",
+    "ContextOverBudget",
+    "EvidenceInput",
     "Forbidden",
     "IdempotencyMismatch",
     "IndexConfigMismatch",
@@ -87,25 +95,26 @@ __all__ = [
 ]
 
 
-_RETRIEVAL_ERRORS = frozenset(
-    {
-        "IndexConfigMismatch",
-        "IndexLocked",
-        "IndexUnavailable",
-        "InvalidDocument",
-        "InvalidQuery",
-        "RetrievalError",
-    }
-)
+# Loaded on first use (see the module docstring): name -> the module that defines it.
+_LAZY = {
+    "Mnemo": "mnemo_sea.system.mnemo",
+    "ContextOverBudget": "mnemo_sea.context.errors",
+    **dict.fromkeys(
+        (
+            "IndexConfigMismatch",
+            "IndexLocked",
+            "IndexUnavailable",
+            "InvalidDocument",
+            "InvalidQuery",
+            "RetrievalError",
+        ),
+        "mnemo_sea.retrieval.errors",
+    ),
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Mnemo":
-        from mnemo_sea.system.mnemo import Mnemo
-
-        return Mnemo
-    if name in _RETRIEVAL_ERRORS:
-        from mnemo_sea.retrieval import errors
-
-        return getattr(errors, name)
-    raise AttributeError(f"module 'mnemo_sea' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mnemo_sea' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
