@@ -49,10 +49,10 @@ from .records import (
     RememberOutcome,
     Summary,
     TaskState,
-    ToolResult,
 )
 from .refs import SourceRef
 from .signing import ReceiptKey
+from .tool_results import ToolResult
 
 __all__ = [
     "Archive",

@@ -51,10 +51,10 @@ from .records import (
     RememberOutcome,
     Summary,
     TaskState,
-    ToolResult,
 )
 from .signing import ReceiptKey
 from .store import ArchiveStore, open_store
+from .tool_results import ToolResult
 
 T = TypeVar("T")
 

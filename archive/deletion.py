@@ -39,10 +39,11 @@ from .idempotency import KeyedRequest, keyed, previous_reply, save_reply
 from .outbox import Entity, enqueue, holding, scrub
 from .principal import Principal, Role, check_identifier
 from .receipts import check_receipt, sign_receipt
-from .records import DeletionReceipt, result_id
+from .records import DeletionReceipt
 from .refs import check_evidence_id, evidence_ref, memory_ref, session_prefix
 from .store import ArchiveStore
 from .task_state import cited_refs, deleted_ref, drop_citations
+from .tool_results import result_id
 
 log = logging.getLogger(__name__)
 

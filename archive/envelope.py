@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from html import escape
 
-from .records import ToolResult
+from .tool_results import ToolResult
 
 # A stub shows the call's arguments only as far as they tell calls apart: every token of a stub
 # is paid on every later turn, and the whole call comes back with the original.

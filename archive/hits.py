@@ -39,7 +39,6 @@ from .in_force import evidence_answers_at, in_force, memory_answers_at
 from .internal_reads import archived_notes
 from .memory import MEMORY_SENSITIVITY, fact_from_row
 from .principal import Principal, Role, Sensitivity
-from .records import parse_result_id
 from .refs import (
     EVIDENCE_REF_PREFIX,
     SUMMARY_PREFIX,
@@ -49,6 +48,7 @@ from .refs import (
 )
 from .store import ArchiveStore
 from .summaries import summary_from_row
+from .tool_results import parse_result_id
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,9 @@ from . import schema as t
 from .blobs import read_blob, sha256_hex
 from .evidence import to_record, version_row
 from .memory import fact_from_row
-from .records import EvidenceRecord, MemoryFact, Summary, parse_result_id, result_id
+from .records import EvidenceRecord, MemoryFact, Summary
 from .summaries import summary_from_row
+from .tool_results import parse_result_id, result_id
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .errors import InvalidInput
 from .principal import check_identifier
-from .records import parse_result_id
+from .tool_results import parse_result_id
 
 EVIDENCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@#-]{0,255}$")
 # The ids search gives to what is not an evidence record (an archived result's note, a memory

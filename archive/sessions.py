@@ -44,16 +44,9 @@ from .operations import ArchiveResultsOp, ArchiveTarget, RecordOp
 from .outbox import enqueue
 from .policy import check_list_limit, check_policy_class
 from .principal import Principal, Role, Sensitivity, check_identifier
-from .records import (
-    ArchiveReceipt,
-    LiveItem,
-    LiveView,
-    Recovered,
-    ToolResult,
-    parse_result_id,
-    result_id,
-)
+from .records import ArchiveReceipt, LiveItem, LiveView, Recovered
 from .store import ArchiveStore
+from .tool_results import ToolResult, parse_result_id, result_id
 from .upserts import insert_ignore
 
 _MEDIA_TYPE = re.compile(

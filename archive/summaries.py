@@ -21,9 +21,10 @@ from .idempotency import keyed, previous_reply, save_reply
 from .outbox import enqueue
 from .policy import check_list_limit
 from .principal import Principal, Role, Sensitivity
-from .records import Summary, parse_result_id
+from .records import Summary
 from .refs import SUMMARY_PREFIX, SourceRef
 from .store import ArchiveStore
+from .tool_results import parse_result_id
 
 TEXT_LIMIT = 64_000
 

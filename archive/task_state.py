@@ -46,7 +46,7 @@ from .idempotency import keyed, previous_reply, save_reply
 from .in_force import expired_clause
 from .operations import UpdateTaskStateOp
 from .principal import Principal, Role, Sensitivity, check_identifier
-from .records import ConfirmedFact, ReleasedItem, TaskState, parse_result_id
+from .records import ConfirmedFact, ReleasedItem, TaskState
 from .refs import (
     EVIDENCE_ID,
     EVIDENCE_REF_PREFIX,
@@ -62,6 +62,7 @@ from .sessions import _readable_session, open_session
 from .store import ArchiveStore
 from .summaries import source_owner
 from .task_state_rules import Claim, Proposal, Resolution, check_update, parse_proposal, release_kind
+from .tool_results import parse_result_id
 
 _VERSIONED = re.compile(r"^(?P<base>.+)@(?P<version>[1-9][0-9]{0,8})$")
 

@@ -22,8 +22,15 @@ from mnemo_sea.archive.operations import UpdateTaskStateOp
 from mnemo_sea.cli.knowledge import KindsOpt
 from mnemo_sea.cli.output import CliError, JsonOpt, emit, shown
 from mnemo_sea.cli.receipt_files import read_json
-from mnemo_sea.cli.sessions import SessionIdArg
-from mnemo_sea.cli.target import IdempotencyKeyOpt, Target, add_command, add_group, open_archive, open_mnemo
+from mnemo_sea.cli.target import (
+    IdempotencyKeyOpt,
+    SessionIdArg,
+    Target,
+    add_command,
+    add_group,
+    open_archive,
+    open_mnemo,
+)
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS
 from mnemo_sea.system.json_ready import json_ready
 

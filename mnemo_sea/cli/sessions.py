@@ -15,6 +15,7 @@ from mnemo_sea.cli.output import CliError, JsonOpt, emit
 from mnemo_sea.cli.target import (
     IdempotencyKeyOpt,
     LimitOpt,
+    SessionIdArg,
     Target,
     add_command,
     add_group,
@@ -24,8 +25,6 @@ from mnemo_sea.cli.target import (
     parse_as_of,
 )
 from mnemo_sea.system.json_ready import content_fields, json_ready
-
-SessionIdArg = Annotated[str, typer.Argument(help="session id")]
 
 
 def _arguments(value: str | None) -> dict[str, Any] | None:

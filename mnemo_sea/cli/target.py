@@ -212,6 +212,7 @@ def check_limit(value: int) -> int:
     return value
 
 
+SessionIdArg = Annotated[str, typer.Argument(help="session id")]
 LimitOpt = Annotated[int, typer.Option(help="at most this many (1-10000)")]
 # Every write takes one, as over REST (the Idempotency-Key header) and MCP.
 IdempotencyKeyOpt = Annotated[
