@@ -214,10 +214,19 @@ class Archive:
     ) -> list[hits.HitText | None]:
         """The text of each hit an index answered, as `principal` may read it at `as_of` (None:
         now), in order; None where the caller may not read it or it is no longer current.
-        Batched: a constant number of statements however many hits (see archive/hits.py)."""
-        return self._guard(
-            principal, "read_hits", "search", lambda: hits.read_hits(self.store, principal, pointers, as_of)
+        Batched: a constant number of statements however many hits (see archive/hits.py). An
+        original failing its hash is dropped and audited (`integrity_failure`), as a direct read
+        of it would be."""
+        corrupt: list[tuple[str, IntegrityError]] = []
+        found = self._guard(
+            principal,
+            "read_hits",
+            "search",
+            lambda: hits.read_hits(self.store, principal, pointers, as_of, corrupt),
         )
+        for target, error in corrupt:
+            self._audit(principal, "integrity_failure", target, {"action": "read_hits", **error.detail})
+        return found
 
     # ---- evidence ----------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from .in_force import evidence_answers_at
 from .operations import EvidenceInput
 from .outbox import enqueue
 from .principal import Principal, Role, Sensitivity, check_identifier
-from .records import EVIDENCE_KINDS, PROVENANCES, EvidenceRecord
+from .records import EVIDENCE_KINDS, EvidenceRecord, parse_provenance
 from .refs import DERIVED_ID_PREFIXES, check_evidence_id
 from .sessions import check_media_type, content_bytes
 from .store import ArchiveStore
@@ -172,8 +172,7 @@ def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> 
     check_media_type(media)
     if item.kind not in EVIDENCE_KINDS:
         raise InvalidInput("kind", f"{item.kind!r} is not one of {', '.join(EVIDENCE_KINDS)}")
-    if item.provenance not in PROVENANCES:
-        raise InvalidInput("provenance", f"{item.provenance!r} is not one of {', '.join(PROVENANCES)}")
+    parse_provenance(item.provenance)
     level = Sensitivity.parse(item.sensitivity)
     principal.require_clearance(level, "storing evidence of this sensitivity")
     owner = check_identifier("owner", item.owner) if item.owner is not None else None

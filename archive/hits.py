@@ -112,11 +112,17 @@ class _Readable:
 
 
 def read_hits(
-    store: ArchiveStore, principal: Principal, pointers: Sequence[HitPointer], as_of: datetime | None
+    store: ArchiveStore,
+    principal: Principal,
+    pointers: Sequence[HitPointer],
+    as_of: datetime | None,
+    corrupt: list[tuple[str, IntegrityError]] | None = None,
 ) -> list[HitText | None]:
     """Each pointer's text as `principal` may read it at `as_of` (None: now), in order; None
     for a pointer the caller may not read, or that names nothing current (see the module
-    docstring). Forbidden without the reader role; InvalidInput for a naive `as_of`."""
+    docstring). Forbidden without the reader role; InvalidInput for a naive `as_of`.
+    An original failing its hash is never served: it is dropped, and (target, error) appended
+    to `corrupt` for the caller to audit."""
     principal.require(Role.READER, "reading search hits")
     at = aware("as_of", as_of)
     targets = [_target(p) for p in pointers]
@@ -129,7 +135,7 @@ def read_hits(
         facts = {x for x in wanted if isinstance(x, _Fact)}
         summaries = {x for x in wanted if isinstance(x, _Summary)}
         if evidence:
-            readable.update(_read_evidence(conn, tenant, principal, evidence, at))
+            readable.update(_read_evidence(conn, tenant, principal, evidence, at, corrupt))
         if notes:
             readable.update(_read_notes(conn, tenant, principal, notes, at))
         if facts:
@@ -169,7 +175,12 @@ def _may_read(principal: Principal, sensitivity: Sensitivity | int, owners: Iter
 
 
 def _read_evidence(
-    conn: Connection, tenant: str, principal: Principal, wanted: set[_Evidence], at: datetime | None
+    conn: Connection,
+    tenant: str,
+    principal: Principal,
+    wanted: set[_Evidence],
+    at: datetime | None,
+    corrupt: list[tuple[str, IntegrityError]] | None,
 ) -> dict[_Target, _Readable]:
     rows = conn.execute(
         select(t.evidence, t.blobs.c.content)
@@ -196,8 +207,10 @@ def _read_evidence(
             continue
         try:
             text = verified(record.content_sha256, row.content).decode("utf-8")
-        except IntegrityError:
-            continue  # a corrupt original is never served; fsck reports it
+        except IntegrityError as e:
+            if corrupt is not None:  # never served; audited by the caller, reported by fsck
+                corrupt.append((f"evidence:{record.evidence_id}@{record.version}", e))
+            continue
         except UnicodeDecodeError:
             continue  # a binary original is not searchable text: no index entry names it rightly
         out[_Evidence(record.evidence_id, record.version)] = _Readable(

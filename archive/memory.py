@@ -33,7 +33,7 @@ from .in_force import expired, expired_clause, in_force
 from .operations import MAX_TTL_SECONDS, RememberOp
 from .outbox import enqueue
 from .principal import Principal, Role, Sensitivity, check_identifier
-from .records import PROVENANCE_RANK, PROVENANCES, DeletionReceipt, MemoryFact, RememberOutcome
+from .records import PROVENANCE_RANK, DeletionReceipt, MemoryFact, RememberOutcome, parse_provenance
 from .refs import SourceRef
 from .store import ArchiveStore
 from .summaries import _source_sensitivity, source_owner
@@ -134,8 +134,7 @@ def remember(
         raise InvalidInput("value", "must be a non-empty string")
     if len(value) > VALUE_LIMIT or "\x00" in value:
         raise InvalidInput("value", f"must be at most {VALUE_LIMIT} characters, without NUL")
-    if provenance not in PROVENANCES:
-        raise InvalidInput("provenance", f"{provenance!r} is not one of {', '.join(PROVENANCES)}")
+    parse_provenance(provenance)
     ttl = _ttl(op.ttl_seconds)
     source = str(SourceRef.parse(derived_from)) if derived_from is not None else None
     tenant = principal.tenant_id

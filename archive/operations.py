@@ -53,8 +53,8 @@ def _parsed_as(kind: Any) -> GetPydanticSchema:
 # numbers still parse (0-3, for callers written before names were the vocabulary), but the
 # published schema lists the names only.
 Clearance = Annotated[Sensitivity | str, _parsed_as(Sensitivity)]
-ProvenanceName = Annotated[str, _parsed_as(Provenance)]
-KindName = Annotated[str, _parsed_as(EvidenceKind)]
+ProvenanceName = Provenance
+KindName = EvidenceKind
 # Memory facts and summaries are written by remember and create_summary, never stored directly.
 StoredKind = Annotated[str, _parsed_as(Literal["knowledge", "tool_result"])]
 # Text, or bytes from Python: JSON carries text (REST adds a base64 field for bytes).

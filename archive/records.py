@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Literal, cast, get_args
 
 from . import in_force
 from .envelope import render_live
+from .errors import InvalidInput
 from .principal import Sensitivity
 from .tool_results import ToolResult
 
@@ -68,7 +69,7 @@ class Recovered:
 
 
 Provenance = Literal["document", "user_claim", "user_correction", "tool_fact", "model_inference"]
-PROVENANCES: tuple[str, ...] = ("document", "user_claim", "user_correction", "tool_fact", "model_inference")
+PROVENANCES: tuple[str, ...] = get_args(Provenance)
 # Which memory write may replace which (see memory.remember): a write never supersedes a current
 # fact of a higher rank. What the user corrected outranks what they once said, which outranks
 # what a document or a tool said, which outranks a model's guess.
@@ -80,7 +81,17 @@ PROVENANCE_RANK: dict[str, int] = {
     "model_inference": 0,
 }
 EvidenceKind = Literal["knowledge", "tool_result", "memory", "summary"]
-EVIDENCE_KINDS: tuple[str, ...] = ("knowledge", "tool_result", "memory", "summary")
+EVIDENCE_KINDS: tuple[str, ...] = get_args(EvidenceKind)
+
+
+def parse_provenance(value: str, field: str = "provenance") -> Provenance:
+    """`value` as a Provenance; InvalidInput naming `field` and the choices otherwise."""
+    for known in get_args(Provenance):
+        if value == known:
+            return cast(Provenance, known)
+    raise InvalidInput(field, f"{value!r} is not one of {', '.join(PROVENANCES)}")
+
+
 EvidenceStatus = Literal["active", "superseded", "retracted"]
 
 

@@ -151,7 +151,7 @@ def as_cli_error(exc: Exception) -> CliError:
     return CliError(
         f"unexpected {type(exc).__name__}: {exc} (set MNEMO_DEBUG=1 for the traceback)",
         EXIT_PROBLEMS,
-        code="unexpected",
+        code=outcomes.UNEXPECTED_CODE,
     )
 
 

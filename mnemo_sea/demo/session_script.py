@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from mnemo_sea.archive import InvalidInput
 from mnemo_sea.archive.policy import check_policy_class
 from mnemo_sea.archive.principal import check_identifier
-from mnemo_sea.archive.records import PROVENANCES
+from mnemo_sea.archive.records import Provenance, parse_provenance
 from mnemo_sea.demo.tool_outputs import GENERATORS
 
 SCRIPT_FORMAT = "mnemo-sea/session-script/1"
@@ -68,7 +68,7 @@ class ScriptedFact:
     owner: str
     key: str
     value: str
-    provenance: str
+    provenance: Provenance
 
 
 @dataclass(frozen=True)
@@ -183,9 +183,7 @@ def _session(r: _Reader) -> ScriptedSession:
 
 
 def _fact(r: _Reader) -> ScriptedFact:
-    provenance = r.str_("provenance")
-    if provenance not in PROVENANCES:
-        raise InvalidInput(r.at("provenance"), f"{provenance!r} is not one of {', '.join(PROVENANCES)}")
+    provenance = parse_provenance(r.str_("provenance"), r.at("provenance"))
     return ScriptedFact(
         owner=check_identifier(r.at("owner"), r.str_("owner")),
         key=r.str_("key"),

@@ -2,7 +2,7 @@
 
 `build_server(mnemo, principal_of)` needs only to know who is calling: stdio runs as one
 configured principal (`fixed_principal`), HTTP as the principal of each request's API key
-(`agent_tools.http`). A call validates its arguments against the tool's model, runs the
+(`mnemo_sea.mcp.http`). A call validates its arguments against the tool's model, runs the
 `Mnemo` call in a worker thread (the archive and index are synchronous) and answers through
 `results`, so every outcome is a tool result: never a protocol error, never a traceback.
 """

@@ -71,8 +71,7 @@ def _result(result: ToolResult, protected: bool) -> dict[str, Any]:
 
 
 def search_evidence(mnemo: Mnemo, principal: Principal, a: SearchEvidenceInput) -> dict[str, Any]:
-    # The facade names the query `text` (positional everywhere); every other field is keyword.
-    found = mnemo.search(principal, a.query, **a.as_kwargs(exclude={"query"}))
+    found = mnemo.search(principal, **a.as_kwargs())
     # A search that could not run is an error the model must see, never an empty list.
     return found.raise_for_status().to_dict()
 

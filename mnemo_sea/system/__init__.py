@@ -1,6 +1,7 @@
 """The system: the archive and the index composed into the one facade users call.
 
-    mnemo            `Mnemo`, the facade: every operation of every surface is one of its methods
+    mnemo            `Mnemo`, the facade: every operation of every surface is one of its methods,
+                     or (reads that need no index) of the `Archive` it holds as `Mnemo.archive`
     opening          opening the system a long-running surface runs on, from settings
     settings         `MnemoSettings` (MNEMO_* environment variables)
     indexer          the outbox drain that keeps the index a projection of the archive

@@ -49,13 +49,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from mnemo_sea.archive import ContentTooLarge, EvidenceInput, InvalidInput, Sensitivity
 from mnemo_sea.archive.envelope import is_textual
 from mnemo_sea.archive.evidence import STATEMENT_LIMIT
 from mnemo_sea.archive.principal import check_identifier
-from mnemo_sea.archive.records import EVIDENCE_KINDS, PROVENANCES
+from mnemo_sea.archive.records import EVIDENCE_KINDS, PROVENANCES, Provenance
 from mnemo_sea.archive.refs import EVIDENCE_ID, check_evidence_id
 from mnemo_sea.archive.sessions import check_media_type
 
@@ -422,7 +422,7 @@ def _jsonl_line(
             valid_from=valid_from,
             valid_until=valid_until,
             sensitivity=sensitivity,
-            provenance=provenance,
+            provenance=cast(Provenance, provenance),  # checked above: problems returned early
             kind=kind,
             owner=owner,
         ),

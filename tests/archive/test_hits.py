@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import event, update
+from sqlalchemy import event, select, update
 
 from mnemo_sea.archive import Archive, EvidenceInput, Forbidden, Principal, Role, Sensitivity
 from mnemo_sea.archive import schema as t
@@ -186,6 +186,28 @@ def test_a_pointer_the_caller_may_not_read_is_dropped(archive: Archive, world: W
     # In one call, the others still come back, in order.
     mixed = [world.readable, world.other_owner, world.own_fact, world.corrupt]
     assert [x is not None for x in archive.read_hits(READER, mixed, None)] == [True, False, True, False]
+
+
+def test_an_original_failing_its_hash_is_audited_as_a_direct_read_of_it_is(
+    archive: Archive, world: World
+) -> None:
+    def failures() -> list[tuple[str, str, str]]:
+        with archive.store.read() as conn:
+            rows = conn.execute(
+                select(t.audit_events.c.action, t.audit_events.c.target, t.audit_events.c.actor)
+                .where(
+                    t.audit_events.c.tenant_id == AGENT.tenant_id,
+                    t.audit_events.c.action == "integrity_failure",
+                )
+                .order_by(t.audit_events.c.seq)
+            )
+            return [tuple(r) for r in rows]
+
+    before = failures()
+    assert read_one(archive, AGENT, world.corrupt) is None  # dropped, never served
+    assert read_one(archive, AGENT, world.readable) is not None
+    new = failures()[len(before) :]
+    assert new == [("integrity_failure", f"evidence:{world.corrupt.evidence_id}@1", AGENT.subject)]
 
 
 def test_as_of_reads_what_answered_then(archive: Archive, world: World) -> None:

@@ -1,5 +1,5 @@
 """`mnemo-sea session context` and `session task-state show|set|history`, in-process (the same
-Typer app the process runs; tests/composition/test_cli_facade.py runs real processes): the
+Typer app the process runs; tests/composition/test_cli_commands.py runs real processes): the
 accounting is `Mnemo.context`'s for the same folder, refusals exit 2 listing every problem with
 nothing stored, a stale version exits 5, another tenant's session 3."""
 

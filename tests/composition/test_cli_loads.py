@@ -3,7 +3,7 @@ batch that says what stayed stored, media types of recorded files, JSON errors, 
 embedder, and the commands for sessions, evidence and summaries.
 
 In-process (the same functions and Typer app the `mnemo-sea` process runs) because each CLI
-subprocess pays ~2 s of imports; tests/composition/test_cli_facade.py runs the real processes.
+subprocess pays ~2 s of imports; tests/composition/test_cli_commands.py runs the real processes.
 What these tests are about is imported inside them, so each fails on its own where it is missing.
 """
 

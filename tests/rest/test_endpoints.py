@@ -126,6 +126,29 @@ def test_retract_withdraws_the_current_version_and_search_stops_finding_it(api: 
     assert_problem(api.client.post("/v1/evidence/retract", json={"evidence_id": "r1"}, headers=agent), 422)
 
 
+def test_what_the_records_constrain_is_refused_by_the_schema_naming_the_field(api: Api) -> None:
+    """The operation records constrain their fields (a non-empty query, known kinds and
+    provenances, a non-empty value or batch), so the schema refuses these before the archive is
+    asked: `invalid_request`, with `errors` naming each field, and nothing stored."""
+    agent = api.headers("agent")
+    session = api.client.post(
+        "/v1/sessions/s-422/results", json={"tool_name": "t", "content": "x"}, headers=agent
+    )
+    assert session.status_code == 201, session.text
+    cases = {
+        ("/v1/search", "query"): {"query": ""},
+        ("/v1/search", "kinds"): {"query": "x", "kinds": ["gossip"]},
+        ("/v1/evidence", "provenance"): {**evidence("p1", "x"), "provenance": "rumour"},
+        ("/v1/memory", "value"): {"owner": "o", "key": "k", "value": "", "provenance": "user_claim"},
+        ("/v1/sessions/s-422/archive", "targets"): {"targets": []},
+        ("/v1/sessions/s-422/context", "query"): {"budget_tokens": 4000, "query": ""},
+    }
+    for (path, field), body in cases.items():
+        problem = assert_problem(api.client.post(path, json=body, headers=agent), 422, "invalid_request")
+        assert any(e["loc"][-1] == field or field in e["loc"] for e in problem["errors"]), (path, problem)
+    assert api.client.get("/v1/evidence/p1", headers=agent).status_code == 404  # nothing stored
+
+
 # ---- search and citations ------------------------------------------------------------------------
 
 

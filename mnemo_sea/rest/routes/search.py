@@ -20,8 +20,7 @@ def search(body: SearchOp, principal: Caller, mnemo: System) -> SearchResult:
     Hits are hydrated from the archive with the exact text of their span. `status` is
     `results` or `no_match`; a dead index leg is a 503, never an empty 200.
     """
-    # The facade names the query `text` (positional everywhere); every other field is keyword.
-    found = mnemo.search(principal, body.query, **body.as_kwargs(exclude={"query"}))
+    found = mnemo.search(principal, **body.as_kwargs())
     return found.raise_for_status()
 
 
