@@ -80,7 +80,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import pairwise
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from mnemo_sea.archive import (
     Archive,
@@ -113,18 +113,7 @@ Verdict = Literal[
     "invalid_at_time",
     "superseded",
 ]
-VERDICTS: tuple[Verdict, ...] = (
-    "ok",
-    "invalid",
-    "unresolved",
-    "forbidden",
-    "quote_not_found",
-    "locator_mismatch",
-    "retracted",
-    "stale_version",
-    "invalid_at_time",
-    "superseded",
-)
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 VersionSource = Literal["given", "in_force", "fallback"]
 
 MAX_CITATIONS = 1_000
