@@ -28,13 +28,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, select, tuple_
+from sqlalchemy import Connection, bindparam, select, tuple_
 
 from . import schema as t
 from .blobs import verified
 from .clock import aware
 from .errors import IntegrityError, InvalidInput
-from .evidence import to_record
 from .in_force import evidence_answers_at, in_force, memory_answers_at
 from .internal_reads import archived_notes
 from .memory import MEMORY_SENSITIVITY, fact_from_row
@@ -174,6 +173,41 @@ def _may_read(principal: Principal, sensitivity: Sensitivity | int, owners: Iter
     )
 
 
+# Built once: SQLAlchemy then finds each compiled form in its statement cache instead of
+# constructing and compiling the expression on every search; the keys are one expanding
+# parameter, so any number of hits shares the statement. Only the columns the checks and the
+# text need are read (no whole record is built per hit).
+_EVIDENCE_HITS = (
+    select(
+        t.evidence.c.evidence_id,
+        t.evidence.c.version,
+        t.evidence.c.locator,
+        t.evidence.c.blob_sha256,
+        t.evidence.c.sensitivity,
+        t.evidence.c.owner,
+        t.evidence.c.status,
+        t.evidence.c.recorded_at,
+        t.evidence.c.ended_at,
+        t.evidence.c.valid_from,
+        t.evidence.c.valid_until,
+        t.blobs.c.content,
+    )
+    .select_from(
+        t.evidence.outerjoin(
+            t.blobs,
+            (t.blobs.c.tenant_id == t.evidence.c.tenant_id) & (t.blobs.c.sha256 == t.evidence.c.blob_sha256),
+        )
+    )
+    .where(
+        t.evidence.c.tenant_id == bindparam("tenant"),
+        # The ids alone let SQLite search the primary key (tenant_id, evidence_id, ...); with
+        # only the row-value IN it scans the tenant's whole evidence table on every search.
+        t.evidence.c.evidence_id.in_(bindparam("ids", expanding=True)),
+        tuple_(t.evidence.c.evidence_id, t.evidence.c.version).in_(bindparam("keys", expanding=True)),
+    )
+)
+
+
 def _read_evidence(
     conn: Connection,
     tenant: str,
@@ -182,39 +216,24 @@ def _read_evidence(
     at: datetime | None,
     corrupt: list[tuple[str, IntegrityError]] | None,
 ) -> dict[_Target, _Readable]:
-    rows = conn.execute(
-        select(t.evidence, t.blobs.c.content)
-        .select_from(
-            t.evidence.outerjoin(
-                t.blobs,
-                (t.blobs.c.tenant_id == t.evidence.c.tenant_id)
-                & (t.blobs.c.sha256 == t.evidence.c.blob_sha256),
-            )
-        )
-        .where(
-            t.evidence.c.tenant_id == tenant,
-            tuple_(t.evidence.c.evidence_id, t.evidence.c.version).in_(
-                sorted((x.evidence_id, x.version) for x in wanted)
-            ),
-        )
-    )
+    keys = sorted((x.evidence_id, x.version) for x in wanted)
     out: dict[_Target, _Readable] = {}
-    for row in rows:
-        record = to_record(row)
-        if not _may_read(principal, record.sensitivity, [record.owner]):
+    ids = sorted({x.evidence_id for x in wanted})
+    for row in conn.execute(_EVIDENCE_HITS, {"tenant": tenant, "ids": ids, "keys": keys}):
+        if not _may_read(principal, row.sensitivity, [row.owner]):
             continue
-        if not evidence_answers_at(record, at):
+        if not evidence_answers_at(row, at):
             continue
         try:
-            text = verified(record.content_sha256, row.content).decode("utf-8")
+            text = verified(row.blob_sha256, row.content).decode("utf-8")
         except IntegrityError as e:
             if corrupt is not None:  # never served; audited by the caller, reported by fsck
-                corrupt.append((f"evidence:{record.evidence_id}@{record.version}", e))
+                corrupt.append((f"evidence:{row.evidence_id}@{row.version}", e))
             continue
         except UnicodeDecodeError:
             continue  # a binary original is not searchable text: no index entry names it rightly
-        out[_Evidence(record.evidence_id, record.version)] = _Readable(
-            text, record.locator, "evidence", record.content_sha256
+        out[_Evidence(row.evidence_id, row.version)] = _Readable(
+            text, row.locator, "evidence", row.blob_sha256
         )
     return out
 

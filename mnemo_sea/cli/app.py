@@ -135,6 +135,10 @@ from .bench_api import register as _register_bench_api  # noqa: E402 - needs ben
 
 _register_bench_api(bench_app)
 
+from .bench_search_path import register as _register_bench_search_path  # noqa: E402 - needs bench_app above
+
+_register_bench_search_path(bench_app)
+
 from .curation import register as _register_curation  # noqa: E402 - needs eval_app above
 
 _register_curation(eval_app)

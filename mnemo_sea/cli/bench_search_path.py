@@ -1,0 +1,48 @@
+"""`mnemo-sea bench search-path`: `Mnemo.search` against the bare engine call, same index, same queries.
+
+`register(bench_app)` adds it to the `bench` group; the report (eval/bench_search_path.py) is
+JSON on stdout, progress on stderr; exit 1 when the ratio misses its target.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mnemo_sea.system.outcomes import EXIT_PROBLEMS
+
+
+def bench_search_path(
+    n: Annotated[
+        int, typer.Option("--n", min=10, help="documents over 100 tenants (issue 13: 10000, 100000)")
+    ] = 3_000,
+    queries: Annotated[int, typer.Option(min=1, help="distinct queries per round")] = 100,
+    rounds: Annotated[int, typer.Option(min=1, help="interleaved rounds over the queries")] = 5,
+    limit: Annotated[int, typer.Option(min=1, max=100, help="hits per search")] = 10,
+    profile: Annotated[bool, typer.Option(help="add a cProfile of uncached facade searches")] = True,
+    profile_searches: Annotated[int, typer.Option(min=1, help="searches profiled")] = 200,
+    folder: Annotated[Path | None, typer.Option(help="where the temporary data folder goes")] = None,
+) -> None:
+    """Mnemo.search (uncached, and cached apart) vs HybridIndex.search: p50/p95 and the ratio, JSON."""
+    from mnemo_sea.eval.bench_search_path import run
+
+    report = run(
+        n,
+        queries=queries,
+        rounds=rounds,
+        limit=limit,
+        profile=profile,
+        profile_searches=profile_searches,
+        folder=folder,
+        progress=lambda msg: typer.echo(msg, err=True),
+    )
+    typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+    if not report["ok"]:
+        raise typer.Exit(code=EXIT_PROBLEMS)
+
+
+def register(bench_app: typer.Typer) -> None:
+    bench_app.command("search-path")(bench_search_path)
