@@ -262,3 +262,29 @@ def test_the_read_is_batched_whatever_the_number_of_hits(archive: Archive) -> No
     # BEGIN (SQLite); evidence, notes, memory; summaries, their sources, their sources' owners (2).
     assert ten <= 8
     assert count(kinds[0][:1]) == count(kinds[0]) < ten  # one kind alone: as many for 1 or 10, fewer
+
+
+def test_the_evidence_read_searches_the_primary_key_not_the_tenant(archive: Archive) -> None:
+    # With only the (id, version) row-value IN, SQLite picked ix_evidence_blob by tenant and
+    # scanned the tenant's whole evidence table on every search (a cost growing with the
+    # archive, not with the hits). The plan of the statement the read runs must look records
+    # up by (tenant, id).
+    if not archive.store.is_sqlite:
+        pytest.skip("the query plan checked is SQLite's")
+    pointers = [evidence(archive, AGENT, f"doc:{n}", f"text {n}") for n in range(3)]
+    seen: list[tuple[str, Any]] = []
+
+    def keep(_conn: Any, _cursor: Any, sql: str, params: Any, *_: Any) -> None:
+        if "FROM evidence" in sql:
+            seen.append((sql, params))
+
+    event.listen(archive.store.engine, "before_cursor_execute", keep)
+    try:
+        assert all(x is not None for x in archive.read_hits(AGENT, pointers, None))
+    finally:
+        event.remove(archive.store.engine, "before_cursor_execute", keep)
+    [(sql, params)] = seen
+    with archive.store.read() as conn:
+        plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params).all()
+    details = " | ".join(str(row[-1]) for row in plan)
+    assert "evidence_id=?" in details and "ix_evidence_blob" not in details, details
