@@ -24,11 +24,13 @@ hits there are, since hydration runs on every search.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, tuple_
+from sqlalchemy import BindParameter, Connection, Select, bindparam, select, tuple_
 
 from . import schema as t
 from .blobs import verified
@@ -173,39 +175,56 @@ def _may_read(principal: Principal, sensitivity: Sensitivity | int, owners: Iter
     )
 
 
-# Built once: SQLAlchemy then finds each compiled form in its statement cache instead of
-# constructing and compiling the expression on every search; the keys are one expanding
-# parameter, so any number of hits shares the statement. Only the columns the checks and the
-# text need are read (no whole record is built per hit).
-_EVIDENCE_HITS = (
-    select(
-        t.evidence.c.evidence_id,
-        t.evidence.c.version,
-        t.evidence.c.locator,
-        t.evidence.c.blob_sha256,
-        t.evidence.c.sensitivity,
-        t.evidence.c.owner,
-        t.evidence.c.status,
-        t.evidence.c.recorded_at,
-        t.evidence.c.ended_at,
-        t.evidence.c.valid_from,
-        t.evidence.c.valid_until,
-        t.blobs.c.content,
-    )
-    .select_from(
-        t.evidence.outerjoin(
-            t.blobs,
-            (t.blobs.c.tenant_id == t.evidence.c.tenant_id) & (t.blobs.c.sha256 == t.evidence.c.blob_sha256),
+_EVIDENCE_COLUMNS = (
+    t.evidence.c.evidence_id,
+    t.evidence.c.version,
+    t.evidence.c.locator,
+    t.evidence.c.blob_sha256,
+    t.evidence.c.sensitivity,
+    t.evidence.c.owner,
+    t.evidence.c.status,
+    t.evidence.c.recorded_at,
+    t.evidence.c.ended_at,
+    t.evidence.c.valid_from,
+    t.evidence.c.valid_until,
+    t.blobs.c.content,
+)
+
+
+@functools.cache
+def _evidence_statement(slots: int) -> Select[Any]:
+    """The read of up to `slots` evidence versions, built once per size: SQLAlchemy then finds
+    its compiled form in the statement cache instead of building and compiling the expression
+    on every search, and plain parameters (`e0`, `v0`, ...) need no per-call rendering as an
+    expanding IN does. Sizes are powers of two (`_slots`), so a handful of statements serve
+    every search. Each version is named by its whole primary key, so SQLite looks each up in
+    it (with a row-value IN alone, or an OR of the pairs, it scanned the tenant's evidence by
+    ix_evidence_blob). Only the columns the checks and the text need are read; no record is
+    built per hit."""
+    ids: list[BindParameter[str]] = [bindparam(f"e{i}") for i in range(slots)]
+    versions: list[BindParameter[int]] = [bindparam(f"v{i}") for i in range(slots)]
+    return (
+        select(*_EVIDENCE_COLUMNS)
+        .select_from(
+            t.evidence.outerjoin(
+                t.blobs,
+                (t.blobs.c.tenant_id == t.evidence.c.tenant_id)
+                & (t.blobs.c.sha256 == t.evidence.c.blob_sha256),
+            )
+        )
+        .where(
+            t.evidence.c.tenant_id == bindparam("tenant"),
+            # The ids alone let SQLite search the primary key; the pairs pick the versions.
+            t.evidence.c.evidence_id.in_(ids),
+            tuple_(t.evidence.c.evidence_id, t.evidence.c.version).in_(
+                [tuple_(e, v) for e, v in zip(ids, versions, strict=True)]
+            ),
         )
     )
-    .where(
-        t.evidence.c.tenant_id == bindparam("tenant"),
-        # The ids alone let SQLite search the primary key (tenant_id, evidence_id, ...); with
-        # only the row-value IN it scans the tenant's whole evidence table on every search.
-        t.evidence.c.evidence_id.in_(bindparam("ids", expanding=True)),
-        tuple_(t.evidence.c.evidence_id, t.evidence.c.version).in_(bindparam("keys", expanding=True)),
-    )
-)
+
+
+def _slots(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
 
 
 def _read_evidence(
@@ -218,23 +237,30 @@ def _read_evidence(
 ) -> dict[_Target, _Readable]:
     keys = sorted((x.evidence_id, x.version) for x in wanted)
     out: dict[_Target, _Readable] = {}
-    ids = sorted({x.evidence_id for x in wanted})
-    for row in conn.execute(_EVIDENCE_HITS, {"tenant": tenant, "ids": ids, "keys": keys}):
-        if not _may_read(principal, row.sensitivity, [row.owner]):
+    slots = _slots(len(keys))
+    # Unused slots repeat the first version: a duplicate in an IN list matches no extra row.
+    padded = keys + [keys[0]] * (slots - len(keys))
+    params: dict[str, Any] = {"tenant": tenant}
+    for i, (evidence_id, version) in enumerate(padded):
+        params[f"e{i}"] = evidence_id
+        params[f"v{i}"] = version
+    for row in conn.execute(_evidence_statement(slots), params).all():
+        # Unpacked by position (the order of _EVIDENCE_COLUMNS): a named access per field is
+        # Python-level work repeated for every hit of every search.
+        evidence_id, version, locator, sha256, sensitivity, owner, *_, content = row
+        if not _may_read(principal, sensitivity, [owner]):
             continue
         if not evidence_answers_at(row, at):
             continue
         try:
-            text = verified(row.blob_sha256, row.content).decode("utf-8")
+            text = verified(sha256, content).decode("utf-8")
         except IntegrityError as e:
             if corrupt is not None:  # never served; audited by the caller, reported by fsck
-                corrupt.append((f"evidence:{row.evidence_id}@{row.version}", e))
+                corrupt.append((f"evidence:{evidence_id}@{version}", e))
             continue
         except UnicodeDecodeError:
             continue  # a binary original is not searchable text: no index entry names it rightly
-        out[_Evidence(row.evidence_id, row.version)] = _Readable(
-            text, row.locator, "evidence", row.blob_sha256
-        )
+        out[_Evidence(evidence_id, version)] = _Readable(text, locator, "evidence", sha256)
     return out
 
 
