@@ -135,6 +135,10 @@ from .bench_api import register as _register_bench_api  # noqa: E402 - needs ben
 
 _register_bench_api(bench_app)
 
+from .bench_query_embedding import register as _register_bench_query_embedding  # noqa: E402 - needs bench_app
+
+_register_bench_query_embedding(bench_app)
+
 from .curation import register as _register_curation  # noqa: E402 - needs eval_app above
 
 _register_curation(eval_app)
