@@ -115,10 +115,10 @@ def _throughput(
 
 def run(
     *,
-    queries: int = 200,
+    queries: int = 100,
     rounds: int = 2,
     concurrency: Sequence[int] = (1, 4, 8),
-    seconds: float = 1.5,
+    seconds: float = 1.0,
     data_dir: Path | None = None,
 ) -> dict[str, Any]:
     import torch

@@ -13,10 +13,10 @@ import typer
 
 
 def bench_query_embedding(
-    queries: Annotated[int, typer.Option(min=2, help="distinct queries, half English, half Chinese")] = 200,
+    queries: Annotated[int, typer.Option(min=2, help="distinct queries, half English, half Chinese")] = 100,
     rounds: Annotated[int, typer.Option(min=1, help="interleaved rounds; medians are reported")] = 2,
     concurrency: Annotated[list[int] | None, typer.Option(help="threads for queries/s (repeatable)")] = None,
-    seconds: Annotated[float, typer.Option(min=0.1, help="seconds per throughput run")] = 1.5,
+    seconds: Annotated[float, typer.Option(min=0.1, help="seconds per throughput run")] = 1.0,
     data: Annotated[
         Path, typer.Option(help="folder with scifact/ and kuake_qtr/ (synthetic queries when absent)")
     ] = Path("../shared/data"),
