@@ -41,6 +41,7 @@ from .lock import IndexLock
 from .outcome import SearchOutcome
 from .points import point_id
 from .query import AccessScope, SearchQuery
+from .query_embedding import QueryEmbedder
 from .search import Searcher
 from .serialized import SerializedIndex
 from .server_backend import ServerIndex
@@ -91,7 +92,9 @@ class HybridIndex:
         self.encoding = encoding
         self.search_settings = search_settings or SearchSettings()
         self.encoder = PointEncoder(encoding, embedder)
-        self.searcher = Searcher(backend, self.encoder.bm25, embedder, self.search_settings, clock)
+        # Queries go through a small LRU and a micro-batcher: concurrent searches share forward passes.
+        self.query_embedder = QueryEmbedder(embedder)
+        self.searcher = Searcher(backend, self.encoder.bm25, self.query_embedder, self.search_settings, clock)
         # Points removed by `delete` since this object last compacted (not kept across opens):
         # the composition root compacts once enough have piled up.
         self.deleted_since_compaction = 0
@@ -302,7 +305,8 @@ class HybridIndex:
         return kept
 
     def close(self) -> None:
-        """Flush and close the engine and the embedding cache; idempotent."""
+        """Flush and close the engine and the embedding cache, stop the query batcher; idempotent."""
+        self.query_embedder.close()
         self.backend.close()
         if isinstance(self.embedder, CachingEmbedder):
             self.embedder.cache.close()

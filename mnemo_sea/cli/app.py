@@ -139,6 +139,10 @@ from .bench_search_path import register as _register_bench_search_path  # noqa: 
 
 _register_bench_search_path(bench_app)
 
+from .bench_query_embedding import register as _register_bench_query_embedding  # noqa: E402 - needs bench_app
+
+_register_bench_query_embedding(bench_app)
+
 from .curation import register as _register_curation  # noqa: E402 - needs eval_app above
 
 _register_curation(eval_app)

@@ -1,0 +1,34 @@
+"""`mnemo-sea bench query-embedding`: single-query latency and queries/s of the real model; JSON.
+
+`register(bench_app)` adds it to the `bench` group.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def bench_query_embedding(
+    queries: Annotated[int, typer.Option(min=2, help="distinct queries, half English, half Chinese")] = 100,
+    rounds: Annotated[int, typer.Option(min=1, help="interleaved rounds; medians are reported")] = 2,
+    concurrency: Annotated[list[int] | None, typer.Option(help="threads for queries/s (repeatable)")] = None,
+    seconds: Annotated[float, typer.Option(min=0.1, help="seconds per throughput run")] = 1.0,
+    data: Annotated[
+        Path, typer.Option(help="folder with scifact/ and kuake_qtr/ (synthetic queries when absent)")
+    ] = Path("../shared/data"),
+) -> None:
+    """Time one query's embedding: the old encode_query path against the direct forward pass,
+    the query cache and the micro-batcher, in the same run; cosine of every candidate's vectors."""
+    from mnemo_sea.eval.bench_query_embedding import run
+
+    levels = concurrency or [1, 4, 8]
+    report = run(queries=queries, rounds=rounds, concurrency=levels, seconds=seconds, data_dir=data)
+    typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+
+
+def register(bench_app: typer.Typer) -> None:
+    bench_app.command("query-embedding")(bench_query_embedding)
