@@ -132,8 +132,10 @@ from .mcp import register as _register_mcp  # noqa: E402 - needs app above
 _register_mcp(app)
 
 from .bench_api import register as _register_bench_api  # noqa: E402 - needs bench_app above
+from .bench_mnemo_ingest import register as _register_bench_mnemo_ingest  # noqa: E402
 
 _register_bench_api(bench_app)
+_register_bench_mnemo_ingest(bench_app)
 
 from .curation import register as _register_curation  # noqa: E402 - needs eval_app above
 
