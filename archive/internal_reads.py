@@ -8,14 +8,14 @@ access-checked `Archive.read_hits` (hits.py) instead.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Connection, select, tuple_
 
 from . import schema as t
-from .blobs import read_blob, sha256_hex
+from .blobs import read_blob, sha256_hex, verified
 from .evidence import to_record, version_row
 from .memory import fact_from_row
 from .records import EvidenceRecord, MemoryFact, Summary
@@ -44,6 +44,35 @@ def evidence_version(
     if row is None:
         return None
     return to_record(row), read_blob(conn, tenant_id, row.blob_sha256)
+
+
+_CHUNK = 400  # (evidence id, version) pairs per statement, under every backend's parameter limit
+
+
+def evidence_versions(
+    conn: Connection, tenant_id: str, keys: Sequence[tuple[str, int]]
+) -> dict[tuple[str, int], tuple[EvidenceRecord, bytes]]:
+    """`evidence_version` of many (evidence id, version) pairs, the originals read in the same
+    statement and hash-verified (IntegrityError for the first that fails); missing ones absent."""
+    found: dict[tuple[str, int], tuple[EvidenceRecord, bytes]] = {}
+    for start in range(0, len(keys), _CHUNK):
+        rows = conn.execute(
+            select(t.evidence, t.blobs.c.content)
+            .select_from(
+                t.evidence.outerjoin(
+                    t.blobs,
+                    (t.blobs.c.tenant_id == t.evidence.c.tenant_id)
+                    & (t.blobs.c.sha256 == t.evidence.c.blob_sha256),
+                )
+            )
+            .where(
+                t.evidence.c.tenant_id == tenant_id,
+                tuple_(t.evidence.c.evidence_id, t.evidence.c.version).in_(keys[start : start + _CHUNK]),
+            )
+        )
+        for row in rows:
+            found[(row.evidence_id, row.version)] = (to_record(row), verified(row.blob_sha256, row.content))
+    return found
 
 
 def archived_note(conn: Connection, tenant_id: str, session_id: str, rid: str) -> ArchivedNote | None:
