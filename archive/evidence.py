@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, select, text, update
+from sqlalchemy import Connection, Row, Select, bindparam, select, text, tuple_, update
 
 from . import schema as t
 from .audit import append_event
@@ -106,6 +106,25 @@ def version_row(conn: Connection, tenant_id: str, evidence_id: str, version: int
             t.evidence.c.version == version,
         )
     ).first()
+
+
+def versions_with_content(tenant_id: str, keys: Sequence[tuple[str, int]]) -> Select[Any]:
+    """The rows of these (evidence id, version) pairs with each original's stored bytes beside
+    them (`content`, None when the blob row is missing): one statement for a batched read."""
+    return (
+        select(t.evidence, t.blobs.c.content)
+        .select_from(
+            t.evidence.outerjoin(
+                t.blobs,
+                (t.blobs.c.tenant_id == t.evidence.c.tenant_id)
+                & (t.blobs.c.sha256 == t.evidence.c.blob_sha256),
+            )
+        )
+        .where(
+            t.evidence.c.tenant_id == tenant_id,
+            tuple_(t.evidence.c.evidence_id, t.evidence.c.version).in_(list(keys)),
+        )
+    )
 
 
 def lock_chain(conn: Connection, *key: str) -> None:

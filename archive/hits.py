@@ -34,7 +34,7 @@ from . import schema as t
 from .blobs import verified
 from .clock import aware
 from .errors import IntegrityError, InvalidInput
-from .evidence import to_record
+from .evidence import to_record, versions_with_content
 from .in_force import evidence_answers_at, in_force, memory_answers_at
 from .internal_reads import archived_notes
 from .memory import MEMORY_SENSITIVITY, fact_from_row
@@ -182,22 +182,7 @@ def _read_evidence(
     at: datetime | None,
     corrupt: list[tuple[str, IntegrityError]] | None,
 ) -> dict[_Target, _Readable]:
-    rows = conn.execute(
-        select(t.evidence, t.blobs.c.content)
-        .select_from(
-            t.evidence.outerjoin(
-                t.blobs,
-                (t.blobs.c.tenant_id == t.evidence.c.tenant_id)
-                & (t.blobs.c.sha256 == t.evidence.c.blob_sha256),
-            )
-        )
-        .where(
-            t.evidence.c.tenant_id == tenant,
-            tuple_(t.evidence.c.evidence_id, t.evidence.c.version).in_(
-                sorted((x.evidence_id, x.version) for x in wanted)
-            ),
-        )
-    )
+    rows = conn.execute(versions_with_content(tenant, sorted((x.evidence_id, x.version) for x in wanted)))
     out: dict[_Target, _Readable] = {}
     for row in rows:
         record = to_record(row)

@@ -16,7 +16,7 @@ from sqlalchemy import Connection, select, tuple_
 
 from . import schema as t
 from .blobs import read_blob, sha256_hex, verified
-from .evidence import to_record, version_row
+from .evidence import to_record, version_row, versions_with_content
 from .memory import fact_from_row
 from .records import EvidenceRecord, MemoryFact, Summary
 from .summaries import summary_from_row
@@ -56,20 +56,7 @@ def evidence_versions(
     statement and hash-verified (IntegrityError for the first that fails); missing ones absent."""
     found: dict[tuple[str, int], tuple[EvidenceRecord, bytes]] = {}
     for start in range(0, len(keys), _CHUNK):
-        rows = conn.execute(
-            select(t.evidence, t.blobs.c.content)
-            .select_from(
-                t.evidence.outerjoin(
-                    t.blobs,
-                    (t.blobs.c.tenant_id == t.evidence.c.tenant_id)
-                    & (t.blobs.c.sha256 == t.evidence.c.blob_sha256),
-                )
-            )
-            .where(
-                t.evidence.c.tenant_id == tenant_id,
-                tuple_(t.evidence.c.evidence_id, t.evidence.c.version).in_(keys[start : start + _CHUNK]),
-            )
-        )
+        rows = conn.execute(versions_with_content(tenant_id, keys[start : start + _CHUNK]))
         for row in rows:
             found[(row.evidence_id, row.version)] = (to_record(row), verified(row.blob_sha256, row.content))
     return found

@@ -27,7 +27,7 @@ TIMES = {"observed_at", "recorded_at", "ended_at", "created_at", "at"}
 START = datetime(2026, 3, 1, 9, 30, tzinfo=ZoneInfo("Europe/Berlin"))
 
 
-def item(eid: str, body: str, **fields: Any) -> EvidenceInput:
+def item(eid: str, body: str | bytes, **fields: Any) -> EvidenceInput:
     return EvidenceInput(body=body, source=f"kb/{eid}", evidence_id=eid, **fields)
 
 
