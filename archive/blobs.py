@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import Connection, and_, delete, exists, select
 
@@ -18,22 +20,33 @@ def sha256_hex(content: bytes) -> str:
 
 def put_blob(conn: Connection, tenant_id: str, content: bytes, media_type: str) -> str:
     """Store `content` once per tenant (idempotent); returns its sha256."""
-    digest = sha256_hex(content)
-    insert_or_touch(
-        conn,
-        t.blobs,
-        {
-            "tenant_id": tenant_id,
-            "sha256": digest,
-            "size": len(content),
-            "media_type": media_type,
-            "content": content,
-            "created_at": utcnow(),
-        },
-        ["tenant_id", "sha256"],
-        touch="size",
-    )
-    return digest
+    return put_blobs(conn, tenant_id, [(content, media_type)])[0]
+
+
+def put_blobs(conn: Connection, tenant_id: str, originals: Sequence[tuple[bytes, str]]) -> list[str]:
+    """`put_blob` for many (content, media type) pairs in one statement; their sha256s, in order.
+
+    Content stored twice keeps the first media type, as consecutive `put_blob` calls would.
+    Rows are written in digest order, so two writers touching the same blobs lock them in the
+    same order (PostgreSQL row locks) and never deadlock.
+    """
+    digests = [sha256_hex(content) for content, _ in originals]
+    now = utcnow()
+    rows: dict[str, dict[str, Any]] = {}
+    for digest, (content, media_type) in zip(digests, originals, strict=True):
+        rows.setdefault(
+            digest,
+            {
+                "tenant_id": tenant_id,
+                "sha256": digest,
+                "size": len(content),
+                "media_type": media_type,
+                "content": content,
+                "created_at": now,
+            },
+        )
+    insert_or_touch(conn, t.blobs, [rows[d] for d in sorted(rows)], ["tenant_id", "sha256"], touch="size")
+    return digests
 
 
 def read_blob(conn: Connection, tenant_id: str, digest: str) -> bytes:

@@ -13,17 +13,17 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, select, text, update
+from sqlalchemy import Connection, Row, Select, bindparam, select, text, tuple_, update
 
 from . import schema as t
 from .audit import append_event
-from .blobs import put_blob, read_blob, sha256_hex
+from .blobs import put_blobs, read_blob, sha256_hex
 from .clock import aware, utcnow
 from .errors import Forbidden, InvalidBatch, InvalidInput, NotFound, StateConflict
 from .idempotency import KeyedRequest, keyed, previous_reply, save_reply
 from .in_force import evidence_answers_at
 from .operations import EvidenceInput
-from .outbox import enqueue
+from .outbox import Entity, Op, enqueue, enqueue_many
 from .principal import Principal, Role, Sensitivity, check_identifier
 from .records import EVIDENCE_KINDS, EvidenceRecord, parse_provenance
 from .refs import DERIVED_ID_PREFIXES, check_evidence_id
@@ -108,6 +108,25 @@ def version_row(conn: Connection, tenant_id: str, evidence_id: str, version: int
     ).first()
 
 
+def versions_with_content(tenant_id: str, keys: Sequence[tuple[str, int]]) -> Select[Any]:
+    """The rows of these (evidence id, version) pairs with each original's stored bytes beside
+    them (`content`, None when the blob row is missing): one statement for a batched read."""
+    return (
+        select(t.evidence, t.blobs.c.content)
+        .select_from(
+            t.evidence.outerjoin(
+                t.blobs,
+                (t.blobs.c.tenant_id == t.evidence.c.tenant_id)
+                & (t.blobs.c.sha256 == t.evidence.c.blob_sha256),
+            )
+        )
+        .where(
+            t.evidence.c.tenant_id == tenant_id,
+            tuple_(t.evidence.c.evidence_id, t.evidence.c.version).in_(list(keys)),
+        )
+    )
+
+
 def lock_chain(conn: Connection, *key: str) -> None:
     """Make writers of one version chain (an evidence id, a memory key) take turns until commit.
 
@@ -121,6 +140,18 @@ def lock_chain(conn: Connection, *key: str) -> None:
     if conn.dialect.name == "postgresql":
         conn.execute(
             text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": "\x1f".join(key)}
+        )
+
+
+def lock_chains(conn: Connection, kind: str, tenant_id: str, ids: Sequence[str]) -> None:
+    """`lock_chain` for many chains in one statement, in the order given (sorted by the caller,
+    so two batches sharing ids take their locks in the same order and never deadlock)."""
+    if conn.dialect.name == "postgresql" and ids:
+        conn.execute(
+            text(
+                "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest(CAST(:keys AS text[])) AS k"
+            ),
+            {"keys": ["\x1f".join((kind, tenant_id, i)) for i in ids]},
         )
 
 
@@ -201,62 +232,135 @@ def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> 
     )
 
 
-def _write(conn: Connection, principal: Principal, p: _Prepared) -> EvidenceRecord:
+_CHUNK = 400  # evidence ids per statement, under every backend's bound-parameter limit
+
+
+def _chains(
+    conn: Connection, tenant_id: str, ids: Sequence[str], *, lock: bool = False
+) -> dict[str, list[Row[Any]]]:
+    """Every version of each chain in `ids` (an id without versions is absent), oldest first."""
+    found: dict[str, list[Row[Any]]] = {}
+    for start in range(0, len(ids), _CHUNK):
+        stmt = (
+            select(t.evidence)
+            .where(
+                t.evidence.c.tenant_id == tenant_id, t.evidence.c.evidence_id.in_(ids[start : start + _CHUNK])
+            )
+            .order_by(t.evidence.c.evidence_id, t.evidence.c.version)
+        )
+        if lock:
+            stmt = stmt.with_for_update()
+        for row in conn.execute(stmt):
+            found.setdefault(row.evidence_id, []).append(row)
+    return found
+
+
+def _write_batch(
+    conn: Connection, principal: Principal, prepared: Sequence[_Prepared]
+) -> list[EvidenceRecord]:
+    """Store `prepared` in order in one transaction, as one `put` after another would.
+
+    The version chains are read once (locked), then worked out in memory item by item: an item
+    supersedes the chain's active version, or is that version unchanged, and a later item of the
+    batch sees what the earlier ones did. Then a few multi-row statements write it all: blobs,
+    the superseded versions, the new versions (in their final state), and the outbox rows in the
+    order the items would have written them. Each record answers as the put that made (or found)
+    it current, even if a later item of the batch superseded it.
+    """
     tenant = principal.tenant_id
-    evidence_id = p.evidence_id
-    lock_chain(conn, "evidence", tenant, evidence_id)
-    # Taken after the lock, so versions of one chain are stamped in the order they commit.
-    now = utcnow()
-    observed = p.observed_at or now
-    versions = _versions(conn, tenant, evidence_id, lock=True)
-    current = next((v for v in versions if v.status == "active"), None)
-    digest = put_blob(conn, tenant, p.data, p.media)
-    fields = {**p.fields, "blob_sha256": digest}
-    if current is not None:
-        _check_owner_access(principal, current.owner, "superseding evidence")
-        if all(getattr(current, k) == v for k, v in fields.items()):
-            return to_record(current)
+    ids = sorted({p.evidence_id for p in prepared})
+    lock_chains(conn, "evidence", tenant, ids)
+    chains = {
+        eid: [dict(r._mapping) for r in rows] for eid, rows in _chains(conn, tenant, ids, lock=True).items()
+    }
+    digests = put_blobs(conn, tenant, [(p.data, p.media) for p in prepared])
+    answers: list[tuple[str, int]] = []
+    superseded: list[dict[str, Any]] = []  # versions stored before this batch that it supersedes
+    inserted: list[dict[str, Any]] = []
+    made: set[tuple[str, int]] = set()  # (evidence_id, version) of the versions this batch makes
+    # (op, entity, entity_ref, payload) in the order sequential puts write them; the payload of
+    # an upsert (None here) is made from the version as stored.
+    rows_out: list[tuple[Op, Entity, str, dict[str, Any] | None]] = []
+    for p, digest in zip(prepared, digests, strict=True):
+        # Stamped item by item, as sequential puts would be: a version superseded within the
+        # batch was current from its own stamp until the next item's.
+        now = utcnow()
+        chain = chains.setdefault(p.evidence_id, [])
+        current = next((v for v in chain if v["status"] == "active"), None)
+        fields = {**p.fields, "blob_sha256": digest}
+        if current is not None:
+            _check_owner_access(principal, current["owner"], "superseding evidence")
+            if all(current[k] == v for k, v in fields.items()):
+                answers.append((p.evidence_id, current["version"]))
+                continue
+            current["status"], current["ended_at"] = "superseded", now
+            if (p.evidence_id, current["version"]) not in made:
+                superseded.append(current)
+            # Superseded versions stay in the index (status flipped) so `as_of` searches find them.
+            rows_out.append(
+                (
+                    "index_status",
+                    "evidence",
+                    f"{p.evidence_id}@{current['version']}",
+                    {
+                        "evidence_id": p.evidence_id,
+                        "version": current["version"],
+                        "status": "superseded",
+                        "content_sha256": current["blob_sha256"],
+                    },
+                )
+            )
+        version = (chain[-1]["version"] + 1) if chain else 1
+        row = {
+            "tenant_id": tenant,
+            "evidence_id": p.evidence_id,
+            "version": version,
+            "observed_at": p.observed_at or now,
+            "status": "active",
+            "recorded_at": now,
+            "recorded_by": principal.subject,
+            "ended_at": None,
+            **fields,
+        }
+        chain.append(row)
+        inserted.append(row)
+        made.add((p.evidence_id, version))
+        answers.append((p.evidence_id, version))
+        rows_out.append(("index_upsert", "evidence", f"{p.evidence_id}@{version}", None))
+        rows_out.append(("cache_purge", "tenant", tenant, {"reason": "evidence changed"}))
+    if superseded:
         conn.execute(
             update(t.evidence)
             .where(
                 t.evidence.c.tenant_id == tenant,
-                t.evidence.c.evidence_id == evidence_id,
-                t.evidence.c.version == current.version,
+                t.evidence.c.evidence_id == bindparam("b_evidence_id"),
+                t.evidence.c.version == bindparam("b_version"),
             )
-            .values(status="superseded", ended_at=now)
+            .values(status="superseded", ended_at=bindparam("b_ended_at")),
+            [
+                {"b_evidence_id": v["evidence_id"], "b_version": v["version"], "b_ended_at": v["ended_at"]}
+                for v in superseded
+            ],
         )
-        # Superseded versions stay in the index (status flipped) so `as_of` searches find them.
-        enqueue(
-            conn,
-            tenant,
-            "index_status",
-            "evidence",
-            f"{evidence_id}@{current.version}",
-            {
-                "evidence_id": evidence_id,
-                "version": current.version,
-                "status": "superseded",
-                "content_sha256": current.blob_sha256,
-            },
-        )
-    version = (versions[-1].version + 1) if versions else 1
-    conn.execute(
-        t.evidence.insert().values(
-            tenant_id=tenant,
-            evidence_id=evidence_id,
-            version=version,
-            observed_at=observed,
-            status="active",
-            recorded_at=now,
-            recorded_by=principal.subject,
-            ended_at=None,
-            **fields,
-        )
+    if inserted:
+        conn.execute(t.evidence.insert(), inserted)
+    # Read back as stored (times in UTC): what a put answers, and what the index is told.
+    stored = {
+        (r.evidence_id, r.version): to_record(r) for rows in _chains(conn, tenant, ids).values() for r in rows
+    }
+    enqueue_many(
+        conn,
+        [
+            (tenant, op, entity, ref, index_payload(stored[_ref_key(ref)]) if payload is None else payload)
+            for op, entity, ref, payload in rows_out
+        ],
     )
-    rec = to_record(_versions(conn, tenant, evidence_id)[-1])
-    enqueue(conn, tenant, "index_upsert", "evidence", f"{evidence_id}@{version}", index_payload(rec))
-    enqueue(conn, tenant, "cache_purge", "tenant", tenant, {"reason": "evidence changed"})
-    return rec
+    return [replace(stored[key], status="active", ended_at=None) for key in answers]
+
+
+def _ref_key(ref: str) -> tuple[str, int]:
+    evidence_id, _, version = ref.rpartition("@")
+    return evidence_id, int(version)
 
 
 def put_evidence(
@@ -311,19 +415,29 @@ def _put(
     with store.write() as conn:
         previous = previous_reply(conn, request)
         if previous is not None:
-            return [_stored(conn, principal.tenant_id, eid, version) for eid, version in previous["records"]]
-        records = [_write(conn, principal, p) for p in prepared]
+            return _stored(
+                conn, principal.tenant_id, [(eid, version) for eid, version in previous["records"]]
+            )
+        records = _write_batch(conn, principal, prepared)
         save_reply(conn, request, {"records": [[r.evidence_id, r.version] for r in records]})
         return records
 
 
-def _stored(conn: Connection, tenant_id: str, evidence_id: str, version: int) -> EvidenceRecord:
-    """A version as a put first returned it (for a replay)."""
-    row = version_row(conn, tenant_id, evidence_id, version)
-    if row is None:
-        raise NotFound("evidence", f"{evidence_id}@{version}")
-    # A put answers with the version it made current; superseding it later is a later state.
-    return replace(to_record(row), status="active", ended_at=None)
+def _stored(conn: Connection, tenant_id: str, refs: Sequence[tuple[str, int]]) -> list[EvidenceRecord]:
+    """The versions as a put first returned them (for a replay); NotFound for the first one gone."""
+    stored = {
+        (r.evidence_id, r.version): r
+        for rows in _chains(conn, tenant_id, sorted({e for e, _ in refs})).values()
+        for r in rows
+    }
+    found: list[EvidenceRecord] = []
+    for evidence_id, version in refs:
+        row = stored.get((evidence_id, version))
+        if row is None:
+            raise NotFound("evidence", f"{evidence_id}@{version}")
+        # A put answers with the version it made current; superseding it later is a later state.
+        found.append(replace(to_record(row), status="active", ended_at=None))
+    return found
 
 
 def retract(store: ArchiveStore, principal: Principal, evidence_id: str, reason: str) -> EvidenceRecord:

@@ -8,15 +8,15 @@ access-checked `Archive.read_hits` (hits.py) instead.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Connection, select, tuple_
 
 from . import schema as t
-from .blobs import read_blob, sha256_hex
-from .evidence import to_record, version_row
+from .blobs import read_blob, sha256_hex, verified
+from .evidence import to_record, version_row, versions_with_content
 from .memory import fact_from_row
 from .records import EvidenceRecord, MemoryFact, Summary
 from .summaries import summary_from_row
@@ -44,6 +44,22 @@ def evidence_version(
     if row is None:
         return None
     return to_record(row), read_blob(conn, tenant_id, row.blob_sha256)
+
+
+_CHUNK = 400  # (evidence id, version) pairs per statement, under every backend's parameter limit
+
+
+def evidence_versions(
+    conn: Connection, tenant_id: str, keys: Sequence[tuple[str, int]]
+) -> dict[tuple[str, int], tuple[EvidenceRecord, bytes]]:
+    """`evidence_version` of many (evidence id, version) pairs, the originals read in the same
+    statement and hash-verified (IntegrityError for the first that fails); missing ones absent."""
+    found: dict[tuple[str, int], tuple[EvidenceRecord, bytes]] = {}
+    for start in range(0, len(keys), _CHUNK):
+        rows = conn.execute(versions_with_content(tenant_id, keys[start : start + _CHUNK]))
+        for row in rows:
+            found[(row.evidence_id, row.version)] = (to_record(row), verified(row.blob_sha256, row.content))
+    return found
 
 
 def archived_note(conn: Connection, tenant_id: str, session_id: str, rid: str) -> ArchivedNote | None:

@@ -13,6 +13,7 @@ stay (they are the history of what was applied) but hold identifiers only.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -61,6 +62,29 @@ def enqueue(
     pk = result.inserted_primary_key
     assert pk is not None
     return int(pk[0])
+
+
+def enqueue_many(conn: Connection, rows: Sequence[tuple[str, Op, Entity, str, dict[str, Any]]]) -> None:
+    """`enqueue` for many (tenant, op, entity, entity_ref, payload) rows in one executemany; they
+    get increasing ids in the order given, so the indexer applies them in that order."""
+    if not rows:
+        return
+    now = utcnow()
+    conn.execute(
+        t.outbox.insert(),
+        [
+            {
+                "tenant_id": tenant_id,
+                "op": op,
+                "entity": entity,
+                "entity_ref": entity_ref,
+                "payload_json": json.dumps(payload, ensure_ascii=False, sort_keys=True),
+                "created_at": now,
+                "attempts": 0,
+            }
+            for tenant_id, op, entity, entity_ref, payload in rows
+        ],
+    )
 
 
 MAX_ATTEMPTS = 5

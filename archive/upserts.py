@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Table
@@ -16,14 +17,17 @@ def insert_ignore(conn: Connection, table: Table, values: dict[str, Any], keys: 
 
 
 def insert_or_touch(
-    conn: Connection, table: Table, values: dict[str, Any], keys: list[str], touch: str
+    conn: Connection, table: Table, rows: Sequence[dict[str, Any]], keys: list[str], touch: str
 ) -> None:
-    """INSERT, or lock the existing row by a no-op update of `touch`.
+    """INSERT each row (distinct keys), or lock the existing row by a no-op update of `touch`.
 
     On PostgreSQL the update takes the row lock, so a concurrent delete of that row either
-    waits for us or has already happened (then the insert goes through).
+    waits for us or has already happened (then the insert goes through). Many rows go as one
+    executemany of the statement.
     """
+    if not rows:
+        return
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    ins = dialect.insert(table).values(**values)
+    ins = dialect.insert(table)
     stmt = ins.on_conflict_do_update(index_elements=keys, set_={touch: getattr(ins.excluded, touch)})
-    conn.execute(stmt)
+    conn.execute(stmt, list(rows))

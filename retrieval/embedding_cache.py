@@ -10,8 +10,9 @@ must also delete what was derived from its text (the SQLite file zeroes them, `s
 and its log is checkpointed away).
 
 CachingEmbedder wraps any Embedder: it looks every document text up, embeds only the misses
-(deduplicated, in one batched call) and stores them. Query embeddings are not cached: queries
-rarely repeat and they must not be kept after the search.
+(deduplicated, in one batched call) and stores them. Query embeddings are not stored here (nor
+on disk, nor in Redis): query_embedding.QueryEmbeddingCache keeps the last few in process memory
+only, keyed by a digest of the text, never the text.
 """
 
 from __future__ import annotations

@@ -131,17 +131,15 @@ from .mcp import register as _register_mcp  # noqa: E402 - needs app above
 
 _register_mcp(app)
 
-from .bench_api import register as _register_bench_api  # noqa: E402 - needs bench_app above
+from . import (  # noqa: E402 - they need bench_app above
+    bench_api,
+    bench_mnemo_ingest,
+    bench_query_embedding,
+    bench_search_path,
+)
 
-_register_bench_api(bench_app)
-
-from .bench_search_path import register as _register_bench_search_path  # noqa: E402 - needs bench_app above
-
-_register_bench_search_path(bench_app)
-
-from .bench_query_embedding import register as _register_bench_query_embedding  # noqa: E402 - needs bench_app
-
-_register_bench_query_embedding(bench_app)
+for _bench in (bench_api, bench_mnemo_ingest, bench_search_path, bench_query_embedding):
+    _bench.register(bench_app)
 
 from .curation import register as _register_curation  # noqa: E402 - needs eval_app above
 

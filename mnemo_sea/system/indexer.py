@@ -51,6 +51,9 @@ log = logging.getLogger(__name__)
 
 # Deleted index points after which a drain pass compacts the embedded index (see the docstring).
 COMPACT_AFTER_DELETED = 1
+# Outbox rows one drain pass applies: an ingest batch of 1,000 records (the archive's largest)
+# writes 2,000 (an upsert and a cache purge each), so one pass and one index flush cover it.
+DRAIN_LIMIT = 2_000
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,7 @@ class Indexer:
         # apart by the database (SQLite's write lock, PostgreSQL's SKIP LOCKED).
         self._draining = threading.Lock()
 
-    def drain(self, limit: int = 500, *, on_applied: OnApplied | None = None) -> DrainReport:
+    def drain(self, limit: int = DRAIN_LIMIT, *, on_applied: OnApplied | None = None) -> DrainReport:
         """Apply up to `limit` pending rows, oldest first; failures stay pending with their error.
 
         `on_applied` is called after each row is applied to the index (before the pass is
@@ -129,25 +132,96 @@ class Indexer:
     ) -> tuple[list[int], list[Failure]]:
         """Apply rows in order; the index is flushed before any row may be marked done.
 
-        An outage (index, cache or database unreachable) ends the pass: the rows behind would
-        meet the same dead store, and each try would add its timeout to the caller's write.
+        A run of evidence upserts, status changes and cache purges (what an ingest writes) is
+        applied as one batch (see `_apply_run`); any other row, or a run whose batch failed,
+        row by row. An outage (index, cache or database unreachable) ends the pass: the rows
+        behind would meet the same dead store, and each try would add its timeout to the
+        caller's write.
         """
         done: list[int] = []
         problems: list[Failure] = []
-        for item in items:
-            failure = self._apply_one(item)
-            if not isinstance(failure, Failure):
-                done.append(item.id)
+        for run in _runs(items):
+            applied = self._apply_run(run) if len(run) > 1 else None
+            if applied is not None:
+                done += [item.id for item in run]
                 if on_applied is not None:
-                    on_applied(AppliedRow(item.op, item.entity, item.entity_ref, failure))
+                    for item in run:
+                        on_applied(AppliedRow(item.op, item.entity, item.entity_ref, applied.get(item.id, 0)))
                 continue
-            problems.append(failure)
-            if failure.outage:
+            outage = False
+            for item in run:
+                failure = self._apply_one(item)
+                if not isinstance(failure, Failure):
+                    done.append(item.id)
+                    if on_applied is not None:
+                        on_applied(AppliedRow(item.op, item.entity, item.entity_ref, failure))
+                    continue
+                problems.append(failure)
+                if failure.outage:
+                    outage = True
+                    break
+            if outage:
                 break
         if done:
             self.index.flush()
             self._compact_if_due()
         return done, problems
+
+    def _apply_run(self, run: list[OutboxItem]) -> dict[int, int] | None:
+        """Apply a run of batchable rows (`_BATCHABLE`) at once; the chunks embedded per row id,
+        or None when anything failed (the caller then applies the run row by row, which names
+        the failing row; what the batch applied already is applied again, harmlessly).
+
+        Every evidence version the run names is read in one statement, every upsert goes to the
+        index in one call (the embedder sees the whole batch), and the cache is purged once per
+        tenant after the index changed. Rows about one version come out as applying them in
+        order would: an upsert and a status change both write what the archive holds now.
+        """
+        try:
+            wanted: dict[str, set[tuple[str, int]]] = {}
+            for item in run:
+                if item.entity == "evidence":
+                    wanted.setdefault(item.tenant_id, set()).add(_version_key(item.entity_ref))
+            with self.store.read() as conn:
+                found = {
+                    tenant: internal_reads.evidence_versions(conn, tenant, sorted(keys))
+                    for tenant, keys in wanted.items()
+                }
+            upserts: dict[tuple[str, str, int], int] = {}  # the key of each document -> its row id
+            documents: list[EvidenceDocument] = []
+            statuses: list[tuple[str, str, int, EvidenceDocument]] = []
+            purges: dict[str, bool] = {}  # tenant -> whether search results must be dropped
+            for item in run:
+                tenant = item.tenant_id
+                if item.op == "cache_purge":
+                    purges[tenant] = purges.get(tenant, False) or bool(item.payload.get("drop_search"))
+                    continue
+                evidence_id, version = _version_key(item.entity_ref)
+                stored = found[tenant].get((evidence_id, version))
+                if stored is None or (item.op == "index_upsert" and stored[0].status == "retracted"):
+                    continue  # deleted or withdrawn since; the row that did so removes what was indexed
+                doc = evidence_document(tenant, *stored)
+                if doc is None:
+                    continue
+                if item.op == "index_status":
+                    statuses.append((tenant, evidence_id, version, doc))
+                elif (tenant, evidence_id, version) not in upserts:
+                    upserts[(tenant, evidence_id, version)] = item.id
+                    documents.append(doc)
+            written = self.index.upsert(documents).written if documents else 0
+            for tenant, evidence_id, version, doc in statuses:
+                self.index.set_status(tenant, evidence_id, version, doc.status, valid_until=doc.valid_until)
+            for tenant, drop_search in purges.items():
+                if drop_search:
+                    self.cache.purge_tenant(tenant)
+                else:
+                    self.cache.bump_generation(tenant)
+        except (RetrievalError, ArchiveError, ValueError, KeyError) as e:
+            log.info("a batch of %d outbox rows failed, applying them one by one: %s", len(run), e)
+            return None
+        # The index reports chunks embedded per call, not per document: the run's last upsert
+        # row carries them (progress sums them over a load).
+        return {max(upserts.values()): written} if upserts else {}
 
     def _compact_if_due(self) -> None:
         """Compact once enough points were deleted. The rows are applied and flushed already, so
@@ -251,6 +325,27 @@ class Indexer:
         if doc is None:
             return 0
         return self.index.upsert([doc]).written
+
+
+# Rows an ingest writes; a run of them is applied as one batch (`Indexer._apply_run`).
+_BATCHABLE = {("index_upsert", "evidence"), ("index_status", "evidence"), ("cache_purge", "tenant")}
+
+
+def _runs(items: list[OutboxItem]) -> list[list[OutboxItem]]:
+    """`items` in order, cut into maximal runs of batchable rows and single other rows."""
+    runs: list[list[OutboxItem]] = []
+    for item in items:
+        batchable = (item.op, item.entity) in _BATCHABLE
+        if batchable and runs and (runs[-1][0].op, runs[-1][0].entity) in _BATCHABLE:
+            runs[-1].append(item)
+        else:
+            runs.append([item])
+    return runs
+
+
+def _version_key(entity_ref: str) -> tuple[str, int]:
+    evidence_id, _, version = entity_ref.rpartition("@")
+    return evidence_id, int(version)
 
 
 def _text(content: bytes) -> str | None:

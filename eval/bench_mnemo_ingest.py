@@ -1,0 +1,157 @@
+"""Benchmark: `Mnemo.ingest` end to end (archive + outbox + index) against the bare engine's ingest.
+
+In one run, on the same synthetic documents cut into the same batches, alternating `rounds` times:
+- `engine`: `HybridIndex.upsert` of each batch's documents into a fresh embedded index, then
+  `flush` (chunking, BM25, embedding, Qdrant Edge writes: what the engine alone costs);
+- `mnemo`: `Mnemo.ingest` of each batch on a fresh embedded Mnemo (SQLite archive + Qdrant Edge):
+  validation, the archive transaction with its outbox rows, and the drain that indexes them, so
+  every batch is searchable when its call returns.
+Both use the hashing embedder, so the model is not the subject. The machine may be shared: each
+side is reported as its median over the rounds, and `ratio` = mnemo docs/s / engine docs/s, the
+two measured in the same run. `profile=True` adds a cProfile of one extra `mnemo` run: the
+functions with the most own time and the archive/indexer steps by cumulative time.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import os
+import pstats
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
+from mnemo_sea.retrieval import EvidenceDocument, HybridIndex
+from mnemo_sea.system.hashing_embedder import HashingEmbedder
+from mnemo_sea.system.mnemo import Mnemo
+
+from .synthetic import build_corpus
+
+TENANT = "bench"
+LOADER = Principal(TENANT, "loader", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
+TARGET_DOCS_PER_S = 2_000.0
+
+
+def _inputs(n: int) -> list[EvidenceInput]:
+    texts = build_corpus(n, queries=1, dim=8).texts
+    return [
+        EvidenceInput(body=text, source=f"bench/doc-{i}.txt", evidence_id=f"doc-{i}", scope="bench")
+        for i, text in enumerate(texts)
+    ]
+
+
+def _documents(items: Sequence[EvidenceInput]) -> list[EvidenceDocument]:
+    """The engine's view of the same records (what the indexer hands `HybridIndex.upsert`)."""
+    return [
+        EvidenceDocument(
+            tenant_id=TENANT,
+            evidence_id=str(item.evidence_id),
+            version=1,
+            text=str(item.body),
+            source=item.source,
+            scope=item.scope,
+            sensitivity=int(Sensitivity.INTERNAL),
+        )
+        for item in items
+    ]
+
+
+def _batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _engine_run(batches: list[Sequence[EvidenceDocument]]) -> float:
+    with tempfile.TemporaryDirectory(prefix="bench-engine-") as tmp:
+        index = HybridIndex.open(Path(tmp) / "index", embedder=HashingEmbedder())
+        try:
+            started = time.perf_counter()
+            for batch in batches:
+                index.upsert(batch)
+                index.flush()
+            return time.perf_counter() - started
+        finally:
+            index.close()
+
+
+def _mnemo_run(batches: list[Sequence[EvidenceInput]], profiler: cProfile.Profile | None = None) -> float:
+    with tempfile.TemporaryDirectory(prefix="bench-mnemo-") as tmp:
+        mnemo = Mnemo.open(Path(tmp), embedder=HashingEmbedder())
+        try:
+            started = time.perf_counter()
+            if profiler is not None:
+                profiler.enable()
+            for batch in batches:
+                report = mnemo.ingest(LOADER, batch)
+                if report.index is None or report.index.pending or report.index.failed:
+                    raise RuntimeError(f"a batch was not indexed: {report.index}")
+            if profiler is not None:
+                profiler.disable()
+            elapsed = time.perf_counter() - started
+            # Searchable means found: one document of the last batch must come back by its text.
+            last = batches[-1][-1]
+            found = mnemo.search(LOADER, str(last.body)[:200], limit=5)
+            if last.evidence_id not in {h.evidence_id for h in found.hits}:
+                raise RuntimeError(f"{last.evidence_id} is not searchable after ingest")
+            return elapsed
+        finally:
+            mnemo.close()
+
+
+def _profile(batches: list[Sequence[EvidenceInput]], top: int) -> dict[str, Any]:
+    profiler = cProfile.Profile()
+    _mnemo_run(batches, profiler)
+    stats = pstats.Stats(profiler)
+    total = max(getattr(stats, "total_tt", 0.0), 1e-9)
+    raw: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = getattr(stats, "stats", {})
+
+    def name(key: tuple[str, int, str]) -> str:
+        file, line, func = key
+        return f"{Path(file).name}:{line}:{func}" if line else func
+
+    by_own = sorted(raw.items(), key=lambda kv: kv[1][2], reverse=True)[:top]
+    ours = [kv for kv in raw.items() if any(p in kv[0][0] for p in ("archive/", "mnemo_sea/system/"))]
+    by_cumulative = sorted(ours, key=lambda kv: kv[1][3], reverse=True)[:top]
+    return {
+        "profiled_seconds": round(total, 3),
+        "own_time": [
+            {"function": name(k), "calls": v[1], "seconds": round(v[2], 3), "share": round(v[2] / total, 3)}
+            for k, v in by_own
+        ],
+        "cumulative_ours": [
+            {"function": name(k), "calls": v[1], "seconds": round(v[3], 3), "share": round(v[3] / total, 3)}
+            for k, v in by_cumulative
+        ],
+    }
+
+
+def run(n: int = 2_000, *, batch_size: int = 500, rounds: int = 3, profile: bool = False) -> dict[str, Any]:
+    """Time both sides `rounds` times, interleaved (see the module docstring)."""
+    items = _inputs(n)
+    item_batches = _batches(items, batch_size)
+    doc_batches = _batches(_documents(items), batch_size)
+    engine: list[float] = []
+    mnemo: list[float] = []
+    for _ in range(rounds):
+        engine.append(_engine_run(doc_batches))
+        mnemo.append(_mnemo_run(item_batches))
+    engine_s, mnemo_s = statistics.median(engine), statistics.median(mnemo)
+    report: dict[str, Any] = {
+        "documents": n,
+        "batch_size": batch_size,
+        "rounds": rounds,
+        "machine": {"cpus": os.cpu_count(), "load_average_at_start": [round(x, 2) for x in os.getloadavg()]},
+        "engine_docs_per_s": round(n / engine_s, 1),
+        "mnemo_docs_per_s": round(n / mnemo_s, 1),
+        "ratio": round(engine_s / mnemo_s, 3),  # mnemo docs/s over engine docs/s
+        "engine_seconds": [round(s, 3) for s in engine],
+        "mnemo_seconds": [round(s, 3) for s in mnemo],
+        "target_mnemo_docs_per_s": TARGET_DOCS_PER_S,
+        "meets_target": n / mnemo_s >= TARGET_DOCS_PER_S,
+    }
+    if profile:
+        report["profile"] = _profile(item_batches, top=25)
+    return report

@@ -1,0 +1,111 @@
+"""A batch stores exactly what the same items stored one call at a time would.
+
+`put_evidence_batch` writes a whole batch with multi-row statements and works out the version
+chains in memory, so an id that appears several times in one batch (new versions, unchanged
+repeats, a body that comes back) and a re-ingest of the same batch must leave the same rows as
+sequential `put_evidence` calls: evidence versions, blobs, outbox rows in order, audit events.
+Both sides run on one database under two tenants, so they are compared row by row on each
+backend.
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import select
+
+from mnemo_sea.archive import Archive, EvidenceInput, EvidenceRecord, Principal, Role, Sensitivity
+from mnemo_sea.archive import schema as t
+
+SEQUENTIAL = Principal("seq-tenant", "loader", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
+BATCHED = Principal("batch-tenant", "loader", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
+# Columns stamped with the time of the write: compared by their order, not their value.
+TIMES = {"observed_at", "recorded_at", "ended_at", "created_at", "at"}
+START = datetime(2026, 3, 1, 9, 30, tzinfo=ZoneInfo("Europe/Berlin"))
+
+
+def item(eid: str, body: str | bytes, **fields: Any) -> EvidenceInput:
+    return EvidenceInput(body=body, source=f"kb/{eid}", evidence_id=eid, **fields)
+
+
+BEFORE = [item("x", "x first"), item("y", "y only"), item("r", "r to retract")]
+BATCH = [
+    item("x", "x second"),  # supersedes the stored version
+    item("x", "x second"),  # unchanged: the version the previous item made
+    item("x", "x third", statement="a claim"),  # supersedes a version made in this batch
+    item("z", "z one", valid_from=START, valid_until=START + timedelta(days=3)),  # a new chain
+    item(
+        "z", "z one", valid_from=START.astimezone(UTC), valid_until=START + timedelta(days=3)
+    ),  # same instants
+    item("z", "z two", owner="owner-7", sensitivity=Sensitivity.CONFIDENTIAL),
+    item("y", "y only"),  # unchanged since before the batch
+    item("w", "z one"),  # a blob another record of this batch stored
+    item("x", "x first"),  # a body that comes back: a new version, the blob exists
+    item("r", "r again"),  # supersedes nothing: the chain's last version is retracted
+    item("b", b"\x00\x01binary", media_type="application/octet-stream"),
+]
+
+
+def rows(archive: Archive, table: Any, tenant: str, order: list[str]) -> list[dict[str, Any]]:
+    with archive.store.read() as conn:
+        stmt = select(table).where(table.c.tenant_id == tenant).order_by(*(table.c[c] for c in order))
+        return [dict(r._mapping) for r in conn.execute(stmt)]
+
+
+def comparable(found: list[dict[str, Any]], drop: set[str]) -> list[dict[str, Any]]:
+    """Rows without what differs by design: the tenant (also a cache purge's target) and times."""
+    return [
+        {k: "<tenant>" if v == r["tenant_id"] else v for k, v in r.items() if k not in drop | TIMES}
+        for r in found
+    ]
+
+
+def record_view(records: list[EvidenceRecord]) -> list[tuple[Any, ...]]:
+    return [(r.evidence_id, r.version, r.status, r.content_sha256, r.ended_at is None) for r in records]
+
+
+def check_chains(evidence: list[dict[str, Any]]) -> None:
+    """The timing a batch must keep: a superseded version ends exactly when the next begins."""
+    for eid, versions in itertools.groupby(evidence, key=lambda r: r["evidence_id"]):
+        chain = list(versions)
+        for older, newer in itertools.pairwise(chain):
+            assert older["recorded_at"] <= newer["recorded_at"]
+            if older["status"] == "superseded":
+                assert older["ended_at"] == newer["recorded_at"], eid
+        assert (chain[-1]["ended_at"] is None) == (chain[-1]["status"] == "active")
+
+
+def test_a_batch_stores_what_sequential_puts_store(archive: Archive) -> None:
+    returned: dict[str, list[EvidenceRecord]] = {}
+    for principal in (SEQUENTIAL, BATCHED):
+        for before in BEFORE:
+            archive.put_evidence(principal, before)
+        archive.retract(principal, "r", "withdrawn")
+    returned["seq"] = [archive.put_evidence(SEQUENTIAL, i) for i in BATCH]
+    returned["seq"] += [archive.put_evidence(SEQUENTIAL, i) for i in BATCH]  # a re-ingest
+    returned["batch"] = archive.put_evidence_batch(BATCHED, BATCH)
+    returned["batch"] += archive.put_evidence_batch(BATCHED, BATCH)
+
+    assert record_view(returned["batch"]) == record_view(returned["seq"])
+    # A put answers with the version it made (or found) current, even if the batch superseded it.
+    assert {r.status for r in returned["batch"]} == {"active"}
+    assert [r.version for r in returned["batch"][:3]] == [2, 2, 3]
+
+    tables = {
+        "evidence": (t.evidence, ["evidence_id", "version"], set()),
+        "blobs": (t.blobs, ["sha256"], set()),
+        "outbox": (t.outbox, ["id"], {"id"}),
+        "audit": (t.audit_events, ["seq"], {"seq", "at", "hash", "prev_hash"}),
+    }
+    for name, (table, order, drop) in tables.items():
+        seq = rows(archive, table, SEQUENTIAL.tenant_id, order)
+        batch = rows(archive, table, BATCHED.tenant_id, order)
+        assert comparable(batch, drop) == comparable(seq, drop), name
+        if name == "evidence":
+            check_chains(seq)
+            check_chains(batch)
+    outbox = rows(archive, t.outbox, BATCHED.tenant_id, ["id"])
+    assert all(r["created_at"] is not None and r["done_at"] is None for r in outbox)
