@@ -23,58 +23,41 @@ import os
 import queue
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future
 
 import numpy as np
 
 from .embedding import Embedder, Vectors
+from .embedding_cache import InMemoryEmbeddingCache
 
 
 def _digest(text: str) -> str:
+    # surrogatepass: a query is not validated as storable text, and a lone surrogate must reach
+    # the model (or its error) rather than fail here.
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-class QueryEmbeddingCache:
-    """LRU of query vectors; the vectors it hands out are read-only (they are shared)."""
+class QueryEmbeddingCache(InMemoryEmbeddingCache):
+    """The documents' in-memory LRU (embedding_cache), keyed by the digest of a query's text,
+    with hit and miss counts. A row it returns is the stored one: QueryEmbedder stacks copies."""
 
     def __init__(self, max_entries: int = 1024) -> None:
-        self.max_entries = max_entries
-        self._entries: OrderedDict[tuple[str, str], Vectors] = OrderedDict()
-        self._lock = threading.Lock()
+        super().__init__(max_entries)
         self.hits = 0
         self.misses = 0
 
     def get(self, model_id: str, text: str) -> Vectors | None:
-        key = (model_id, _digest(text))
-        with self._lock:
-            vector = self._entries.get(key)
-            if vector is None:
-                self.misses += 1
-                return None
-            self._entries.move_to_end(key)
+        digest = _digest(text)
+        vector = self.get_many(model_id, [digest]).get(digest)
+        if vector is None:
+            self.misses += 1
+        else:
             self.hits += 1
-            return vector
+        return vector
 
     def put(self, model_id: str, text: str, vector: Vectors) -> None:
-        if self.max_entries <= 0:
-            return
-        frozen = np.array(vector, dtype=np.float32)
-        frozen.setflags(write=False)
-        key = (model_id, _digest(text))
-        with self._lock:
-            self._entries[key] = frozen
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
-    def __len__(self) -> int:
-        return len(self._entries)
+        self.put_many(model_id, {_digest(text): vector})
 
 
 class MicroBatcher:
