@@ -20,6 +20,7 @@ from mnemo_sea.archive import schema as t
 from mnemo_sea.archive.store import open_store
 from mnemo_sea.rest.app import create_app
 from mnemo_sea.retrieval import IndexUnavailable
+from mnemo_sea.retrieval.points import point_id
 from mnemo_sea.system.caches import MemoryCache, RedisCache
 from mnemo_sea.system.mnemo import Mnemo
 from mnemo_sea.system.settings import MnemoSettings
@@ -108,6 +109,8 @@ def test_retract_withdraws_the_current_version_and_search_stops_finding_it(api: 
     api.client.post("/v1/evidence", json=evidence("r1", "amoxicillin recall lot 42"), headers=agent)
     found = api.client.post("/v1/search", json={"query": "amoxicillin recall"}, headers=agent).json()
     assert [h["evidence_id"] for h in found["hits"]] == ["r1"]
+    point = point_id(api.tenant, "r1", 1, 0)
+    assert point in api.mnemo.index.backend.payloads([point])  # the index did hold it
 
     body = {"evidence_id": "r1", "reason": "recall notice withdrawn by the supplier"}
     retracted = api.client.post("/v1/evidence/retract", json=body, headers=agent)
@@ -117,6 +120,15 @@ def test_retract_withdraws_the_current_version_and_search_stops_finding_it(api: 
     assert [r["status"] for r in history] == ["retracted"]  # kept in history
     gone = api.client.post("/v1/search", json={"query": "amoxicillin recall"}, headers=agent).json()
     assert gone["hits"] == []
+    # The stored state, not only the answers: the row says retracted, the index holds no point.
+    with api.mnemo.archive.store.read() as conn:
+        stored = conn.execute(
+            select(t.evidence.c.status).where(
+                t.evidence.c.tenant_id == api.tenant, t.evidence.c.evidence_id == "r1"
+            )
+        ).scalars()
+        assert list(stored) == ["retracted"]
+    assert point not in api.mnemo.index.backend.payloads([point])
 
     assert_problem(api.client.post("/v1/evidence/retract", json=body, headers=agent), 409, "state_conflict")
     missing = {"evidence_id": "nope", "reason": "x"}
