@@ -1,15 +1,16 @@
-"""`mnemo-sea bench query-embedding`: single-query latency and queries/s of the real model; JSON.
+"""`mnemo-sea bench query-embedding`: single-query latency and queries/s of the real model (JSON with --json).
 
 `register(bench_app)` adds it to the `bench` group.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from mnemo_sea.cli.output import JsonOpt, emit, guarded
 
 
 def bench_query_embedding(
@@ -20,6 +21,7 @@ def bench_query_embedding(
     data: Annotated[
         Path, typer.Option(help="folder with scifact/ and kuake_qtr/ (synthetic queries when absent)")
     ] = Path("../shared/data"),
+    as_json: JsonOpt = False,
 ) -> None:
     """Time one query's embedding: the old encode_query path against the direct forward pass,
     the query cache and the micro-batcher, in the same run; cosine of every candidate's vectors."""
@@ -27,8 +29,8 @@ def bench_query_embedding(
 
     levels = concurrency or [1, 4, 8]
     report = run(queries=queries, rounds=rounds, concurrency=levels, seconds=seconds, data_dir=data)
-    typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+    emit(report, as_json)
 
 
 def register(bench_app: typer.Typer) -> None:
-    bench_app.command("query-embedding")(bench_query_embedding)
+    bench_app.command("query-embedding")(guarded(bench_query_embedding))

@@ -1,17 +1,17 @@
 """`mnemo-sea bench search-path`: `Mnemo.search` against the bare engine call, same index, same queries.
 
 `register(bench_app)` adds it to the `bench` group; the report (eval/bench_search_path.py) is
-JSON on stdout, progress on stderr; exit 1 when the ratio misses its target.
+JSON on stdout with --json, progress on stderr; exit 1 when the ratio misses its target.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from mnemo_sea.cli.output import JsonOpt, emit, guarded
 from mnemo_sea.system.outcomes import EXIT_PROBLEMS
 
 
@@ -25,6 +25,7 @@ def bench_search_path(
     profile: Annotated[bool, typer.Option(help="add a cProfile of uncached facade searches")] = True,
     profile_searches: Annotated[int, typer.Option(min=1, help="searches profiled")] = 200,
     folder: Annotated[Path | None, typer.Option(help="where the temporary data folder goes")] = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Mnemo.search (uncached, and cached apart) vs HybridIndex.search: p50/p95 and the ratio, JSON."""
     from mnemo_sea.eval.bench_search_path import run
@@ -39,10 +40,10 @@ def bench_search_path(
         folder=folder,
         progress=lambda msg: typer.echo(msg, err=True),
     )
-    typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+    emit(report, as_json)
     if not report["ok"]:
         raise typer.Exit(code=EXIT_PROBLEMS)
 
 
 def register(bench_app: typer.Typer) -> None:
-    bench_app.command("search-path")(bench_search_path)
+    bench_app.command("search-path")(guarded(bench_search_path))
