@@ -24,11 +24,10 @@ hits there are, since hydration runs on every search.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import BindParameter, Connection, Select, bindparam, select, tuple_
 
@@ -39,6 +38,7 @@ from .errors import IntegrityError, InvalidInput
 from .in_force import evidence_answers_at, in_force, memory_answers_at
 from .internal_reads import archived_notes
 from .memory import MEMORY_SENSITIVITY, fact_from_row
+from .prepared import PreparedSelect
 from .principal import Principal, Role, Sensitivity
 from .refs import (
     EVIDENCE_REF_PREFIX,
@@ -129,20 +129,21 @@ def read_hits(
     targets = [_target(p) for p in pointers]
     wanted = [x for x in targets if x is not None]
     readable: dict[_Target, _Readable] = {}
-    with store.read() as conn:
-        tenant = principal.tenant_id
-        evidence = {x for x in wanted if isinstance(x, _Evidence)}
-        notes = {x for x in wanted if isinstance(x, _Note)}
-        facts = {x for x in wanted if isinstance(x, _Fact)}
-        summaries = {x for x in wanted if isinstance(x, _Summary)}
-        if evidence:
-            readable.update(_read_evidence(conn, tenant, principal, evidence, at, corrupt))
-        if notes:
-            readable.update(_read_notes(conn, tenant, principal, notes, at))
-        if facts:
-            readable.update(_read_facts(conn, tenant, principal, facts, at))
-        if summaries:
-            readable.update(_read_summaries(conn, tenant, principal, summaries, at))
+    tenant = principal.tenant_id
+    evidence = {x for x in wanted if isinstance(x, _Evidence)}
+    notes = {x for x in wanted if isinstance(x, _Note)}
+    facts = {x for x in wanted if isinstance(x, _Fact)}
+    summaries = {x for x in wanted if isinstance(x, _Summary)}
+    if evidence:  # nearly every hit: one prepared statement, outside a transaction
+        readable.update(_read_evidence(store, tenant, principal, evidence, at, corrupt))
+    if notes or facts or summaries:
+        with store.read() as conn:
+            if notes:
+                readable.update(_read_notes(conn, tenant, principal, notes, at))
+            if facts:
+                readable.update(_read_facts(conn, tenant, principal, facts, at))
+            if summaries:
+                readable.update(_read_summaries(conn, tenant, principal, summaries, at))
     return [_cut(p, None if x is None else readable.get(x)) for p, x in zip(pointers, targets, strict=True)]
 
 
@@ -175,6 +176,16 @@ def _may_read(principal: Principal, sensitivity: Sensitivity | int, owners: Iter
     )
 
 
+class _EvidenceTimes(NamedTuple):
+    """The columns of an evidence row the in-force rule reads (in_force.EvidenceTimes)."""
+
+    status: str
+    recorded_at: datetime
+    ended_at: datetime | None
+    valid_from: datetime | None
+    valid_until: datetime | None
+
+
 _EVIDENCE_COLUMNS = (
     t.evidence.c.evidence_id,
     t.evidence.c.version,
@@ -191,14 +202,12 @@ _EVIDENCE_COLUMNS = (
 )
 
 
-@functools.cache
 def _evidence_statement(slots: int) -> Select[Any]:
-    """The read of up to `slots` evidence versions, built once per size: SQLAlchemy then finds
-    its compiled form in the statement cache instead of building and compiling the expression
-    on every search, and plain parameters (`e0`, `v0`, ...) need no per-call rendering as an
-    expanding IN does. Sizes are powers of two (`_slots`), so a handful of statements serve
-    every search. Each version is named by its whole primary key, so SQLite looks each up in
-    it (with a row-value IN alone, or an OR of the pairs, it scanned the tenant's evidence by
+    """The read of up to `slots` evidence versions. Sizes are powers of two (`_slots`), so a
+    handful of statements serve every search, each rendered once per dialect (`_prepared`);
+    plain parameters (`e0`, `v0`, ...) need no per-call rendering as an expanding IN does.
+    Each version is named by its whole primary key, so SQLite looks each up in it (with a
+    row-value IN alone, or an OR of the pairs, it scanned the tenant's evidence by
     ix_evidence_blob). Only the columns the checks and the text need are read; no record is
     built per hit."""
     ids: list[BindParameter[str]] = [bindparam(f"e{i}") for i in range(slots)]
@@ -223,12 +232,26 @@ def _evidence_statement(slots: int) -> Select[Any]:
     )
 
 
+_PREPARED: dict[tuple[str, str, str, int], PreparedSelect] = {}
+
+
+def _prepared(store: ArchiveStore, slots: int) -> PreparedSelect:
+    """The evidence read for `slots`, rendered once per kind of database, not per store (a
+    dialect's SQL depends on its name, driver and paramstyle only). A race renders it twice."""
+    dialect = store.engine.dialect
+    key = (dialect.name, dialect.driver, dialect.paramstyle, slots)
+    prepared = _PREPARED.get(key)
+    if prepared is None:
+        prepared = _PREPARED[key] = PreparedSelect.of(_evidence_statement(slots), dialect)
+    return prepared
+
+
 def _slots(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
 
 def _read_evidence(
-    conn: Connection,
+    store: ArchiveStore,
     tenant: str,
     principal: Principal,
     wanted: set[_Evidence],
@@ -244,13 +267,13 @@ def _read_evidence(
     for i, (evidence_id, version) in enumerate(padded):
         params[f"e{i}"] = evidence_id
         params[f"v{i}"] = version
-    for row in conn.execute(_evidence_statement(slots), params).all():
+    for row in store.select(_prepared(store, slots), params):
         # Unpacked by position (the order of _EVIDENCE_COLUMNS): a named access per field is
         # Python-level work repeated for every hit of every search.
         evidence_id, version, locator, sha256, sensitivity, owner, *_, content = row
         if not _may_read(principal, sensitivity, [owner]):
             continue
-        if not evidence_answers_at(row, at):
+        if not evidence_answers_at(_EvidenceTimes(*row[6:11]), at):
             continue
         try:
             text = verified(sha256, content).decode("utf-8")

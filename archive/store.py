@@ -6,6 +6,8 @@ Two transaction shapes, both failing closed:
   (`BEGIN IMMEDIATE`), so validation and the change it validates see the same state; on
   PostgreSQL, code takes row locks (`SELECT ... FOR UPDATE`) on what it changes.
 - `read()` opens a plain transaction.
+- `select()` runs one prepared statement (archive/prepared.py) without one: a single
+  statement reads one snapshot, and search hydration runs one on every search.
 
 Any driver-level failure (server down, file unreadable, lock timeout) becomes
 `StoreUnavailable`, a file SQLite reports as not a database or as damaged `StoreCorrupt`; the
@@ -17,7 +19,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +31,7 @@ from sqlalchemy.engine import make_url
 
 from .errors import ArchiveError, InvalidInput, StoreCorrupt, StoreUnavailable
 from .policy import DEFAULT_POLICY, ArchivePolicy
+from .prepared import PreparedSelect
 from .signing import ReceiptKey
 
 RECEIPT_KEY_FILE = "receipt.key"  # beside a SQLite archive file, unless a key is passed
@@ -81,6 +84,34 @@ class ArchiveStore:
     def read(self) -> Iterator[Connection]:
         with self._transaction(immediate=False) as conn:
             yield conn
+
+    def select(self, prepared: PreparedSelect, values: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        """The rows of one prepared SELECT (archive/prepared.py), on a pooled driver connection
+        and with no transaction of its own (one statement reads one snapshot). Fails as the
+        transactions do: StoreUnavailable, StoreCorrupt."""
+        dbapi = self.engine.dialect.loaded_dbapi
+        try:
+            conn = self.engine.raw_connection()
+        except sa_exc.SQLAlchemyError as e:
+            raise self._corrupt(e) or StoreUnavailable(f"archive store unreachable: {_reason(e)}") from e
+        parameters = prepared.parameters(values)
+        try:
+            cursor = conn.cursor()
+            try:
+                cursor.execute(prepared.sql, parameters)
+                rows = cursor.fetchall()
+            finally:
+                cursor.close()
+        except dbapi.Error as e:
+            # Wrapped as SQLAlchemy wraps a driver's error, so one mapping (_typed) decides.
+            wrapped = sa_exc.DBAPIError.instance(prepared.sql, parameters, e, dbapi.Error)
+            typed = self._typed(wrapped)
+            if typed is None:
+                raise wrapped from e
+            raise typed from e
+        finally:
+            conn.close()  # back to the pool, which rolls back whatever the driver began
+        return prepared.processed(rows)
 
     @contextmanager
     def _transaction(self, *, immediate: bool) -> Iterator[Connection]:

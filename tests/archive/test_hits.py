@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import event, select, update
+from sqlalchemy import select, update
+from statements import statements_of
 
 from mnemo_sea.archive import Archive, EvidenceInput, Forbidden, Principal, Role, Sensitivity
 from mnemo_sea.archive import schema as t
@@ -228,20 +228,6 @@ def test_the_caller_needs_the_reader_role(archive: Archive, world: World) -> Non
         archive.read_hits(nobody, [world.readable], None)
 
 
-@contextmanager
-def statements(archive: Archive) -> Iterator[list[str]]:
-    seen: list[str] = []
-
-    def count(conn: object, cursor: object, statement: str, *args: object) -> None:
-        seen.append(statement)
-
-    event.listen(archive.store.engine, "before_cursor_execute", count)
-    try:
-        yield seen
-    finally:
-        event.remove(archive.store.engine, "before_cursor_execute", count)
-
-
 def test_the_read_is_batched_whatever_the_number_of_hits(archive: Archive) -> None:
     kinds: list[list[HitPointer]] = [[], [], [], []]
     for n in range(10):
@@ -252,7 +238,7 @@ def test_the_read_is_batched_whatever_the_number_of_hits(archive: Archive) -> No
         kinds[3].append(summary(archive, f"summary {n}", [f"evidence:doc:{n}", f"result:s-{n}/r1"]))
 
     def count(pointers: list[HitPointer]) -> int:
-        with statements(archive) as seen:
+        with statements_of(archive.store) as seen:
             found = archive.read_hits(AGENT, pointers, None)
         assert all(x is not None for x in found)
         return len(seen)
@@ -260,9 +246,11 @@ def test_the_read_is_batched_whatever_the_number_of_hits(archive: Archive) -> No
     one = count([k[0] for k in kinds])
     ten = count([p for k in kinds for p in k])
     assert one == ten, f"{one} statements for one hit of each kind, {ten} for ten"
-    # BEGIN (SQLite); evidence, notes, memory; summaries, their sources, their sources' owners (2).
+    # Evidence (prepared, no transaction); BEGIN (SQLite); notes, memory; summaries, their
+    # sources, their sources' owners (2).
     assert ten <= 8
-    assert count(kinds[0][:1]) == count(kinds[0]) < ten  # one kind alone: as many for 1 or 10, fewer
+    assert count(kinds[0][:1]) == count(kinds[0]) == 1  # evidence alone, the common search: one SELECT
+    assert count(kinds[1][:1]) == count(kinds[1]) < ten  # one kind alone: as many for 1 or 10, fewer
 
 
 @pytest.fixture
@@ -282,19 +270,10 @@ def test_the_evidence_read_searches_the_primary_key_not_the_tenant(sqlite_archiv
     # up by (tenant, id).
     archive = sqlite_archive
     pointers = [evidence(archive, AGENT, f"doc:{n}", f"text {n}") for n in range(3)]
-    seen: list[tuple[str, Any]] = []
-
-    def keep(_conn: Any, _cursor: Any, sql: str, params: Any, *_: Any) -> None:
-        if "FROM evidence" in sql:
-            seen.append((sql, params))
-
-    event.listen(archive.store.engine, "before_cursor_execute", keep)
-    try:
+    with statements_of(archive.store) as seen:
         assert all(x is not None for x in archive.read_hits(AGENT, pointers, None))
-    finally:
-        event.remove(archive.store.engine, "before_cursor_execute", keep)
-    [(sql, params)] = seen
+    [(sql, params)] = [(s.sql, s.parameters) for s in seen if "FROM evidence" in s.sql]
     with archive.store.read() as conn:
-        plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params).all()
+        plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", tuple(params)).all()
     details = " | ".join(str(row[-1]) for row in plan)
     assert "evidence_id=?" in details and "ix_evidence_blob" not in details, details

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 from fakes import HashingEmbedder
-from sqlalchemy import event, update
+from sqlalchemy import update
+from statements import statements_of
 
 from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
 from mnemo_sea.archive import schema as t
@@ -162,21 +163,12 @@ def test_hydration_costs_the_same_statements_for_one_hit_or_ten(mnemo: Mnemo) ->
             for n in range(10)
         ],
     )
-    seen: list[str] = []
-
-    def count(conn: object, cursor: object, statement: str, *args: object) -> None:
-        seen.append(statement)
-
-    event.listen(mnemo.archive.store.engine, "before_cursor_execute", count)
-    try:
-        per_search = []
-        for limit in (1, 10):
-            seen.clear()
+    per_search = []
+    for limit in (1, 10):
+        with statements_of(mnemo.archive.store) as seen:
             assert len(mnemo.search(CLINIC, "okapi ferry timetable", limit=limit, mode="bm25").hits) == limit
-            per_search.append(len(seen))
-    finally:
-        event.remove(mnemo.archive.store.engine, "before_cursor_execute", count)
-    assert per_search[0] == per_search[1] <= 2, per_search  # BEGIN and one SELECT, whatever the hits
+        per_search.append(len(seen))
+    assert per_search == [1, 1], per_search  # one SELECT, whatever the hits, and no transaction
 
 
 def test_evidence_of_kind_summary_is_hydrated_as_evidence(mnemo: Mnemo) -> None:
