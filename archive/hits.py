@@ -147,9 +147,14 @@ def read_hits(
     return [_cut(p, None if x is None else readable.get(x)) for p, x in zip(pointers, targets, strict=True)]
 
 
+_OTHER_KINDS = frozenset({"tool_result", "memory", "summary"})
+
+
 def _target(p: HitPointer) -> _Target | None:
     """What a pointer names: the kind and the id's shape decide (refs.parse_index_id); an
     evidence record is anything else. None for a result id no result could have."""
+    if p.kind not in _OTHER_KINDS:
+        return _Evidence(p.evidence_id, p.version)  # nearly every hit; no id to parse
     named = parse_index_id(p.evidence_id)
     if p.kind == "tool_result" and isinstance(named, ResultIndexId):
         try:

@@ -151,7 +151,7 @@ def search_query_key(parts: Mapping[str, Any]) -> str:
     `as_of`, the limit. Two principals of one tenant with different clearances must not share
     a key, or one would be served results filtered for the other.
     """
-    return hashlib.sha256(_dump_json("parts", parts).encode("utf-8")).hexdigest()
+    return hashlib.sha256(_dump_json("parts", parts, canonical=True).encode("utf-8")).hexdigest()
 
 
 def _check_tenant(tenant: object) -> str:
@@ -180,11 +180,15 @@ def _check_ttl(name: str, ttl: float | None) -> float | None:
     return ttl
 
 
-def _dump_json(field: str, value: Mapping[str, Any]) -> str:
+def _dump_json(field: str, value: Mapping[str, Any], *, canonical: bool = False) -> str:
+    """`value` as compact JSON; `canonical` sorts the keys, which only a key needs (it doubles
+    the cost of encoding, and a cached answer is encoded on every search that misses)."""
     if not isinstance(value, Mapping):
         raise InvalidInput(field, f"must be a JSON-able dict, got {type(value).__name__}")
     try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False, separators=(",", ":"))
+        return json.dumps(
+            value, ensure_ascii=False, sort_keys=canonical, allow_nan=False, separators=(",", ":")
+        )
     except (TypeError, ValueError) as e:
         raise InvalidInput(field, f"is not JSON-able: {e}") from None
 
