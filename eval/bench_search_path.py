@@ -37,6 +37,7 @@ from mnemo_sea.system.hashing_embedder import HashingEmbedder
 from mnemo_sea.system.mnemo import Mnemo
 
 TARGETS = {"ratio_max": 1.3}
+DEFAULT_SIZES = (10_000, 100_000)  # the sizes issue 13 names
 TENANTS = 100
 
 
@@ -127,7 +128,7 @@ def _profile(call: Callable[[], None], searches: int, top: int) -> dict[str, Any
 
 
 def run(
-    n_docs: int = 3_000,
+    n_docs: int = 10_000,
     *,
     queries: int = 100,
     rounds: int = 5,

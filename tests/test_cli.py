@@ -39,3 +39,19 @@ def test_bench_archive_unreachable_database_is_one_clear_line() -> None:
     assert proc.returncode == 6  # a store unavailable, as for every command (was 2 before the one table)
     assert proc.stderr.startswith("error: archive store unreachable")
     assert "Traceback" not in proc.stderr
+
+
+def test_bench_search_path_reports_each_size_and_the_same_hits_as_the_engine() -> None:
+    args = ["--n", "300", "--n", "600", "--queries", "10", "--rounds", "1", "--no-profile"]
+    proc = run("bench", "search-path", "--json", *args)
+    report = json.loads(proc.stdout)
+    # Exit 1 is a missed ratio (a timing on a busy machine), never a wrong answer; see below.
+    assert proc.returncode == (0 if report["ok"] else 1), proc.stderr
+    assert [r["docs"] for r in report["sizes"]] == [300, 600]
+    for size in report["sizes"]:
+        assert size["hits_differing_from_engine"] == 0 and size["mean_hits"] > 0
+        assert size["ratio_p50"] == round(size["facade_uncached"]["p50_ms"] / size["engine"]["p50_ms"], 3)
+    assert report["ratio_p50"] == {
+        "300": report["sizes"][0]["ratio_p50"],
+        "600": report["sizes"][1]["ratio_p50"],
+    }
