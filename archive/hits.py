@@ -175,10 +175,14 @@ def _cut(p: HitPointer, found: _Readable | None) -> HitText | None:
 
 
 def _may_read(principal: Principal, sensitivity: Sensitivity | int, owners: Iterable[str | None]) -> bool:
-    """The clearance and owner rules every archive read applies (principal.py)."""
-    return principal.can_read(Sensitivity(sensitivity)) and all(
-        owner is None or principal.may_act_for(owner) for owner in owners
-    )
+    """The clearance and owner rules every archive read applies (principal.py). A loop, not
+    all() over a generator: it runs for every hit of every search."""
+    if not principal.can_read(Sensitivity(sensitivity)):
+        return False
+    for owner in owners:
+        if owner is not None and not principal.may_act_for(owner):
+            return False
+    return True
 
 
 class _EvidenceTimes(NamedTuple):
@@ -276,7 +280,7 @@ def _read_evidence(
         # Unpacked by position (the order of _EVIDENCE_COLUMNS): a named access per field is
         # Python-level work repeated for every hit of every search.
         evidence_id, version, locator, sha256, sensitivity, owner, *_, content = row
-        if not _may_read(principal, sensitivity, [owner]):
+        if not _may_read(principal, sensitivity, (owner,)):
             continue
         if not evidence_answers_at(_EvidenceTimes(*row[6:11]), at):
             continue
