@@ -432,7 +432,9 @@ class Mnemo:
         return cls(archive, index, cache, sync_writes=sync_writes)
 
     def close(self) -> None:
+        """Flush what the group commit holds (its rows become done), then close every store."""
         try:
+            self.indexer.close()
             self.index.close()
         finally:
             self.archive.close()
@@ -449,16 +451,21 @@ class Mnemo:
     # ---- consistency -------------------------------------------------------------------------
 
     def sync(self, *, on_applied: OnApplied | None = None) -> DrainReport:
-        """Apply every pending outbox row to the index and caches (idempotent); `on_applied`
-        is called after each row (see `Indexer.drain`)."""
+        """Apply every pending outbox row to the index and caches (idempotent) and flush the
+        index, so every row is done, none left to the group commit; `on_applied` is called
+        after each row (see `Indexer.drain`)."""
+        return self._drain_all(on_applied, defer_flush=False)
+
+    def _drain_all(self, on_applied: OnApplied | None, *, defer_flush: bool) -> DrainReport:
         total = DrainReport(0, 0, 0)
         while True:
-            report = self.indexer.drain(on_applied=on_applied)
+            report = self.indexer.drain(on_applied=on_applied, defer_flush=defer_flush)
             total = DrainReport(
                 total.applied + report.applied,
                 total.failed + report.failed,
                 report.pending,
                 total.errors + report.errors,
+                report.awaiting_flush,
             )
             if report.applied == 0 or report.pending == 0:
                 return total
@@ -467,11 +474,13 @@ class Mnemo:
         """Apply the outbox after a committed write. The write already stands, so a store that
         fails now (index, cache, or the database right after the commit) must not turn it into
         an error: the rows stay pending for the next sync or the worker, and search hydrates
-        from the archive meanwhile."""
+        from the archive meanwhile. The rows are searchable when this returns; the index's
+        flush may be left to the group commit (mnemo_sea/system/indexer.py), which marks them
+        done within GROUP_COMMIT_SECONDS, at `sync()` or at `close()`."""
         if not self.sync_writes:
             return None
         try:
-            return self.sync(on_applied=on_applied)
+            return self._drain_all(on_applied, defer_flush=True)
         except (ArchiveError, RetrievalError) as e:
             log.warning("outbox left pending after a committed write: %s", e)
             return None
