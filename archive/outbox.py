@@ -135,12 +135,13 @@ _CHUNK = 400  # (entity, ref) pairs per statement, under every backend's bound-p
 def mark_done(conn: Connection, ids: list[int]) -> None:
     """Mark rows applied, emptying their payload and error: nothing reads them again, and a
     payload may hold content that a later deletion would otherwise have to find. A row done
-    already (a deletion's `scrub` marks re-reads of what it deleted) keeps its time."""
+    already (a deletion's `scrub` marks re-reads of what it deleted) keeps its time. `applied_at`
+    is cleared: it only ever marks a row awaiting the flush."""
     for start in range(0, len(ids), _CHUNK):
         conn.execute(
             update(t.outbox)
             .where(t.outbox.c.id.in_(ids[start : start + _CHUNK]), t.outbox.c.done_at.is_(None))
-            .values(done_at=utcnow(), payload_json=EMPTY_PAYLOAD, last_error=None)
+            .values(done_at=utcnow(), payload_json=EMPTY_PAYLOAD, last_error=None, applied_at=None)
         )
 
 
@@ -199,7 +200,7 @@ def scrub(conn: Connection, tenant_id: str, targets: list[tuple[Entity, str]]) -
         conn.execute(
             update(t.outbox)
             .where(t.outbox.c.id.in_(ids), t.outbox.c.done_at.is_(None), t.outbox.c.op.in_(_REREADS))
-            .values(done_at=now)
+            .values(done_at=now, applied_at=None)
         )
         changed += len(ids)
     return changed

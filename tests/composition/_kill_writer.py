@@ -50,14 +50,32 @@ def main(data: Path, journal: Path, point: str) -> None:
         stored = mnemo.put_evidence(
             principal, EvidenceInput(body=body, source="kb", evidence_id=f"ev:{i}")
         ).stored[0]
-        note({"ev": "evidence", "id": stored.evidence_id, "version": stored.version, "sha": stored.content_sha256, "token": token})
+        note(
+            {
+                "ev": "evidence",
+                "id": stored.evidence_id,
+                "version": stored.version,
+                "sha": stored.content_sha256,
+                "token": token,
+            }
+        )
     for i in range(2):
         session = f"s{i}"
         content = f"raw log {i} 价格 </context_result>".encode() + bytes(range(256))
         result = mnemo.record(principal, session, "logs.search", content)
         note_token = f"notetok{'ab'[i]}zq"
-        mnemo.archive_results(principal, session, [ArchiveTarget(result.result_id, f"set aside {note_token}")])
-        note({"ev": "result", "session": session, "rid": result.result_id, "sha": result.content_sha256, "note_token": note_token})
+        mnemo.archive_results(
+            principal, session, [ArchiveTarget(result.result_id, f"set aside {note_token}")]
+        )
+        note(
+            {
+                "ev": "result",
+                "session": session,
+                "rid": result.result_id,
+                "sha": result.content_sha256,
+                "note_token": note_token,
+            }
+        )
     if point == "after_flush":
         mnemo.indexer.settle()
     note({"ev": "state", "awaiting_flush": mnemo.indexer.awaiting_flush})

@@ -2,9 +2,9 @@
 
 The embedded index (Qdrant Edge) is flushed by group commit (mnemo_sea/system/indexer.py): a row
 applied to the index is marked `applied_at` and emptied of its payload at once, and marked done
-only once the index was flushed. A row with `applied_at` but no `done_at` is still pending:
-reopening the folder clears `applied_at` and applies it again (after a crash the index may not
-hold it). Rows already present need no value (NULL: not applied).
+only once the index was flushed, which clears `applied_at` again. A row with `applied_at` but no
+`done_at` is not done: reopening the folder clears `applied_at` and applies it again (after a
+crash the index may not hold it). Rows already present need no value (NULL).
 
 Revision ID: 0005
 Revises: 0004
