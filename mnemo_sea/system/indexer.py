@@ -52,6 +52,7 @@ from mnemo_sea.archive import (
 from mnemo_sea.archive.memory import MEMORY_SENSITIVITY
 from mnemo_sea.archive.outbox import (
     OutboxItem,
+    awaiting_flush_count,
     claim_pending,
     mark_applied,
     mark_done,
@@ -182,9 +183,13 @@ class Indexer:
         if self.store.is_sqlite:
             if not self._reclaimed:
                 # The first pass of this opener: rows an earlier process applied but never
-                # flushed may be missing from the index; they become pending again.
-                with self.store.write() as conn:
-                    reclaim_applied(conn)
+                # flushed may be missing from the index; they become pending again. Read first:
+                # an open with none to reclaim writes nothing.
+                with self.store.read() as conn:
+                    stale = awaiting_flush_count(conn)
+                if stale:
+                    with self.store.write() as conn:
+                        reclaim_applied(conn)
                 self._reclaimed = True
             with self.store.read() as conn:
                 items = claim_pending(conn, limit)
