@@ -8,6 +8,12 @@ A payload may carry content (an archived note, an evidence source), so no row ke
 longer than it is needed: marking a row done empties its payload and error, and a deletion
 empties the rows of what it deletes in its own transaction (`scrub`). Done rows themselves
 stay (they are the history of what was applied) but hold identifiers only.
+
+Group commit (embedded index): a row the indexer applied but whose effect the index has not
+flushed yet is marked `applied_at` (`mark_applied`, which empties it like `mark_done`): it is not
+claimed again and not counted as pending (it is applied), yet it is not done either. Only the
+flush makes it done; a crash before that leaves it not done, and `reclaim_applied` on the next
+open makes it pending again, to be replayed.
 """
 
 from __future__ import annotations
@@ -98,7 +104,7 @@ def claim_pending(conn: Connection, limit: int = 100) -> list[OutboxItem]:
     """
     stmt = (
         select(t.outbox)
-        .where(t.outbox.c.done_at.is_(None), t.outbox.c.attempts < MAX_ATTEMPTS)
+        .where(_pending(None), t.outbox.c.attempts < MAX_ATTEMPTS)
         .order_by(t.outbox.c.id)
         .limit(limit)
     )
@@ -128,13 +134,39 @@ _CHUNK = 400  # (entity, ref) pairs per statement, under every backend's bound-p
 
 def mark_done(conn: Connection, ids: list[int]) -> None:
     """Mark rows applied, emptying their payload and error: nothing reads them again, and a
-    payload may hold content that a later deletion would otherwise have to find."""
-    if ids:
+    payload may hold content that a later deletion would otherwise have to find. A row done
+    already (a deletion's `scrub` marks re-reads of what it deleted) keeps its time. `applied_at`
+    is cleared: it only ever marks a row awaiting the flush."""
+    for start in range(0, len(ids), _CHUNK):
         conn.execute(
             update(t.outbox)
-            .where(t.outbox.c.id.in_(ids))
-            .values(done_at=utcnow(), payload_json=EMPTY_PAYLOAD, last_error=None)
+            .where(t.outbox.c.id.in_(ids[start : start + _CHUNK]), t.outbox.c.done_at.is_(None))
+            .values(done_at=utcnow(), payload_json=EMPTY_PAYLOAD, last_error=None, applied_at=None)
         )
+
+
+def mark_applied(conn: Connection, ids: list[int]) -> None:
+    """Rows applied to an index that has not flushed them yet: emptied as `mark_done` empties
+    them (a replay re-reads its target from the archive, never the payload), no longer claimed
+    or counted as pending, but not done: `mark_done` follows the flush."""
+    now = utcnow()
+    for start in range(0, len(ids), _CHUNK):
+        conn.execute(
+            update(t.outbox)
+            .where(t.outbox.c.id.in_(ids[start : start + _CHUNK]), t.outbox.c.done_at.is_(None))
+            .values(applied_at=now, payload_json=EMPTY_PAYLOAD, last_error=None)
+        )
+
+
+def reclaim_applied(conn: Connection) -> int:
+    """Make rows applied but never flushed (the process ended first) pending again; returns
+    how many. Only an opener that owns the index may call it (the embedded index's lock)."""
+    result = conn.execute(
+        update(t.outbox)
+        .where(t.outbox.c.done_at.is_(None), t.outbox.c.applied_at.is_not(None))
+        .values(applied_at=None)
+    )
+    return int(result.rowcount or 0)
 
 
 def scrub(conn: Connection, tenant_id: str, targets: list[tuple[Entity, str]]) -> int:
@@ -168,7 +200,7 @@ def scrub(conn: Connection, tenant_id: str, targets: list[tuple[Entity, str]]) -
         conn.execute(
             update(t.outbox)
             .where(t.outbox.c.id.in_(ids), t.outbox.c.done_at.is_(None), t.outbox.c.op.in_(_REREADS))
-            .values(done_at=now)
+            .values(done_at=now, applied_at=None)
         )
         changed += len(ids)
     return changed
@@ -210,13 +242,21 @@ def mark_failed(conn: Connection, item_id: int, error: str, *, counts: bool = Tr
 
 
 def _pending(tenant_id: str | None) -> Any:
-    cond = t.outbox.c.done_at.is_(None)
+    """Rows not yet applied (neither done nor applied awaiting a flush)."""
+    cond = t.outbox.c.done_at.is_(None) & t.outbox.c.applied_at.is_(None)
     return cond if tenant_id is None else cond & (t.outbox.c.tenant_id == tenant_id)
 
 
 def pending_count(conn: Connection, tenant_id: str | None = None) -> int:
-    """Rows not yet applied: all of them, or one tenant's (what a tenant may be told)."""
+    """Rows not yet applied: all of them, or one tenant's (what a tenant may be told). Rows
+    applied and awaiting the index's flush are not counted (see `awaiting_flush_count`)."""
     return int(conn.execute(select(func.count()).where(_pending(tenant_id))).scalar_one())
+
+
+def awaiting_flush_count(conn: Connection) -> int:
+    """Rows applied to the index and visible to searches, not yet flushed (so not yet done)."""
+    cond = t.outbox.c.done_at.is_(None) & t.outbox.c.applied_at.is_not(None)
+    return int(conn.execute(select(func.count()).where(cond)).scalar_one())
 
 
 def pending_ids(conn: Connection, tenant_id: str | None = None) -> set[int]:
@@ -224,10 +264,9 @@ def pending_ids(conn: Connection, tenant_id: str | None = None) -> set[int]:
 
 
 def backlog(conn: Connection) -> tuple[int, datetime | None]:
-    """How many rows wait to be applied, and when the oldest of them was written (the lag)."""
-    row = conn.execute(
-        select(func.count(), func.min(t.outbox.c.created_at)).where(t.outbox.c.done_at.is_(None))
-    ).one()
+    """How many rows wait to be applied, and when the oldest of them was written (the lag).
+    Rows applied and awaiting the index's flush are applied: not part of the backlog."""
+    row = conn.execute(select(func.count(), func.min(t.outbox.c.created_at)).where(_pending(None))).one()
     oldest = row[1]
     if isinstance(oldest, str):  # should min() ever bypass the column type
         oldest = datetime.fromisoformat(oldest)

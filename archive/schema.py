@@ -276,6 +276,9 @@ outbox = Table(
     Column("done_at", UTCDateTime, nullable=True),
     Column("attempts", Integer, nullable=False, default=0),
     Column("last_error", Text, nullable=True),
+    # Set only while a row is applied to the embedded index and awaits its group-commit flush
+    # (mnemo_sea/system/indexer.py); cleared when it is done.
+    Column("applied_at", UTCDateTime, nullable=True),
     Index("ix_outbox_pending", "done_at", "id"),
     # A deletion finds (and empties) the rows about its targets by this.
     Index("ix_outbox_target", "tenant_id", "entity", "entity_ref"),

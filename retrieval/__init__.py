@@ -18,6 +18,8 @@ if __name__ != "mnemo_sea.retrieval":
     )
 
 
+from typing import TYPE_CHECKING, Any
+
 from .backend import Leg, LegQuery, ScoredPoint, VectorIndex
 from .bm25 import Bm25Encoder, Bm25Params, SparseVector
 from .chunking import ChunkingPolicy, split_into_chunks
@@ -41,10 +43,23 @@ from .ingest import fit_avg_doc_len
 from .outcome import Hit, LegScore, SearchOutcome, SearchStatus
 from .points import IndexPoint, PointPayload, point_id
 from .query import AccessScope, SearchMode, SearchQuery
-from .server_backend import ServerIndex
 from .settings import EncodingSettings, SearchSettings
 from .tokenizer import ChineseSegmentation, Tokenizer, TokenizerSettings
 from .tuning import IndexTuning
+
+if TYPE_CHECKING:
+    from .server_backend import ServerIndex
+
+
+def __getattr__(name: str) -> Any:
+    # qdrant-client's import costs seconds (pydantic builds its models) and only a Qdrant server
+    # needs it: the embedded default, and every CLI process on it, never pays for it.
+    if name == "ServerIndex":
+        from .server_backend import ServerIndex
+
+        return ServerIndex
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_MODEL_ID",

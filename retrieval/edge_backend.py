@@ -4,9 +4,12 @@ Layout of the directory: `shard/` (Qdrant Edge's segments and WAL) and `LOCK` (s
 Opening takes the lock first, then loads the shard (or creates it with the shared data model),
 so a second opener gets IndexLocked naming the holder instead of Edge's bare WAL error.
 
-Writes go to Edge's write-ahead log; `flush()` makes them durable in the segments, `optimize()`
+Writes go to Edge's write-ahead log (which a killed process leaves readable: the next load
+replays it; measured with SIGKILL); `flush()` makes them durable in the segments, `optimize()`
 builds the HNSW graphs and merges segments after a bulk load (Edge never optimises by itself;
-unindexed points are still found, by brute force).
+unindexed points are still found, by brute force). A flush costs tens to hundreds of
+milliseconds even when nothing changed, so `flush()` and `close()` skip it when nothing was
+written since the last one (`dirty`).
 
 A deleted point only gets a tombstone: its vectors and payload strings stay in the segment
 files, the payload index maps and the WAL, even after flush() and optimize() (measured).
@@ -56,6 +59,8 @@ class EdgeIndex:
         self._shard: qe.EdgeShard | None = shard
         self._lock = lock
         self._dense_dimension = dense_dimension
+        # Whether anything was written since the last flush (a new shard's payload indexes are).
+        self.dirty = False
 
     @classmethod
     def open(
@@ -85,6 +90,9 @@ class EdgeIndex:
             else:
                 shard = qe.EdgeShard.create(str(shard_dir), _config(dense_dimension, tuning or IndexTuning()))
                 _create_payload_indexes(shard)
+                # Flushed at once: until a flush the payload indexes live in the WAL only, and
+                # every load would replay them.
+                shard.flush()
         except Exception as exc:
             lock.release()
             raise IndexUnavailable(f"qdrant-edge at {directory}", str(exc)) from exc
@@ -112,25 +120,25 @@ class EdgeIndex:
             )
             for p in points
         ]
-        self._call(lambda s: s.update(qe.UpdateOperation.upsert_points(edge_points)))
+        self._write(lambda s: s.update(qe.UpdateOperation.upsert_points(edge_points)))
 
     def delete_ids(self, ids: Sequence[uuid.UUID]) -> None:
         if ids:
             point_ids: list[qe.PointId] = list(ids)
-            self._call(lambda s: s.update(qe.UpdateOperation.delete_points(point_ids)))
+            self._write(lambda s: s.update(qe.UpdateOperation.delete_points(point_ids)))
 
     def delete_matching(self, spec: FilterSpec) -> None:
-        self._call(lambda s: s.update(qe.UpdateOperation.delete_points_by_filter(_filter(spec))))
+        self._write(lambda s: s.update(qe.UpdateOperation.delete_points_by_filter(_filter(spec))))
 
     def set_payload_matching(self, spec: FilterSpec, values: dict[str, Any]) -> None:
-        self._call(lambda s: s.update(qe.UpdateOperation.set_payload_by_filter(_filter(spec), values)))
+        self._write(lambda s: s.update(qe.UpdateOperation.set_payload_by_filter(_filter(spec), values)))
 
     def set_payloads(self, payloads: Mapping[uuid.UUID, PointPayload]) -> None:
         def apply(shard: qe.EdgeShard) -> None:
             for pid, payload in payloads.items():
                 shard.update(qe.UpdateOperation.overwrite_payload([pid], payload.to_dict()))
 
-        self._call(apply)
+        self._write(apply)
 
     def query(self, legs: Sequence[LegQuery]) -> list[list[ScoredPoint]]:
         if not legs:
@@ -156,10 +164,15 @@ class EdgeIndex:
         return self._call(lambda s: s.count(request))
 
     def flush(self) -> None:
-        self._call(lambda s: s.flush())
+        """Make every write durable in the segments; nothing to do when nothing was written."""
+        if self.dirty:
+            self._call(lambda s: s.flush())
+            self.dirty = False
+        else:
+            self._call(lambda s: None)  # still fails on a closed index
 
     def optimize(self) -> None:
-        self._call(lambda s: s.optimize())
+        self._write(lambda s: s.optimize())
 
     def compact(self) -> int:
         """Rewrite the shard with only its live points, so nothing of a deleted point stays in
@@ -176,6 +189,7 @@ class EdgeIndex:
         new_dir = self._directory / NEW_SHARD
         try:
             shard.flush()
+            self.dirty = False
             shutil.rmtree(new_dir, ignore_errors=True)
             new_dir.mkdir()
             # The stored config, not today's tuning: a compaction must not re-tune the shard.
@@ -203,14 +217,23 @@ class EdgeIndex:
         return copied
 
     def close(self) -> None:
-        """Flush and release the shard and the lock; closing twice is harmless."""
+        """Flush (if anything was written) and release the shard and the lock; closing twice is
+        harmless."""
         shard, self._shard = self._shard, None
         try:
             if shard is not None:
-                shard.flush()
+                if self.dirty:
+                    shard.flush()
+                    self.dirty = False
                 shard.close()
         finally:
             self._lock.release()  # idempotent; also after a compaction that could not reopen
+
+    def _write(self, operation: Callable[[qe.EdgeShard], T]) -> T:
+        """`_call` of an operation that changes the shard: the next flush has work to do. Set
+        before the call, so a write that failed half-way is flushed too."""
+        self.dirty = True
+        return self._call(operation)
 
     def _call(self, operation: Callable[[qe.EdgeShard], T]) -> T:
         if self._shard is None:

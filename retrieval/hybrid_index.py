@@ -44,7 +44,6 @@ from .query import AccessScope, SearchQuery
 from .query_embedding import QueryEmbedder
 from .search import Searcher
 from .serialized import SerializedIndex
-from .server_backend import ServerIndex
 from .settings import EncodingSettings, IndexIdentity, SearchSettings, read_identity, write_identity
 from .tuning import IndexTuning
 
@@ -161,6 +160,8 @@ class HybridIndex:
         The server does not record the encoding; callers sharing a collection must pass the same
         `encoding` (the composition root keeps it in its configuration).
         """
+        from .server_backend import ServerIndex  # only here: qdrant-client's import costs seconds
+
         inner = embedder or SentenceTransformerEmbedder()
         server = ServerIndex.connect(url, collection, inner.dimension, api_key=api_key, tuning=tuning)
         # The in-process engine is not thread-safe; a real server is reached over HTTP.

@@ -6,6 +6,15 @@ nothing are no-ops, generation bumps only invalidate), so a crash between applyi
 marking done only means a replay. A row whose target no longer exists in the archive
 (deleted since) is done: the later delete row removes whatever was indexed.
 
+Group commit (SQLite, the embedded default): an index flush costs tens to hundreds of
+milliseconds, so a write's rows are applied (visible to searches at once) and marked
+`applied_at`, and the flush that makes them done is deferred until GROUP_COMMIT_ROWS rows await
+it, GROUP_COMMIT_SECONDS passed (a timer), `Mnemo.sync()` or `close()`. A pass that deletes is
+never deferred: it flushes (and compacts) before it returns, with every row awaiting. A row is
+marked done only after the flush that made its effect durable: a crash before leaves it not
+done, and the next open (`reclaim_applied`) applies it again. What a SIGKILL leaves at each
+point is in docs/architecture.md ("What survives a kill -9").
+
 On PostgreSQL several drainers may run at once: rows are claimed with
 `FOR UPDATE SKIP LOCKED` inside the transaction that marks them done. On SQLite there is one
 drainer (the embedded index allows one opener), and rows are read, applied, then marked, so
@@ -25,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,7 +50,16 @@ from mnemo_sea.archive import (
     internal_reads,
 )
 from mnemo_sea.archive.memory import MEMORY_SENSITIVITY
-from mnemo_sea.archive.outbox import OutboxItem, claim_pending, mark_done, mark_failed, pending_count
+from mnemo_sea.archive.outbox import (
+    OutboxItem,
+    awaiting_flush_count,
+    claim_pending,
+    mark_applied,
+    mark_done,
+    mark_failed,
+    pending_count,
+    reclaim_applied,
+)
 from mnemo_sea.archive.refs import ResultIndexId, memory_index_id, result_index_id
 from mnemo_sea.archive.store import ArchiveStore
 from mnemo_sea.archive.summaries import source_owner
@@ -54,14 +73,19 @@ COMPACT_AFTER_DELETED = 1
 # Outbox rows one drain pass applies: an ingest batch of 1,000 records (the archive's largest)
 # writes 2,000 (an upsert and a cache purge each), so one pass and one index flush cover it.
 DRAIN_LIMIT = 2_000
+# Group commit (see the docstring): rows applied but not flushed that force the flush, and the
+# longest a row waits for it. A crash costs at most this much replay on the next open.
+GROUP_COMMIT_ROWS = 64
+GROUP_COMMIT_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
 class DrainReport:
     applied: int
     failed: int
-    pending: int
+    pending: int  # rows not yet applied
     errors: tuple[str, ...] = ()
+    awaiting_flush: int = 0  # rows applied (searchable), waiting for the group-commit flush
 
 
 @dataclass(frozen=True)
@@ -92,45 +116,164 @@ class Indexer:
         cache: Cache,
         *,
         compact_after_deleted: int = COMPACT_AFTER_DELETED,
+        group_commit_rows: int = GROUP_COMMIT_ROWS,
+        group_commit_seconds: float = GROUP_COMMIT_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
         self.index = index
         self.cache = cache
         self.compact_after_deleted = compact_after_deleted
+        self.group_commit_rows = group_commit_rows
+        self.group_commit_seconds = group_commit_seconds
+        self._clock = clock
         # One drain at a time per process: on SQLite rows are read, not claimed, so two threads
         # could apply an upsert after the delete that follows it; other processes are kept
         # apart by the database (SQLite's write lock, PostgreSQL's SKIP LOCKED).
         self._draining = threading.Lock()
+        # Group commit state, under `_draining`: ids applied and marked `applied_at`, not yet
+        # flushed; when the oldest of them was applied; the timer that flushes them.
+        self._awaiting: set[int] = set()
+        self._awaiting_since: float | None = None
+        self._timer: threading.Timer | None = None
+        self._reclaimed = False
+        self._closed = False
 
-    def drain(self, limit: int = DRAIN_LIMIT, *, on_applied: OnApplied | None = None) -> DrainReport:
+    @property
+    def awaiting_flush(self) -> int:
+        """Rows this indexer applied whose flush is deferred (not yet done)."""
+        return len(self._awaiting)
+
+    def drain(
+        self, limit: int = DRAIN_LIMIT, *, on_applied: OnApplied | None = None, defer_flush: bool = False
+    ) -> DrainReport:
         """Apply up to `limit` pending rows, oldest first; failures stay pending with their error.
 
         `on_applied` is called after each row is applied to the index (before the pass is
         flushed and marked done), so a caller can show progress through a long pass.
+        With `defer_flush` (SQLite only) the flush may be left to the group commit (see the
+        module docstring); without, the pass ends flushed, with every row awaiting done too.
         """
         with self._draining:
-            return self._drain(limit, on_applied)
+            return self._drain(limit, on_applied, defer_flush)
 
-    def _drain(self, limit: int, on_applied: OnApplied | None) -> DrainReport:
+    def settle(self) -> int:
+        """Flush the index if rows await it and mark them done; returns how many were marked."""
+        with self._draining:
+            return self._settle()
+
+    def close(self) -> None:
+        """Stop the group-commit timer and settle what awaits it (no drain runs after this).
+        A failure is logged: the rows stay applied, not done, and the next open replays them."""
+        with self._draining:
+            self._closed = True
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            try:
+                self._settle()
+            except (RetrievalError, ArchiveError) as e:
+                log.warning(
+                    "closing with %d outbox rows not flushed (replayed at the next open): %s",
+                    len(self._awaiting),
+                    e,
+                )
+
+    def _drain(self, limit: int, on_applied: OnApplied | None, defer_flush: bool) -> DrainReport:
         if self.store.is_sqlite:
+            if not self._reclaimed:
+                # The first pass of this opener: rows an earlier process applied but never
+                # flushed may be missing from the index; they become pending again. Read first:
+                # an open with none to reclaim writes nothing.
+                with self.store.read() as conn:
+                    stale = awaiting_flush_count(conn)
+                if stale:
+                    with self.store.write() as conn:
+                        reclaim_applied(conn)
+                self._reclaimed = True
             with self.store.read() as conn:
                 items = claim_pending(conn, limit)
             done, problems = self._apply_all(items, on_applied)
-            with self.store.write() as conn:
-                self._record(conn, done, problems)
+            deleting = any(item.op == "index_delete" for item in items) or self._compaction_due()
+            # A set: rows whose flush failed are claimed and applied again by the next pass.
+            self._awaiting.update(done)
+            if self._awaiting and self._awaiting_since is None:
+                self._awaiting_since = self._clock()
+            if not defer_flush or deleting or self._closed or self._flush_due():
+                self._settle(problems)
+            else:
+                if done or problems:
+                    with self.store.write() as conn:
+                        mark_applied(conn, done)
+                        self._record(conn, [], problems)
+                self._arm_timer()
         else:
+            # Rows are claimed (locked) by this transaction: they are flushed and marked in it.
             with self.store.write() as conn:
                 done, problems = self._apply_all(claim_pending(conn, limit), on_applied)
+                if done:
+                    self.index.flush()
+                    self._compact_if_due()
                 self._record(conn, done, problems)
         with self.store.read() as conn:
             pending = pending_count(conn)
         errors = tuple(f.error for f in problems[:20])
-        return DrainReport(applied=len(done), failed=len(problems), pending=pending, errors=errors)
+        return DrainReport(
+            applied=len(done),
+            failed=len(problems),
+            pending=pending,
+            errors=errors,
+            awaiting_flush=len(self._awaiting),
+        )
+
+    def _flush_due(self) -> bool:
+        if len(self._awaiting) >= self.group_commit_rows:
+            return True
+        since = self._awaiting_since
+        return since is not None and self._clock() - since >= self.group_commit_seconds
+
+    def _settle(self, problems: list[Failure] | None = None) -> int:
+        """Flush, compact if due, then mark every awaiting row done (and record `problems`)."""
+        settled = sorted(self._awaiting)
+        if settled:
+            self.index.flush()
+            self._compact_if_due()
+        if settled or problems:
+            with self.store.write() as conn:
+                self._record(conn, settled, problems or [])
+        self._awaiting, self._awaiting_since = set(), None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        return len(settled)
+
+    def _arm_timer(self) -> None:
+        if self._timer is not None or not self._awaiting or self._closed:
+            return
+        timer = threading.Timer(self.group_commit_seconds, self._on_timer)
+        timer.daemon = True  # the process may end without close(): the next open replays
+        timer.name = "mnemo-group-commit"
+        self._timer = timer
+        timer.start()
+
+    def _on_timer(self) -> None:
+        with self._draining:
+            if self._timer is not threading.current_thread():
+                return  # settled (or closed) meanwhile
+            self._timer = None
+            if self._closed:
+                return
+            try:
+                self._settle()
+            except (RetrievalError, ArchiveError) as e:
+                # The rows stay applied, not done; the next pass (or close, or open) flushes.
+                log.warning("group-commit flush failed, retried by the next write or sync: %s", e)
 
     def _apply_all(
         self, items: list[OutboxItem], on_applied: OnApplied | None = None
     ) -> tuple[list[int], list[Failure]]:
-        """Apply rows in order; the index is flushed before any row may be marked done.
+        """Apply rows in order, without flushing: the caller flushes before any row may be
+        marked done.
 
         A run of evidence upserts, status changes and cache purges (what an ingest writes) is
         applied as one batch (see `_apply_run`); any other row, or a run whose batch failed,
@@ -162,9 +305,6 @@ class Indexer:
                     break
             if outage:
                 break
-        if done:
-            self.index.flush()
-            self._compact_if_due()
         return done, problems
 
     def _apply_run(self, run: list[OutboxItem]) -> dict[int, int] | None:
@@ -223,10 +363,13 @@ class Indexer:
         # row carries them (progress sums them over a load).
         return {max(upserts.values()): written} if upserts else {}
 
+    def _compaction_due(self) -> bool:
+        return self.index.deleted_since_compaction >= self.compact_after_deleted
+
     def _compact_if_due(self) -> None:
         """Compact once enough points were deleted. The rows are applied and flushed already, so
         a failed compaction only logs: the shard in use is intact and the next pass retries."""
-        if self.index.deleted_since_compaction < self.compact_after_deleted:
+        if not self._compaction_due():
             return
         try:
             self.index.compact()

@@ -432,7 +432,9 @@ class Mnemo:
         return cls(archive, index, cache, sync_writes=sync_writes)
 
     def close(self) -> None:
+        """Flush what the group commit holds (its rows become done), then close every store."""
         try:
+            self.indexer.close()
             self.index.close()
         finally:
             self.archive.close()
@@ -449,29 +451,39 @@ class Mnemo:
     # ---- consistency -------------------------------------------------------------------------
 
     def sync(self, *, on_applied: OnApplied | None = None) -> DrainReport:
-        """Apply every pending outbox row to the index and caches (idempotent); `on_applied`
-        is called after each row (see `Indexer.drain`)."""
+        """Apply every pending outbox row to the index and caches (idempotent) and flush the
+        index, so every row is done, none left to the group commit; `on_applied` is called
+        after each row (see `Indexer.drain`)."""
+        return self._drain_all(on_applied, defer_flush=False)
+
+    def _drain_all(self, on_applied: OnApplied | None, *, defer_flush: bool) -> DrainReport:
         total = DrainReport(0, 0, 0)
         while True:
-            report = self.indexer.drain(on_applied=on_applied)
+            report = self.indexer.drain(on_applied=on_applied, defer_flush=defer_flush)
             total = DrainReport(
                 total.applied + report.applied,
                 total.failed + report.failed,
                 report.pending,
                 total.errors + report.errors,
+                report.awaiting_flush,
             )
             if report.applied == 0 or report.pending == 0:
                 return total
 
-    def _after_write(self, on_applied: OnApplied | None = None) -> DrainReport | None:
+    def _after_write(
+        self, on_applied: OnApplied | None = None, *, defer_flush: bool = True
+    ) -> DrainReport | None:
         """Apply the outbox after a committed write. The write already stands, so a store that
         fails now (index, cache, or the database right after the commit) must not turn it into
         an error: the rows stay pending for the next sync or the worker, and search hydrates
-        from the archive meanwhile."""
+        from the archive meanwhile. The rows are searchable when this returns; the index's
+        flush may be left to the group commit (mnemo_sea/system/indexer.py), which marks them
+        done within GROUP_COMMIT_SECONDS, at `sync()` or at `close()`; `defer_flush=False`
+        flushes before returning."""
         if not self.sync_writes:
             return None
         try:
-            return self.sync(on_applied=on_applied)
+            return self._drain_all(on_applied, defer_flush=defer_flush)
         except (ArchiveError, RetrievalError) as e:
             log.warning("outbox left pending after a committed write: %s", e)
             return None
@@ -494,7 +506,9 @@ class Mnemo:
         """
         started = utcnow()
         stored = self.archive.put_evidence_batch(principal, list(items), idempotency_key=idempotency_key)
-        return self._ingested(started, stored, progress)
+        # A batch is flushed before the call returns (its rows done), not left to the group
+        # commit: one flush spread over the batch costs little per record.
+        return self._ingested(started, stored, progress, defer_flush=False)
 
     def put_evidence(
         self, principal: Principal, item: EvidenceInput, *, idempotency_key: str | None = None
@@ -506,12 +520,17 @@ class Mnemo:
         return self._ingested(started, [stored])
 
     def _ingested(
-        self, started: datetime, stored: Sequence[EvidenceRecord], progress: ProgressCallback | None = None
+        self,
+        started: datetime,
+        stored: Sequence[EvidenceRecord],
+        progress: ProgressCallback | None = None,
+        *,
+        defer_flush: bool = True,
     ) -> IngestReport:
         # An unchanged record comes back as the version that was already current.
         new_versions = sum(1 for rec in stored if rec.recorded_at >= started)
         on_applied = None if progress is None else _ingest_progress(stored, started, progress)
-        report = self._after_write(on_applied)
+        report = self._after_write(on_applied, defer_flush=defer_flush)
         return IngestReport(tuple(stored), new_versions, len(stored) - new_versions, report)
 
     def retract(self, principal: Principal, evidence_id: str, reason: str) -> EvidenceRecord:

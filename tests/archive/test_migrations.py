@@ -14,6 +14,8 @@ from __future__ import annotations
 import multiprocessing
 import queue
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -31,7 +33,7 @@ from sqlalchemy import Column, MetaData, String, create_engine, inspect, select,
 
 from mnemo_sea.archive import Archive
 from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.store import open_store, upgrade
+from mnemo_sea.archive.store import SCHEMA_HEAD, open_store, upgrade
 
 SPAWN = multiprocessing.get_context("spawn")
 MIGRATIONS = Path(t.__file__).with_name("migrations")
@@ -134,6 +136,24 @@ def test_upgrading_a_0003_database_adds_the_task_state_tables_and_keeps_its_rows
         engine.dispose()
     assert stamped_revisions(db_url) == [head_revision()]
     assert schema_diff(db_url) == []
+
+
+def test_schema_head_names_the_newest_migration() -> None:
+    assert head_revision() == SCHEMA_HEAD
+
+
+def test_a_database_at_the_head_opens_without_alembic(tmp_path: Path) -> None:
+    path = tmp_path / "archive.db"
+    Archive.open(str(path)).close()  # created and migrated
+    check = (
+        "import sys\n"
+        "from mnemo_sea.archive import Archive\n"
+        f"Archive.open({str(path)!r}).close()\n"
+        "print('alembic' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr
+    assert stamped_revisions(f"sqlite:///{path}") == [head_revision()]
 
 
 def test_the_comparison_sees_drift(db_url: str) -> None:

@@ -1,0 +1,137 @@
+"""The group commit of the embedded index: a single write is applied at once and marked done
+only after the flush that follows it (64 rows, 1 s, sync, close, or a deletion).
+
+Each test reads the outbox table itself, not only the reports: `applied_at` set and `done_at`
+empty while a row awaits the flush, both the other way round once it is done.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fakes import HashingEmbedder
+from sqlalchemy import select
+
+from mnemo_sea.archive import ArchiveTarget, Principal, Role, Sensitivity
+from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.outbox import backlog, pending_count
+from mnemo_sea.retrieval.edge_backend import EdgeIndex
+from mnemo_sea.system.mnemo import Mnemo
+
+AGENT = Principal("gc", "agent", frozenset({Role.AGENT, Role.ADMIN}), Sensitivity.RESTRICTED)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def mnemo(tmp_path: Path) -> Iterator[Mnemo]:
+    m = Mnemo.open(tmp_path / "data", embedder=HashingEmbedder())
+    m.indexer.group_commit_seconds = 3600.0  # the timer never fires unless a test says so
+    try:
+        yield m
+    finally:
+        m.close()
+
+
+def _rows(m: Mnemo) -> list[tuple[int, bool, bool]]:
+    """(id, applied_at set, done_at set) of every outbox row."""
+    with m.archive.store.read() as conn:
+        rows = conn.execute(select(t.outbox.c.id, t.outbox.c.applied_at, t.outbox.c.done_at))
+        return [(r.id, r.applied_at is not None, r.done_at is not None) for r in rows]
+
+
+def _archive_one(m: Mnemo, session: str, note: str) -> None:
+    result = m.record(AGENT, session, "logs.search", f"raw output for {note}")
+    m.archive_results(AGENT, session, [ArchiveTarget(result.result_id, note)])
+
+
+def test_a_single_write_is_searchable_at_once_and_done_only_after_the_flush(mnemo: Mnemo) -> None:
+    _archive_one(mnemo, "s1", "quokkanote kept aside")
+    rows = _rows(mnemo)
+    assert rows and all(applied and not done for _, applied, done in rows)
+    assert mnemo.indexer.awaiting_flush == len(rows)
+    with mnemo.archive.store.read() as conn:
+        assert pending_count(conn) == 0 and backlog(conn) == (0, None)  # applied, not a backlog
+    assert [h.kind for h in mnemo.search(AGENT, "quokkanote", mode="bm25").hits] == ["tool_result"]
+    report = mnemo.sync()
+    assert (report.pending, report.awaiting_flush) == (0, 0)
+    assert all(not applied and done for _, applied, done in _rows(mnemo))
+
+
+def test_the_row_bound_forces_the_flush(mnemo: Mnemo) -> None:
+    mnemo.indexer.group_commit_rows = 4  # an archive writes 2 rows (the note, a cache purge)
+    _archive_one(mnemo, "s1", "first note")
+    assert mnemo.indexer.awaiting_flush == 2
+    _archive_one(mnemo, "s1", "second note")
+    assert mnemo.indexer.awaiting_flush == 0
+    assert all(done for _, _, done in _rows(mnemo))
+
+
+def test_a_write_after_the_time_bound_flushes_what_waited(mnemo: Mnemo) -> None:
+    clock = FakeClock()
+    mnemo.indexer._clock = clock
+    _archive_one(mnemo, "s1", "first note")
+    first = {i for i, _, _ in _rows(mnemo)}
+    clock.now += mnemo.indexer.group_commit_seconds  # as long as a row may wait
+    _archive_one(mnemo, "s1", "second note")
+    assert all(done for _, _, done in _rows(mnemo)) and first
+
+
+def test_the_timer_flushes_without_another_write(mnemo: Mnemo) -> None:
+    mnemo.indexer.group_commit_seconds = 0.05
+    flushed = threading.Event()
+    settle = mnemo.indexer._settle
+
+    def watched(*args: object, **kw: object) -> int:
+        out = settle(*args, **kw)  # type: ignore[arg-type]
+        flushed.set()
+        return out
+
+    mnemo.indexer._settle = watched  # type: ignore[method-assign]
+    _archive_one(mnemo, "s1", "timed note")
+    assert flushed.wait(30), "the group-commit timer never flushed"
+    assert all(done for _, _, done in _rows(mnemo))
+
+
+def test_a_deletion_is_never_deferred_and_settles_what_waited(mnemo: Mnemo) -> None:
+    _archive_one(mnemo, "s1", "wombatnote to delete")
+    _archive_one(mnemo, "s2", "kept note")
+    assert mnemo.indexer.awaiting_flush == 4
+    receipt = mnemo.delete_session(AGENT, "s1")
+    assert mnemo.indexer.awaiting_flush == 0
+    assert all(not applied and done for _, applied, done in _rows(mnemo))
+    assert mnemo.verify_deleted(AGENT, receipt).ok
+    assert mnemo.search(AGENT, "wombatnote", mode="bm25").hits == ()
+
+
+def test_close_settles_and_the_next_open_has_nothing_to_replay(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    with Mnemo.open(folder, embedder=HashingEmbedder()) as m:
+        m.indexer.group_commit_seconds = 3600.0
+        _archive_one(m, "s1", "closing note")
+        assert m.indexer.awaiting_flush == 2
+    with Mnemo.open(folder, embedder=HashingEmbedder()) as m:
+        assert all(not applied and done for _, applied, done in _rows(m))
+        assert len(m.search(AGENT, "closing note", mode="bm25").hits) == 1
+
+
+def test_edge_flushes_only_when_something_was_written(tmp_path: Path) -> None:
+    edge = EdgeIndex.open(tmp_path / "index", dense_dimension=8)
+    try:
+        assert not edge.dirty  # a new shard's payload indexes are flushed at creation
+        edge.delete_ids([uuid.uuid4()])
+        assert edge.dirty
+        edge.flush()
+        assert not edge.dirty
+    finally:
+        edge.close()
