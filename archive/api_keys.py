@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, select, update
+from sqlalchemy import Row, bindparam, select, update
 
 from . import schema as t
 from .audit import append_event
@@ -28,6 +28,7 @@ from .errors import InvalidInput, NotFound, StateConflict
 from .errors import Unauthenticated as Unauthenticated  # noqa: PLC0414 - re-exported: its import path before errors.py
 from .principal import Principal, Role, Sensitivity
 from .store import ArchiveStore
+from .verified_keys import VerifiedKeys, forget_everywhere
 
 KEY_PREFIX = "msk"
 MAX_NAME_CHARS = 200
@@ -189,8 +190,12 @@ def list_keys(store: ArchiveStore, tenant_id: str | None = None) -> list[ApiKeyI
 
 
 def revoke_key(store: ArchiveStore, key_id: str, *, actor: str = OPERATOR) -> ApiKeyInfo:
-    """Revoke a key at once. Raises NotFound for an unknown id, StateConflict if already revoked."""
+    """Revoke a key at once. Raises NotFound for an unknown id, StateConflict if already revoked.
+
+    Every verified-key cache of this process forgets it at once; a process elsewhere that
+    caches verified keys refuses it within its cache's bound (see verified_keys.py)."""
     row, now = _revoke_row(store, key_id, actor=actor)
+    forget_everywhere(key_id)
     info = _info(row)
     return ApiKeyInfo(**{**info.__dict__, "revoked_at": now})
 
@@ -204,14 +209,38 @@ def parse_key(presented: str) -> tuple[str, str]:
     return key_id, secret
 
 
-def authenticate(store: ArchiveStore, presented: str) -> Principal:
-    """The principal a key maps to. Raises Unauthenticated (never saying whether the id exists)."""
+# Built once: the lookup runs on every request that no cache answers.
+_KEY_ROW = select(t.api_keys).where(t.api_keys.c.key_id == bindparam("key_id"))
+
+
+def cached_principal(presented: str, cache: VerifiedKeys) -> Principal | None:
+    """The principal of a key `cache` verified within its bound, or None (then `authenticate`).
+    Raises Unauthenticated for a malformed key. Reads nothing, so it may run on an event loop."""
     key_id, secret = parse_key(presented)
+    return cache.get(key_id, _secret_hash(secret))
+
+
+def authenticate(store: ArchiveStore, presented: str, *, cache: VerifiedKeys | None = None) -> Principal:
+    """The principal a key maps to. Raises Unauthenticated (never saying whether the id exists).
+
+    With `cache`, a key it verified within its bound is not read again, and a key the
+    database accepts is added to it (see verified_keys.py for what that promises)."""
+    key_id, secret = parse_key(presented)
+    digest = _secret_hash(secret)
+    check = None
+    if cache is not None:
+        known = cache.get(key_id, digest)
+        if known is not None:
+            return known
+        check = cache.begin()
     with store.read() as conn:
-        row = conn.execute(select(t.api_keys).where(t.api_keys.c.key_id == key_id)).first()
+        row = conn.execute(_KEY_ROW, {"key_id": key_id}).first()
     # Compare even for an unknown id, so timing does not tell which ids exist.
     stored = row.secret_sha256 if row is not None else "0" * 64
-    matches = hmac.compare_digest(stored, _secret_hash(secret))
+    matches = hmac.compare_digest(stored, digest)
     if row is None or not matches or row.revoked_at is not None:
         raise Unauthenticated("unknown or revoked API key")
-    return _info(row).principal
+    principal = _info(row).principal
+    if cache is not None and check is not None:
+        cache.put(key_id, digest, principal, check)
+    return principal

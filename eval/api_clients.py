@@ -298,21 +298,22 @@ class Fleet:
         return [f"{c.session_id}: {c.crash}" for c in self.clients if c.crash is not None]
 
 
+def seed_items(docs: int, *, seed: int = 3) -> list[dict[str, str]]:
+    """The knowledge records a benchmark stores before its load (the same for a given seed)."""
+    rng = random.Random(seed)
+    return [
+        {"body": sample_text(rng, rng.randint(200, 1200)), "source": f"kb/doc-{i}", "evidence_id": f"doc-{i}"}
+        for i in range(docs)
+    ]
+
+
 def seed_evidence(base_url: str, api_key: str, docs: int, *, seed: int = 3, batch: int = 50) -> int:
     """Store `docs` knowledge records through the API (so searches have something to find)."""
-    rng = random.Random(seed)
+    items = seed_items(docs, seed=seed)
     headers = {"Authorization": f"Bearer {api_key}"}
     with httpx.Client(base_url=base_url, headers=headers, timeout=300.0) as http:
         for start in range(0, docs, batch):
-            items = [
-                {
-                    "body": sample_text(rng, rng.randint(200, 1200)),
-                    "source": f"kb/doc-{i}",
-                    "evidence_id": f"doc-{i}",
-                }
-                for i in range(start, min(docs, start + batch))
-            ]
-            http.post("/v1/evidence/batch", json={"items": items}).raise_for_status()
+            http.post("/v1/evidence/batch", json={"items": items[start : start + batch]}).raise_for_status()
     return docs
 
 

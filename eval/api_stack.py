@@ -35,6 +35,8 @@ from mnemo_sea.archive import Archive
 from mnemo_sea.archive.api_keys import create_key
 
 LOOPBACK = "127.0.0.1"
+# Server mode needs a deployment key (it signs deletion receipts); benchmarks use a fixed one.
+BENCH_RECEIPT_KEY = "bench-only-receipt-key-0123456789abcdef"
 
 
 class StackError(Exception):
@@ -156,8 +158,8 @@ class ApiServer:
         self.log_path = log_path
         self.startup_timeout_s = startup_timeout_s
         inherited = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-        # Server mode needs a deployment key (it signs deletion receipts); a fixed one unless given.
-        key = {"MNEMO_RECEIPT_KEY": "bench-only-receipt-key-0123456789abcdef"}
+        # A fixed deployment key unless given.
+        key = {"MNEMO_RECEIPT_KEY": BENCH_RECEIPT_KEY}
         self.env = {**inherited, **key, **env, "PYTHONUNBUFFERED": "1"}
         self.process: subprocess.Popen[bytes] | None = None
 

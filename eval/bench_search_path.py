@@ -57,6 +57,9 @@ class _AlwaysMiss:
     def get_search(self, tenant: str, generation: int, query_key: str) -> dict[str, Any] | None:
         return None
 
+    def lookup_search(self, tenant: str, query_key: str) -> tuple[int, dict[str, Any] | None]:
+        return self._inner.tenant_generation(tenant), None
+
     def put_search(self, tenant: str, generation: int, query_key: str, value: Mapping[str, Any]) -> bool:
         return self._inner.put_search(tenant, generation, query_key, value)
 

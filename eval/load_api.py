@@ -31,8 +31,12 @@ from typing import Any
 
 import httpx
 
-from .api_clients import DEFAULT_MIX, AgentClient, Fleet, latency_summary, seed_evidence
+from mnemo_sea.archive import EvidenceInput
+from mnemo_sea.archive.api_keys import authenticate
+
+from .api_clients import DEFAULT_MIX, AgentClient, Fleet, latency_summary, seed_evidence, seed_items
 from .api_stack import (
+    BENCH_RECEIPT_KEY,
     ApiServer,
     StackError,
     Watchdog,
@@ -43,11 +47,14 @@ from .api_stack import (
     scratch_database,
     scratch_redis_prefix,
 )
+from .facade_baseline import run_facade
 from .write_audit import audit_all
 
 DEFAULT_PG_ADMIN_URL = os.environ.get("MNEMO_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 DEFAULT_REDIS_URL = os.environ.get("MNEMO_TEST_REDIS", "redis://127.0.0.1:6379/0")
 TENANT = "bench"
+BASELINE = "the same workload, one agent, in this process on Mnemo, on a fresh stack seeded alike"
+MIXES: dict[str, dict[str, float]] = {"mixed": DEFAULT_MIX, "search": {"search": 1.0}}
 INDEXES = {
     "memory": "qdrant-client :memory: (in the API process; the Qdrant-server code path)",
     "edge": "Qdrant Edge (embedded, in the API process; MNEMO_INDEX_PATH)",
@@ -62,9 +69,89 @@ def index_env(index: str, tmp: Path) -> dict[str, str]:
     raise ValueError(f"index must be one of {', '.join(INDEXES)}, got {index!r}")
 
 
+def process_cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system) a process has used so far; None where /proc is missing."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _per_request_ms(cpu_s: float | None, requests: int) -> float | None:
+    return None if cpu_s is None or requests == 0 else round(cpu_s * 1000 / requests, 2)
+
+
+def _facade_baseline(
+    *,
+    pg_admin_url: str,
+    redis_url: str,
+    index: str,
+    embedder: str,
+    seed_docs: int,
+    mix: dict[str, float],
+    duration_s: float,
+    seed: int,
+) -> dict[str, Any]:
+    """The same workload in this process on `Mnemo`, on a fresh stack like the API's: a scratch
+    database, Redis prefix and index of its own, seeded with the same records. (Reopening the
+    API's own Edge index would not do: a reopened index flushes several times slower.)"""
+    from mnemo_sea.system.opening import open_mnemo
+    from mnemo_sea.system.settings import MnemoSettings
+
+    with (
+        tempfile.TemporaryDirectory(prefix="mnemo-load-baseline-") as tmp,
+        scratch_database(pg_admin_url) as db_url,
+        scratch_redis_prefix(redis_url, "load-baseline") as prefix,
+    ):
+        (key,) = mint_keys(db_url, TENANT, ["facade-0"], ["agent"])
+        given = {
+            "database_url": db_url,
+            **{k.removeprefix("MNEMO_").lower(): v for k, v in index_env(index, Path(tmp)).items()},
+            "redis_url": redis_url,
+            "redis_prefix": prefix,
+            "embedder": embedder,
+            "sync_writes": True,
+            "receipt_key": BENCH_RECEIPT_KEY,
+        }
+        # Exactly these stores, whatever MNEMO_* this process itself was started with.
+        mnemo = open_mnemo(MnemoSettings.model_validate({"data_dir": None, "qdrant_url": None, **given}))
+        try:
+            principal = authenticate(mnemo.archive.store, key)
+            items = [
+                EvidenceInput(body=i["body"], source=i["source"], evidence_id=i["evidence_id"])
+                for i in seed_items(seed_docs)
+            ]
+            for start in range(0, len(items), 50):
+                mnemo.ingest(principal, items[start : start + 50])
+            load = os.getloadavg()[0]
+            cpu_before = time.process_time()
+            report = run_facade(mnemo, key, "facade-0", mix=mix, duration_s=duration_s, seed=seed)
+            calls = sum(op["count"] for op in report["operations"].values())
+            report["cpu_ms_per_call"] = _per_request_ms(time.process_time() - cpu_before, calls)
+            report["load_avg_1m_at_start"] = round(load, 2)
+            return report
+        finally:
+            mnemo.close()
+
+
+def _ratios(operations: dict[str, Any], baseline: dict[str, Any] | None) -> dict[str, float] | None:
+    """REST p50 / in-process p50 per operation both ran."""
+    if baseline is None:
+        return None
+    out: dict[str, float] = {}
+    for op, facade in baseline["operations"].items():
+        rest = operations.get(op)
+        if rest and rest["ok"] and facade["p50_ms"] > 0:
+            out[op] = round(rest["p50_ms"] / facade["p50_ms"], 2)
+    return out
+
+
 def run(
     *,
     clients: int = 32,
+    mix: str = "mixed",
+    baseline_s: float = 10.0,
     duration_s: float = 60.0,
     embedder: str = "hashing",
     pg_admin_url: str = DEFAULT_PG_ADMIN_URL,
@@ -77,9 +164,16 @@ def run(
 ) -> dict[str, Any]:
     """Run the load and the audit; returns a JSON-able report (`ok` says whether it passed).
 
+    `mix` is `mixed` (search, record, archive, recover) or `search` (searches only). With
+    `baseline_s` > 0 the same workload then runs for that long in this process on `Mnemo`
+    itself, over the same stores, after the API process stopped (`baseline`).
+
     Raises StackError when PostgreSQL or Redis is unreachable or the server does not start.
     The hard timeout (default: 3 x duration + 5 min) kills the server, which ends every call.
     """
+    if mix not in MIXES:
+        raise ValueError(f"mix must be one of {', '.join(MIXES)}, got {mix!r}")
+    weights = MIXES[mix]
     for what, url, problem in (
         ("PostgreSQL", pg_admin_url, postgres_problem(pg_admin_url)),
         ("Redis", redis_url, redis_problem(redis_url)),
@@ -96,17 +190,15 @@ def run(
     ):
         subjects = [f"agent-{i}" for i in range(clients)]
         keys = mint_keys(db_url, TENANT, subjects, ["agent"])
-        server = ApiServer(
-            {
-                "MNEMO_DATABASE_URL": db_url,
-                **index_env(index, Path(tmp)),
-                "MNEMO_REDIS_URL": redis_url,
-                "MNEMO_REDIS_PREFIX": prefix,
-                "MNEMO_EMBEDDER": embedder,
-                "MNEMO_SYNC_WRITES": "true",
-            },
-            Path(tmp) / "api.log",
-        )
+        server_env = {
+            "MNEMO_DATABASE_URL": db_url,
+            **index_env(index, Path(tmp)),
+            "MNEMO_REDIS_URL": redis_url,
+            "MNEMO_REDIS_PREFIX": prefix,
+            "MNEMO_EMBEDDER": embedder,
+            "MNEMO_SYNC_WRITES": "true",
+        }
+        server = ApiServer(server_env, Path(tmp) / "api.log")
         watchdog = Watchdog(bound, server.kill)
         try:
             with watchdog:
@@ -120,15 +212,26 @@ def run(
                             f"load-{i}",
                             seed=seed * 1000 + i,
                             timeout_s=request_timeout_s,
+                            mix=weights,
                         )
                         for i, key in enumerate(keys)
                     ]
                 )
+                load_at_load = round(os.getloadavg()[0], 2)
+                server_cpu_before = process_cpu_s(server.pid)
+                client_cpu_before = time.process_time()
                 started = time.monotonic()
                 fleet.start()
                 time.sleep(duration_s)
                 stuck = fleet.stop(request_timeout_s + 10)
                 elapsed = time.monotonic() - started
+                client_cpu_s = time.process_time() - client_cpu_before
+                server_cpu_after = process_cpu_s(server.pid)
+                server_cpu_s = (
+                    None
+                    if server_cpu_before is None or server_cpu_after is None
+                    else server_cpu_after - server_cpu_before
+                )
                 calls = fleet.calls()
                 crashes = fleet.crashes()
                 writes = audit_all(fleet.clients, server.base_url)
@@ -140,6 +243,20 @@ def run(
             server.stop()
         log = server.log_problems()
         logs = keep_logs([server.log_path], "load")
+    baseline = (
+        _facade_baseline(
+            pg_admin_url=pg_admin_url,
+            redis_url=redis_url,
+            index=index,
+            embedder=embedder,
+            seed_docs=seed_docs,
+            mix=weights,
+            duration_s=baseline_s,
+            seed=seed,
+        )
+        if baseline_s > 0 and not watchdog.expired
+        else None
+    )
     operations = latency_summary(calls, elapsed)
     errors = sum(op["errors"] for op in operations.values())
     count = sum(op["count"] for op in operations.values())
@@ -150,13 +267,17 @@ def run(
             "clients": clients,
             "duration_s": duration_s,
             "embedder": embedder,
-            "mix": DEFAULT_MIX,
+            "mix": mix,
+            "mix_weights": weights,
             "seed_docs": seed_docs,
             "sync_writes": True,
             "index": INDEXES[index],
             "machine_cpus": os.cpu_count(),
             # Other work on the machine shares its cores with the server and the clients.
             "load_avg_1m_at_start": load_at_start,
+            "load_avg_1m_when_the_load_began": load_at_load,
+            # How the figures were served: one `mnemo-sea serve` process (one uvicorn worker).
+            "api_processes": 1,
         },
         "startup_s": round(startup_s, 2),
         "elapsed_s": round(elapsed, 2),
@@ -167,6 +288,18 @@ def run(
             "errors": errors,
             "throughput_per_s": round((count - errors) / elapsed, 1),
         },
+        "cpu": {
+            # CPU time per request over the load phase: the API process, and this process (the
+            # clients), which share the machine's cores with it.
+            "server_ms_per_request": _per_request_ms(server_cpu_s, count),
+            "load_generator_ms_per_request": _per_request_ms(client_cpu_s, count),
+            "server_cores_busy": None if server_cpu_s is None else round(server_cpu_s / elapsed, 2),
+            "load_generator_cores_busy": round(client_cpu_s / elapsed, 2),
+        },
+        "baseline": None
+        if baseline is None
+        else {"what": "the same workload in process on Mnemo", **baseline},
+        "rest_over_facade_p50": _ratios(operations, baseline),
         "errors_total": errors,
         "error_samples": error_samples,
         "clients_stuck": stuck,

@@ -44,6 +44,19 @@ def _setup_failed(e: Exception) -> NoReturn:
 def bench_api(
     clients: Annotated[int, typer.Option(min=1, max=256, help="concurrent clients, a session each")] = 32,
     duration: Annotated[float, typer.Option(min=1, help="seconds of load")] = 60.0,
+    mix: Annotated[
+        Literal["mixed", "search"],
+        typer.Option(help="mixed: search, record, archive and recover; search: searches only"),
+    ] = "mixed",
+    baseline: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            help="seconds of the same workload run afterwards in process on Mnemo, over the same "
+            "stores, for REST / in-process ratios (0: none; --index edge only: the memory "
+            "engine's points die with the API process)",
+        ),
+    ] = 10.0,
     embedder: EmbedderOption = "hashing",
     pg_admin_url: Annotated[
         str | None,
@@ -67,8 +80,11 @@ def bench_api(
     ] = None,
     as_json: AsJson = False,
 ) -> None:
-    """Load the REST API with concurrent agents (search, record, archive, recover), then check
-    that every acknowledged record recovers byte-exact. Loopback only; cleans up after itself."""
+    """Load the REST API with concurrent agents (search, record, archive, recover; or searches
+    only), then check that every acknowledged record recovers byte-exact, and run the same
+    workload in process on Mnemo as the baseline. Reports p50/p95/p99 and req/s per operation,
+    the CPU time per request of the API process and of the load generator, and the REST /
+    in-process p50 ratios. One API process; loopback only; cleans up after itself."""
     import httpx
 
     from mnemo_sea.eval import load_api
@@ -77,6 +93,8 @@ def bench_api(
     try:
         report = load_api.run(
             clients=clients,
+            mix=mix,
+            baseline_s=baseline,
             duration_s=duration,
             embedder=embedder,
             pg_admin_url=pg_admin_url or load_api.DEFAULT_PG_ADMIN_URL,
@@ -91,8 +109,20 @@ def bench_api(
         f"{op:8} n={s['count']:<6} errors={s['errors']:<4} p50={s['p50_ms']}ms p95={s['p95_ms']}ms "
         f"p99={s['p99_ms']}ms {s['throughput_per_s']}/s"
         for op, s in report["operations"].items()
+        if s["count"]
     ]
     writes = report["writes"]
+    cpu = report["cpu"]
+    lines.append(
+        f"cpu per request: API process {cpu['server_ms_per_request']} ms, "
+        f"load generator {cpu['load_generator_ms_per_request']} ms"
+    )
+    if report["baseline"] is not None:
+        lines += [
+            f"in process {op:8} p50={s['p50_ms']}ms p95={s['p95_ms']}ms {s['throughput_per_s']}/s"
+            for op, s in report["baseline"]["operations"].items()
+        ]
+        lines.append(f"REST / in-process p50: {report['rest_over_facade_p50']}")
     lines.append(
         f"total {report['total']['ok']}/{report['total']['count']} ok, "
         f"{report['total']['throughput_per_s']}/s over {report['elapsed_s']} s with {clients} clients"

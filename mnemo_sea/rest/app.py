@@ -2,7 +2,9 @@
 
 `create_app(mnemo, settings)` serves an already opened system (tests, embedding in another
 ASGI app); `mnemo-sea serve` opens it from settings and closes it on shutdown. Endpoints are
-plain functions run in the thread pool: the archive and index calls they make block.
+plain functions, run in the thread pool in one hop per request (rest/threads.py): the archive
+and index calls they make block. Authentication answers keys it verified within
+MNEMO_KEY_CACHE_SECONDS on the event loop (rest/auth.py).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from mnemo_sea.archive.verified_keys import VerifiedKeys
 from mnemo_sea.rest import observability, problems
 from mnemo_sea.rest.limits import BodyLimit
 from mnemo_sea.rest.routes import admin, deletion, evidence, health, memory, search, sessions, summaries
@@ -56,6 +59,7 @@ def create_app(
     app.state.mnemo = mnemo
     app.state.settings = cfg
     app.state.metrics = observability.Metrics(mnemo)
+    app.state.verified_keys = VerifiedKeys(cfg.key_cache_seconds)
     problems.install(app)
     # Inside the observing middleware (added after it), so a 413 carries the request id and is logged.
     app.add_middleware(BodyLimit, max_bytes=cfg.max_request_bytes)

@@ -1,6 +1,12 @@
 """Who is calling: an API key (Authorization: Bearer, or X-API-Key) mapped to a principal.
 
 The tenant always comes from the key, never from a body or a query parameter.
+
+The dependencies here are coroutines on purpose: FastAPI runs a plain-function dependency in
+the thread pool, one hop per dependency per request. A key verified within the last
+MNEMO_KEY_CACHE_SECONDS is answered from the app's verified-key cache on the event loop
+without touching the database (archive/verified_keys.py says what that promises about
+revocation); only a key the cache does not hold is read from the key table, in the pool.
 """
 
 from __future__ import annotations
@@ -9,21 +15,23 @@ from typing import Annotated
 
 from fastapi import Depends, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 
 from mnemo_sea.archive import Principal, Role
-from mnemo_sea.archive.api_keys import Unauthenticated, authenticate
+from mnemo_sea.archive.api_keys import Unauthenticated, authenticate, cached_principal
+from mnemo_sea.archive.verified_keys import VerifiedKeys
 from mnemo_sea.system.mnemo import Mnemo
 
 _bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer msk_...`")
 _header = APIKeyHeader(name="X-API-Key", auto_error=False, description="An API key, as a header")
 
 
-def mnemo_of(request: Request) -> Mnemo:
+async def mnemo_of(request: Request) -> Mnemo:
     mnemo: Mnemo = request.app.state.mnemo
     return mnemo
 
 
-def caller(
+async def caller(
     request: Request,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
     header: Annotated[str | None, Security(_header)],
@@ -31,14 +39,18 @@ def caller(
     presented = bearer.credentials if bearer is not None else header
     if not presented:
         raise Unauthenticated("an API key is required: send Authorization: Bearer <key>")
-    principal = authenticate(mnemo_of(request).archive.store, presented)
+    keys: VerifiedKeys = request.app.state.verified_keys
+    principal = cached_principal(presented, keys)
+    if principal is None:
+        store = request.app.state.mnemo.archive.store
+        principal = await run_in_threadpool(authenticate, store, presented, cache=keys)
     # For the access log (never the key itself).
     request.state.tenant_id = principal.tenant_id
     request.state.subject = principal.subject
     return principal
 
 
-def admin(principal: Annotated[Principal, Depends(caller)]) -> Principal:
+async def admin(principal: Annotated[Principal, Depends(caller)]) -> Principal:
     principal.require(Role.ADMIN, "this endpoint")
     return principal
 

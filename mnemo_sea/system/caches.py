@@ -15,7 +15,7 @@ are never kept.
 Use (the facade's search, then the outbox drainer's cache_purge row):
 
     gen = cache.tenant_generation(tenant)           # before searching
-    page = cache.get_search(tenant, gen, key)
+    page = cache.get_search(tenant, gen, key)       # (or both at once: cache.lookup_search)
     if page is None:
         page = run_search(...)
         cache.put_search(tenant, gen, key, page)    # refused if a bump happened meanwhile
@@ -117,6 +117,12 @@ class Cache(Protocol):
 
     def get_search(self, tenant: str, generation: int, query_key: str) -> dict[str, Any] | None:
         """The result cached under this generation, or None (a miss)."""
+        ...
+
+    def lookup_search(self, tenant: str, query_key: str) -> tuple[int, dict[str, Any] | None]:
+        """`tenant_generation` then `get_search` under it, read together (one round trip to
+        Redis): the generation, which a put of a freshly computed result must pass, and the
+        result cached under it or None."""
         ...
 
     def put_search(self, tenant: str, generation: int, query_key: str, value: Mapping[str, Any]) -> bool:
@@ -282,6 +288,12 @@ class MemoryCache:
             text = entry.value
         return _load_json(text)
 
+    def lookup_search(self, tenant: str, query_key: str) -> tuple[int, dict[str, Any] | None]:
+        tenant = _check_tenant(tenant)
+        with self._lock:
+            generation = self._generations.get(tenant, 0)
+        return generation, self.get_search(tenant, generation, query_key)
+
     def put_search(self, tenant: str, generation: int, query_key: str, value: Mapping[str, Any]) -> bool:
         key = (_check_tenant(tenant), _check_generation(generation), _check_query_key(query_key))
         text = _dump_json("value", value)
@@ -328,6 +340,19 @@ else
 end
 return 1
 """
+
+
+# The tenant's generation and the result cached under it, in one round trip. The entry's key
+# is built here from the generation just read; it carries the tenant's hash tag like KEYS[1],
+# so both live in one cluster slot.
+_LOOKUP = """
+local current = redis.call('GET', KEYS[1]) or '0'
+return {current, redis.call('GET', ARGV[1] .. current .. ':' .. ARGV[2])}
+"""
+
+
+def _digest(query_key: str) -> str:
+    return hashlib.sha256(query_key.encode("utf-8")).hexdigest()
 
 
 def _component(value: str) -> str:
@@ -385,6 +410,7 @@ class RedisCache:
                 raise InvalidInput("url", f"{self.url!r} is not a Redis URL: {e}") from None
         self._client = client
         self._put_if_current = client.register_script(_PUT_IF_CURRENT)
+        self._lookup = client.register_script(_LOOKUP)
         self._lock = threading.Lock()
         self._counts = [0, 0]  # search hits, search misses
 
@@ -393,8 +419,10 @@ class RedisCache:
         return f"{self.prefix}gen:{{{_component(tenant)}}}"
 
     def _search_key(self, tenant: str, generation: int, query_key: str) -> str:
-        digest = hashlib.sha256(query_key.encode("utf-8")).hexdigest()
-        return f"{self.prefix}search:{{{_component(tenant)}}}:{generation}:{digest}"
+        return f"{self._search_key_head(tenant)}{generation}:{_digest(query_key)}"
+
+    def _search_key_head(self, tenant: str) -> str:
+        return f"{self.prefix}search:{{{_component(tenant)}}}:"
 
     def _search_pattern(self, tenant: str) -> str:
         return f"{self.prefix}search:{{{_component(tenant)}}}:*"
@@ -441,6 +469,18 @@ class RedisCache:
             return None
         self._count(0)
         return _load_json(raw)
+
+    def lookup_search(self, tenant: str, query_key: str) -> tuple[int, dict[str, Any] | None]:
+        tenant = _check_tenant(tenant)
+        args = [self._search_key_head(tenant), _digest(_check_query_key(query_key))]
+        current, raw = self._run(
+            "lookup_search", lambda: self._lookup(keys=[self._gen_key(tenant)], args=args)
+        )
+        if raw is None:
+            self._count(1)
+            return int(current), None
+        self._count(0)
+        return int(current), _load_json(raw)
 
     def put_search(self, tenant: str, generation: int, query_key: str, value: Mapping[str, Any]) -> bool:
         tenant = _check_tenant(tenant)

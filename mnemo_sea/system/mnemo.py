@@ -576,7 +576,6 @@ class Mnemo:
             return SearchResult(SearchResultStatus.INVALID, reason=str(e))
         except RetrievalError as e:
             return SearchResult(SearchResultStatus.INVALID, reason=str(e))
-        generation = self.cache.tenant_generation(principal.tenant_id)
         key = search_query_key(
             {
                 "subject": principal.subject,
@@ -587,7 +586,9 @@ class Mnemo:
         )
         # The cache keeps pointers, never text: a cached answer is hydrated from the archive
         # like a fresh one, so a deletion not yet applied to the caches still cannot leak.
-        cached = self.cache.get_search(principal.tenant_id, generation, key)
+        # The generation is read before searching: a result filed under it is refused if an
+        # invalidation came meanwhile.
+        generation, cached = self.cache.lookup_search(principal.tenant_id, key)
         if cached is not None:
             pointers = [Pointer(**p) for p in cached["pointers"]]
             reason = str(cached["reason"])

@@ -29,6 +29,10 @@ class MnemoSettings(BaseSettings):
     MNEMO_EMBEDDER       default (all-MiniLM-L6-v2) | hashing (deterministic; tests and smoke runs only)
     MNEMO_SYNC_WRITES    true: a write returns once the index has it; false: an outbox worker applies it
     MNEMO_MAX_REQUEST_BYTES  the largest request body the API accepts (413 above it)
+    MNEMO_KEY_CACHE_SECONDS  how long an API process trusts a key it verified before reading the key
+                             table again (default 5; 0: read it on every request). A key revoked by
+                             another process (`mnemo-sea keys revoke`, another API process) is refused
+                             within this many seconds; one revoked in the same process at once
     MNEMO_TTL_PURGE_SECONDS  how often the outbox worker deletes expired memory facts (default 300;
                              0: never, then run `mnemo-sea memory purge-expired` yourself)
     MNEMO_OPERATOR_TENANT    admins of this tenant are the deployment's operators: they read /metrics,
@@ -55,6 +59,8 @@ class MnemoSettings(BaseSettings):
     sync_writes: bool = True
     # The archive takes originals up to 16 MiB; JSON escaping can double that.
     max_request_bytes: int = Field(default=40 * 1024 * 1024, ge=1024)
+    # Bounded so that a revocation made elsewhere always takes effect within a minute.
+    key_cache_seconds: float = Field(default=5.0, ge=0, le=60)
     operator_tenant: str | None = None
     ttl_purge_seconds: float = Field(default=300.0, ge=0)
     receipt_key: SecretStr | None = None

@@ -72,6 +72,24 @@ def test_result_computed_before_a_bump_is_never_stored_or_served_after_it(cache:
     assert cache.get_search("clinic-a", after, "q") == {"stale": False}
 
 
+def test_a_lookup_reads_the_generation_and_its_result_together(cache: Cache) -> None:
+    assert cache.lookup_search("clinic-a", "q") == (0, None)
+    assert cache.put_search("clinic-a", 0, "q", PAGE)
+    assert cache.put_search("shop-b", 0, "q", {"status": "results", "hits": ["other"]})
+    assert cache.lookup_search("clinic-a", "q") == (0, PAGE)
+    assert cache.lookup_search("clinic-a", "another q") == (0, None)
+    new = cache.bump_generation("clinic-a")
+    assert cache.lookup_search("clinic-a", "q") == (new, None)  # the old entry is unreachable
+    assert cache.put_search("clinic-a", new, "q", {"fresh": True})
+    assert cache.lookup_search("clinic-a", "q") == (new, {"fresh": True})
+    # Another tenant, including one whose id extends the first with the key separator.
+    assert cache.lookup_search("shop-b", "q") == (0, {"status": "results", "hits": ["other"]})
+    assert cache.lookup_search("clinic-a:1", "q") == (0, None)
+    cache.purge_tenant("clinic-a")
+    assert cache.lookup_search("clinic-a", "q") == (new + 1, None)
+    assert cache.stats() == CacheStats(search_hits=3, search_misses=5)
+
+
 def test_values_round_trip_as_fresh_copies(cache: Cache) -> None:
     value: dict[str, Any] = {
         "statement": "超过约定配送期后可申请物流调查",

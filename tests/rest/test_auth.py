@@ -8,11 +8,13 @@ from typing import Any
 
 import pytest
 from rest_helpers import Api, assert_problem, evidence
-from sqlalchemy import select
+from sqlalchemy import select, update
 from typer.testing import CliRunner
 
 from mnemo_sea.archive import schema as t
 from mnemo_sea.archive.api_keys import list_keys, revoke_key
+from mnemo_sea.archive.clock import utcnow
+from mnemo_sea.archive.verified_keys import VerifiedKeys
 from mnemo_sea.cli.app import app as cli_app
 
 PROTECTED = [
@@ -75,6 +77,29 @@ def test_a_revoked_key_is_refused_at_once(api: Api) -> None:
     assert api.client.post("/v1/search", json={"query": "x"}, headers=headers).status_code == 200
     revoke_key(api.mnemo.archive.store, key.split("_")[1])
     assert_problem(api.client.post("/v1/search", json={"query": "x"}, headers=headers), 401)
+
+
+def test_a_key_revoked_by_another_process_is_refused_within_the_cache_bound(api: Api) -> None:
+    """Another process's revocation reaches this API process through the key table only, so
+    a key it verified stays accepted for at most MNEMO_KEY_CACHE_SECONDS after that check."""
+    now = [1000.0]
+    app = api.system.app
+    served = app.state.verified_keys
+    app.state.verified_keys = VerifiedKeys(5.0, clock=lambda: now[0])
+    try:
+        key = api.key("reader")
+        headers = {"X-API-Key": key}
+        assert api.client.post("/v1/search", json={"query": "x"}, headers=headers).status_code == 200
+        with api.mnemo.archive.store.write() as conn:  # what `mnemo-sea keys revoke` elsewhere writes
+            conn.execute(
+                update(t.api_keys).where(t.api_keys.c.key_id == key.split("_")[1]).values(revoked_at=utcnow())
+            )
+        now[0] += 4.9
+        assert api.client.post("/v1/search", json={"query": "x"}, headers=headers).status_code == 200
+        now[0] += 0.1
+        assert_problem(api.client.post("/v1/search", json={"query": "x"}, headers=headers), 401)
+    finally:
+        app.state.verified_keys = served
 
 
 def test_bearer_and_x_api_key_both_authenticate(api: Api) -> None:

@@ -12,9 +12,10 @@ from mnemo_sea.rest.auth import Admin, System
 from mnemo_sea.rest.models import Page
 from mnemo_sea.rest.problems import responses
 from mnemo_sea.rest.routes.common import MAX_SQL_INT, Limit
+from mnemo_sea.rest.threads import PooledRoute
 from mnemo_sea.system.fsck import Problem, run_fsck
 
-router = APIRouter(prefix="/v1/admin", tags=["admin"])
+router = APIRouter(prefix="/v1/admin", tags=["admin"], route_class=PooledRoute)
 
 
 class AuditReportOut(BaseModel):

@@ -9,9 +9,10 @@ from mnemo_sea.archive import DeletionReceipt, InvalidInput
 from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.problems import responses
 from mnemo_sea.rest.routes.common import MAX_SQL_INT, IdempotencyKey
+from mnemo_sea.rest.threads import PooledRoute
 from mnemo_sea.system.mnemo import DeletionCheck
 
-router = APIRouter(prefix="/v1", tags=["deletion"])
+router = APIRouter(prefix="/v1", tags=["deletion"], route_class=PooledRoute)
 
 
 class DeletionCheckOut(BaseModel):

@@ -18,10 +18,11 @@ from mnemo_sea.rest.models import (
 )
 from mnemo_sea.rest.problems import responses
 from mnemo_sea.rest.routes.common import IdempotencyKey, Limit, Offset
+from mnemo_sea.rest.threads import PooledRoute
 from mnemo_sea.system.json_ready import content_fields
 from mnemo_sea.system.operations import IngestOp
 
-router = APIRouter(prefix="/v1", tags=["evidence"])
+router = APIRouter(prefix="/v1", tags=["evidence"], route_class=PooledRoute)
 
 
 @router.post(

@@ -13,8 +13,9 @@ from sqlalchemy import text
 from mnemo_sea.archive import Forbidden
 from mnemo_sea.rest.auth import Admin, Caller, System
 from mnemo_sea.rest.problems import ApiProblem, responses
+from mnemo_sea.rest.threads import PooledRoute
 
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], route_class=PooledRoute)
 
 
 class Live(BaseModel):
@@ -34,7 +35,7 @@ class Ready(BaseModel):
 
 
 @router.get("/v1/health/live", response_model=Live, responses={})
-def live() -> Live:
+async def live() -> Live:
     """The process is up and serving. Public, for orchestrators' probes; it touches no store."""
     return Live(status="alive")
 

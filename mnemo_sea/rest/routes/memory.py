@@ -13,8 +13,9 @@ from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.models import Page, page
 from mnemo_sea.rest.problems import responses
 from mnemo_sea.rest.routes.common import IdempotencyKey, Limit, Offset
+from mnemo_sea.rest.threads import PooledRoute
 
-router = APIRouter(prefix="/v1/memory", tags=["memory"])
+router = APIRouter(prefix="/v1/memory", tags=["memory"], route_class=PooledRoute)
 # Keys may contain '/', so the key travels as a query parameter rather than a path segment.
 MemoryKey = Annotated[str, Query(description="the fact's key (letters, digits, . _ : / -)")]
 

@@ -7,10 +7,11 @@ from fastapi import APIRouter
 from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.models import CitationReportOut
 from mnemo_sea.rest.problems import responses
+from mnemo_sea.rest.threads import PooledRoute
 from mnemo_sea.system.mnemo import SearchResult
 from mnemo_sea.system.operations import CheckCitationsOp, SearchOp
 
-router = APIRouter(prefix="/v1", tags=["search"])
+router = APIRouter(prefix="/v1", tags=["search"], route_class=PooledRoute)
 
 
 @router.post("/search", response_model=SearchResult, responses=responses(403, 413))

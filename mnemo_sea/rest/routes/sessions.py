@@ -21,8 +21,9 @@ from mnemo_sea.rest.models import (
 )
 from mnemo_sea.rest.problems import responses
 from mnemo_sea.rest.routes.common import IdempotencyKey, Limit, Offset
+from mnemo_sea.rest.threads import PooledRoute
 
-router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"], route_class=PooledRoute)
 
 
 @router.post(

@@ -9,8 +9,9 @@ from mnemo_sea.archive.operations import CreateSummaryOp
 from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.problems import responses
 from mnemo_sea.rest.routes.common import IdempotencyKey
+from mnemo_sea.rest.threads import PooledRoute
 
-router = APIRouter(prefix="/v1/summaries", tags=["summaries"])
+router = APIRouter(prefix="/v1/summaries", tags=["summaries"], route_class=PooledRoute)
 
 
 @router.post(
