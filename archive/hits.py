@@ -175,14 +175,10 @@ def _cut(p: HitPointer, found: _Readable | None) -> HitText | None:
 
 
 def _may_read(principal: Principal, sensitivity: Sensitivity | int, owners: Iterable[str | None]) -> bool:
-    """The clearance and owner rules every archive read applies (principal.py). A loop, not
-    all() over a generator: it runs for every hit of every search."""
-    if not principal.can_read(Sensitivity(sensitivity)):
-        return False
-    for owner in owners:
-        if owner is not None and not principal.may_act_for(owner):
-            return False
-    return True
+    """The clearance and owner rules every archive read applies (principal.py)."""
+    return principal.can_read(Sensitivity(sensitivity)) and all(
+        owner is None or principal.may_act_for(owner) for owner in owners
+    )
 
 
 class _EvidenceTimes(NamedTuple):

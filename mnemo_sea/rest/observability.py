@@ -22,7 +22,7 @@ from prometheus_client.registry import Collector
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mnemo_sea.archive.outbox import backlog
+from mnemo_sea.archive.outbox import awaiting_flush_count, backlog
 from mnemo_sea.system.mnemo import Mnemo
 
 access_log = logging.getLogger("mnemo_sea.access")
@@ -78,15 +78,22 @@ class ServiceCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         pending = GaugeMetricFamily("mnemo_outbox_pending", "outbox rows not yet applied to index and caches")
         lag = GaugeMetricFamily("mnemo_outbox_lag_seconds", "age of the oldest pending outbox row")
+        awaiting = GaugeMetricFamily(
+            "mnemo_outbox_awaiting_flush",
+            "outbox rows applied to the index (searchable) whose flush, the group commit, is still to come",
+        )
         try:
             with self.mnemo.archive.store.read() as conn:
                 count, oldest = backlog(conn)
+                unflushed = awaiting_flush_count(conn)
         except Exception:  # noqa: BLE001 - a scrape must not fail because the database is down
-            count, oldest = -1, None
+            count, oldest, unflushed = -1, None, -1
         pending.add_metric([], count)
         lag.add_metric([], 0.0 if oldest is None else max(0.0, time.time() - oldest.timestamp()))
+        awaiting.add_metric([], unflushed)
         yield pending
         yield lag
+        yield awaiting
         stats = self.mnemo.cache.stats()
         hits = CounterMetricFamily("mnemo_cache_hits", "cache hits of this process", labels=["cache"])
         misses = CounterMetricFamily("mnemo_cache_misses", "cache misses of this process", labels=["cache"])

@@ -12,7 +12,9 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 from rest_helpers import OPERATOR_TENANT, Api, assert_problem, evidence
+from sqlalchemy import func, select, update
 
+from mnemo_sea.archive import schema as t
 from mnemo_sea.rest.app import create_app
 from mnemo_sea.rest.observability import JsonFormatter
 from mnemo_sea.system.mnemo import Mnemo
@@ -138,6 +140,38 @@ def test_metrics_expose_latency_outbox_and_cache(api: Api) -> None:
     hits = _value(families["mnemo_cache_hits"], "mnemo_cache_hits_total", cache="search")
     assert hits >= hits_before + 1
     assert "mnemo_cache_misses" in families
+
+
+def test_metrics_count_the_rows_awaiting_the_group_commit_as_the_table_holds_them(api: Api) -> None:
+    agent = api.headers("agent")
+    operator = _operator(api)
+    api.client.post("/v1/evidence", json=evidence("g", "written, maybe not yet flushed"), headers=agent)
+
+    def gauge() -> float:
+        families = {
+            f.name: f
+            for f in text_string_to_metric_families(api.client.get("/metrics", headers=operator).text)
+        }
+        return _value(families["mnemo_outbox_awaiting_flush"], "mnemo_outbox_awaiting_flush")
+
+    def stored() -> int:
+        with api.mnemo.archive.store.read() as conn:
+            rows = conn.execute(select(t.outbox.c.applied_at, t.outbox.c.done_at)).all()
+        return sum(1 for applied, done in rows if applied is not None and done is None)
+
+    api.mnemo.sync()  # the flush: every applied row is done
+    assert gauge() == stored() == 0
+    # A row applied whose flush has not come yet (the group commit's window, as a kill -9
+    # would leave it): the gauge counts it, and the pending gauge does not.
+    with api.mnemo.archive.store.write() as conn:
+        row_id = conn.execute(select(func.max(t.outbox.c.id))).scalar_one()
+        applied = conn.execute(select(t.outbox.c.done_at).where(t.outbox.c.id == row_id)).scalar_one()
+        conn.execute(update(t.outbox).where(t.outbox.c.id == row_id).values(applied_at=applied, done_at=None))
+    assert gauge() == stored() == 1
+    families = {
+        f.name: f for f in text_string_to_metric_families(api.client.get("/metrics", headers=operator).text)
+    }
+    assert _value(families["mnemo_outbox_pending"], "mnemo_outbox_pending") == 0
 
 
 def test_metrics_show_an_outbox_backlog_until_it_is_drained(api: Api) -> None:
