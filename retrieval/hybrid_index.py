@@ -31,13 +31,14 @@ from types import TracebackType
 from . import fields
 from .backend import VectorIndex
 from .edge_backend import EdgeIndex
-from .embedding import Embedder, SentenceTransformerEmbedder
+from .embedding import Embedder
 from .embedding_cache import CachingEmbedder, EmbeddingCache, InMemoryEmbeddingCache, SqliteEmbeddingCache
 from .errors import InvalidDocument
 from .evidence import EvidenceDocument
 from .filters import evidence_filter, tenant_filter
 from .ingest import PointEncoder, PreparedChunk
 from .lock import IndexLock
+from .onnx_embedder import OnnxEmbedder
 from .outcome import SearchOutcome
 from .points import point_id
 from .query import AccessScope, SearchQuery
@@ -125,7 +126,7 @@ class HybridIndex:
         lock = IndexLock(directory)
         lock.acquire()
         try:
-            inner = embedder or SentenceTransformerEmbedder()
+            inner = embedder or OnnxEmbedder()
             stored = read_identity(directory / IDENTITY_FILE)
             if stored is not None:
                 wanted = IndexIdentity(inner.model_id, stored.dense_dimension, encoding or stored.encoding)
@@ -161,7 +162,7 @@ class HybridIndex:
         The server does not record the encoding; callers sharing a collection must pass the same
         `encoding` (the composition root keeps it in its configuration).
         """
-        inner = embedder or SentenceTransformerEmbedder()
+        inner = embedder or OnnxEmbedder()
         server = ServerIndex.connect(url, collection, inner.dimension, api_key=api_key, tuning=tuning)
         # The in-process engine is not thread-safe; a real server is reached over HTTP.
         backend: VectorIndex = SerializedIndex(server) if url == ":memory:" else server
