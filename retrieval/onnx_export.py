@@ -26,6 +26,7 @@ import os
 import shutil
 import tempfile
 import threading
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -361,7 +362,10 @@ def _export_into(model_dir: Path, digest: str, staging: Path) -> ExportManifest:
     axes: dict[str, dict[int, str]] = {name: {0: "batch", 1: "tokens"} for name in inputs}
     axes["sentence_embedding"] = {0: "batch"}
     try:
-        with torch.no_grad():
+        with torch.no_grad(), warnings.catch_warnings():
+            # The tracer warns that Python-level shape checks become constants: they compare the
+            # mask's length with the tokens', which are equal for every input this graph gets.
+            warnings.simplefilter("ignore")
             torch.onnx.export(
                 Graph().eval(),
                 tuple(sample[name] for name in inputs),
