@@ -199,6 +199,10 @@ def new_session(path: Path, threads: int) -> onnxruntime.InferenceSession:
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3  # errors only: the exporter's graphs draw harmless warnings
+    # Idle worker threads sleep instead of spinning: on a shared machine (or an API process whose
+    # other threads search and serve) spinning took the cores they needed: one query took
+    # 1.5x as long with spinning as without on the loaded 2-core machine (bench, same run).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
