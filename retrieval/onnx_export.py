@@ -232,26 +232,38 @@ def _load_tokenizer(path: Path) -> HfTokenizer:
 
 
 _EXPORTING = threading.Lock()
+# Verified exports already loaded in this process, by (source, cache root, threads): a session is
+# safe to run from many threads, so several indexes or embedders on one model share its memory
+# and pay the checks (hashing ~180 MB, the probes) once, as loaded torch models are shared.
+_LOADED: dict[tuple[str, str, int], ExportedModel] = {}
 
 
 def load_export(model_dir: Path, cache_root: Path, *, threads: int) -> ExportedModel:
     """The verified export of `model_dir` under `cache_root`, exported (or re-exported) if needed."""
+    key = (str(model_dir.resolve()), str(cache_root.resolve()), threads)
+    with _EXPORTING:
+        if key not in _LOADED:
+            _LOADED[key] = _load_export(model_dir, cache_root, threads)
+        return _LOADED[key]
+
+
+def _load_export(model_dir: Path, cache_root: Path, threads: int) -> ExportedModel:
     digest = source_digest(model_dir)
     directory = cache_root / f"{digest[:32]}-f{FORMAT}"
     rebuilt_because: str | None = None
-    with _EXPORTING:  # one export per process at a time; other processes race safely (see _publish)
-        if directory.exists():
-            try:
-                return _verified(directory, digest, threads, exported_now=False, rebuilt_because=None)
-            except _ExportInvalid as exc:
-                rebuilt_because = str(exc)
-                log.warning("discarding the ONNX export in %s: %s; exporting again", directory, exc)
-                shutil.rmtree(directory, ignore_errors=True)
-        _export(model_dir, digest, cache_root, directory)
+    # Called under _EXPORTING: one export per process at a time; processes race safely (_publish).
+    if directory.exists():
         try:
-            return _verified(directory, digest, threads, exported_now=True, rebuilt_because=rebuilt_because)
+            return _verified(directory, digest, threads, exported_now=False, rebuilt_because=None)
         except _ExportInvalid as exc:
-            raise ModelExportError(f"the fresh ONNX export in {directory} fails its checks: {exc}") from exc
+            rebuilt_because = str(exc)
+            log.warning("discarding the ONNX export in %s: %s; exporting again", directory, exc)
+            shutil.rmtree(directory, ignore_errors=True)
+    _export(model_dir, digest, cache_root, directory)
+    try:
+        return _verified(directory, digest, threads, exported_now=True, rebuilt_because=rebuilt_because)
+    except _ExportInvalid as exc:
+        raise ModelExportError(f"the fresh ONNX export in {directory} fails its checks: {exc}") from exc
 
 
 class _ExportInvalid(Exception):
