@@ -13,9 +13,11 @@ Every candidate's vectors are compared with the baseline's (cosine over all quer
 micro-batched rows too). Then queries/s at each concurrency: threads each embedding distinct
 queries for `seconds`, for the baseline, `torch_forward` and `onnx` called from every thread,
 and `onnx_batched` (a QueryEmbedder over `onnx` with its cache off, so the micro-batcher is
-what is measured). Last, documents/s for `documents` SciFact chunks (batches of 64, longest
-first), torch's encode_document against `onnx`, with the cosine of their rows: documents and
-queries go through the same runtime, so stored vectors must match too.
+what is measured). HybridIndex uses no micro-batcher over ONNX Runtime (it runs concurrent
+calls in parallel, so `onnx` is what its searches get), and one over torch.
+Last, documents/s for `documents` SciFact chunks (batches of 64, longest first), torch's
+encode_document against `onnx`, with the cosine of their rows: documents and queries go
+through the same runtime, so stored vectors must match too.
 
 Queries: half SciFact (English), half KUAKE-QTR (Chinese) from `data_dir` (read in place),
 synthetic sentences in both languages when the files are absent.

@@ -146,9 +146,13 @@ def test_an_index_opened_without_an_embedder_uses_the_onnx_runtime(
     with HybridIndex.open(tmp_path / "ix") as index:
         assert isinstance(index.embedder, CachingEmbedder)
         assert isinstance(index.embedder.inner, OnnxEmbedder)
-        assert (
-            index.embedder.inner.runtime_report()["export_folder"] == minilm.runtime_report()["export_folder"]
-        )
+        used = index.embedder.inner.runtime_report()["export_folder"]
+        assert used == minilm.runtime_report()["export_folder"]
+        # Concurrent ONNX calls run in parallel: queries skip the micro-batcher, keep the cache.
+        assert index.query_embedder.batcher is None
+        index.query_embedder.embed_queries(["猫咪呕吐黄水怎么办"])
+        index.query_embedder.embed_queries(["猫咪呕吐黄水怎么办"])
+        assert index.query_embedder.cache.hits == 1
 
 
 # ------------------------------------------------------------------ a damaged cache, bad models
