@@ -96,7 +96,7 @@ class HybridIndex:
         # Queries go through a small LRU and, for torch, a micro-batcher (concurrent searches
         # share forward passes). ONNX Runtime runs concurrent calls in parallel outside the GIL,
         # so there the batcher's one worker and its padding only cost: at 8 callers it gave
-        # 0.56x the queries/s of direct calls (bench query-embedding, two runs).
+        # 0.44-0.70x the queries/s of direct calls (bench query-embedding, three runs).
         inner = getattr(embedder, "inner", embedder)
         self.query_embedder = QueryEmbedder(embedder, batching=not isinstance(inner, OnnxEmbedder))
         self.searcher = Searcher(backend, self.encoder.bm25, self.query_embedder, self.search_settings, clock)
