@@ -1,16 +1,23 @@
 """`mnemo-sea bench query-embedding`: one query's embedding with the real model, before and after.
 
-The baseline is what SentenceTransformerEmbedder did before: `SentenceTransformer.encode_query`
-on a one-element list. The candidates, timed interleaved with it query by query (the machine is
-shared and noisy, so only same-run ratios mean something):
-- `forward`: SentenceTransformerEmbedder.embed_queries, the model's modules called directly
-  under inference_mode, no padding for a single query;
-- `forward_1_thread`: the same with torch.set_num_threads(1) (restored after each call);
-- `cache_hit`: a QueryEmbedder serving a repeated query from its LRU.
+The baseline is what SentenceTransformerEmbedder did first: `SentenceTransformer.encode_query`
+on a one-element list (torch). The candidates, timed interleaved with it query by query (the
+machine is shared and noisy, so only same-run ratios mean something):
+- `torch_forward`: SentenceTransformerEmbedder.embed_queries, the model's modules called
+  directly under inference_mode, no padding for a single query (the path before ONNX);
+- `torch_forward_1_thread`: the same with torch.set_num_threads(1) (restored after each call);
+- `onnx`: OnnxEmbedder, the default embedder (ONNX Runtime, two intra-op threads);
+- `onnx_1_thread`: the same export in a session with one intra-op thread;
+- `cache_hit`: a QueryEmbedder over `onnx` serving a repeated query from its LRU.
 Every candidate's vectors are compared with the baseline's (cosine over all queries; the
 micro-batched rows too). Then queries/s at each concurrency: threads each embedding distinct
-queries for `seconds`, for the baseline, `forward` called from every thread, and `batched`
-(a QueryEmbedder with its cache off, so the micro-batcher is what is measured).
+queries for `seconds`, for the baseline, `torch_forward` and `onnx` called from every thread,
+and `onnx_batched` (a QueryEmbedder over `onnx` with its cache off, so the micro-batcher is
+what is measured). HybridIndex uses no micro-batcher over ONNX Runtime (it runs concurrent
+calls in parallel, so `onnx` is what its searches get), and one over torch.
+Last, documents/s for `documents` SciFact chunks (batches of 64, longest first), torch's
+encode_document against `onnx`, with the cosine of their rows: documents and queries go
+through the same runtime, so stored vectors must match too.
 
 Queries: half SciFact (English), half KUAKE-QTR (Chinese) from `data_dir` (read in place),
 synthetic sentences in both languages when the files are absent.
@@ -19,6 +26,7 @@ synthetic sentences in both languages when the files are absent.
 from __future__ import annotations
 
 import json
+import os
 import random
 import statistics
 import threading
@@ -29,8 +37,11 @@ from typing import Any
 
 import numpy as np
 
+from mnemo_sea.retrieval.chunking import split_into_chunks
 from mnemo_sea.retrieval.embedding import SentenceTransformerEmbedder, Vectors
+from mnemo_sea.retrieval.onnx_embedder import OnnxEmbedder
 from mnemo_sea.retrieval.query_embedding import QueryEmbedder, QueryEmbeddingCache
+from mnemo_sea.retrieval.settings import EncodingSettings
 
 SOURCES = (("scifact", "en"), ("kuake_qtr", "zh"))
 
@@ -113,35 +124,59 @@ def _throughput(
     return sum(done) / (time.perf_counter() - began)
 
 
+def load_documents(data_dir: Path | None, n: int) -> list[str]:
+    """The first chunks of SciFact's corpus (as the index would store them), or synthetic text."""
+    corpus = data_dir / "scifact" / "corpus.jsonl" if data_dir is not None else None
+    chunks: list[str] = []
+    policy = EncodingSettings().chunking
+    if corpus is not None and corpus.is_file():
+        with corpus.open(encoding="utf-8") as handle:
+            for line in handle:
+                doc = json.loads(line)
+                text = f"{doc.get('title', '')}\n{doc['text']}"
+                chunks += [c.text for c in split_into_chunks(text, policy)]
+                if len(chunks) >= n:
+                    return chunks[:n]
+    while len(chunks) < n:  # synthetic: the queries' words, repeated to document lengths
+        chunks += [" ".join(q for q in load_queries(None, 40, seed=len(chunks))[0])[:600]]
+    return chunks[:n]
+
+
 def run(
     *,
     queries: int = 100,
     rounds: int = 2,
-    concurrency: Sequence[int] = (1, 4, 8),
+    concurrency: Sequence[int] = (1, 8),
     seconds: float = 1.0,
+    documents: int = 256,
     data_dir: Path | None = None,
 ) -> dict[str, Any]:
     import torch
 
+    load_average_at_start = [round(x, 2) for x in os.getloadavg()]
     texts, source = load_queries(data_dir, queries)
-    embedder = SentenceTransformerEmbedder()
-    model = embedder.model
+    torch_embedder = SentenceTransformerEmbedder()
+    model = torch_embedder.model
+    onnx = OnnxEmbedder(threads=2)
+    onnx_1 = OnnxEmbedder(threads=1)
 
     def baseline(batch: list[str]) -> Vectors:
         vectors = model.encode_query(
             batch,
-            batch_size=embedder.batch_size,
+            batch_size=torch_embedder.batch_size,
             convert_to_numpy=True,
             normalize_embeddings=True,
             show_progress_bar=False,
         )
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
-    cached = QueryEmbedder(embedder, batching=False)
+    cached = QueryEmbedder(onnx, batching=False)
     candidates: dict[str, Callable[[list[str]], Vectors]] = {
         "baseline": baseline,
-        "forward": embedder.embed_queries,
-        "forward_1_thread": _with_threads(1, embedder.embed_queries),
+        "torch_forward": torch_embedder.embed_queries,
+        "torch_forward_1_thread": _with_threads(1, torch_embedder.embed_queries),
+        "onnx": onnx.embed_queries,
+        "onnx_1_thread": onnx_1.embed_queries,
         "cache_hit": cached.embed_queries,
     }
     for text in texts[:5]:  # warm-up: first calls allocate
@@ -151,7 +186,6 @@ def run(
         cached.embed_queries([text])  # so every timed cache_hit call is a hit
 
     samples: dict[str, list[float]] = {name: [] for name in candidates}
-    reference: dict[str, Vectors] = {}
     rows: dict[str, dict[str, Vectors]] = {name: {} for name in candidates}
     for _ in range(rounds):
         for text in texts:
@@ -166,28 +200,31 @@ def run(
         values = [float(np.dot(vectors[t], reference[t])) for t in texts]
         return {"min": round(min(values), 7), "mean": round(statistics.fmean(values), 7)}
 
-    batcher_check = QueryEmbedder(embedder, cache=QueryEmbeddingCache(0), max_batch=8)
+    batcher_check = QueryEmbedder(onnx, cache=QueryEmbeddingCache(0), max_batch=8)
     batched_rows: dict[str, Vectors] = {}
     for start in range(0, len(texts), 8):
         chunk = texts[start : start + 8]
         batched_rows.update(zip(chunk, batcher_check.embed_queries(chunk), strict=True))
 
     base_p50 = statistics.median(samples["baseline"])
+    forward_p50 = statistics.median(samples["torch_forward"])
     latency = {
         name: {
             **_latency(values),
             "ratio_to_baseline_p50": round(statistics.median(values) / base_p50, 3),
+            "ratio_to_torch_forward_p50": round(statistics.median(values) / forward_p50, 3),
             **({} if name == "baseline" else {"cosine_to_baseline": cosines(rows[name])}),
         }
         for name, values in samples.items()
     }
-    latency["batched_rows_of_8"] = {"cosine_to_baseline": cosines(batched_rows)}
+    latency["onnx_batched_rows_of_8"] = {"cosine_to_baseline": cosines(batched_rows)}
 
-    batched = QueryEmbedder(embedder, cache=QueryEmbeddingCache(0), max_batch=16)
+    batched = QueryEmbedder(onnx, cache=QueryEmbeddingCache(0), max_batch=16)
     modes: dict[str, Callable[[list[str]], Vectors]] = {
         "baseline": baseline,
-        "forward": embedder.embed_queries,
-        "batched": batched.embed_queries,
+        "torch_forward": torch_embedder.embed_queries,
+        "onnx": onnx.embed_queries,
+        "onnx_batched": batched.embed_queries,
     }
     throughput: dict[str, dict[str, Any]] = {}
     for threads in concurrency:
@@ -206,13 +243,54 @@ def run(
     batched.close()
     batcher_check.close()
     return {
-        "model": embedder.model_id,
+        "model": onnx.model_id,
+        "runtime": onnx.runtime_report(),
         "queries": len(texts),
         "query_source": source,
         "rounds": rounds,
         "torch_threads": torch.get_num_threads(),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_average_at_start": load_average_at_start,
+            "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+        },
         "latency": latency,
         "throughput_by_threads": throughput,
         "throughput_seconds_per_run": seconds,
         "batcher": {"batches": batched.batcher.batches if batched.batcher else 0},
+        "documents": _documents(model, onnx, load_documents(data_dir, documents), rounds)
+        if documents
+        else None,
+    }
+
+
+def _documents(model: Any, onnx: OnnxEmbedder, chunks: list[str], rounds: int) -> dict[str, Any]:
+    """Documents/s of torch's encode_document and of OnnxEmbedder on the same chunks, interleaved;
+    like `bench ingest`, each side is judged by its fastest run (noise only ever adds time)."""
+
+    def torch_rows(texts: list[str]) -> Vectors:
+        vectors = model.encode_document(
+            texts, batch_size=64, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+        )
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    sides: dict[str, Callable[[list[str]], Vectors]] = {"torch": torch_rows, "onnx": onnx.embed_documents}
+    for fn in sides.values():
+        fn(chunks[:8])  # warm-up
+    best: dict[str, float] = {}
+    rows: dict[str, Vectors] = {}
+    for _ in range(rounds):
+        for name, fn in sides.items():
+            started = time.perf_counter()
+            rows[name] = fn(chunks)
+            elapsed = time.perf_counter() - started
+            best[name] = min(best.get(name, elapsed), elapsed)
+    cos = np.sum(rows["onnx"].astype(np.float64) * rows["torch"], axis=1)
+    return {
+        "chunks": len(chunks),
+        "batch_size": 64,
+        "torch_docs_per_s": round(len(chunks) / best["torch"], 1),
+        "onnx_docs_per_s": round(len(chunks) / best["onnx"], 1),
+        "onnx_ratio_to_torch": round(best["torch"] / best["onnx"], 3),
+        "cosine_onnx_to_torch": {"min": round(float(cos.min()), 7), "mean": round(float(cos.mean()), 7)},
     }

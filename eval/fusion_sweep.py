@@ -24,9 +24,9 @@ from typing import Any
 from mnemo_sea.retrieval import (
     FusionSettings,
     HybridIndex,
+    OnnxEmbedder,
     SearchMode,
     SearchSettings,
-    SentenceTransformerEmbedder,
     SqliteEmbeddingCache,
     weighted_rrf,
 )
@@ -67,7 +67,7 @@ def sweep(
         Bars(show_progress) as bars,
         HybridIndex.open(
             Path(tmp),
-            embedder=SentenceTransformerEmbedder(),
+            embedder=OnnxEmbedder(),  # the default embedder
             encoding=encoding,
             search_settings=SearchSettings(candidates=DEPTH),
             cache=SqliteEmbeddingCache(cache) if cache else None,

@@ -39,6 +39,7 @@ from mnemo_sea.retrieval import (
     EvidenceDocument,
     FusionSettings,
     HybridIndex,
+    OnnxEmbedder,
     SearchMode,
     SearchQuery,
     SearchSettings,
@@ -172,7 +173,7 @@ def run_evaluation(
         bars = stack.enter_context(Bars(show_progress))
         index = HybridIndex.open(
             directory,
-            embedder=embedder or SentenceTransformerEmbedder(),
+            embedder=embedder or OnnxEmbedder(),
             encoding=encoding,
             search_settings=search,
             cache=cache,

@@ -40,6 +40,8 @@ from .filters import FilterSpec, search_filter
 from .fusion import FusionSettings, weighted_rrf
 from .hybrid_index import DeleteReport, HybridIndex, UpsertReport
 from .ingest import fit_avg_doc_len
+from .onnx_embedder import OnnxEmbedder
+from .onnx_export import ModelExportError
 from .outcome import Hit, LegScore, SearchOutcome, SearchStatus
 from .points import IndexPoint, PointPayload, point_id
 from .query import AccessScope, SearchMode, SearchQuery
@@ -92,6 +94,8 @@ __all__ = [
     "LegQuery",
     "LegScore",
     "LockHolder",
+    "ModelExportError",
+    "OnnxEmbedder",
     "PointPayload",
     "RetrievalError",
     "ScoredPoint",

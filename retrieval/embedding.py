@@ -72,7 +72,15 @@ def load_sentence_transformer(name_or_path: str | Path, device: str = "cpu") -> 
         return _LOADED[key]
 
 
-def _load(name_or_path: str | Path, device: str) -> SentenceTransformer:
+def load_sentence_transformer_with(name_or_path: str | Path, **model_kwargs: str) -> SentenceTransformer:
+    """A private (not shared) CPU copy of a model loaded with transformers `model_kwargs`,
+    for example attn_implementation="eager" for the ONNX exporter."""
+    return _load(name_or_path, "cpu", model_kwargs)
+
+
+def _load(
+    name_or_path: str | Path, device: str, model_kwargs: dict[str, str] | None = None
+) -> SentenceTransformer:
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -83,7 +91,9 @@ def _load(name_or_path: str | Path, device: str) -> SentenceTransformer:
 
         transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         transformers.utils.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
-        return SentenceTransformer(str(name_or_path), device=device, local_files_only=True)
+        return SentenceTransformer(
+            str(name_or_path), device=device, local_files_only=True, model_kwargs=model_kwargs
+        )
     except Exception as exc:
         raise IndexUnavailable("embedder", f"cannot load model {str(name_or_path)!r} offline: {exc}") from exc
 

@@ -18,17 +18,28 @@ def bench_query_embedding(
     rounds: Annotated[int, typer.Option(min=1, help="interleaved rounds; medians are reported")] = 2,
     concurrency: Annotated[list[int] | None, typer.Option(help="threads for queries/s (repeatable)")] = None,
     seconds: Annotated[float, typer.Option(min=0.1, help="seconds per throughput run")] = 1.0,
+    documents: Annotated[
+        int, typer.Option(min=0, help="SciFact chunks for documents/s, torch vs ONNX (0: skip)")
+    ] = 256,
     data: Annotated[
         Path, typer.Option(help="folder with scifact/ and kuake_qtr/ (synthetic queries when absent)")
     ] = Path("../shared/data"),
     as_json: JsonOpt = False,
 ) -> None:
-    """Time one query's embedding: the old encode_query path against the direct forward pass,
-    the query cache and the micro-batcher, in the same run; cosine of every candidate's vectors."""
+    """Time one query's embedding: the old encode_query path against the torch forward pass, ONNX
+    Runtime (the default, 1 and 2 threads), the query cache and the micro-batcher, in the same run;
+    cosine of every candidate's vectors; documents/s of torch and ONNX on the same chunks."""
     from mnemo_sea.eval.bench_query_embedding import run
 
-    levels = concurrency or [1, 4, 8]
-    report = run(queries=queries, rounds=rounds, concurrency=levels, seconds=seconds, data_dir=data)
+    levels = concurrency or [1, 8]
+    report = run(
+        queries=queries,
+        rounds=rounds,
+        concurrency=levels,
+        seconds=seconds,
+        documents=documents,
+        data_dir=data,
+    )
     emit(report, as_json)
 
 
