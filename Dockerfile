@@ -30,6 +30,12 @@ RUN pip install . \
     && python -c "import mnemo_sea.archive, mnemo_sea.retrieval, mnemo_sea.eval, torch; assert torch.version.cuda is None, torch.__version__" \
     && mnemo-sea --help > /dev/null
 
+# The default model runs on ONNX Runtime, from an export of the packaged weights that is made
+# and checked against torch on first use (retrieval/onnx_export.py). The image makes it at build
+# time, so no container pays it at start; the runtime user only reads it.
+ENV MNEMO_MODEL_CACHE=/opt/mnemo-sea/onnx
+RUN python -c "from mnemo_sea.retrieval.onnx_embedder import OnnxEmbedder; print(OnnxEmbedder().dimension)"
+
 # A fixed numeric UID, so orchestrators that enforce runAsNonRoot can verify it.
 RUN useradd --create-home --uid 10001 --user-group mnemo
 USER 10001:10001

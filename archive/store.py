@@ -92,8 +92,16 @@ class ArchiveStore:
         dbapi = self.engine.dialect.loaded_dbapi
         try:
             conn = self.engine.raw_connection()
-        except sa_exc.SQLAlchemyError as e:
-            raise self._corrupt(e) or StoreUnavailable(f"archive store unreachable: {_reason(e)}") from e
+        except (sa_exc.SQLAlchemyError, dbapi.Error) as e:
+            # The pool hands out the driver's own connect error unwrapped (Engine.connect wraps it).
+            error = (
+                e
+                if isinstance(e, sa_exc.SQLAlchemyError)
+                else sa_exc.DBAPIError.instance(None, None, e, dbapi.Error)
+            )
+            raise self._corrupt(error) or StoreUnavailable(
+                f"archive store unreachable: {_reason(error)}"
+            ) from e
         parameters = prepared.parameters(values)
         try:
             cursor = conn.cursor()

@@ -33,6 +33,7 @@ from .errors import (
     InvalidDocument,
     InvalidQuery,
     LockHolder,
+    ModelExportError,
     RetrievalError,
 )
 from .evidence import Chunk, EvidenceDocument, sha256_hex
@@ -41,7 +42,6 @@ from .fusion import FusionSettings, weighted_rrf
 from .hybrid_index import DeleteReport, HybridIndex, UpsertReport
 from .ingest import fit_avg_doc_len
 from .onnx_embedder import OnnxEmbedder
-from .onnx_export import ModelExportError
 from .outcome import Hit, LegScore, SearchOutcome, SearchStatus
 from .points import IndexPoint, PointPayload, point_id
 from .query import AccessScope, SearchMode, SearchQuery

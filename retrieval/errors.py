@@ -116,3 +116,14 @@ class IndexConfigMismatch(RetrievalError):
         self.field = field
         self.stored = stored
         self.requested = requested
+
+
+class ModelExportError(IndexUnavailable):
+    """The model could not be exported to ONNX, or its export does not give the torch vectors.
+    A deployment's fault (a damaged model package, a cache folder it cannot write), which
+    waiting does not mend: the error table answers it as misconfigured, not unavailable."""
+
+    code = "model_export_failed"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__("embedder", reason)

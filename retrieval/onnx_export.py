@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import IndexUnavailable
+from .errors import IndexUnavailable, ModelExportError
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -60,13 +60,6 @@ PROBES: tuple[str, ...] = (
     "A kitten resting on a rug.",
     " ".join(["Quarterly revenue grew by four percent while costs fell."] * 40),
 )
-
-
-class ModelExportError(IndexUnavailable):
-    """The model could not be exported to ONNX, or its export does not give the torch vectors."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__("embedder", reason)
 
 
 def default_cache_root() -> Path:

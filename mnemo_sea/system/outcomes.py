@@ -94,6 +94,8 @@ TABLE: tuple[tuple[str, str, Category], ...] = (
     ("retrieval", "InvalidQuery", Category.INVALID_INPUT),
     ("retrieval", "InvalidDocument", Category.INVALID_INPUT),
     ("retrieval", "IndexLocked", Category.UNAVAILABLE),
+    # An IndexUnavailable that waiting does not mend (a damaged model, a cache it cannot write).
+    ("retrieval", "ModelExportError", Category.MISCONFIGURED),
     ("retrieval", "IndexUnavailable", Category.UNAVAILABLE),
     ("retrieval", "IndexConfigMismatch", Category.MISCONFIGURED),
     ("retrieval", "RetrievalError", Category.UNAVAILABLE),

@@ -12,6 +12,7 @@ from sqlalchemy import Select, bindparam, select
 from mnemo_sea.archive import Archive, EvidenceInput, Principal, StoreUnavailable
 from mnemo_sea.archive import schema as t
 from mnemo_sea.archive.prepared import PreparedSelect
+from mnemo_sea.archive.store import open_store
 
 
 def _statement() -> Select[Any]:
@@ -64,3 +65,14 @@ def test_a_store_that_fails_is_store_unavailable(tmp_path: Path, agent: Principa
             archive.store.select(prepared, values)
     finally:
         archive.close()
+
+
+def test_an_unreachable_postgres_is_store_unavailable(agent: Principal) -> None:
+    # The pool hands out the driver's connect error itself, unwrapped: it must still be typed.
+    store = open_store("postgresql+psycopg://postgres@127.0.0.1:1/postgres", migrate=False)
+    try:
+        prepared = PreparedSelect.of(_statement(), store.engine.dialect)
+        with pytest.raises(StoreUnavailable, match="unreachable"):
+            store.select(prepared, {"tenant": agent.tenant_id, "a": "x", "b": "y"})
+    finally:
+        store.dispose()

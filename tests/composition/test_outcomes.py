@@ -55,6 +55,7 @@ from mnemo_sea.retrieval import (
     IndexUnavailable,
     InvalidDocument,
     InvalidQuery,
+    ModelExportError,
     RetrievalError,
 )
 from mnemo_sea.system import outcomes
@@ -131,6 +132,7 @@ FACTORIES: dict[type[BaseException], Callable[[], BaseException]] = {
     IndexLocked: lambda: IndexLocked("/data/index", None),
     IndexUnavailable: lambda: IndexUnavailable("qdrant", "connection refused"),
     IndexConfigMismatch: lambda: IndexConfigMismatch("/data/index", "model_id", "hashing", "minilm"),
+    ModelExportError: lambda: ModelExportError("the export's vectors differ from torch's"),
 }
 
 C = outcomes.Category
@@ -174,6 +176,7 @@ EXPECTED: dict[type[BaseException], tuple[outcomes.Category, int, int]] = {
     IndexLocked: UNAVAILABLE,
     IndexUnavailable: UNAVAILABLE,
     IndexConfigMismatch: (C.MISCONFIGURED, 500, 2),
+    ModelExportError: (C.MISCONFIGURED, 500, 2),
 }
 
 
