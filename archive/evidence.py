@@ -24,6 +24,7 @@ from .idempotency import KeyedRequest, keyed, previous_reply, save_reply
 from .in_force import evidence_answers_at
 from .operations import EvidenceInput
 from .outbox import Entity, Op, enqueue, enqueue_many
+from .prepared import prepared_insert
 from .principal import Principal, Role, Sensitivity, check_identifier
 from .records import EVIDENCE_KINDS, EvidenceRecord, parse_provenance
 from .refs import DERIVED_ID_PREFIXES, check_evidence_id
@@ -263,6 +264,7 @@ def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> 
     )
 
 
+_EVIDENCE_COLUMNS = tuple(c.key for c in t.evidence.columns)  # a new version's row gives every one
 _CHUNK = 400  # evidence ids per statement, under every backend's bound-parameter limit
 
 
@@ -395,8 +397,8 @@ def _write_batch(
                 for v in superseded
             ],
         )
-    if inserted:
-        conn.execute(t.evidence.insert(), [row for row, _ in inserted])
+    insert = prepared_insert("evidence", t.evidence.insert, _EVIDENCE_COLUMNS, conn.dialect)
+    insert.execute(conn, [row for row, _ in inserted])
     # Each version made, in its final state (the rows were updated in place as the batch went).
     versions = {(row["evidence_id"], row["version"]): (_record_of(row), data) for row, data in inserted}
     enqueue_many(

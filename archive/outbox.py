@@ -28,6 +28,7 @@ from sqlalchemy import Connection, func, or_, select, tuple_, update
 
 from . import schema as t
 from .clock import utcnow
+from .prepared import prepared_insert
 
 # index_status: a version stopped being current (superseded) but stays searchable `as_of` its time.
 Op = Literal["index_upsert", "index_status", "index_delete", "cache_purge"]
@@ -70,21 +71,27 @@ def enqueue(
     return int(pk[0])
 
 
+# json.dumps(..., ensure_ascii=False, sort_keys=True) without building an encoder per row.
+_encode_payload = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+_ENQUEUED = ("tenant_id", "op", "entity", "entity_ref", "payload_json", "created_at", "attempts")
+
+
 def enqueue_many(conn: Connection, rows: Sequence[tuple[str, Op, Entity, str, dict[str, Any]]]) -> None:
     """`enqueue` for many (tenant, op, entity, entity_ref, payload) rows in one executemany; they
     get increasing ids in the order given, so the indexer applies them in that order."""
     if not rows:
         return
     now = utcnow()
-    conn.execute(
-        t.outbox.insert(),
+    insert = prepared_insert("outbox", t.outbox.insert, _ENQUEUED, conn.dialect)
+    insert.execute(
+        conn,
         [
             {
                 "tenant_id": tenant_id,
                 "op": op,
                 "entity": entity,
                 "entity_ref": entity_ref,
-                "payload_json": json.dumps(payload, ensure_ascii=False, sort_keys=True),
+                "payload_json": _encode_payload(payload),
                 "created_at": now,
                 "attempts": 0,
             }
