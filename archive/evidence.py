@@ -215,8 +215,9 @@ class _Prepared:
 
 def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> _Prepared:
     # Only None asks for a generated id: an empty string is a caller bug, not a request for one.
-    generated = f"ev:{uuid.uuid4().hex}"
-    evidence_id = check_evidence_id(generated if item.evidence_id is None else item.evidence_id)
+    evidence_id = check_evidence_id(
+        f"ev:{uuid.uuid4().hex}" if item.evidence_id is None else item.evidence_id
+    )
     if evidence_id.startswith(DERIVED_ID_PREFIXES):
         raise InvalidInput(
             "evidence_id",
@@ -414,7 +415,13 @@ def _write_batch(
             for op, entity, ref, payload in rows_out
         ],
     )
-    return [_record_of(row, answer=True) for row in answers], versions
+    # A version still active answers as it is held in `versions`; others as they were made.
+    return [
+        versions[key][0]
+        if row["status"] == "active" and (key := (row["evidence_id"], row["version"])) in versions
+        else _record_of(row, answer=True)
+        for row in answers
+    ], versions
 
 
 def _ref_key(ref: str) -> tuple[str, int]:

@@ -22,6 +22,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any, Literal
 
 from sqlalchemy import Connection, func, or_, select, tuple_, update
@@ -37,14 +38,21 @@ Entity = Literal["evidence", "tool_result", "memory", "summary", "tenant"]
 
 @dataclass(frozen=True)
 class OutboxItem:
+    """A pending row as the indexer applies it. The payload is decoded on first use: most rows
+    (an upsert, a status change) re-read their target from the archive and never look at it."""
+
     id: int
     tenant_id: str
     op: str
     entity: str
     entity_ref: str
-    payload: dict[str, Any]
-    created_at: datetime
+    payload_json: str
     attempts: int
+
+    @cached_property
+    def payload(self) -> dict[str, Any]:
+        decoded: dict[str, Any] = json.loads(self.payload_json)
+        return decoded
 
 
 def enqueue(
@@ -109,27 +117,17 @@ def claim_pending(conn: Connection, limit: int = 100) -> list[OutboxItem]:
     A row that failed MAX_ATTEMPTS times is no longer claimed, so one poison row cannot stall
     the queue behind it; it stays pending (fsck reports it) until repaired.
     """
+    o = t.outbox.c
     stmt = (
-        select(t.outbox)
-        .where(_pending(None), t.outbox.c.attempts < MAX_ATTEMPTS)
-        .order_by(t.outbox.c.id)
+        # The columns an OutboxItem holds: the rest is NULL for a pending row, or not used.
+        select(o.id, o.tenant_id, o.op, o.entity, o.entity_ref, o.payload_json, o.attempts)
+        .where(_pending(None), o.attempts < MAX_ATTEMPTS)
+        .order_by(o.id)
         .limit(limit)
     )
     if conn.dialect.name == "postgresql":
         stmt = stmt.with_for_update(skip_locked=True)
-    return [
-        OutboxItem(
-            id=r.id,
-            tenant_id=r.tenant_id,
-            op=r.op,
-            entity=r.entity,
-            entity_ref=r.entity_ref,
-            payload=json.loads(r.payload_json),
-            created_at=r.created_at,
-            attempts=r.attempts,
-        )
-        for r in conn.execute(stmt)
-    ]
+    return [OutboxItem(*row) for row in conn.execute(stmt)]
 
 
 EMPTY_PAYLOAD = "{}"

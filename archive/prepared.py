@@ -100,14 +100,17 @@ class PreparedInsert:
 
     @classmethod
     def of(cls, statement: Insert, columns: Sequence[str], dialect: Dialect) -> PreparedInsert:
-        compiled = statement.compile(dialect=dialect, column_keys=list(columns))
+        # for_executemany: no implicit RETURNING of the new primary key (PostgreSQL's default
+        # for a single-row INSERT), which an executemany would only throw away.
+        compiled = statement.compile(dialect=dialect, column_keys=list(columns), for_executemany=True)
         if compiled.post_compile_params or compiled.literal_execute_params:
             raise ValueError("a prepared INSERT cannot hold expanding or literal-execute parameters")
         named = compiled.positiontup is None
-        order = tuple(compiled.binds) if named else tuple(compiled.positiontup or ())
-        if sorted(order) != sorted(columns):
+        order = tuple(columns) if named else tuple(compiled.positiontup or ())
+        taken = sorted(compiled.bind_names.values())
+        if taken != sorted(columns) or sorted(order) != taken:
             # Defaults or extra parameters the rows do not give would be filled in per execution.
-            raise ValueError(f"the INSERT takes {sorted(order)}, the rows give {sorted(columns)}")
+            raise ValueError(f"the INSERT takes {taken}, the rows give {sorted(columns)}")
         binds = []
         for i, name in enumerate(order):
             processor = compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
@@ -120,12 +123,20 @@ class PreparedInsert:
         if not rows:
             return
         columns, binds = self.columns, self.binds
+        # A batch's rows share their time stamps (every outbox row of a write one `now`, a
+        # version's observed_at its recorded_at): each object is processed once, found by its
+        # identity (the memo holds the object, so no id is reused within the call).
+        done: dict[int, tuple[Any, Any]] = {}
         parameters: list[Any] = []
         for row in rows:
             values = [row[name] for name in columns]
             for i, processor in binds:
-                if values[i] is not None:  # processors map None to None (see `processed`)
-                    values[i] = processor(values[i])
+                value = values[i]
+                if value is not None:  # processors map None to None (see `processed`)
+                    seen = done.get(id(value))
+                    if seen is None:
+                        seen = done[id(value)] = (value, processor(value))
+                    values[i] = seen[1]
             parameters.append(dict(zip(columns, values, strict=True)) if self.named else tuple(values))
         conn.exec_driver_sql(self.sql, parameters)
 
