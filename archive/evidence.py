@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Row, Select, bindparam, select, text, tuple_, update
@@ -95,11 +95,6 @@ def _record_of(row: dict[str, Any], *, answer: bool = False) -> EvidenceRecord:
         recorded_at=row["recorded_at"],
         ended_at=None if answer else row["ended_at"],
     )
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    """An aware time as the archive returns it once stored (schema.UTCDateTime): in UTC."""
-    return None if value is None else value.astimezone(UTC)
 
 
 def index_payload(rec: EvidenceRecord) -> dict[str, Any]:
@@ -317,8 +312,9 @@ def _write_batch(
     the superseded versions, the new versions (in their final state), and the outbox rows in the
     order the items would have written them. Each record answers as the put that made (or found)
     it current, even if a later item of the batch superseded it. Nothing is read back: the rows
-    are held as the database returns them (times in UTC), so the answers, the outbox payloads
-    and `made` are what a read after the commit would give.
+    are held as the database returns them (every time in UTC: `_prepare` converts them, as
+    schema.UTCDateTime would), so the answers, the outbox payloads and `made` are what a read
+    after the commit would give.
     """
     tenant = principal.tenant_id
     ids = sorted({p.evidence_id for p in prepared})
@@ -368,15 +364,12 @@ def _write_batch(
             "tenant_id": tenant,
             "evidence_id": p.evidence_id,
             "version": version,
-            "observed_at": _utc(p.observed_at) or now,
+            "observed_at": p.observed_at or now,
             "status": "active",
             "recorded_at": now,
             "recorded_by": principal.subject,
             "ended_at": None,
             **fields,
-            # Stored in UTC (schema.UTCDateTime): held so, the row is what a read returns.
-            "valid_from": _utc(fields["valid_from"]),
-            "valid_until": _utc(fields["valid_until"]),
         }
         chain.append(row)
         inserted.append((row, p.data))
