@@ -137,30 +137,48 @@ _REREADS = ("index_upsert", "index_status")
 _CHUNK = 400  # (entity, ref) pairs per statement, under every backend's bound-parameter limit
 
 
+def _id_runs(ids: Sequence[int]) -> list[tuple[int, int]]:
+    """`ids` as runs of consecutive integers (first, last), ascending: a drain pass marks the rows
+    it claimed in id order, so its ids are mostly one run, one condition instead of a long IN."""
+    runs: list[tuple[int, int]] = []
+    for i in sorted(set(ids)):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    return runs
+
+
+def _among(runs: Sequence[tuple[int, int]]) -> Any:
+    """Exactly the ids of `runs` (every integer from each first to its last)."""
+    return or_(*(t.outbox.c.id == lo if lo == hi else t.outbox.c.id.between(lo, hi) for lo, hi in runs))
+
+
+def _mark(conn: Connection, ids: Sequence[int], **values: Any) -> None:
+    """Set `values` on the rows of `ids` not done yet, in statements of at most _CHUNK ids' worth
+    of parameters."""
+    runs = _id_runs(ids)
+    for start in range(0, len(runs), _CHUNK // 2):
+        conn.execute(
+            update(t.outbox)
+            .where(_among(runs[start : start + _CHUNK // 2]), t.outbox.c.done_at.is_(None))
+            .values(**values)
+        )
+
+
 def mark_done(conn: Connection, ids: list[int]) -> None:
     """Mark rows applied, emptying their payload and error: nothing reads them again, and a
     payload may hold content that a later deletion would otherwise have to find. A row done
     already (a deletion's `scrub` marks re-reads of what it deleted) keeps its time. `applied_at`
     is cleared: it only ever marks a row awaiting the flush."""
-    for start in range(0, len(ids), _CHUNK):
-        conn.execute(
-            update(t.outbox)
-            .where(t.outbox.c.id.in_(ids[start : start + _CHUNK]), t.outbox.c.done_at.is_(None))
-            .values(done_at=utcnow(), payload_json=EMPTY_PAYLOAD, last_error=None, applied_at=None)
-        )
+    _mark(conn, ids, done_at=utcnow(), payload_json=EMPTY_PAYLOAD, last_error=None, applied_at=None)
 
 
 def mark_applied(conn: Connection, ids: list[int]) -> None:
     """Rows applied to an index that has not flushed them yet: emptied as `mark_done` empties
     them (a replay re-reads its target from the archive, never the payload), no longer claimed
     or counted as pending, but not done: `mark_done` follows the flush."""
-    now = utcnow()
-    for start in range(0, len(ids), _CHUNK):
-        conn.execute(
-            update(t.outbox)
-            .where(t.outbox.c.id.in_(ids[start : start + _CHUNK]), t.outbox.c.done_at.is_(None))
-            .values(applied_at=now, payload_json=EMPTY_PAYLOAD, last_error=None)
-        )
+    _mark(conn, ids, applied_at=utcnow(), payload_json=EMPTY_PAYLOAD, last_error=None)
 
 
 def reclaim_applied(conn: Connection) -> int:
