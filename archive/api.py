@@ -243,6 +243,14 @@ class Archive:
     def put_evidence_batch(
         self, principal: Principal, items: Sequence[EvidenceInput], *, idempotency_key: str | None = None
     ) -> list[EvidenceRecord]:
+        return self.write_evidence_batch(principal, items, idempotency_key=idempotency_key).records
+
+    def write_evidence_batch(
+        self, principal: Principal, items: Sequence[EvidenceInput], *, idempotency_key: str | None = None
+    ) -> evidence.EvidenceBatch:
+        """`put_evidence_batch`, also handing back every version the committed write made, with
+        its original (`EvidenceBatch.made`): the indexer of this process applies those without
+        reading them back."""
         return self._guard(
             principal,
             "put_evidence",

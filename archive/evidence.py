@@ -24,6 +24,7 @@ from .idempotency import KeyedRequest, keyed, previous_reply, save_reply
 from .in_force import evidence_answers_at
 from .operations import EvidenceInput
 from .outbox import Entity, Op, enqueue, enqueue_many
+from .prepared import prepared_insert
 from .principal import Principal, Role, Sensitivity, check_identifier
 from .records import EVIDENCE_KINDS, EvidenceRecord, parse_provenance
 from .refs import DERIVED_ID_PREFIXES, check_evidence_id
@@ -67,6 +68,32 @@ def to_record(row: Row[Any]) -> EvidenceRecord:
         status=row.status,
         recorded_at=row.recorded_at,
         ended_at=row.ended_at,
+    )
+
+
+def _record_of(row: dict[str, Any], *, answer: bool = False) -> EvidenceRecord:
+    """`to_record` of a row this process holds as a dict (times aware UTC, as a read returns
+    them). `answer`: as the put that made the version current answered (active, not ended)."""
+    return EvidenceRecord(
+        evidence_id=row["evidence_id"],
+        version=row["version"],
+        kind=row["kind"],
+        source=row["source"],
+        scope=row["scope"],
+        locator=row["locator"],
+        statement=row["statement"],
+        media_type=row["media_type"],
+        content_sha256=row["blob_sha256"],
+        observed_at=row["observed_at"],
+        valid_from=row["valid_from"],
+        valid_until=row["valid_until"],
+        sensitivity=Sensitivity(row["sensitivity"]),
+        provenance=row["provenance"],
+        owner=row["owner"],
+        session_id=row["session_id"],
+        status="active" if answer else row["status"],
+        recorded_at=row["recorded_at"],
+        ended_at=None if answer else row["ended_at"],
     )
 
 
@@ -183,8 +210,9 @@ class _Prepared:
 
 def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> _Prepared:
     # Only None asks for a generated id: an empty string is a caller bug, not a request for one.
-    generated = f"ev:{uuid.uuid4().hex}"
-    evidence_id = check_evidence_id(generated if item.evidence_id is None else item.evidence_id)
+    evidence_id = check_evidence_id(
+        f"ev:{uuid.uuid4().hex}" if item.evidence_id is None else item.evidence_id
+    )
     if evidence_id.startswith(DERIVED_ID_PREFIXES):
         raise InvalidInput(
             "evidence_id",
@@ -232,6 +260,7 @@ def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> 
     )
 
 
+_EVIDENCE_COLUMNS = tuple(c.key for c in t.evidence.columns)  # a new version's row gives every one
 _CHUNK = 400  # evidence ids per statement, under every backend's bound-parameter limit
 
 
@@ -255,17 +284,37 @@ def _chains(
     return found
 
 
+@dataclass(frozen=True)
+class EvidenceBatch:
+    """A committed evidence write: what each item answers, and every version the write made.
+
+    `made` maps (evidence id, version) to the version as it stood when the write committed (one
+    the same batch superseded again is superseded) and its original, whose sha256 the write
+    computed itself: what the indexer of this process would otherwise read straight back from
+    the archive. It is filled only once the transaction committed; a replayed idempotent call
+    made nothing. The outbox rows of the write still say what the index must do.
+    """
+
+    tenant_id: str
+    records: list[EvidenceRecord]
+    made: dict[tuple[str, int], tuple[EvidenceRecord, bytes]]
+
+
 def _write_batch(
     conn: Connection, principal: Principal, prepared: Sequence[_Prepared]
-) -> list[EvidenceRecord]:
-    """Store `prepared` in order in one transaction, as one `put` after another would.
+) -> tuple[list[EvidenceRecord], dict[tuple[str, int], tuple[EvidenceRecord, bytes]]]:
+    """Store `prepared` in order in one transaction, as one `put` after another would; returns
+    what each item answers and the versions made (`EvidenceBatch`).
 
     The version chains are read once (locked), then worked out in memory item by item: an item
     supersedes the chain's active version, or is that version unchanged, and a later item of the
     batch sees what the earlier ones did. Then a few multi-row statements write it all: blobs,
     the superseded versions, the new versions (in their final state), and the outbox rows in the
     order the items would have written them. Each record answers as the put that made (or found)
-    it current, even if a later item of the batch superseded it.
+    it current, even if a later item of the batch superseded it. Nothing is read back: the rows
+    are held as the database returns them (every time in UTC: `_prepare` converts them, as
+    schema.UTCDateTime would), so the answers, the outbox payloads and `made` are what a read
+    after the commit would give.
     """
     tenant = principal.tenant_id
     ids = sorted({p.evidence_id for p in prepared})
@@ -274,9 +323,9 @@ def _write_batch(
         eid: [dict(r._mapping) for r in rows] for eid, rows in _chains(conn, tenant, ids, lock=True).items()
     }
     digests = put_blobs(conn, tenant, [(p.data, p.media) for p in prepared])
-    answers: list[tuple[str, int]] = []
+    answers: list[dict[str, Any]] = []  # the row of the version each item answers with
     superseded: list[dict[str, Any]] = []  # versions stored before this batch that it supersedes
-    inserted: list[dict[str, Any]] = []
+    inserted: list[tuple[dict[str, Any], bytes]] = []  # the versions made, with their originals
     made: set[tuple[str, int]] = set()  # (evidence_id, version) of the versions this batch makes
     # (op, entity, entity_ref, payload) in the order sequential puts write them; the payload of
     # an upsert (None here) is made from the version as stored.
@@ -291,7 +340,7 @@ def _write_batch(
         if current is not None:
             _check_owner_access(principal, current["owner"], "superseding evidence")
             if all(current[k] == v for k, v in fields.items()):
-                answers.append((p.evidence_id, current["version"]))
+                answers.append(current)
                 continue
             current["status"], current["ended_at"] = "superseded", now
             if (p.evidence_id, current["version"]) not in made:
@@ -323,9 +372,9 @@ def _write_batch(
             **fields,
         }
         chain.append(row)
-        inserted.append(row)
+        inserted.append((row, p.data))
         made.add((p.evidence_id, version))
-        answers.append((p.evidence_id, version))
+        answers.append(row)
         rows_out.append(("index_upsert", "evidence", f"{p.evidence_id}@{version}", None))
         rows_out.append(("cache_purge", "tenant", tenant, {"reason": "evidence changed"}))
     if superseded:
@@ -342,20 +391,30 @@ def _write_batch(
                 for v in superseded
             ],
         )
-    if inserted:
-        conn.execute(t.evidence.insert(), inserted)
-    # Read back as stored (times in UTC): what a put answers, and what the index is told.
-    stored = {
-        (r.evidence_id, r.version): to_record(r) for rows in _chains(conn, tenant, ids).values() for r in rows
-    }
+    insert = prepared_insert("evidence", t.evidence.insert, _EVIDENCE_COLUMNS, conn.dialect)
+    insert.execute(conn, [row for row, _ in inserted])
+    # Each version made, in its final state (the rows were updated in place as the batch went).
+    versions = {(row["evidence_id"], row["version"]): (_record_of(row), data) for row, data in inserted}
     enqueue_many(
         conn,
         [
-            (tenant, op, entity, ref, index_payload(stored[_ref_key(ref)]) if payload is None else payload)
+            (
+                tenant,
+                op,
+                entity,
+                ref,
+                index_payload(versions[_ref_key(ref)][0]) if payload is None else payload,
+            )
             for op, entity, ref, payload in rows_out
         ],
     )
-    return [replace(stored[key], status="active", ended_at=None) for key in answers]
+    # A version still active answers as it is held in `versions`; others as they were made.
+    return [
+        versions[key][0]
+        if row["status"] == "active" and (key := (row["evidence_id"], row["version"])) in versions
+        else _record_of(row, answer=True)
+        for row in answers
+    ], versions
 
 
 def _ref_key(ref: str) -> tuple[str, int]:
@@ -377,7 +436,7 @@ def put_evidence(
     principal.require(Role.AGENT, "storing evidence")
     prepared = _prepare(store, principal, item)
     request = keyed(principal, idempotency_key, "put_evidence", prepared.request())
-    return _put(store, principal, [prepared], request)[0]
+    return _put(store, principal, [prepared], request).records[0]
 
 
 def put_evidence_batch(
@@ -386,11 +445,12 @@ def put_evidence_batch(
     items: Sequence[EvidenceInput],
     *,
     idempotency_key: str | None = None,
-) -> list[EvidenceRecord]:
+) -> EvidenceBatch:
     """Store many records all or nothing: every item is validated first (InvalidBatch lists each
     bad item with its index and problem), then one transaction writes them in order, so an id
     that appears twice gets two versions. An idempotency key works as for `put_evidence`, over
-    the whole batch in its order."""
+    the whole batch in its order. Returns each item's record and the versions made
+    (`EvidenceBatch`)."""
     principal.require(Role.AGENT, "storing evidence")
     if len(items) > store.policy.max_batch_size:
         raise InvalidInput("items", f"{len(items)} items; at most {store.policy.max_batch_size} per batch")
@@ -411,16 +471,18 @@ def put_evidence_batch(
 
 def _put(
     store: ArchiveStore, principal: Principal, prepared: Sequence[_Prepared], request: KeyedRequest | None
-) -> list[EvidenceRecord]:
+) -> EvidenceBatch:
     with store.write() as conn:
         previous = previous_reply(conn, request)
         if previous is not None:
-            return _stored(
+            replayed = _stored(
                 conn, principal.tenant_id, [(eid, version) for eid, version in previous["records"]]
             )
-        records = _write_batch(conn, principal, prepared)
+            return EvidenceBatch(principal.tenant_id, replayed, {})
+        records, made = _write_batch(conn, principal, prepared)
         save_reply(conn, request, {"records": [[r.evidence_id, r.version] for r in records]})
-        return records
+    # Only now, past the commit, is what the batch made the archive's.
+    return EvidenceBatch(principal.tenant_id, records, made)
 
 
 def _stored(conn: Connection, tenant_id: str, refs: Sequence[tuple[str, int]]) -> list[EvidenceRecord]:

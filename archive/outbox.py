@@ -22,12 +22,14 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any, Literal
 
 from sqlalchemy import Connection, func, or_, select, tuple_, update
 
 from . import schema as t
 from .clock import utcnow
+from .prepared import prepared_insert
 
 # index_status: a version stopped being current (superseded) but stays searchable `as_of` its time.
 Op = Literal["index_upsert", "index_status", "index_delete", "cache_purge"]
@@ -36,14 +38,21 @@ Entity = Literal["evidence", "tool_result", "memory", "summary", "tenant"]
 
 @dataclass(frozen=True)
 class OutboxItem:
+    """A pending row as the indexer applies it. The payload is decoded on first use: most rows
+    (an upsert, a status change) re-read their target from the archive and never look at it."""
+
     id: int
     tenant_id: str
     op: str
     entity: str
     entity_ref: str
-    payload: dict[str, Any]
-    created_at: datetime
+    payload_json: str
     attempts: int
+
+    @cached_property
+    def payload(self) -> dict[str, Any]:
+        decoded: dict[str, Any] = json.loads(self.payload_json)
+        return decoded
 
 
 def enqueue(
@@ -70,21 +79,27 @@ def enqueue(
     return int(pk[0])
 
 
+# json.dumps(..., ensure_ascii=False, sort_keys=True) without building an encoder per row.
+_encode_payload = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+_ENQUEUED = ("tenant_id", "op", "entity", "entity_ref", "payload_json", "created_at", "attempts")
+
+
 def enqueue_many(conn: Connection, rows: Sequence[tuple[str, Op, Entity, str, dict[str, Any]]]) -> None:
     """`enqueue` for many (tenant, op, entity, entity_ref, payload) rows in one executemany; they
     get increasing ids in the order given, so the indexer applies them in that order."""
     if not rows:
         return
     now = utcnow()
-    conn.execute(
-        t.outbox.insert(),
+    insert = prepared_insert("outbox", t.outbox.insert, _ENQUEUED, conn.dialect)
+    insert.execute(
+        conn,
         [
             {
                 "tenant_id": tenant_id,
                 "op": op,
                 "entity": entity,
                 "entity_ref": entity_ref,
-                "payload_json": json.dumps(payload, ensure_ascii=False, sort_keys=True),
+                "payload_json": _encode_payload(payload),
                 "created_at": now,
                 "attempts": 0,
             }
@@ -102,27 +117,17 @@ def claim_pending(conn: Connection, limit: int = 100) -> list[OutboxItem]:
     A row that failed MAX_ATTEMPTS times is no longer claimed, so one poison row cannot stall
     the queue behind it; it stays pending (fsck reports it) until repaired.
     """
+    o = t.outbox.c
     stmt = (
-        select(t.outbox)
-        .where(_pending(None), t.outbox.c.attempts < MAX_ATTEMPTS)
-        .order_by(t.outbox.c.id)
+        # The columns an OutboxItem holds: the rest is NULL for a pending row, or not used.
+        select(o.id, o.tenant_id, o.op, o.entity, o.entity_ref, o.payload_json, o.attempts)
+        .where(_pending(None), o.attempts < MAX_ATTEMPTS)
+        .order_by(o.id)
         .limit(limit)
     )
     if conn.dialect.name == "postgresql":
         stmt = stmt.with_for_update(skip_locked=True)
-    return [
-        OutboxItem(
-            id=r.id,
-            tenant_id=r.tenant_id,
-            op=r.op,
-            entity=r.entity,
-            entity_ref=r.entity_ref,
-            payload=json.loads(r.payload_json),
-            created_at=r.created_at,
-            attempts=r.attempts,
-        )
-        for r in conn.execute(stmt)
-    ]
+    return [OutboxItem(*row) for row in conn.execute(stmt)]
 
 
 EMPTY_PAYLOAD = "{}"
@@ -132,30 +137,48 @@ _REREADS = ("index_upsert", "index_status")
 _CHUNK = 400  # (entity, ref) pairs per statement, under every backend's bound-parameter limit
 
 
+def _id_runs(ids: Sequence[int]) -> list[tuple[int, int]]:
+    """`ids` as runs of consecutive integers (first, last), ascending: a drain pass marks the rows
+    it claimed in id order, so its ids are mostly one run, one condition instead of a long IN."""
+    runs: list[tuple[int, int]] = []
+    for i in sorted(set(ids)):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    return runs
+
+
+def _among(runs: Sequence[tuple[int, int]]) -> Any:
+    """Exactly the ids of `runs` (every integer from each first to its last)."""
+    return or_(*(t.outbox.c.id == lo if lo == hi else t.outbox.c.id.between(lo, hi) for lo, hi in runs))
+
+
+def _mark(conn: Connection, ids: Sequence[int], **values: Any) -> None:
+    """Set `values` on the rows of `ids` not done yet, in statements of at most _CHUNK ids' worth
+    of parameters."""
+    runs = _id_runs(ids)
+    for start in range(0, len(runs), _CHUNK // 2):
+        conn.execute(
+            update(t.outbox)
+            .where(_among(runs[start : start + _CHUNK // 2]), t.outbox.c.done_at.is_(None))
+            .values(**values)
+        )
+
+
 def mark_done(conn: Connection, ids: list[int]) -> None:
     """Mark rows applied, emptying their payload and error: nothing reads them again, and a
     payload may hold content that a later deletion would otherwise have to find. A row done
     already (a deletion's `scrub` marks re-reads of what it deleted) keeps its time. `applied_at`
     is cleared: it only ever marks a row awaiting the flush."""
-    for start in range(0, len(ids), _CHUNK):
-        conn.execute(
-            update(t.outbox)
-            .where(t.outbox.c.id.in_(ids[start : start + _CHUNK]), t.outbox.c.done_at.is_(None))
-            .values(done_at=utcnow(), payload_json=EMPTY_PAYLOAD, last_error=None, applied_at=None)
-        )
+    _mark(conn, ids, done_at=utcnow(), payload_json=EMPTY_PAYLOAD, last_error=None, applied_at=None)
 
 
 def mark_applied(conn: Connection, ids: list[int]) -> None:
     """Rows applied to an index that has not flushed them yet: emptied as `mark_done` empties
     them (a replay re-reads its target from the archive, never the payload), no longer claimed
     or counted as pending, but not done: `mark_done` follows the flush."""
-    now = utcnow()
-    for start in range(0, len(ids), _CHUNK):
-        conn.execute(
-            update(t.outbox)
-            .where(t.outbox.c.id.in_(ids[start : start + _CHUNK]), t.outbox.c.done_at.is_(None))
-            .values(applied_at=now, payload_json=EMPTY_PAYLOAD, last_error=None)
-        )
+    _mark(conn, ids, applied_at=utcnow(), payload_json=EMPTY_PAYLOAD, last_error=None)
 
 
 def reclaim_applied(conn: Connection) -> int:

@@ -1,4 +1,5 @@
-"""One SELECT rendered once per database dialect and run on the driver's own connection.
+"""Statements rendered once per database dialect: a SELECT run on the driver's own connection,
+and an INSERT run for many rows in one executemany.
 
 Search hydration runs one statement on every search, and SQLAlchemy's per-execution work
 (building the execution context, constructing the parameters, wrapping the cursor, the
@@ -11,6 +12,13 @@ The rows read are what `Connection.execute` would return, as plain tuples.
 One statement needs no explicit transaction to be consistent: SQLite (its connections are in
 autocommit mode, store._sqlite_on_connect) and PostgreSQL both answer a single SELECT from one
 snapshot. Statements that must agree with one another still belong in `ArchiveStore.read()`.
+
+A `PreparedInsert` does the same for the multi-row INSERTs of a batched write (evidence
+versions, blobs, outbox rows): SQLAlchemy's executemany builds and processes the parameters of
+every row through its compiled statement (a quarter of an ingest's archive write); here each
+row only becomes a tuple (or mapping) with its columns' bind processors applied, and the rows
+go to the driver's executemany through `Connection.exec_driver_sql`, in the caller's
+transaction, with SQLAlchemy's events and error wrapping as for any other statement.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select
+from sqlalchemy import Connection, Insert, Select
 from sqlalchemy.engine import Dialect
 
 _Processor = Callable[[Any], Any]
@@ -79,3 +87,70 @@ class PreparedSelect:
                     values[i] = processor(values[i])
             out.append(tuple(values))
         return out
+
+
+@dataclass(frozen=True)
+class PreparedInsert:
+    """`statement` (an INSERT, or INSERT ... ON CONFLICT) of `columns` as `dialect` runs it."""
+
+    sql: str
+    columns: tuple[str, ...]  # the row keys, in the driver's parameter order
+    binds: tuple[tuple[int, _Processor], ...]  # (position in `columns`, bind processor)
+    named: bool  # the driver takes a mapping per row (psycopg's pyformat), not a sequence
+
+    @classmethod
+    def of(cls, statement: Insert, columns: Sequence[str], dialect: Dialect) -> PreparedInsert:
+        # for_executemany: no implicit RETURNING of the new primary key (PostgreSQL's default
+        # for a single-row INSERT), which an executemany would only throw away.
+        compiled = statement.compile(dialect=dialect, column_keys=list(columns), for_executemany=True)
+        if compiled.post_compile_params or compiled.literal_execute_params:
+            raise ValueError("a prepared INSERT cannot hold expanding or literal-execute parameters")
+        named = compiled.positiontup is None
+        order = tuple(columns) if named else tuple(compiled.positiontup or ())
+        taken = sorted(compiled.bind_names.values())
+        if taken != sorted(columns) or sorted(order) != taken:
+            # Defaults or extra parameters the rows do not give would be filled in per execution.
+            raise ValueError(f"the INSERT takes {taken}, the rows give {sorted(columns)}")
+        binds = []
+        for i, name in enumerate(order):
+            processor = compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
+            if processor is not None:
+                binds.append((i, processor))
+        return cls(str(compiled), order, tuple(binds), named)
+
+    def execute(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert `rows` (mappings holding every column, unprocessed) in one executemany."""
+        if not rows:
+            return
+        columns, binds = self.columns, self.binds
+        # A batch's rows share their time stamps (every outbox row of a write one `now`, a
+        # version's observed_at its recorded_at): each object is processed once, found by its
+        # identity (the memo holds the object, so no id is reused within the call).
+        done: dict[int, tuple[Any, Any]] = {}
+        parameters: list[Any] = []
+        for row in rows:
+            values = [row[name] for name in columns]
+            for i, processor in binds:
+                value = values[i]
+                if value is not None:  # processors map None to None (see `processed`)
+                    seen = done.get(id(value))
+                    if seen is None:
+                        seen = done[id(value)] = (value, processor(value))
+                    values[i] = seen[1]
+            parameters.append(dict(zip(columns, values, strict=True)) if self.named else tuple(values))
+        conn.exec_driver_sql(self.sql, parameters)
+
+
+_INSERTS: dict[tuple[str, str, str, str], PreparedInsert] = {}
+
+
+def prepared_insert(
+    name: str, build: Callable[[], Insert], columns: Sequence[str], dialect: Dialect
+) -> PreparedInsert:
+    """The INSERT `build()` makes, rendered once per `name` and kind of database (a dialect's SQL
+    depends on its name, driver and paramstyle only). A race renders it twice, harmlessly."""
+    key = (name, dialect.name, dialect.driver, dialect.paramstyle)
+    prepared = _INSERTS.get(key)
+    if prepared is None:
+        prepared = _INSERTS[key] = PreparedInsert.of(build(), columns, dialect)
+    return prepared

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Connection, Insert, Table
 from sqlalchemy.dialects import postgresql, sqlite
+
+from .prepared import prepared_insert
 
 
 def insert_ignore(conn: Connection, table: Table, values: dict[str, Any], keys: list[str]) -> bool:
@@ -23,11 +25,19 @@ def insert_or_touch(
 
     On PostgreSQL the update takes the row lock, so a concurrent delete of that row either
     waits for us or has already happened (then the insert goes through). Many rows go as one
-    executemany of the statement.
+    executemany of the statement, rendered once (archive/prepared.py).
     """
     if not rows:
         return
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    ins = dialect.insert(table)
-    stmt = ins.on_conflict_do_update(index_elements=keys, set_={touch: getattr(ins.excluded, touch)})
-    conn.execute(stmt, list(rows))
+
+    def statement() -> Insert:
+        ins = dialect.insert(table)
+        stmt: Insert = ins.on_conflict_do_update(
+            index_elements=keys, set_={touch: getattr(ins.excluded, touch)}
+        )
+        return stmt
+
+    columns = tuple(rows[0])
+    name = f"insert_or_touch {table.name} {','.join(keys)} {touch} {','.join(columns)}"
+    prepared_insert(name, statement, columns, conn.dialect).execute(conn, rows)

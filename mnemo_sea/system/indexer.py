@@ -15,6 +15,16 @@ marked done only after the flush that made its effect durable: a crash before le
 done, and the next open (`reclaim_applied`) applies it again. What a SIGKILL leaves at each
 point is in docs/architecture.md ("What survives a kill -9").
 
+Versions a write of this process made (`EvidenceBatch.made`, handed to `drain(made=)` by
+`Mnemo.ingest` after the commit) are not read back for their index_upsert rows: they are what
+the archive committed, and any later change to such a version (superseded, retracted, deleted)
+writes outbox rows of its own after the upsert's, which are applied after it, re-reading the
+archive (an index_status row always re-reads it, as do rows of other writers and every replay).
+So the index ends as it would have, and the only window is the one every pass already has
+between its archive read and its index write: a change committed meanwhile is applied by the
+pass that claims its rows. A deletion committed before the claim leaves nothing to use, since it
+marks the version's pending index_upsert done.
+
 On PostgreSQL several drainers may run at once: rows are claimed with
 `FOR UPDATE SKIP LOCKED` inside the transaction that marks them done. On SQLite there is one
 drainer (the embedded index allows one opener), and rows are read, applied, then marked, so
@@ -38,6 +48,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection
 
@@ -65,6 +76,9 @@ from mnemo_sea.archive.store import ArchiveStore
 from mnemo_sea.archive.summaries import source_owner
 from mnemo_sea.retrieval import EvidenceDocument, HybridIndex, IndexUnavailable, RetrievalError
 from mnemo_sea.system.caches import Cache
+
+if TYPE_CHECKING:
+    from mnemo_sea.archive.evidence import EvidenceBatch
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +152,7 @@ class Indexer:
         self._timer: threading.Timer | None = None
         self._reclaimed = False
         self._closed = False
+        self._made: EvidenceBatch | None = None  # the write this drain applies, if any (drain(made=))
 
     @property
     def awaiting_flush(self) -> int:
@@ -145,7 +160,12 @@ class Indexer:
         return len(self._awaiting)
 
     def drain(
-        self, limit: int = DRAIN_LIMIT, *, on_applied: OnApplied | None = None, defer_flush: bool = False
+        self,
+        limit: int = DRAIN_LIMIT,
+        *,
+        on_applied: OnApplied | None = None,
+        defer_flush: bool = False,
+        made: EvidenceBatch | None = None,
     ) -> DrainReport:
         """Apply up to `limit` pending rows, oldest first; failures stay pending with their error.
 
@@ -153,9 +173,15 @@ class Indexer:
         flushed and marked done), so a caller can show progress through a long pass.
         With `defer_flush` (SQLite only) the flush may be left to the group commit (see the
         module docstring); without, the pass ends flushed, with every row awaiting done too.
+        `made`: a committed write's versions, applied without reading them back (see the module
+        docstring).
         """
         with self._draining:
-            return self._drain(limit, on_applied, defer_flush)
+            self._made = made
+            try:
+                return self._drain(limit, on_applied, defer_flush)
+            finally:
+                self._made = None
 
     def settle(self) -> int:
         """Flush the index if rows await it and mark them done; returns how many were marked."""
@@ -320,13 +346,15 @@ class Indexer:
         try:
             wanted: dict[str, set[tuple[str, int]]] = {}
             for item in run:
-                if item.entity == "evidence":
+                if item.entity == "evidence" and self._committed(item) is None:
                     wanted.setdefault(item.tenant_id, set()).add(_version_key(item.entity_ref))
-            with self.store.read() as conn:
-                found = {
-                    tenant: internal_reads.evidence_versions(conn, tenant, sorted(keys))
-                    for tenant, keys in wanted.items()
-                }
+            found: dict[str, dict[tuple[str, int], tuple[EvidenceRecord, bytes]]] = {}
+            if wanted:
+                with self.store.read() as conn:
+                    found = {
+                        tenant: internal_reads.evidence_versions(conn, tenant, sorted(keys))
+                        for tenant, keys in wanted.items()
+                    }
             upserts: dict[tuple[str, str, int], int] = {}  # the key of each document -> its row id
             documents: list[EvidenceDocument] = []
             statuses: list[tuple[str, str, int, EvidenceDocument]] = []
@@ -337,7 +365,7 @@ class Indexer:
                     purges[tenant] = purges.get(tenant, False) or bool(item.payload.get("drop_search"))
                     continue
                 evidence_id, version = _version_key(item.entity_ref)
-                stored = found[tenant].get((evidence_id, version))
+                stored = self._committed(item) or found.get(tenant, {}).get((evidence_id, version))
                 if stored is None or (item.op == "index_upsert" and stored[0].status == "retracted"):
                     continue  # deleted or withdrawn since; the row that did so removes what was indexed
                 doc = evidence_document(tenant, *stored)
@@ -362,6 +390,18 @@ class Indexer:
         # The index reports chunks embedded per call, not per document: the run's last upsert
         # row carries them (progress sums them over a load).
         return {max(upserts.values()): written} if upserts else {}
+
+    def _committed(self, item: OutboxItem) -> tuple[EvidenceRecord, bytes] | None:
+        """The version an evidence index_upsert row names, if the write this drain was handed
+        made it (see the module docstring); None when it must be read from the archive."""
+        made = self._made
+        if (
+            made is None
+            or (item.op, item.entity) != ("index_upsert", "evidence")
+            or item.tenant_id != made.tenant_id
+        ):
+            return None
+        return made.made.get(_version_key(item.entity_ref))
 
     def _compaction_due(self) -> bool:
         return self.index.deleted_since_compaction >= self.compact_after_deleted

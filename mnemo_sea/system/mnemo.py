@@ -34,6 +34,7 @@ from mnemo_sea.archive import (
     StoreUnavailable,
 )
 from mnemo_sea.archive.clock import aware, utcnow
+from mnemo_sea.archive.evidence import EvidenceBatch
 from mnemo_sea.archive.hits import HitPointer, HitText
 from mnemo_sea.archive.outbox import pending_ids
 from mnemo_sea.archive.refs import ResultIndexId, memory_index_id
@@ -456,10 +457,12 @@ class Mnemo:
         after each row (see `Indexer.drain`)."""
         return self._drain_all(on_applied, defer_flush=False)
 
-    def _drain_all(self, on_applied: OnApplied | None, *, defer_flush: bool) -> DrainReport:
+    def _drain_all(
+        self, on_applied: OnApplied | None, *, defer_flush: bool, made: EvidenceBatch | None = None
+    ) -> DrainReport:
         total = DrainReport(0, 0, 0)
         while True:
-            report = self.indexer.drain(on_applied=on_applied, defer_flush=defer_flush)
+            report = self.indexer.drain(on_applied=on_applied, defer_flush=defer_flush, made=made)
             total = DrainReport(
                 total.applied + report.applied,
                 total.failed + report.failed,
@@ -471,7 +474,11 @@ class Mnemo:
                 return total
 
     def _after_write(
-        self, on_applied: OnApplied | None = None, *, defer_flush: bool = True
+        self,
+        on_applied: OnApplied | None = None,
+        *,
+        defer_flush: bool = True,
+        made: EvidenceBatch | None = None,
     ) -> DrainReport | None:
         """Apply the outbox after a committed write. The write already stands, so a store that
         fails now (index, cache, or the database right after the commit) must not turn it into
@@ -483,7 +490,7 @@ class Mnemo:
         if not self.sync_writes:
             return None
         try:
-            return self._drain_all(on_applied, defer_flush=defer_flush)
+            return self._drain_all(on_applied, defer_flush=defer_flush, made=made)
         except (ArchiveError, RetrievalError) as e:
             log.warning("outbox left pending after a committed write: %s", e)
             return None
@@ -505,10 +512,11 @@ class Mnemo:
         is called once the batch is stored and after each of its records is indexed.
         """
         started = utcnow()
-        stored = self.archive.put_evidence_batch(principal, list(items), idempotency_key=idempotency_key)
+        batch = self.archive.write_evidence_batch(principal, list(items), idempotency_key=idempotency_key)
         # A batch is flushed before the call returns (its rows done), not left to the group
-        # commit: one flush spread over the batch costs little per record.
-        return self._ingested(started, stored, progress, defer_flush=False)
+        # commit: one flush spread over the batch costs little per record. The indexer takes
+        # the versions the write made as committed instead of reading them back.
+        return self._ingested(started, batch.records, progress, defer_flush=False, made=batch)
 
     def put_evidence(
         self, principal: Principal, item: EvidenceInput, *, idempotency_key: str | None = None
@@ -526,11 +534,12 @@ class Mnemo:
         progress: ProgressCallback | None = None,
         *,
         defer_flush: bool = True,
+        made: EvidenceBatch | None = None,
     ) -> IngestReport:
         # An unchanged record comes back as the version that was already current.
         new_versions = sum(1 for rec in stored if rec.recorded_at >= started)
         on_applied = None if progress is None else _ingest_progress(stored, started, progress)
-        report = self._after_write(on_applied, defer_flush=defer_flush)
+        report = self._after_write(on_applied, defer_flush=defer_flush, made=made)
         return IngestReport(tuple(stored), new_versions, len(stored) - new_versions, report)
 
     def retract(self, principal: Principal, evidence_id: str, reason: str) -> EvidenceRecord:

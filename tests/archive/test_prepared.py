@@ -1,17 +1,20 @@
 """A prepared SELECT (archive/prepared.py) reads what SQLAlchemy would, on both backends, and
-fails as the store's transactions do."""
+fails as the store's transactions do; a prepared INSERT stores what SQLAlchemy's would, in the
+caller's transaction."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from sqlalchemy import Select, bindparam, select
 
 from mnemo_sea.archive import Archive, EvidenceInput, Principal, StoreUnavailable
 from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.prepared import PreparedSelect
+from mnemo_sea.archive.prepared import PreparedInsert, PreparedSelect
 from mnemo_sea.archive.store import open_store
 
 
@@ -76,3 +79,59 @@ def test_an_unreachable_postgres_is_store_unavailable(agent: Principal) -> None:
             store.select(prepared, {"tenant": agent.tenant_id, "a": "x", "b": "y"})
     finally:
         store.dispose()
+
+
+def _outbox_rows(n: int) -> list[dict[str, Any]]:
+    stamp = datetime(2026, 3, 1, 9, 30, 15, 123456, tzinfo=ZoneInfo("Europe/Berlin"))
+    return [
+        {
+            "tenant_id": "t-prepared",
+            "op": "cache_purge",
+            "entity": "tenant",
+            "entity_ref": f"ref-{i} 第{i}",
+            "payload_json": "{}" if i % 2 else '{"reason": "évidence"}',
+            # One shared stamp (processed once) and one of its own per row: both stored as given.
+            "created_at": stamp if i % 2 else stamp + timedelta(microseconds=i),
+            "attempts": i,
+        }
+        for i in range(n)
+    ]
+
+
+def test_a_prepared_insert_stores_what_sqlalchemy_stores(archive: Archive) -> None:
+    columns = tuple(_outbox_rows(1)[0])
+    prepared = PreparedInsert.of(t.outbox.insert(), columns, archive.store.engine.dialect)
+    ours, theirs = _outbox_rows(5), [dict(r, tenant_id="t-sqlalchemy") for r in _outbox_rows(5)]
+    with archive.store.write() as conn:
+        prepared.execute(conn, ours)
+        prepared.execute(conn, [])  # nothing to write is no statement
+        conn.execute(t.outbox.insert(), theirs)
+
+    def stored(tenant: str) -> list[tuple[Any, ...]]:
+        with archive.store.read() as conn:
+            stmt = select(*(t.outbox.c[c] for c in columns if c != "tenant_id"), t.outbox.c.done_at)
+            return [
+                tuple(r)
+                for r in conn.execute(stmt.where(t.outbox.c.tenant_id == tenant).order_by(t.outbox.c.id))
+            ]
+
+    assert stored("t-prepared") == stored("t-sqlalchemy")
+    assert [r[4] for r in stored("t-prepared")] == [r["created_at"] for r in ours]  # aware, same instants
+    assert [r[-1] for r in stored("t-prepared")] == [None] * 5
+
+
+def test_a_prepared_insert_in_a_failed_transaction_stores_nothing(archive: Archive) -> None:
+    rows = _outbox_rows(3)
+    prepared = PreparedInsert.of(t.outbox.insert(), tuple(rows[0]), archive.store.engine.dialect)
+    with pytest.raises(RuntimeError, match="after the insert"), archive.store.write() as conn:
+        prepared.execute(conn, rows)
+        raise RuntimeError("after the insert")
+    with archive.store.read() as conn:
+        assert conn.execute(select(t.outbox.c.id).where(t.outbox.c.tenant_id == "t-prepared")).first() is None
+
+
+def test_an_insert_the_rows_do_not_fill_is_refused(archive: Archive) -> None:
+    dialect = archive.store.engine.dialect
+    with_default = t.outbox.insert().values(attempts=bindparam("tries"))  # a parameter no row gives
+    with pytest.raises(ValueError, match="the rows give"):
+        PreparedInsert.of(with_default, tuple(_outbox_rows(1)[0]), dialect)
