@@ -38,7 +38,7 @@ from .errors import IntegrityError, InvalidInput
 from .in_force import evidence_answers_at, in_force, memory_answers_at
 from .internal_reads import archived_notes
 from .memory import MEMORY_SENSITIVITY, fact_from_row
-from .prepared import PreparedSelect
+from .prepared import PreparedSelect, prepared_select
 from .principal import Principal, Role, Sensitivity
 from .refs import (
     EVIDENCE_REF_PREFIX,
@@ -237,18 +237,9 @@ def _evidence_statement(slots: int) -> Select[Any]:
     )
 
 
-_PREPARED: dict[tuple[str, str, str, int], PreparedSelect] = {}
-
-
 def _prepared(store: ArchiveStore, slots: int) -> PreparedSelect:
-    """The evidence read for `slots`, rendered once per kind of database, not per store (a
-    dialect's SQL depends on its name, driver and paramstyle only). A race renders it twice."""
-    dialect = store.engine.dialect
-    key = (dialect.name, dialect.driver, dialect.paramstyle, slots)
-    prepared = _PREPARED.get(key)
-    if prepared is None:
-        prepared = _PREPARED[key] = PreparedSelect.of(_evidence_statement(slots), dialect)
-    return prepared
+    """The evidence read for `slots`, rendered once per kind of database, not per store."""
+    return prepared_select(f"hits.evidence/{slots}", lambda: _evidence_statement(slots), store.engine.dialect)
 
 
 def _slots(n: int) -> int:

@@ -126,30 +126,46 @@ class PreparedInsert:
         # A batch's rows share their time stamps (every outbox row of a write one `now`, a
         # version's observed_at its recorded_at): each object is processed once, found by its
         # identity (the memo holds the object, so no id is reused within the call).
-        done: dict[int, tuple[Any, Any]] = {}
+        done: dict[tuple[int, int], tuple[Any, Any]] = {}
         parameters: list[Any] = []
         for row in rows:
             values = [row[name] for name in columns]
             for i, processor in binds:
                 value = values[i]
                 if value is not None:  # processors map None to None (see `processed`)
-                    seen = done.get(id(value))
+                    memo = (i, id(value))  # per column: two columns may process alike values apart
+                    seen = done.get(memo)
                     if seen is None:
-                        seen = done[id(value)] = (value, processor(value))
+                        seen = done[memo] = (value, processor(value))
                     values[i] = seen[1]
             parameters.append(dict(zip(columns, values, strict=True)) if self.named else tuple(values))
         conn.exec_driver_sql(self.sql, parameters)
 
 
+# Rendered statements by (name, dialect name, driver, paramstyle): a dialect's SQL depends on
+# those only, so every store of one kind of database shares them. A race renders one twice.
+_SELECTS: dict[tuple[str, str, str, str], PreparedSelect] = {}
 _INSERTS: dict[tuple[str, str, str, str], PreparedInsert] = {}
+
+
+def _key(name: str, dialect: Dialect) -> tuple[str, str, str, str]:
+    return (name, dialect.name, dialect.driver, dialect.paramstyle)
+
+
+def prepared_select(name: str, build: Callable[[], Select[Any]], dialect: Dialect) -> PreparedSelect:
+    """The SELECT `build()` makes, rendered once per `name` and kind of database."""
+    key = _key(name, dialect)
+    prepared = _SELECTS.get(key)
+    if prepared is None:
+        prepared = _SELECTS[key] = PreparedSelect.of(build(), dialect)
+    return prepared
 
 
 def prepared_insert(
     name: str, build: Callable[[], Insert], columns: Sequence[str], dialect: Dialect
 ) -> PreparedInsert:
-    """The INSERT `build()` makes, rendered once per `name` and kind of database (a dialect's SQL
-    depends on its name, driver and paramstyle only). A race renders it twice, harmlessly."""
-    key = (name, dialect.name, dialect.driver, dialect.paramstyle)
+    """The INSERT `build()` makes, rendered once per `name` and kind of database."""
+    key = _key(name, dialect)
     prepared = _INSERTS.get(key)
     if prepared is None:
         prepared = _INSERTS[key] = PreparedInsert.of(build(), columns, dialect)
