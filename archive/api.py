@@ -210,7 +210,7 @@ class Archive:
     # ---- search hits -------------------------------------------------------------------------
 
     def read_hits(
-        self, principal: Principal, pointers: Sequence[hits.HitPointer], as_of: datetime | None = None
+        self, principal: Principal, pointers: Sequence[hits.PointsToHit], as_of: datetime | None = None
     ) -> list[hits.HitText | None]:
         """The text of each hit an index answered, as `principal` may read it at `as_of` (None:
         now), in order; None where the caller may not read it or it is no longer current.

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from sqlalchemy import BindParameter, Connection, Select, bindparam, select, tuple_
 
@@ -52,6 +52,24 @@ from .summaries import summary_from_row
 from .tool_results import parse_result_id
 
 
+class PointsToHit(Protocol):
+    """What hydration reads of a hit pointer; `HitPointer` is one, and so is the facade's cached
+    pointer, which is passed as it is rather than copied into a HitPointer per hit."""
+
+    @property
+    def evidence_id(self) -> str: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+    @property
+    def content_sha256(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class HitPointer:
     """What the index answered for one hit: which version of what, the span of its text, and
@@ -65,8 +83,7 @@ class HitPointer:
     content_sha256: str = ""
 
 
-@dataclass(frozen=True)
-class HitText:
+class HitText(NamedTuple):
     """A hit as the caller may see it: the exact text of its span, where it is, what it is."""
 
     snippet: str
@@ -74,35 +91,36 @@ class HitText:
     label: str = "evidence"
 
 
-@dataclass(frozen=True)
-class _Evidence:
+# What a pointer names, as dict keys: tuples hash and compare in C, and each search builds and
+# looks up one per hit. The last field tells the kinds apart, since equal tuples are equal keys.
+class _Evidence(NamedTuple):
     evidence_id: str
     version: int
+    tag: str = "evidence"
 
 
-@dataclass(frozen=True)
-class _Note:
+class _Note(NamedTuple):
     session_id: str
     result_no: int
+    tag: str = "note"
 
 
-@dataclass(frozen=True)
-class _Fact:
+class _Fact(NamedTuple):
     owner: str
     key: str
     version: int
+    tag: str = "fact"
 
 
-@dataclass(frozen=True)
-class _Summary:
+class _Summary(NamedTuple):
     summary_id: str
+    tag: str = "summary"
 
 
 _Target = _Evidence | _Note | _Fact | _Summary
 
 
-@dataclass(frozen=True)
-class _Readable:
+class _Readable(NamedTuple):
     """A target's whole text, readable by the caller; `content_sha256` is checked against the
     pointer's when set (evidence)."""
 
@@ -115,7 +133,7 @@ class _Readable:
 def read_hits(
     store: ArchiveStore,
     principal: Principal,
-    pointers: Sequence[HitPointer],
+    pointers: Sequence[PointsToHit],
     as_of: datetime | None,
     corrupt: list[tuple[str, IntegrityError]] | None = None,
 ) -> list[HitText | None]:
@@ -150,7 +168,7 @@ def read_hits(
 _OTHER_KINDS = frozenset({"tool_result", "memory", "summary"})
 
 
-def _target(p: HitPointer) -> _Target | None:
+def _target(p: PointsToHit) -> _Target | None:
     """What a pointer names: the kind and the id's shape decide (refs.parse_index_id); an
     evidence record is anything else. None for a result id no result could have."""
     if p.kind not in _OTHER_KINDS:
@@ -168,7 +186,7 @@ def _target(p: HitPointer) -> _Target | None:
     return _Evidence(p.evidence_id, p.version)
 
 
-def _cut(p: HitPointer, found: _Readable | None) -> HitText | None:
+def _cut(p: PointsToHit, found: _Readable | None) -> HitText | None:
     if found is None or (found.content_sha256 is not None and found.content_sha256 != p.content_sha256):
         return None
     return HitText(found.text[p.start : p.end], found.locator, found.label)
