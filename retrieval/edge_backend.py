@@ -106,6 +106,10 @@ class EdgeIndex:
     def dense_dimension(self) -> int:
         return self._dense_dimension
 
+    @property
+    def owned_by_this_process(self) -> bool:
+        return True  # the directory lock (lock.py) admits one opener
+
     def upsert(self, points: Sequence[IndexPoint]) -> None:
         if not points:
             return

@@ -290,6 +290,11 @@ class HybridIndex:
         """Search within `scope`; see search.py for the order of checks and SearchOutcome for statuses."""
         return self.searcher.search(scope, query)
 
+    @property
+    def owned_by_this_process(self) -> bool:
+        """True for the embedded index (one opener); False over a Qdrant server."""
+        return self.backend.owned_by_this_process
+
     def count(self, tenant_id: str | None = None) -> int:
         """Points stored (for one tenant, or all)."""
         return self.backend.count(None if tenant_id is None else tenant_filter(tenant_id))

@@ -31,6 +31,10 @@ class SerializedIndex:
     def dense_dimension(self) -> int:
         return self.inner.dense_dimension
 
+    @property
+    def owned_by_this_process(self) -> bool:
+        return self.inner.owned_by_this_process
+
     def upsert(self, points: Sequence[IndexPoint]) -> None:
         with self._lock:
             self.inner.upsert(points)

@@ -82,6 +82,10 @@ class ServerIndex:
     def dense_dimension(self) -> int:
         return self._dense_dimension
 
+    @property
+    def owned_by_this_process(self) -> bool:
+        return False  # every API process and worker may write the collection
+
     def _create(self, tuning: IndexTuning) -> None:
         hnsw = qm.HnswConfigDiff(
             m=tuning.hnsw_m,

@@ -6,7 +6,8 @@ nothing are no-ops, generation bumps only invalidate), so a crash between applyi
 marking done only means a replay. A row whose target no longer exists in the archive
 (deleted since) is done: the later delete row removes whatever was indexed.
 
-Group commit (SQLite, the embedded default): an index flush costs tens to hundreds of
+Group commit (wherever this process is the only drainer: a SQLite archive, or an embedded
+index, which one process owns, over either archive): an index flush costs tens to hundreds of
 milliseconds, so a write's rows are applied (visible to searches at once) and marked
 `applied_at`, and the flush that makes them done is deferred until GROUP_COMMIT_ROWS rows await
 it, GROUP_COMMIT_SECONDS passed (a timer), `Mnemo.sync()` or `close()`. A pass that deletes is
@@ -25,10 +26,12 @@ between its archive read and its index write: a change committed meanwhile is ap
 pass that claims its rows. A deletion committed before the claim leaves nothing to use, since it
 marks the version's pending index_upsert done.
 
-On PostgreSQL several drainers may run at once: rows are claimed with
-`FOR UPDATE SKIP LOCKED` inside the transaction that marks them done. On SQLite there is one
-drainer (the embedded index allows one opener), and rows are read, applied, then marked, so
-the write lock is never held while text is being embedded.
+On PostgreSQL with a Qdrant server several drainers may run at once (API processes, workers):
+rows are claimed with `FOR UPDATE SKIP LOCKED` inside the transaction that marks them done, and
+each pass flushes (a no-op over a server, which acknowledges writes durably). With one drainer
+(a SQLite archive, or an embedded index on either archive: Edge admits one opening process),
+rows are read, applied, then marked, so no lock is held while text is being embedded, and the
+group commit applies.
 
 Deleted points: the embedded index (Qdrant Edge) only tombstones them, their bytes stay in its
 files until `HybridIndex.compact()` rewrites the shard. By default a pass that deleted points
@@ -171,7 +174,7 @@ class Indexer:
 
         `on_applied` is called after each row is applied to the index (before the pass is
         flushed and marked done), so a caller can show progress through a long pass.
-        With `defer_flush` (SQLite only) the flush may be left to the group commit (see the
+        With `defer_flush` (one drainer only) the flush may be left to the group commit (see the
         module docstring); without, the pass ends flushed, with every row awaiting done too.
         `made`: a committed write's versions, applied without reading them back (see the module
         docstring).
@@ -206,7 +209,7 @@ class Indexer:
                 )
 
     def _drain(self, limit: int, on_applied: OnApplied | None, defer_flush: bool) -> DrainReport:
-        if self.store.is_sqlite:
+        if self.store.is_sqlite or self.index.owned_by_this_process:
             if not self._reclaimed:
                 # The first pass of this opener: rows an earlier process applied but never
                 # flushed may be missing from the index; they become pending again. Read first:

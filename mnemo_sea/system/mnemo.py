@@ -430,7 +430,16 @@ class Mnemo:
             archive.close()
             cache.close()
             raise
-        return cls(archive, index, cache, sync_writes=sync_writes)
+        mnemo = cls(archive, index, cache, sync_writes=sync_writes)
+        if index.owned_by_this_process and sync_writes:
+            # The only process that can apply the outbox to this index: replay what a crash
+            # left pending or applied but never flushed, as Mnemo.open does.
+            try:
+                mnemo.sync()
+            except BaseException:
+                mnemo.close()
+                raise
+        return mnemo
 
     def close(self) -> None:
         """Flush what the group commit holds (its rows become done), then close every store."""

@@ -1,6 +1,8 @@
-"""The writer `test_kill_after_write.py` kills: `python _kill_writer.py DATA JOURNAL POINT`.
+"""The writer `test_kill_after_write.py` kills: `python _kill_writer.py DATA JOURNAL POINT [DB_URL]`.
 
-It opens DATA like the CLI does (`Mnemo.open`, synchronous writes), with a group-commit window
+It opens DATA like the CLI does (`Mnemo.open`, synchronous writes), or with DB_URL the archive on
+that PostgreSQL database and the embedded index in DATA/index (`Mnemo.from_settings`, the API
+process of a PostgreSQL deployment without a Qdrant server), with a group-commit window
 long enough that only the kill point decides whether the deferred flush ran. Before writing it
 settles (flushes) and copies the index shard to DATA/shard-at-flush, the state a machine that
 lost the index's unflushed tail would come back with. Then it writes, journalling each write
@@ -26,12 +28,13 @@ from pathlib import Path
 TENANT = "killco"
 
 
-def main(data: Path, journal: Path, point: str) -> None:
+def main(data: Path, journal: Path, point: str, database_url: str | None) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: fakes
     from fakes import HashingEmbedder
 
     from mnemo_sea.archive import ArchiveTarget, EvidenceInput, Principal, Role, Sensitivity
     from mnemo_sea.system.mnemo import INDEX_DIR, Mnemo
+    from mnemo_sea.system.settings import MnemoSettings
 
     principal = Principal(TENANT, "writer", frozenset({Role.AGENT, Role.ADMIN}), Sensitivity.RESTRICTED)
     fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -39,7 +42,11 @@ def main(data: Path, journal: Path, point: str) -> None:
     def note(entry: dict[str, object]) -> None:
         os.write(fd, (json.dumps(entry) + "\n").encode())
 
-    mnemo = Mnemo.open(data, embedder=HashingEmbedder())
+    if database_url is None:
+        mnemo = Mnemo.open(data, embedder=HashingEmbedder())
+    else:
+        settings = MnemoSettings(database_url=database_url, index_path=data / INDEX_DIR)
+        mnemo = Mnemo.from_settings(settings, embedder=HashingEmbedder())
     mnemo.indexer.group_commit_seconds = 3600.0  # no timer flush: the kill point decides
     mnemo.indexer.group_commit_rows = 10_000
     mnemo.sync()
@@ -83,4 +90,4 @@ def main(data: Path, journal: Path, point: str) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3])
+    main(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)

@@ -1,5 +1,6 @@
 """The group commit of the embedded index: a single write is applied at once and marked done
-only after the flush that follows it (64 rows, 1 s, sync, close, or a deletion).
+only after the flush that follows it (64 rows, 1 s, sync, close, or a deletion), on a SQLite
+archive and on PostgreSQL (the process owning an embedded index is its only drainer).
 
 Each test reads the outbox table itself, not only the reports: `applied_at` set and `done_at`
 empty while a row awaits the flush, both the other way round once it is done.
@@ -21,6 +22,7 @@ from mnemo_sea.archive import schema as t
 from mnemo_sea.archive.outbox import backlog, pending_count
 from mnemo_sea.retrieval.edge_backend import EdgeIndex
 from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.settings import MnemoSettings
 
 AGENT = Principal("gc", "agent", frozenset({Role.AGENT, Role.ADMIN}), Sensitivity.RESTRICTED)
 
@@ -33,9 +35,17 @@ class FakeClock:
         return self.now
 
 
-@pytest.fixture
-def mnemo(tmp_path: Path) -> Iterator[Mnemo]:
-    m = Mnemo.open(tmp_path / "data", embedder=HashingEmbedder())
+@pytest.fixture(params=["sqlite", pytest.param("postgres+edge", marks=pytest.mark.postgres)])
+def mnemo(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Mnemo]:
+    """The embedded default, and PostgreSQL with an embedded index: this process owns the
+    index either way, so it is the only drainer and the group commit applies to both."""
+    if request.param == "sqlite":
+        m = Mnemo.open(tmp_path / "data", embedder=HashingEmbedder())
+    else:
+        settings = MnemoSettings(
+            database_url=request.getfixturevalue("pg_migrated_url"), index_path=tmp_path / "index"
+        )
+        m = Mnemo.from_settings(settings, embedder=HashingEmbedder())
     m.indexer.group_commit_seconds = 3600.0  # the timer never fires unless a test says so
     try:
         yield m
@@ -112,6 +122,18 @@ def test_a_deletion_is_never_deferred_and_settles_what_waited(mnemo: Mnemo) -> N
     assert all(not applied and done for _, applied, done in _rows(mnemo))
     assert mnemo.verify_deleted(AGENT, receipt).ok
     assert mnemo.search(AGENT, "wombatnote", mode="bm25").hits == ()
+
+
+@pytest.mark.postgres
+def test_a_qdrant_server_index_keeps_flushing_every_pass(pg_migrated_url: str) -> None:
+    """Over a Qdrant server several processes drain one outbox (rows claimed with SKIP LOCKED
+    in the transaction that marks them done): nothing is deferred, every row is done at once."""
+    settings = MnemoSettings(database_url=pg_migrated_url, qdrant_url=":memory:")
+    with Mnemo.from_settings(settings, embedder=HashingEmbedder()) as m:
+        assert not m.index.owned_by_this_process
+        _archive_one(m, "s1", "server note")
+        assert m.indexer.awaiting_flush == 0
+        assert _rows(m) and all(not applied and done for _, applied, done in _rows(m))
 
 
 def test_close_settles_and_the_next_open_has_nothing_to_replay(tmp_path: Path) -> None:

@@ -24,6 +24,8 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import psycopg
+import pytest
 from fakes import HashingEmbedder
 from sqlalchemy import select
 
@@ -31,15 +33,16 @@ from mnemo_sea.archive import Principal, Role, Sensitivity
 from mnemo_sea.archive import schema as t
 from mnemo_sea.system.fsck import run_fsck
 from mnemo_sea.system.mnemo import ARCHIVE_FILE, INDEX_DIR, Mnemo
+from mnemo_sea.system.settings import MnemoSettings
 
 WRITER = Path(__file__).with_name("_kill_writer.py")
 READER = Principal("killco", "checker", frozenset({Role.AGENT, Role.ADMIN}), Sensitivity.RESTRICTED)
 
 
-def _run_writer(data: Path, point: str) -> list[dict[str, Any]]:
+def _run_writer(data: Path, point: str, database_url: str | None = None) -> list[dict[str, Any]]:
     journal = data.parent / "journal.jsonl"
     proc = subprocess.run(
-        [sys.executable, str(WRITER), str(data), str(journal), point],
+        [sys.executable, str(WRITER), str(data), str(journal), point, *filter(None, [database_url])],
         check=False,
         capture_output=True,
         text=True,
@@ -49,21 +52,37 @@ def _run_writer(data: Path, point: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
 
 
-def _outbox_rows(data: Path) -> list[tuple[int, str, str | None, str | None, str]]:
-    """(id, op, applied_at, done_at, payload_json) of every row, read from the file itself."""
-    with closing(sqlite3.connect(data / ARCHIVE_FILE)) as conn:
-        return list(conn.execute("SELECT id, op, applied_at, done_at, payload_json FROM outbox ORDER BY id"))
+_OUTBOX = "SELECT id, op, applied_at, done_at, payload_json FROM outbox ORDER BY id"
+
+
+def _outbox_rows(data: Path, database_url: str | None = None) -> list[tuple[Any, ...]]:
+    """(id, op, applied_at, done_at, payload_json) of every row, read from the file itself
+    (or the PostgreSQL database, with the driver: not through the archive's code)."""
+    if database_url is None:
+        with closing(sqlite3.connect(data / ARCHIVE_FILE)) as conn:
+            return list(conn.execute(_OUTBOX))
+    with psycopg.connect(database_url.replace("postgresql+psycopg://", "postgresql://", 1)) as conn:
+        return [tuple(row) for row in conn.execute(_OUTBOX)]
+
+
+def _open(data: Path, database_url: str | None) -> Mnemo:
+    if database_url is None:
+        return Mnemo.open(data, embedder=HashingEmbedder())
+    settings = MnemoSettings(database_url=database_url, index_path=data / INDEX_DIR)
+    return Mnemo.from_settings(settings, embedder=HashingEmbedder())
 
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _check_everything_back(data: Path, journal: list[dict[str, Any]]) -> None:
+def _check_everything_back(
+    data: Path, journal: list[dict[str, Any]], database_url: str | None = None
+) -> None:
     evidence = [e for e in journal if e["ev"] == "evidence"]
     results = [e for e in journal if e["ev"] == "result"]
     assert len(evidence) == 3 and len(results) == 2, journal
-    with Mnemo.open(data, embedder=HashingEmbedder()) as m:
+    with _open(data, database_url) as m:
         for e in evidence:
             record, content = m.archive.get_evidence(READER, e["id"], version=e["version"], with_content=True)
             assert _sha256(content) == record.content_sha256 == e["sha"]
@@ -79,20 +98,30 @@ def _check_everything_back(data: Path, journal: list[dict[str, Any]]) -> None:
             assert blobs and all(_sha256(bytes(b.content)) == b.sha256 for b in blobs)
         assert run_fsck(m).ok
     # The open replayed and settled: no row is pending or awaiting a flush any more.
-    assert all(done is not None and payload == "{}" for _, _, _, done, payload in _outbox_rows(data))
+    rows = _outbox_rows(data, database_url)
+    assert all(done is not None and payload == "{}" for _, _, _, done, payload in rows), rows
 
 
-def test_a_kill_before_the_deferred_flush_loses_no_committed_write(tmp_path: Path) -> None:
+@pytest.fixture(params=["sqlite", pytest.param("postgres+edge", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest) -> str | None:
+    """None: the embedded default; else a PostgreSQL archive with the index embedded (its
+    owning process defers flushes the same way)."""
+    return None if request.param == "sqlite" else str(request.getfixturevalue("pg_migrated_url"))
+
+
+def test_a_kill_before_the_deferred_flush_loses_no_committed_write(
+    tmp_path: Path, database_url: str | None
+) -> None:
     data = tmp_path / "data"
-    journal = _run_writer(data, "before_flush")
+    journal = _run_writer(data, "before_flush", database_url)
     assert journal[-1] == {"ev": "state", "awaiting_flush": journal[-1]["awaiting_flush"]}
     assert journal[-1]["awaiting_flush"] > 0
-    rows = _outbox_rows(data)
+    rows = _outbox_rows(data, database_url)
     # The kill left the writes' rows applied (emptied: no note or source in them) but not done.
     awaiting = [r for r in rows if r[2] is not None and r[3] is None]
     assert len(awaiting) == journal[-1]["awaiting_flush"]
     assert all(payload == "{}" for *_, payload in awaiting)
-    _check_everything_back(data, journal)
+    _check_everything_back(data, journal, database_url)
 
 
 def test_a_kill_after_the_flush_leaves_every_row_done(tmp_path: Path) -> None:
