@@ -26,7 +26,7 @@ import asyncio
 import dataclasses
 import inspect
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -46,9 +46,9 @@ PROMPT_KEYS = ("evidence_id", "version", "locator", "source", "kind", "label")
 
 
 # ---- searchers ------------------------------------------------------------------------------------
-# The filters are typed as the narrowest collections callers pass (Sequence), so that any
-# searcher taking Sequence, Collection or Iterable (the facade's own type) satisfies the protocol.
-# The query is positional-only: a searcher may name it as it likes.
+# The protocols type each parameter as narrowly as the retrievers pass it (a list of names, a
+# positional query), so that a searcher typed any wider satisfies them: filters taken as list,
+# Sequence, Collection or Iterable (the facade's type), the query under any name.
 
 
 @runtime_checkable
@@ -62,9 +62,9 @@ class Searcher(Protocol):
         *,
         limit: int = DEFAULT_LIMIT,
         mode: str = DEFAULT_MODE,
-        kinds: Sequence[str] | None = None,
-        scopes: Sequence[str] | None = None,
-        sources: Sequence[str] | None = None,
+        kinds: list[str] | None = None,
+        scopes: list[str] | None = None,
+        sources: list[str] | None = None,
         as_of: datetime | None = None,
     ) -> SearchResult: ...
 
@@ -80,9 +80,9 @@ class AsyncSearcher(Protocol):
         *,
         limit: int = DEFAULT_LIMIT,
         mode: str = DEFAULT_MODE,
-        kinds: Sequence[str] | None = None,
-        scopes: Sequence[str] | None = None,
-        sources: Sequence[str] | None = None,
+        kinds: list[str] | None = None,
+        scopes: list[str] | None = None,
+        sources: list[str] | None = None,
         as_of: datetime | None = None,
     ) -> SearchResult: ...
 
@@ -102,9 +102,9 @@ class InProcessSearcher:
         *,
         limit: int = DEFAULT_LIMIT,
         mode: str = DEFAULT_MODE,
-        kinds: Sequence[str] | None = None,
-        scopes: Sequence[str] | None = None,
-        sources: Sequence[str] | None = None,
+        kinds: Iterable[str] | None = None,
+        scopes: Iterable[str] | None = None,
+        sources: Iterable[str] | None = None,
         as_of: datetime | None = None,
     ) -> SearchResult:
         return self.mnemo.search(
@@ -190,14 +190,18 @@ class SearchFilters:
 # ---- running a search -----------------------------------------------------------------------------
 
 
+def _listed(names: Sequence[str] | None) -> list[str] | None:
+    return None if names is None else list(names)
+
+
 def _call(search: Any, query: str, filters: SearchFilters) -> Any:
     return search(
         query,
         limit=filters.limit,
         mode=filters.mode,
-        kinds=filters.kinds,
-        scopes=filters.scopes,
-        sources=filters.sources,
+        kinds=_listed(filters.kinds),
+        scopes=_listed(filters.scopes),
+        sources=_listed(filters.sources),
         as_of=filters.as_of,
     )
 

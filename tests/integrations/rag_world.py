@@ -161,9 +161,9 @@ class AwaitedSearcher:
         *,
         limit: int = 10,
         mode: str = "hybrid",
-        kinds: Sequence[str] | None = None,
-        scopes: Sequence[str] | None = None,
-        sources: Sequence[str] | None = None,
+        kinds: list[str] | None = None,
+        scopes: list[str] | None = None,
+        sources: list[str] | None = None,
         as_of: datetime | None = None,
     ) -> SearchResult:
         self.threads.append(threading.get_ident())
