@@ -210,6 +210,13 @@ def _hits(result: SearchResult) -> tuple[SearchHit, ...]:
     return result.raise_for_status().hits
 
 
+def _async_refused(searcher: object) -> TypeError:
+    return TypeError(
+        f"this retriever's searcher ({type(searcher).__name__}) is async: call the retriever's "
+        "async method (ainvoke, aretrieve, aquery), or give it a blocking searcher"
+    )
+
+
 def search_hits(
     searcher: Searcher | AsyncSearcher, query: str, filters: SearchFilters
 ) -> tuple[SearchHit, ...]:
@@ -217,15 +224,12 @@ def search_hits(
     and TypeError for an async searcher (its coroutine cannot be run from a blocking call
     without a loop of its own, which its connections are not bound to)."""
     if inspect.iscoroutinefunction(searcher.search):
-        raise TypeError(
-            f"this retriever's searcher ({type(searcher).__name__}) is async: call the retriever's "
-            "async method (ainvoke, aretrieve, aquery), or give it a blocking searcher"
-        )
+        raise _async_refused(searcher)
     answer = _call(searcher.search, query, filters)
     if inspect.isawaitable(answer):  # an async search not declared `async def`
         if inspect.iscoroutine(answer):
-            answer.close()
-        raise TypeError(f"this retriever's searcher ({type(searcher).__name__}) is async: call ainvoke")
+            answer.close()  # never awaited: closed, so no "never awaited" warning
+        raise _async_refused(searcher)
     hits: tuple[SearchHit, ...] = _hits(answer)
     return hits
 

@@ -8,11 +8,9 @@ needs a principal) and a search that cannot take the filters do not.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from typecheck import flagged_lines
 
 PROBE = """\
 from collections.abc import Iterable, Sequence
@@ -48,16 +46,5 @@ def does_not_fit(m: Mnemo) -> None:
 
 
 def test_a_client_with_the_agreed_search_fits_both_retrievers(tmp_path: Path) -> None:
-    probe = tmp_path / "probe.py"
-    probe.write_text(PROBE, encoding="utf-8")
-    run = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", str(probe)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        cwd=REPO,
-    )
-    lines = [line for line in run.stdout.splitlines() if ": error:" in line]
-    flagged = sorted({int(line.split(":")[1]) for line in lines})
-    assert flagged == [27, 28, 29], run.stdout + run.stderr
+    flagged, output = flagged_lines(PROBE, tmp_path)
+    assert flagged == [27, 28, 29], output
