@@ -10,6 +10,8 @@ mnemo_sea.retrieval and mnemo_sea.eval. Proven here:
   dependencies through a .pth line, and does *not* see the repository or its editable
   install), the public API imports from that venv's site-packages when run outside the
   repository, `archive`/`retrieval`/`eval` are not importable, and the migrations run;
+- the extras `[langchain]` and `[llama-index]` resolve with no index against the framework
+  versions the suite runs with, and both retrievers run from the installed wheel;
 - the editable install of the development venv imports mnemo_sea.archive from the repository;
 - archive/ and retrieval/ never import each other (the import-linter contracts, and an
   AST check that does not depend on that tool).
@@ -165,6 +167,58 @@ def test_installed_console_script_runs(installed: Path, tmp_path: Path) -> None:
     assert script.exists(), "the wheel did not install the mnemo-sea console script"
     proc = run([str(script), "--help"], cwd=tmp_path)
     assert "mnemo-sea" in proc.stdout or "Usage" in proc.stdout
+
+
+# Runs in the fresh venv, outside the repository: both retrievers over a searcher that answers one hit.
+RETRIEVERS_PROBE = r"""
+import json
+from mnemo_sea.integrations import langchain, llama_index
+from mnemo_sea.system.mnemo import SearchHit, SearchResult
+class OneHit:
+    def search(self, query, /, **filters):
+        hit = SearchHit("e1", 1, "knowledge", "kb", "default", "p. 1", "the wheel's text", 0.5, 1, 1, (0, 16))
+        return SearchResult(status="results", hits=(hit,))
+docs = langchain.MnemoRetriever(searcher=OneHit()).invoke("wheel")
+nodes = llama_index.MnemoRetriever(OneHit()).retrieve("wheel")
+print(json.dumps({"files": [langchain.__file__, llama_index.__file__],
+                  "texts": [docs[0].page_content, nodes[0].node.get_content()]}))
+"""
+
+
+def test_the_extras_resolve_offline_and_their_retrievers_run_from_the_wheel(
+    wheel: Path, installed: Path, tmp_path: Path
+) -> None:
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    with zipfile.ZipFile(wheel) as zf:
+        metadata = zf.read(next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+    for extra in ("langchain", "llama-index"):
+        assert f"Provides-Extra: {extra}" in metadata
+        assert any(r.startswith("mnemo-sea[") and extra in r for r in extras["dev"]), "dev pulls both"
+    # `pip install 'mnemo-sea[langchain,llama-index]'` into a fresh venv: with no index, every
+    # framework requirement is met by the versions the suite runs with, so pip installs the
+    # wheel alone.
+    bare = tmp_path / "bare"
+    venv.EnvBuilder(with_pip=False).create(bare)
+    python = bare / "bin" / "python"
+    site = run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], cwd=bare)
+    (Path(site.stdout.strip()) / "zz_borrowed_dependencies.pth").write_text(
+        f"{sysconfig.get_path('purelib')}\n"
+    )
+    proc = run([sys.executable, "-m", "pip", "--python", str(python), "install", "--dry-run", "--no-index",
+                "--disable-pip-version-check", f"{wheel}[langchain,llama-index]"], cwd=bare)  # fmt: skip
+    assert "Requirement already satisfied: langchain-core" in proc.stdout
+    assert "Requirement already satisfied: llama-index-core" in proc.stdout
+    assert [line for line in proc.stdout.splitlines() if line.startswith("Would install")] == [
+        "Would install mnemo-sea-0.1.0"
+    ]
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    report = json.loads(
+        run([str(installed), "-c", RETRIEVERS_PROBE], cwd=outside).stdout.strip().splitlines()[-1]
+    )
+    env_root = installed.parent.parent.resolve()
+    assert all(Path(f).resolve().is_relative_to(env_root / "lib") for f in report["files"]), report["files"]
+    assert report["texts"] == ["the wheel's text", "the wheel's text"]
 
 
 def test_editable_install_imports_from_the_repository(tmp_path: Path) -> None:

@@ -12,13 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from typecheck import flagged_lines
 
 import mnemo_sea
 from mnemo_sea.archive import ArchiveError
 from mnemo_sea.retrieval import RetrievalError
 from mnemo_sea.system.mnemo import Mnemo
 
-REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "sentence_transformers", "qdrant_client", "qdrant_edge", "tiktoken", "mnemo_sea.retrieval")
 
 
@@ -52,8 +52,7 @@ def test_importing_the_package_loads_no_engine_model_or_tokenizer() -> None:
 def test_the_facade_is_typed_for_its_callers(tmp_path: Path) -> None:
     """mypy (strict) sees the records' types through `Mnemo`: a wrong content type, an unknown
     provenance, a misspelt keyword are rejected before anything runs; the right call passes."""
-    probe = tmp_path / "probe.py"
-    probe.write_text(
+    flagged, output = flagged_lines(
         "from mnemo_sea import Mnemo, Principal\n"
         "def ok(m: Mnemo, p: Principal) -> None:\n"
         "    m.record(p, 's', 'tool', 'text', policy_class='stock')\n"
@@ -62,16 +61,6 @@ def test_the_facade_is_typed_for_its_callers(tmp_path: Path) -> None:
         "    m.record(p, 's', 'tool', 42)\n"
         "    m.remember(p, 'o', 'k', 'v', 'gossip')\n"
         "    m.archive_results(p, 's', [('r1', 'note')], idempotency='x')\n",
-        encoding="utf-8",
+        tmp_path,
     )
-    run = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", str(probe)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        cwd=REPO,
-    )
-    lines = [line for line in run.stdout.splitlines() if ": error:" in line]
-    flagged = sorted({int(line.split(":")[1]) for line in lines})
-    assert flagged == [6, 7, 8], run.stdout + run.stderr
+    assert flagged == [6, 7, 8], output
