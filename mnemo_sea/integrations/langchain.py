@@ -10,7 +10,8 @@ citation (`citation(doc.metadata, quote)`) and check it with `Mnemo.check_citati
 
 The filters (`limit`, `mode`, `kinds`, `scopes`, `sources`, `as_of`) are fields of the retriever
 and can be replaced for one call as keyword arguments of `invoke`/`ainvoke` (an unknown one is a
-TypeError), or made run-time settings with LangChain's `configurable_fields`. `ainvoke` awaits an async searcher (`AsyncMnemoClient`) and runs a blocking one in a
+TypeError), or made run-time settings with LangChain's `configurable_fields`. `ainvoke`
+awaits an async searcher (`AsyncMnemoClient`) and runs a blocking one in a
 worker thread; `invoke` with an async searcher is a TypeError. A search that could not run
 raises InvalidInput, Forbidden or IndexUnavailable; only an honest no-match is an empty list.
 
