@@ -18,49 +18,98 @@ if __name__ != "mnemo_sea.retrieval":
     )
 
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from .backend import Leg, LegQuery, ScoredPoint, VectorIndex
-from .bm25 import Bm25Encoder, Bm25Params, SparseVector
-from .chunking import ChunkingPolicy, split_into_chunks
-from .edge_backend import EdgeIndex
-from .embedding import DEFAULT_MODEL_ID, Embedder, SentenceTransformerEmbedder, default_model_path
-from .embedding_cache import CachingEmbedder, EmbeddingCache, InMemoryEmbeddingCache, SqliteEmbeddingCache
-from .errors import (
-    IndexConfigMismatch,
-    IndexLocked,
-    IndexUnavailable,
-    InvalidDocument,
-    InvalidQuery,
-    LockHolder,
-    ModelExportError,
-    RetrievalError,
-)
-from .evidence import Chunk, EvidenceDocument, sha256_hex
-from .filters import FilterSpec, search_filter
-from .fusion import FusionSettings, weighted_rrf
-from .hybrid_index import DeleteReport, HybridIndex, UpsertReport
-from .ingest import fit_avg_doc_len
-from .onnx_embedder import OnnxEmbedder
-from .outcome import Hit, LegScore, SearchOutcome, SearchStatus
-from .points import IndexPoint, PointPayload, point_id
-from .query import AccessScope, SearchMode, SearchQuery
-from .settings import EncodingSettings, SearchSettings
-from .tokenizer import ChineseSegmentation, Tokenizer, TokenizerSettings
-from .tuning import IndexTuning
-
 if TYPE_CHECKING:
+    from .backend import Leg, LegQuery, ScoredPoint, VectorIndex
+    from .bm25 import Bm25Encoder, Bm25Params, SparseVector
+    from .chunking import ChunkingPolicy, split_into_chunks
+    from .edge_backend import EdgeIndex
+    from .embedding import DEFAULT_MODEL_ID, Embedder, SentenceTransformerEmbedder, default_model_path
+    from .embedding_cache import CachingEmbedder, EmbeddingCache, InMemoryEmbeddingCache, SqliteEmbeddingCache
+    from .errors import (
+        IndexConfigMismatch,
+        IndexLocked,
+        IndexUnavailable,
+        InvalidDocument,
+        InvalidQuery,
+        LockHolder,
+        ModelExportError,
+        RetrievalError,
+    )
+    from .evidence import Chunk, EvidenceDocument, sha256_hex
+    from .filters import FilterSpec, search_filter
+    from .fusion import FusionSettings, weighted_rrf
+    from .hybrid_index import DeleteReport, HybridIndex, UpsertReport
+    from .ingest import fit_avg_doc_len
+    from .onnx_embedder import OnnxEmbedder
+    from .outcome import Hit, LegScore, SearchOutcome, SearchStatus
+    from .points import IndexPoint, PointPayload, point_id
+    from .query import AccessScope, SearchMode, SearchQuery
     from .server_backend import ServerIndex
+    from .settings import EncodingSettings, SearchSettings
+    from .tokenizer import ChineseSegmentation, Tokenizer, TokenizerSettings
+    from .tuning import IndexTuning
+
+# Every name is loaded on first use (PEP 562): the engines behind this package (Qdrant Edge,
+# qdrant-client, the tokenizers, ONNX Runtime, sentence-transformers) cost seconds to import,
+# and a caller that only needs the errors or the value types (the REST client,
+# mnemo_sea.client; the CLI's early failures) must not pay for them. name -> its module.
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(("Leg", "LegQuery", "ScoredPoint", "VectorIndex"), "backend"),
+    **dict.fromkeys(("Bm25Encoder", "Bm25Params", "SparseVector"), "bm25"),
+    **dict.fromkeys(("ChunkingPolicy", "split_into_chunks"), "chunking"),
+    "EdgeIndex": "edge_backend",
+    **dict.fromkeys(
+        ("DEFAULT_MODEL_ID", "Embedder", "SentenceTransformerEmbedder", "default_model_path"), "embedding"
+    ),
+    **dict.fromkeys(
+        ("CachingEmbedder", "EmbeddingCache", "InMemoryEmbeddingCache", "SqliteEmbeddingCache"),
+        "embedding_cache",
+    ),
+    **dict.fromkeys(
+        (
+            "IndexConfigMismatch",
+            "IndexLocked",
+            "IndexUnavailable",
+            "InvalidDocument",
+            "InvalidQuery",
+            "LockHolder",
+            "ModelExportError",
+            "RetrievalError",
+        ),
+        "errors",
+    ),
+    **dict.fromkeys(("Chunk", "EvidenceDocument", "sha256_hex"), "evidence"),
+    **dict.fromkeys(("FilterSpec", "search_filter"), "filters"),
+    **dict.fromkeys(("FusionSettings", "weighted_rrf"), "fusion"),
+    **dict.fromkeys(("DeleteReport", "HybridIndex", "UpsertReport"), "hybrid_index"),
+    "fit_avg_doc_len": "ingest",
+    "OnnxEmbedder": "onnx_embedder",
+    **dict.fromkeys(("Hit", "LegScore", "SearchOutcome", "SearchStatus"), "outcome"),
+    **dict.fromkeys(("IndexPoint", "PointPayload", "point_id"), "points"),
+    **dict.fromkeys(("AccessScope", "SearchMode", "SearchQuery"), "query"),
+    # qdrant-client's import alone costs seconds (pydantic builds its models): only a Qdrant
+    # server needs it, never the embedded default.
+    "ServerIndex": "server_backend",
+    **dict.fromkeys(("EncodingSettings", "SearchSettings"), "settings"),
+    **dict.fromkeys(("ChineseSegmentation", "Tokenizer", "TokenizerSettings"), "tokenizer"),
+    "IndexTuning": "tuning",
+}
 
 
 def __getattr__(name: str) -> Any:
-    # qdrant-client's import costs seconds (pydantic builds its models) and only a Qdrant server
-    # needs it: the embedded default, and every CLI process on it, never pays for it.
-    if name == "ServerIndex":
-        from .server_backend import ServerIndex
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # once loaded, an ordinary attribute
+    return value
 
-        return ServerIndex
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 __all__ = [

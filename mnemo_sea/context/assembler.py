@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mnemo_sea.archive import InvalidInput
 
@@ -36,7 +37,9 @@ from . import render
 from .errors import ContextOverBudget
 from .material import ContextMaterial, HistoryItem
 from .segments import COMPONENTS, ArchiveCandidate, AssembledContext, Component, LeftOut, Segment, SegmentKind
-from .tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from .tokens import TokenCounter
 
 PRIORITY_PINNED = 1000
 PRIORITY_STUB = 90

@@ -63,23 +63,14 @@ import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
-from mnemo_sea.archive import InvalidInput, StoreUnavailable
+from mnemo_sea.archive import InvalidInput
+from mnemo_sea.system.errors import CacheUnavailable
 
 T = TypeVar("T")
 
 _PREFIX = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 _QUERY_KEY_LIMIT = 4096
 _TENANT_LIMIT = 256
-
-
-class CacheUnavailable(StoreUnavailable):
-    """The cache store could not be reached or failed; the operation may not have happened.
-
-    A subclass of the archive's `StoreUnavailable` so that every surface maps it like any
-    other unavailable store (503, "retry later") in the one place it maps errors.
-    """
-
-    code = "cache_unavailable"
 
 
 @dataclass(frozen=True)

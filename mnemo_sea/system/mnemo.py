@@ -15,7 +15,6 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
@@ -26,7 +25,6 @@ from mnemo_sea.archive import (
     DeletionReceipt,
     EvidenceInput,
     EvidenceRecord,
-    Forbidden,
     InvalidInput,
     Principal,
     ReceiptKey,
@@ -47,7 +45,6 @@ from mnemo_sea.retrieval import (
     Embedder,
     Hit,
     HybridIndex,
-    IndexUnavailable,
     RetrievalError,
     SearchMode,
     SearchQuery,
@@ -57,6 +54,7 @@ from mnemo_sea.retrieval.filters import evidence_filter
 from mnemo_sea.system.caches import Cache, MemoryCache, RedisCache, search_query_key
 from mnemo_sea.system.citations import Citation, CitationReport, check_citations
 from mnemo_sea.system.indexer import AppliedRow, DrainReport, Indexer, OnApplied
+from mnemo_sea.system.results import DeletionCheck, IngestReport, SearchHit, SearchResult, SearchResultStatus
 from mnemo_sea.system.settings import MnemoSettings
 
 log = logging.getLogger(__name__)
@@ -149,95 +147,6 @@ class Pointer(NamedTuple):
 
 
 @dataclass(frozen=True)
-class SearchHit:
-    """A hit hydrated from the archive: what it points to and the exact text of its span."""
-
-    evidence_id: str
-    version: int
-    kind: str
-    source: str
-    scope: str
-    locator: str
-    snippet: str
-    score: float
-    bm25_rank: int | None
-    dense_rank: int | None
-    span: tuple[int, int]
-    label: str = "evidence"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "evidence_id": self.evidence_id,
-            "version": self.version,
-            "kind": self.kind,
-            "source": self.source,
-            "scope": self.scope,
-            "locator": self.locator,
-            "snippet": self.snippet,
-            "score": self.score,
-            "bm25_rank": self.bm25_rank,
-            "dense_rank": self.dense_rank,
-            "span": list(self.span),
-            "label": self.label,
-        }
-
-
-class SearchResultStatus(StrEnum):
-    """What a search answered: the index's outcomes (`retrieval.SearchStatus`, the same values)
-    and `invalid`, a query refused before the index was asked. A StrEnum, so JSON shows the
-    plain strings."""
-
-    RESULTS = "results"
-    NO_MATCH = "no_match"
-    INVALID = "invalid"
-    FORBIDDEN = "forbidden"
-    UNAVAILABLE = "unavailable"
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    status: SearchResultStatus
-    hits: tuple[SearchHit, ...] = ()
-    reason: str = ""
-    # Index hits the caller may not read or whose record is no longer current (the index is
-    # catching up, or its payload was stale): read back through the archive and left out.
-    dropped: int = 0
-    cached: bool = False
-
-    def __post_init__(self) -> None:
-        # The same value as a plain string is accepted (a result rebuilt from JSON).
-        object.__setattr__(self, "status", SearchResultStatus(self.status))
-
-    def raise_for_status(self) -> SearchResult:
-        """This result, or the typed error of a search that could not run, so that no surface
-        ever shows a dead leg as an empty list: InvalidInput, Forbidden or IndexUnavailable."""
-        if self.status is SearchResultStatus.INVALID:
-            raise InvalidInput("query", self.reason)
-        if self.status is SearchResultStatus.FORBIDDEN:
-            raise Forbidden(self.reason or "this search is not allowed")
-        if self.status is SearchResultStatus.UNAVAILABLE:
-            raise IndexUnavailable("index", self.reason or "the search index did not answer")
-        return self
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "status": self.status.value,
-            "reason": self.reason,
-            "dropped": self.dropped,
-            "cached": self.cached,
-            "hits": [h.to_dict() for h in self.hits],
-        }
-
-
-@dataclass(frozen=True)
-class IngestReport:
-    stored: tuple[EvidenceRecord, ...]
-    new_versions: int
-    unchanged: int
-    index: DrainReport | None = None
-
-
-@dataclass(frozen=True)
 class IngestProgress:
     """How far one `Mnemo.ingest` call has come. Every count only grows; at the end `stored`
     equals `documents` and, unless indexing was left pending, so does `indexed`."""
@@ -249,20 +158,6 @@ class IngestProgress:
 
 
 ProgressCallback = Callable[[IngestProgress], None]
-
-
-@dataclass(frozen=True)
-class DeletionCheck:
-    """Whether anything of a deletion can still be reached, store by store."""
-
-    receipt: DeletionReceipt
-    archive_leftovers: tuple[str, ...]
-    index_leftovers: tuple[str, ...]
-    pending_outbox: int
-
-    @property
-    def ok(self) -> bool:
-        return not self.archive_leftovers and not self.index_leftovers and self.pending_outbox == 0
 
 
 def _ingest_progress(

@@ -1,0 +1,125 @@
+"""What the facade's own operations answer (search, ingest, deletion checks), apart from `Mnemo`.
+
+Plain values over the archive's records and the retrieval layer's errors, importing neither the
+index engine nor the model: the REST client (mnemo_sea.client) rebuilds these from JSON so that
+code works the same on a `Mnemo` in process and on a server, and must stay light to import.
+`mnemo_sea.system.mnemo` re-exports every name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from mnemo_sea.archive import DeletionReceipt, EvidenceRecord, Forbidden, InvalidInput
+from mnemo_sea.retrieval.errors import IndexUnavailable
+
+if TYPE_CHECKING:
+    from mnemo_sea.system.indexer import DrainReport
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A hit hydrated from the archive: what it points to and the exact text of its span."""
+
+    evidence_id: str
+    version: int
+    kind: str
+    source: str
+    scope: str
+    locator: str
+    snippet: str
+    score: float
+    bm25_rank: int | None
+    dense_rank: int | None
+    span: tuple[int, int]
+    label: str = "evidence"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "evidence_id": self.evidence_id,
+            "version": self.version,
+            "kind": self.kind,
+            "source": self.source,
+            "scope": self.scope,
+            "locator": self.locator,
+            "snippet": self.snippet,
+            "score": self.score,
+            "bm25_rank": self.bm25_rank,
+            "dense_rank": self.dense_rank,
+            "span": list(self.span),
+            "label": self.label,
+        }
+
+
+class SearchResultStatus(StrEnum):
+    """What a search answered: the index's outcomes (`retrieval.SearchStatus`, the same values)
+    and `invalid`, a query refused before the index was asked. A StrEnum, so JSON shows the
+    plain strings."""
+
+    RESULTS = "results"
+    NO_MATCH = "no_match"
+    INVALID = "invalid"
+    FORBIDDEN = "forbidden"
+    UNAVAILABLE = "unavailable"
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    status: SearchResultStatus
+    hits: tuple[SearchHit, ...] = ()
+    reason: str = ""
+    # Index hits the caller may not read or whose record is no longer current (the index is
+    # catching up, or its payload was stale): read back through the archive and left out.
+    dropped: int = 0
+    cached: bool = False
+
+    def __post_init__(self) -> None:
+        # The same value as a plain string is accepted (a result rebuilt from JSON).
+        object.__setattr__(self, "status", SearchResultStatus(self.status))
+
+    def raise_for_status(self) -> SearchResult:
+        """This result, or the typed error of a search that could not run, so that no surface
+        ever shows a dead leg as an empty list: InvalidInput, Forbidden or IndexUnavailable."""
+        if self.status is SearchResultStatus.INVALID:
+            raise InvalidInput("query", self.reason)
+        if self.status is SearchResultStatus.FORBIDDEN:
+            raise Forbidden(self.reason or "this search is not allowed")
+        if self.status is SearchResultStatus.UNAVAILABLE:
+            raise IndexUnavailable("index", self.reason or "the search index did not answer")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status.value,
+            "reason": self.reason,
+            "dropped": self.dropped,
+            "cached": self.cached,
+            "hits": [h.to_dict() for h in self.hits],
+        }
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    stored: tuple[EvidenceRecord, ...]
+    new_versions: int
+    unchanged: int
+    index: DrainReport | None = None
+
+
+@dataclass(frozen=True)
+class DeletionCheck:
+    """Whether anything of a deletion can still be reached, store by store."""
+
+    receipt: DeletionReceipt
+    archive_leftovers: tuple[str, ...]
+    index_leftovers: tuple[str, ...]
+    pending_outbox: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.archive_leftovers and not self.index_leftovers and self.pending_outbox == 0
+
+
+__all__ = ["DeletionCheck", "IngestReport", "SearchHit", "SearchResult", "SearchResultStatus"]
