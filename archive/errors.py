@@ -14,14 +14,26 @@ from typing import Any
 
 
 class ArchiveError(Exception):
-    """Base of every error the archive raises on purpose."""
+    """Base of every error the archive raises on purpose.
+
+    `message` and `detail` are the whole error: the attributes a subclass offers (`field`,
+    `targets`, ...) are read from `detail` by `_restore`, so an error rebuilt from its
+    `to_dict()` (mnemo_sea.system.outcomes.rebuild, as the REST client does with a problem
+    answer) is the same error. `request_id` names the REST request that answered it, when it
+    came over HTTP (None in process).
+    """
 
     code = "archive_error"
+    request_id: str | None = None
 
     def __init__(self, message: str, **detail: Any) -> None:
         super().__init__(message)
         self.message = message
         self.detail: dict[str, Any] = detail
+        self._restore()
+
+    def _restore(self) -> None:
+        """Set the subclass's attributes from `self.detail` (nothing here)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message, **self.detail}
@@ -31,11 +43,15 @@ class InvalidInput(ArchiveError):
     """A value the caller passed is malformed (bad id, empty note, NUL in a name, ...)."""
 
     code = "invalid_input"
+    field: str
+    problem: str
 
     def __init__(self, field: str, problem: str, **detail: Any) -> None:
         super().__init__(f"{field}: {problem}", field=field, problem=problem, **detail)
-        self.field = field
-        self.problem = problem
+
+    def _restore(self) -> None:
+        self.field = self.detail.get("field", "")
+        self.problem = self.detail.get("problem", "")
 
 
 class InvalidBatch(InvalidInput):
@@ -49,7 +65,10 @@ class InvalidBatch(InvalidInput):
         super().__init__(
             "items", f"{len(problems)} invalid, nothing was stored: {shown}{more}", problems=list(problems)
         )
-        self.problems = list(problems)
+
+    def _restore(self) -> None:
+        super()._restore()
+        self.problems: list[dict[str, Any]] = list(self.detail.get("problems", ()))
 
 
 class TaskStateRejected(InvalidInput):
@@ -67,18 +86,26 @@ class TaskStateRejected(InvalidInput):
             f"{len(problems)} problem(s), nothing was stored: {shown}{more}",
             problems=list(problems),
         )
-        self.problems = list(problems)
+
+    def _restore(self) -> None:
+        super()._restore()
+        self.problems: list[dict[str, Any]] = list(self.detail.get("problems", ()))
 
 
 class ContentTooLarge(InvalidInput):
     """Content exceeds the configured size limit; nothing was stored."""
 
     code = "content_too_large"
+    size: int
+    limit: int
 
     def __init__(self, field: str, size: int, limit: int) -> None:
         super().__init__(field, f"{size} bytes exceeds the limit of {limit} bytes", size=size, limit=limit)
-        self.size = size
-        self.limit = limit
+
+    def _restore(self) -> None:
+        super()._restore()
+        self.size = self.detail.get("size", 0)
+        self.limit = self.detail.get("limit", 0)
 
 
 class NotFound(ArchiveError):
@@ -166,7 +193,10 @@ class BatchRejected(ArchiveError):
             f"batch rejected, nothing was archived ({summary}). {hint}",
             targets=[t.__dict__ for t in targets],
         )
-        self.targets = tuple(targets)
+
+    def _restore(self) -> None:
+        super()._restore()
+        self.targets = tuple(TargetStatus(**t) for t in self.detail.get("targets", ()))
 
 
 class ArchiveConflict(BatchRejected, StateConflict):
@@ -183,7 +213,9 @@ class Unauthenticated(ArchiveError):
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
-        self.reason = reason
+
+    def _restore(self) -> None:
+        self.reason = self.message
 
 
 class StoreUnavailable(ArchiveError):
@@ -222,7 +254,10 @@ class ReceiptInvalid(IntegrityError):
     """
 
     code = "receipt_invalid"
+    check: str
 
     def __init__(self, check: str, message: str, **detail: Any) -> None:
         super().__init__(message, check=check, **detail)
-        self.check = check
+
+    def _restore(self) -> None:
+        self.check = self.detail.get("check", "")

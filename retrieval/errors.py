@@ -14,14 +14,24 @@ from typing import Any
 
 
 class RetrievalError(Exception):
-    """Base of every error the retrieval layer raises on purpose."""
+    """Base of every error the retrieval layer raises on purpose.
+
+    As with the archive's errors, `message` and `detail` are the whole error (`_restore` reads a
+    subclass's attributes from `detail`, so one rebuilt from `to_dict()` is the same), and
+    `request_id` names the REST request that answered it when it came over HTTP.
+    """
 
     code = "retrieval_error"
+    request_id: str | None = None
 
     def __init__(self, message: str, **detail: Any) -> None:
         super().__init__(message)
         self.message = message
         self.detail: dict[str, Any] = detail
+        self._restore()
+
+    def _restore(self) -> None:
+        """Set the subclass's attributes from `self.detail` (nothing here)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message, **self.detail}
@@ -31,24 +41,33 @@ class InvalidQuery(RetrievalError):
     """A search request is malformed: empty text, too long, a bad filter value, a bad limit."""
 
     code = "invalid_query"
+    field: str
+    problem: str
 
     def __init__(self, field: str, problem: str) -> None:
         super().__init__(f"{field}: {problem}", field=field, problem=problem)
-        self.field = field
-        self.problem = problem
+
+    def _restore(self) -> None:
+        self.field = self.detail.get("field", "")
+        self.problem = self.detail.get("problem", "")
 
 
 class InvalidDocument(RetrievalError):
     """A document handed to the index is malformed; nothing of the batch was written."""
 
     code = "invalid_document"
+    field: str
+    problem: str
+    evidence_id: str | None
 
     def __init__(self, field: str, problem: str, evidence_id: str | None = None) -> None:
         where = f" (evidence {evidence_id!r})" if evidence_id else ""
         super().__init__(f"{field}: {problem}{where}", field=field, problem=problem, evidence_id=evidence_id)
-        self.field = field
-        self.problem = problem
-        self.evidence_id = evidence_id
+
+    def _restore(self) -> None:
+        self.field = self.detail.get("field", "")
+        self.problem = self.detail.get("problem", "")
+        self.evidence_id = self.detail.get("evidence_id")
 
 
 @dataclass(frozen=True)
@@ -80,19 +99,26 @@ class IndexLocked(RetrievalError):
             path=path,
             holder=None if holder is None else holder.__dict__.copy(),
         )
-        self.path = path
-        self.holder = holder
+
+    def _restore(self) -> None:
+        self.path: str = self.detail.get("path", "")
+        holder = self.detail.get("holder")
+        self.holder = None if holder is None else LockHolder(**holder)
 
 
 class IndexUnavailable(RetrievalError):
     """The index engine (or the embedding model) failed or is closed; nothing was changed by us."""
 
     code = "index_unavailable"
+    component: str
+    reason: str
 
     def __init__(self, component: str, reason: str) -> None:
         super().__init__(f"{component} unavailable: {reason}", component=component, reason=reason)
-        self.component = component
-        self.reason = reason
+
+    def _restore(self) -> None:
+        self.component = self.detail.get("component", "")
+        self.reason = self.detail.get("reason", "")
 
 
 class IndexConfigMismatch(RetrievalError):
@@ -113,9 +139,11 @@ class IndexConfigMismatch(RetrievalError):
             stored=stored,
             requested=requested,
         )
-        self.field = field
-        self.stored = stored
-        self.requested = requested
+
+    def _restore(self) -> None:
+        self.field: str = self.detail.get("field", "")
+        self.stored: object = self.detail.get("stored")
+        self.requested: object = self.detail.get("requested")
 
 
 class ModelExportError(IndexUnavailable):

@@ -24,17 +24,24 @@ the MCP error. `rest.problems`, `mcp.results`, `cli.output` and the `mnemo-sea` 
 
 Exit 1 also means "a check ran and found problems" (EXIT_PROBLEMS), which no error is.
 
-Retrieval errors are matched by name, once `mnemo_sea.retrieval.errors` is loaded: importing it
-loads the whole retrieval package (~1.5 s), which a command that fails before it opens the index
-must not pay, and while it is not loaded no error can come from it. Archive errors are named the
-same way, so the table is one list and this module imports nothing.
+Retrieval errors are matched by name, once `mnemo_sea.retrieval.errors` is loaded: a command
+that fails before it opens the index must not pay for importing the retrieval layer, and while
+it is not loaded no error can come from it. Archive errors are named the same way, so the table
+is one list and this module imports nothing.
+
+The way back, for a client of a surface (mnemo_sea.client): `error_class` finds the class of an
+answer's code among the classes of the layers' `errors` modules (ERROR_LAYERS), or for an
+answer without an error class of its own the most general class of its status's category, and
+`rebuild` makes the error again from its message and detail.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 EXIT_PROBLEMS = 1
 EXIT_USAGE = 2
@@ -143,3 +150,74 @@ def outcome_of(exc: BaseException) -> Outcome:
     if category is None:
         return answer(Category.INTERNAL, UNEXPECTED_CODE)
     return answer(category, str(getattr(exc, "code", UNEXPECTED_CODE)))
+
+
+# ---- the way back: an answer's code and status -> the error class it was raised as -------------
+
+# The layers whose `errors` module defines the typed errors a surface answers with (`row_class`'s
+# naming: mnemo_sea.<layer>.errors). Errors defined elsewhere (reading files, eval traces) are
+# the command line's own and never travel over a network surface.
+ERROR_LAYERS = ("archive", "retrieval", "context", "system")
+
+
+def error_classes() -> dict[str, type[BaseException]]:
+    """Every error class of the loaded `errors` modules of ERROR_LAYERS, by its stable code."""
+    found: dict[str, type[BaseException]] = {}
+    for layer in ERROR_LAYERS:
+        name = f"mnemo_sea.{layer}.errors"
+        module = sys.modules.get(name)
+        for value in vars(module).values() if module is not None else ():
+            code = getattr(value, "code", None)
+            defined_here = isinstance(value, type) and value.__module__ == name
+            if defined_here and issubclass(value, BaseException) and isinstance(code, str):
+                found.setdefault(code, value)
+    return found
+
+
+def category_of_status(http_status: int) -> Category:
+    """The category an HTTP status answers; of several (500), the last in the table above, the
+    most general (`internal`); a status no category answers is `internal` too."""
+    matching = [c for c, (status, _) in _ANSWERS.items() if status == http_status]
+    return matching[-1] if matching else Category.INTERNAL
+
+
+def general_class(category: Category) -> type[BaseException] | None:
+    """The most general loaded class of `category`: its last row in the first layer that has
+    one (rows go from the most specific to the most general), e.g. InvalidInput, StateConflict."""
+    rows = [(layer, name) for layer, name, c in TABLE if c is category]
+    if not rows:
+        return None
+    first_layer = rows[0][0]
+    for layer, name in reversed(rows):
+        cls = row_class(layer, name) if layer == first_layer else None
+        if cls is not None:
+            return cls
+    return None
+
+
+def error_class(code: str, http_status: int) -> type[BaseException]:
+    """The class an answer (`code`, `http_status`) was raised as: the class of that code in the
+    loaded errors modules of ERROR_LAYERS (the caller imports them: this module imports
+    nothing); else, for an answer a surface gives without an error class of its own (REST's
+    request validation, a body over the limit, a probe that is not ready, an unexpected
+    error), the most general class of the status's category; ArchiveError's row at worst."""
+    found = error_classes().get(code)
+    if found is not None:
+        return found
+    general = general_class(category_of_status(http_status)) or general_class(Category.INTERNAL)
+    if general is None:
+        raise LookupError("mnemo_sea.archive.errors is not loaded: no class can answer")
+    return general
+
+
+def rebuild(cls: type[BaseException], message: str, detail: Mapping[str, Any]) -> BaseException:
+    """The error of class `cls` whose `to_dict()` gave `message` and `detail`, made without its
+    constructor (each class has parameters of its own): the base's fields, then the attributes
+    the class reads from its detail (`_restore`, see ArchiveError)."""
+    exc = cls.__new__(cls)
+    BaseException.__init__(exc, message)
+    vars(exc).update(message=message, detail=dict(detail))
+    restore = getattr(exc, "_restore", None)
+    if callable(restore):
+        restore()
+    return exc
