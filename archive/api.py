@@ -187,14 +187,18 @@ class Archive:
             lambda: sessions.list_sessions(self.store, principal, limit=limit),
         )
 
-    def recover(self, principal: Principal, session_id: str, result_id: str) -> Recovered:
+    def recover(
+        self, principal: Principal, session_id: str, result_id: str, *, idempotency_key: str | None = None
+    ) -> Recovered:
         """`RecoverOp`: an archived result's exact original, hash-verified and appended to the
         session labelled historical, with a staleness warning for time-sensitive data."""
         return self._guard(
             principal,
             "recover",
             f"session:{session_id}/{result_id}",
-            lambda: sessions.recover(self.store, principal, session_id, result_id),
+            lambda: sessions.recover(
+                self.store, principal, session_id, result_id, idempotency_key=idempotency_key
+            ),
         )
 
     def read_result(
@@ -260,14 +264,18 @@ class Archive:
             ),
         )
 
-    def retract(self, principal: Principal, evidence_id: str, reason: str) -> EvidenceRecord:
+    def retract(
+        self, principal: Principal, evidence_id: str, reason: str, *, idempotency_key: str | None = None
+    ) -> EvidenceRecord:
         """`RetractOp`: withdraw the current version of a record (it stays in history);
         StateConflict when it has no active version."""
         return self._guard(
             principal,
             "retract",
             f"evidence:{evidence_id}",
-            lambda: evidence.retract(self.store, principal, evidence_id, reason),
+            lambda: evidence.retract(
+                self.store, principal, evidence_id, reason, idempotency_key=idempotency_key
+            ),
         )
 
     def get_evidence(

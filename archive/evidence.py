@@ -502,18 +502,38 @@ def _stored(conn: Connection, tenant_id: str, refs: Sequence[tuple[str, int]]) -
     return found
 
 
-def retract(store: ArchiveStore, principal: Principal, evidence_id: str, reason: str) -> EvidenceRecord:
-    """Withdraw the current version: it stays in history but no longer answers queries."""
+def retract(
+    store: ArchiveStore,
+    principal: Principal,
+    evidence_id: str,
+    reason: str,
+    *,
+    idempotency_key: str | None = None,
+) -> EvidenceRecord:
+    """Withdraw the current version: it stays in history but no longer answers queries.
+
+    With an idempotency key, repeating the same call returns the version the first call
+    retracted, as it is now, and changes nothing (NotFound if it was deleted since); reusing
+    the key for another request raises IdempotencyMismatch.
+    """
     principal.require(Role.AGENT, "retracting evidence")
     check_evidence_id(evidence_id)
     _check_text("reason", reason, 2_000, required=True)
     tenant = principal.tenant_id
+    request = keyed(principal, idempotency_key, "retract", {"evidence_id": evidence_id, "reason": reason})
     with store.write() as conn:
+        previous = previous_reply(conn, request)
         lock_chain(conn, "evidence", tenant, evidence_id)
         now = utcnow()
         versions = _versions(conn, tenant, evidence_id, lock=True)
         if not versions:
             raise NotFound("evidence", evidence_id)
+        if previous is not None:
+            again = next((v for v in versions if v.version == previous["version"]), None)
+            if again is None:
+                raise NotFound("evidence", f"{evidence_id}@{previous['version']}")
+            principal.require_clearance(Sensitivity(again.sensitivity), f"retracting {evidence_id}")
+            return to_record(again)
         current = next((v for v in versions if v.status == "active"), None)
         if current is None:
             raise StateConflict(
@@ -547,6 +567,7 @@ def retract(store: ArchiveStore, principal: Principal, evidence_id: str, reason:
             f"evidence:{evidence_id}@{current.version}",
             {"reason": reason},
         )
+        save_reply(conn, request, {"evidence_id": evidence_id, "version": current.version})
         return next(
             to_record(v) for v in _versions(conn, tenant, evidence_id) if v.version == current.version
         )

@@ -636,24 +636,43 @@ def live_view(store: ArchiveStore, principal: Principal, session_id: str) -> Liv
     return LiveView(session_id=session_id, items=tuple(items))
 
 
-def recover(store: ArchiveStore, principal: Principal, session_id: str, result_ref: str) -> Recovered:
+def recover(
+    store: ArchiveStore,
+    principal: Principal,
+    session_id: str,
+    result_ref: str,
+    *,
+    idempotency_key: str | None = None,
+) -> Recovered:
     """Return the exact original of an archived result, appended to the session as a new result.
 
     The copy is labelled historical data from its `observed_at`; time-sensitive classes carry
     a re-query warning. Raises InvalidInput (malformed id), NotFound (not issued here),
     StateConflict (the result is live, so it is already in the context), Forbidden
     (clearance) or IntegrityError (the stored original fails its hash; nothing is appended).
+
+    With an idempotency key, repeating the same call returns the first call's copy (the
+    original read again, hash-checked) and appends nothing (NotFound if either was deleted
+    since); reusing the key for another request raises IdempotencyMismatch.
     """
     principal.require(Role.AGENT, "recovering a result")
     check_identifier("session_id", session_id)
     number = parse_result_id(result_ref)
     tenant = principal.tenant_id
+    keyed_request = keyed(
+        principal, idempotency_key, "recover", {"session_id": session_id, "result_id": result_ref}
+    )
     with store.write() as conn:
+        previous = previous_reply(conn, keyed_request)
         found = _results_with_notes(conn, tenant, session_id, number)
         if not found:
             raise NotFound("result", f"{session_id}/{result_ref}")
         original = found[0]
         principal.require_clearance(original.sensitivity, f"recovering {result_ref}")
+        if previous is not None:
+            appended = _recorded(conn, tenant, session_id, previous["appended"])
+            content = read_blob(conn, tenant, original.content_sha256)
+            return Recovered(original, appended, content, staleness_warning(store, original))
         if original.state != "archived":
             raise StateConflict(
                 f"{result_ref} is live: its original is already in the context; only archived results "
@@ -690,6 +709,11 @@ def recover(store: ArchiveStore, principal: Principal, session_id: str, result_r
             "recover",
             f"session:{session_id}/{result_ref}",
             {"appended_as": result_id(new_number), "sha256": original.content_sha256},
+        )
+        save_reply(
+            conn,
+            keyed_request,
+            {"session_id": session_id, "result_id": result_ref, "appended": result_id(new_number)},
         )
     appended = ToolResult(
         session_id=session_id,

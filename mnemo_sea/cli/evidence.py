@@ -78,13 +78,14 @@ def evidence_retract(
     target: Target,
     evidence_id: Annotated[str, typer.Argument(help="the record")],
     reason: Annotated[str, typer.Option(help="why it is withdrawn (kept in the audit log)")],
+    idempotency_key: IdempotencyKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Withdraw a record's current version: it stays in history, no longer answers search, and
     citations of it say `retracted` (exit 5 if it has no current version)."""
     principal = target.principal()
     with open_mnemo(target) as mnemo:
-        record = mnemo.retract(principal, evidence_id, reason)
+        record = mnemo.retract(principal, evidence_id, reason, idempotency_key=idempotency_key)
     emit(json_ready(record), as_json)
 
 

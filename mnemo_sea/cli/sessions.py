@@ -163,12 +163,13 @@ def session_recover(
     target: Target,
     session_id: SessionIdArg,
     result_id: Annotated[str, typer.Argument(help="the result to recover, e.g. r3")],
+    idempotency_key: IdempotencyKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The exact original (hash-checked), appended to the session as historical data."""
     principal = target.principal()
     with open_mnemo(target) as mnemo:
-        recovered = mnemo.recover(principal, session_id, result_id)
+        recovered = mnemo.recover(principal, session_id, result_id, idempotency_key=idempotency_key)
     if not as_json:
         typer.echo(recovered.rendered)
         return

@@ -446,10 +446,12 @@ class Mnemo:
         report = self._after_write(on_applied, defer_flush=defer_flush, made=made)
         return IngestReport(tuple(stored), new_versions, len(stored) - new_versions, report)
 
-    def retract(self, principal: Principal, evidence_id: str, reason: str) -> EvidenceRecord:
+    def retract(
+        self, principal: Principal, evidence_id: str, reason: str, *, idempotency_key: str | None = None
+    ) -> EvidenceRecord:
         """Withdraw the current version of a record (it stays in history), then drop it from the
         index; StateConflict when it has no active version."""
-        record = self.archive.retract(principal, evidence_id, reason)
+        record = self.archive.retract(principal, evidence_id, reason, idempotency_key=idempotency_key)
         self._after_write()
         return record
 

@@ -145,6 +145,28 @@ def delete(what: str, target: str) -> Call:
 
 deletions = rows(t.audit_events, action="delete")
 
+
+def seed_recoverable(archive: Archive, principal: Principal) -> None:
+    for n in (1, 2):
+        archive.record(principal, "s-rec", "labs.get", f"potassium {n}", policy_class="price")
+    archive.archive_results(principal, "s-rec", [("r1", "potassium, first"), ("r2", "potassium, second")])
+
+
+def recover(result_id: str = "r1", session_id: str = "s-rec") -> Call:
+    return lambda a, p, key: a.recover(p, session_id, result_id, idempotency_key=key)
+
+
+def seed_retractable(archive: Archive, principal: Principal) -> None:
+    for evidence_id in ("ev-retract", "ev-keep"):
+        archive.put_evidence(
+            principal, EvidenceInput(body=f"dose of {evidence_id}", source="x", evidence_id=evidence_id)
+        )
+
+
+def retract(evidence_id: str = "ev-retract", reason: str = "wrong dose") -> Call:
+    return lambda a, p, key: a.retract(p, evidence_id, reason, idempotency_key=key)
+
+
 WRITES = (
     Write(
         "record",
@@ -224,6 +246,24 @@ WRITES = (
             ("another trace", summary(trace_ref="trace-2")),
         ),
         rows(t.summaries),
+        1,
+    ),
+    Write(
+        # Appends a copy: a retry without a key would append a second one.
+        "recover",
+        seed_recoverable,
+        recover(),
+        (("another result", recover("r2")),),
+        rows(t.tool_results),
+        1,
+    ),
+    Write(
+        # A retry without a key would be a StateConflict (nothing left to retract).
+        "retract",
+        seed_retractable,
+        retract(),
+        (("another record", retract("ev-keep")), ("another reason", retract(reason="superseded"))),
+        rows(t.audit_events, action="retract"),
         1,
     ),
     Write(

@@ -109,6 +109,7 @@ OPERATIONS = (
         "recover_result",
         ("session", "recover"),
         in_session=True,
+        idempotent=True,
     ),
     Operation(
         "live_view",
@@ -191,6 +192,7 @@ OPERATIONS = (
         ("post", "/v1/evidence/retract"),
         None,
         ("evidence", "retract"),
+        idempotent=True,
     ),
     Operation(
         "create_summary",

@@ -63,10 +63,12 @@ def put_evidence_batch(
 
 
 @router.post("/evidence/retract", response_model=EvidenceRecord, responses=responses(403, 404, 409, 413))
-def retract_evidence(body: RetractOp, principal: Caller, mnemo: System) -> EvidenceRecord:
+def retract_evidence(
+    body: RetractOp, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
+) -> EvidenceRecord:
     """Withdraw the current version of a record (it stays in history, status `retracted`) and
     drop it from the index; 409 when the record has no active version."""
-    return mnemo.retract(principal, **body.as_kwargs())
+    return mnemo.retract(principal, **body.as_kwargs(), idempotency_key=idempotency_key)
 
 
 @router.get("/evidence/{evidence_id:path}", response_model=EvidenceOut, responses=responses(403, 404))

@@ -77,10 +77,12 @@ def archive_results(
     response_model=RecoveredOut,
     responses=responses(403, 404, 409),
 )
-def recover(session_id: str, result_id: str, principal: Caller, mnemo: System) -> RecoveredOut:
+def recover(
+    session_id: str, result_id: str, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
+) -> RecoveredOut:
     """The exact original, hash-verified, appended to the session labelled historical (with a
     staleness warning for prices, stock and the like)."""
-    return RecoveredOut.of(mnemo.recover(principal, session_id, result_id))
+    return RecoveredOut.of(mnemo.recover(principal, session_id, result_id, idempotency_key=idempotency_key))
 
 
 @router.post("/{session_id}/context", response_model=ContextOut, responses=responses(403, 404, 413))
