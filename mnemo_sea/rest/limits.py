@@ -33,7 +33,11 @@ class BodyLimit:
         declared = Headers(scope=scope).get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             request = Request(scope, receive)
-            response = problem_response(request, 413, "request_too_large", self._detail(f"{declared} bytes"))
+            # `size` and `limit` as ContentTooLarge names them, so a client reads the same detail.
+            extra = {"size": int(declared), "limit": self.max_bytes}
+            response = problem_response(
+                request, 413, "request_too_large", self._detail(f"{declared} bytes"), extra
+            )
             await response(scope, receive, send)
             return
         seen = 0
