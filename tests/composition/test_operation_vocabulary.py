@@ -8,7 +8,9 @@ mnemo_sea/system/operations.py). The test reads what each surface actually accep
 - REST: the OpenAPI operation's path, query and header parameters and its request body
   (`create_app(...).openapi()`);
 - MCP: the tool's published input schema (`TOOLS`, as `tools/list` publishes it);
-- CLI: the click command's parameters (`typer.main.get_command`).
+- CLI: the click command's parameters (`typer.main.get_command`);
+- the REST client: `MnemoClient`'s and `AsyncMnemoClient`'s methods of the facade's names (the
+  facade's parameters without the principal, which the API key stands for).
 
 For every surface the set of field names must equal the record's, plus what travels beside a
 record (the session, the idempotency key), and each shared field must have the same JSON types.
@@ -36,6 +38,7 @@ from mnemo_sea.archive import Archive
 from mnemo_sea.archive import operations as ops
 from mnemo_sea.cli.app import app as cli_app
 from mnemo_sea.cli.context import UPDATE_FIELDS
+from mnemo_sea.client import AsyncMnemoClient, MnemoClient
 from mnemo_sea.mcp.tools import TOOLS
 from mnemo_sea.rest.app import create_app
 from mnemo_sea.system import operations as system_ops
@@ -45,7 +48,8 @@ from mnemo_sea.system.settings import MnemoSettings
 Types = frozenset[str]
 # The options every CLI command shares (who acts, where) and its output switch: not inputs.
 CLI_SHARED = frozenset({"data_dir", "tenant", "subject", "role", "clearance", "embedder", "as_json"})
-SURFACES = ("mnemo", "archive", "rest", "mcp", "cli")
+SURFACES = ("mnemo", "archive", "rest", "mcp", "cli", "client", "async_client")
+CLIENTS = {"client": MnemoClient, "async_client": AsyncMnemoClient}
 
 
 @dataclass(frozen=True)
@@ -349,14 +353,18 @@ def record_defaults(record: type[Any]) -> dict[str, Any]:
 
 
 def python_fields(method: Any) -> tuple[dict[str, Types], dict[str, Any], set[str]]:
-    """A `Mnemo`/`Archive` method's parameters but the principal: JSON types, defaults, required."""
+    """A `Mnemo`/`Archive` method's parameters but the principal, or a client's (which has none):
+    JSON types, defaults, required."""
     hints = typing.get_type_hints(method, include_extras=True)
     params = list(inspect.signature(method).parameters.values())
-    assert [p.name for p in params[:2]] == ["self", "principal"], method
+    caller = (
+        [] if method.__qualname__.split(".")[0] in {c.__name__ for c in CLIENTS.values()} else ["principal"]
+    )
+    assert [p.name for p in params[: 1 + len(caller)]] == ["self", *caller], method
     types: dict[str, Types] = {}
     defaults: dict[str, Any] = {}
     required: set[str] = set()
-    for p in params[2:]:
+    for p in params[1 + len(caller) :]:
         try:
             schema = TypeAdapter(hints[p.name]).json_schema()
         except Exception:
@@ -429,7 +437,7 @@ def beside(op: Operation) -> dict[str, Types]:
 
 def expected_fields(op: Operation, surface: str) -> dict[str, Types]:
     record = schema_fields(record_schema(op.record))
-    if op.whole is not None and surface in ("mnemo", "archive"):
+    if op.whole is not None and surface in ("mnemo", "archive", *CLIENTS):
         record = {op.whole: frozenset({"object"})}
     wanted = {**beside(op), **record}
     for name in op.missing.get(surface, {}):
@@ -468,6 +476,8 @@ def surface_fields(op: Operation, surface: str, openapi: Mapping[str, Any]) -> d
         return python_fields(getattr(Mnemo, op.mnemo))[0]
     if surface == "archive":
         return None if op.archive is None else python_fields(getattr(Archive, op.archive))[0]
+    if surface in CLIENTS:
+        return python_fields(getattr(CLIENTS[surface], op.mnemo))[0]
     if surface == "rest":
         return None if op.rest is None else rest_fields(openapi, *op.rest)
     if surface == "mcp":
@@ -495,10 +505,11 @@ def test_the_python_methods_take_the_records_defaults(op: Operation) -> None:
         return
     wanted = record_defaults(op.record)
     required = {n for n in schema_fields(record_schema(op.record)) if n not in wanted}
-    for owner, name in (("mnemo", op.mnemo), ("archive", op.archive)):
+    owners: dict[str, Any] = {"mnemo": Mnemo, "archive": Archive, **CLIENTS}
+    for owner, name in (("mnemo", op.mnemo), ("archive", op.archive), *((c, op.mnemo) for c in CLIENTS)):
         if name is None:
             continue
-        _, defaults, needed = python_fields(getattr(Mnemo if owner == "mnemo" else Archive, name))
+        _, defaults, needed = python_fields(getattr(owners[owner], name))
         for field_name, default in wanted.items():
             if field_name in op.missing.get(owner, {}):
                 continue

@@ -44,6 +44,9 @@ from mnemo_sea.archive import (
 )
 from mnemo_sea.archive.api_keys import Unauthenticated as UnauthenticatedOfApiKeys
 from mnemo_sea.cli.output import as_cli_error, exit_code_of
+from mnemo_sea.client import ApiUnreachable
+from mnemo_sea.client.errors import error_of
+from mnemo_sea.client.wire import Reply, Request
 from mnemo_sea.context.errors import ContextOverBudget
 from mnemo_sea.eval.curation.runner import ReplayError
 from mnemo_sea.eval.curation.trace_format import TraceError
@@ -59,7 +62,6 @@ from mnemo_sea.retrieval import (
     RetrievalError,
 )
 from mnemo_sea.system import outcomes
-from mnemo_sea.system.caches import CacheUnavailable
 from mnemo_sea.system.citations import LineProblem, MalformedCitationsFile
 from mnemo_sea.system.documents import (
     BinaryFile,
@@ -71,6 +73,7 @@ from mnemo_sea.system.documents import (
     UnreadableFile,
     UnsupportedFile,
 )
+from mnemo_sea.system.errors import CacheUnavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -110,6 +113,9 @@ FACTORIES: dict[type[BaseException], Callable[[], BaseException]] = {
     ArchiveConflict: lambda: ArchiveConflict([TargetStatus("r1", "already_archived", "done")], "reload"),
     StoreUnavailable: lambda: StoreUnavailable("archive store unreachable: connection refused"),
     CacheUnavailable: lambda: CacheUnavailable("redis unreachable"),
+    ApiUnreachable: lambda: ApiUnreachable(
+        "http://127.0.0.1:8000", "ConnectError", sent=False, request_id="r1"
+    ),
     IntegrityError: lambda: IntegrityError("blob fails its hash"),
     StoreCorrupt: lambda: StoreCorrupt("/data/archive.db", "database disk image is malformed"),
     ReceiptInvalid: lambda: ReceiptInvalid("signature", "edited after signing"),
@@ -156,6 +162,7 @@ EXPECTED: dict[type[BaseException], tuple[outcomes.Category, int, int]] = {
     ArchiveConflict: CONFLICT,  # also a BatchRejected: the conflict wins
     StoreUnavailable: UNAVAILABLE,
     CacheUnavailable: UNAVAILABLE,
+    ApiUnreachable: UNAVAILABLE,  # the REST client's: the API it talks to is its store
     IntegrityError: INTEGRITY,
     StoreCorrupt: INTEGRITY,
     ReceiptInvalid: INVALID,  # an IntegrityError, but the client's document: invalid input wins
@@ -254,6 +261,61 @@ def test_rest_answers_every_error_by_the_table() -> None:
         assert response.headers["content-type"] == problems.PROBLEM_JSON
         assert ("www-authenticate" in response.headers) is (cls is Unauthenticated)
         assert ("retry-after" in response.headers) is (response.status_code == 503)
+
+
+# The errors a server can answer with: those of the layers' errors modules (ApiUnreachable is the
+# client's own, and never on the wire).
+WIRE_ERRORS = [
+    cls
+    for cls in ERRORS
+    if cls.__module__ in {f"mnemo_sea.{layer}.errors" for layer in outcomes.ERROR_LAYERS}
+]
+
+
+def test_the_rest_client_rebuilds_every_error_from_its_problem_answer() -> None:
+    """The way back: a problem answer becomes the class that was raised, with its message and
+    detail (its attributes read back from them), the request id attached. An error of another
+    module (the command line's own: reading files, eval traces, which no server answers with)
+    comes back keeping its code and its answer on every surface, as a class of that code or
+    of its category."""
+    assert {ContextOverBudget, CacheUnavailable, BatchRejected, IndexLocked} <= set(WIRE_ERRORS)
+    client = _raising_app()
+    for cls in ERRORS:
+        exc: Any = FACTORIES[cls]()
+        response = client.get(f"/raise/{_name(cls)}")
+        # This app has no request ids of its own: the client's (sent as X-Request-ID) is kept.
+        back: Any = error_of(Reply.of(response), Request("GET", "/raise", request_id=f"req-{_name(cls)}"))
+        assert back.code == exc.code and back.message == exc.message, _name(cls)
+        assert back.request_id == f"req-{_name(cls)}"
+        assert outcomes.outcome_of(back) == outcomes.outcome_of(exc), _name(cls)
+        if cls in WIRE_ERRORS:
+            assert type(back) is cls, _name(cls)
+            assert back.to_dict() == exc.to_dict()
+            # The attributes a class offers beyond message and detail, read back the same.
+            own = {k: v for k, v in vars(exc).items() if k not in ("message", "detail", "request_id")}
+            assert {k: vars(back)[k] for k in own} == own, _name(cls)
+
+
+def test_an_answer_without_a_class_of_its_own_is_its_categorys_most_general_class() -> None:
+    app = FastAPI()
+    problems.install(app)
+
+    @app.get("/limited")
+    def limited(n: int) -> None:  # n=x: REST's own request validation, `invalid_request`
+        raise problems.ApiProblem(503, "not_ready", "unavailable: cache", components={"cache": {}})
+
+    client = TestClient(app, raise_server_exceptions=False)
+    invalid: Any = error_of(Reply.of(client.get("/limited?n=x")), Request("GET", "/limited"))
+    assert type(invalid) is InvalidInput and invalid.code == "invalid_request"
+    assert invalid.detail["errors"][0]["loc"] == ["query", "n"]
+    not_ready: Any = error_of(Reply.of(client.get("/limited?n=1")), Request("GET", "/limited"))
+    assert type(not_ready) is StoreUnavailable and not_ready.code == "not_ready"
+    assert not_ready.detail == {"components": {"cache": {}}}
+    assert [outcomes.general_class(c) for c in (C.CONFLICT, C.INTERNAL, C.MISCONFIGURED)] == [
+        StateConflict,
+        ArchiveError,
+        IndexConfigMismatch,
+    ]
 
 
 def test_anything_else_is_an_internal_error_everywhere() -> None:
