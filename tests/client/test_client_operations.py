@@ -40,43 +40,17 @@ def test_evidence_search_citations_and_summaries(tenant: Tenant) -> None:
     mnemo = tenant.client("agent")
     scope = unique("formulary")
     evidence_id = f"{scope}/amoxicillin#dose.."  # '/', '#' and '..' travel percent-encoded
-    first = mnemo.put_evidence(
-        EvidenceInput(
-            body="Amoxicillin: 10 mg/kg twice daily.",
-            source="formulary.pdf",
-            evidence_id=evidence_id,
-            scope=scope,
-        )
-    )
+    dose = EvidenceInput("Amoxicillin: 10 mg/kg twice daily.", "formulary.pdf", evidence_id, scope=scope)
+    first = mnemo.put_evidence(dose)
     assert isinstance(first, IngestReport) and (first.new_versions, first.unchanged) == (1, 0)
     (stored,) = first.stored
     assert isinstance(stored, EvidenceRecord) and stored.evidence_id == evidence_id and stored.version == 1
-    unchanged = mnemo.put_evidence(
-        EvidenceInput(
-            body="Amoxicillin: 10 mg/kg twice daily.",
-            source="formulary.pdf",
-            evidence_id=evidence_id,
-            scope=scope,
-        )
-    )
+    unchanged = mnemo.put_evidence(dose)
     assert (unchanged.new_versions, unchanged.unchanged) == (0, 1) and unchanged.stored == first.stored
 
-    batch = mnemo.ingest(
-        [
-            EvidenceInput(
-                body="Amoxicillin: 12 mg/kg twice daily.",
-                source="formulary.pdf",
-                evidence_id=evidence_id,
-                scope=scope,
-            ),
-            EvidenceInput(
-                body="Meloxicam: 0.1 mg/kg once daily.",
-                source="formulary.pdf",
-                evidence_id=f"{scope}/melox",
-                scope=scope,
-            ),
-        ]
-    )
+    raised = EvidenceInput("Amoxicillin: 12 mg/kg twice daily.", "formulary.pdf", evidence_id, scope=scope)
+    melox = EvidenceInput("Meloxicam: 0.1 mg/kg once daily.", "formulary.pdf", f"{scope}/melox", scope=scope)
+    batch = mnemo.ingest([raised, melox])
     assert batch.new_versions == 2 and [r.version for r in batch.stored] == [2, 1]
     assert tenant.count(t.evidence, evidence_id=evidence_id) == 2  # two versions, none overwritten
 
