@@ -7,6 +7,7 @@ else lives in the layers, each a sub-package (see docs/architecture.md):
     cli        the `mnemo-sea` command line               (entry)
     eval, demo evaluations and benchmarks; the demo        (over the surfaces)
     mcp, rest  the agent's tools over MCP; the REST API    (surfaces)
+    client     the REST API's typed Python client          (beside rest: the wire, not the server)
     integrations  LangChain and LlamaIndex retrievers      (beside rest; import one by name, extras)
     system     the facade, indexer, worker, caches, citations, settings
     context    working-context assembly and token counts
