@@ -31,6 +31,7 @@ from mnemo_sea.archive import (
     DeletionReceipt,
     EvidenceInput,
     EvidenceRecord,
+    IntegrityError,
     InvalidInput,
     LiveView,
     MemoryFact,
@@ -89,24 +90,24 @@ def _query(**params: Any) -> dict[str, Any]:
     return {k: jsonable(v) for k, v in params.items() if v is not None}
 
 
-def _content(content: TextOrBytes, text_field: str = "content") -> dict[str, str]:
+def _content(content: TextOrBytes) -> dict[str, str]:
     """An original as JSON: text as it is, bytes as base64 (JSON has no bytes)."""
     if isinstance(content, bytes | bytearray | memoryview):
-        return {f"{text_field}_base64": base64.b64encode(bytes(content)).decode("ascii")}
-    return {text_field: content}
+        return {"content_base64": base64.b64encode(bytes(content)).decode("ascii")}
+    return {"content": content}
 
 
-def _decoded(body: Mapping[str, Any], text_field: str = "content") -> bytes | None:
+def _decoded(body: Mapping[str, Any]) -> bytes | None:
     """The bytes of an answer's `content` (text) or `content_base64` (binary); None if neither."""
-    if body.get(text_field) is not None:
-        return str(body[text_field]).encode("utf-8")
-    encoded = body.get(f"{text_field}_base64")
+    if body.get("content") is not None:
+        return str(body["content"]).encode("utf-8")
+    encoded = body.get("content_base64")
     if encoded is None:
         return None
     try:
         return base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError):
-        raise InvalidInput(f"{text_field}_base64", "the server's answer is not valid base64") from None
+        raise IntegrityError("the API answered a content_base64 that is not base64") from None
 
 
 def _evidence(item: EvidenceInput) -> Any:
