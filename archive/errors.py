@@ -196,7 +196,11 @@ class BatchRejected(ArchiveError):
 
     def _restore(self) -> None:
         super()._restore()
-        self.targets = tuple(TargetStatus(**t) for t in self.detail.get("targets", ()))
+        # Only the fields this version knows: an answer of a newer server may carry more.
+        known = TargetStatus.__dataclass_fields__
+        self.targets = tuple(
+            TargetStatus(**{k: v for k, v in t.items() if k in known}) for t in self.detail.get("targets", ())
+        )
 
 
 class ArchiveConflict(BatchRejected, StateConflict):
@@ -222,6 +226,14 @@ class StoreUnavailable(ArchiveError):
     """The store could not be reached or failed mid-operation. Nothing was changed (fail closed)."""
 
     code = "store_unavailable"
+
+
+class OutboxOwned(StoreUnavailable):
+    """Another process is already the sole drainer of this database's outbox (it applies the
+    outbox to an index only it can open); a second one would split the rows between two
+    indexes and reset the first one's unflushed rows. Nothing was changed."""
+
+    code = "outbox_owned"
 
 
 class IntegrityError(ArchiveError):

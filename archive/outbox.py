@@ -25,11 +25,13 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, Literal
 
-from sqlalchemy import Connection, func, or_, select, tuple_, update
+from sqlalchemy import Connection, func, or_, select, text, tuple_, update
 
 from . import schema as t
 from .clock import utcnow
+from .errors import OutboxOwned
 from .prepared import prepared_insert
+from .store import ArchiveStore
 
 # index_status: a version stopped being current (superseded) but stays searchable `as_of` its time.
 Op = Literal["index_upsert", "index_status", "index_delete", "cache_purge"]
@@ -296,3 +298,52 @@ def backlog(conn: Connection) -> tuple[int, datetime | None]:
     if isinstance(oldest, datetime) and oldest.tzinfo is None:
         oldest = oldest.replace(tzinfo=UTC)
     return int(row[0]), oldest
+
+
+# The session-level advisory lock a sole drainer holds on PostgreSQL (cf. store._MIGRATION_LOCK).
+_SOLE_DRAINER_LOCK = 7_310_244_102
+
+
+@dataclass
+class SoleDrainer:
+    """This process's claim to be the only drainer of the outbox: on PostgreSQL a session
+    advisory lock on a connection of its own, held until `release()` or until the process
+    dies (the server drops a dead session's locks); nothing on SQLite, whose one drainer is
+    the process that opened the embedded index beside it."""
+
+    connection: Connection | None
+
+    def release(self) -> None:
+        """End the session that holds the lock (the server then drops it), rather than unlock
+        and hand the connection back to the pool: a failed unlock would leave a pooled session
+        holding it."""
+        if self.connection is not None:
+            conn, self.connection = self.connection, None
+            conn.invalidate()
+            conn.close()
+
+
+def claim_sole_drainer(store: ArchiveStore) -> SoleDrainer:
+    """Become the outbox's only drainer; OutboxOwned when another process is (on PostgreSQL,
+    the holder of the lock). A drainer that defers flushes and reclaims applied rows
+    (the indexer's group commit over an embedded index) must be the only one: a second would
+    apply rows to an index the first never sees and reset the first one's unflushed rows."""
+    if store.is_sqlite:
+        return SoleDrainer(None)
+    with store.read() as probe:  # typed errors (StoreUnavailable) if the server is unreachable
+        probe.execute(text("SELECT 1"))
+    conn = store.engine.connect()
+    try:
+        held = conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": _SOLE_DRAINER_LOCK}).scalar_one()
+        conn.commit()  # the lock is the session's, not the transaction's
+    except BaseException:
+        conn.close()
+        raise
+    if not held:
+        conn.close()
+        raise OutboxOwned(
+            "another process already applies this database's outbox to an embedded index of its "
+            "own (MNEMO_INDEX_PATH): one such process per database. Stop it, or use a Qdrant "
+            "server (MNEMO_QDRANT_URL), which several API processes and workers can share"
+        )
+    return SoleDrainer(conn)

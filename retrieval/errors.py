@@ -103,7 +103,11 @@ class IndexLocked(RetrievalError):
     def _restore(self) -> None:
         self.path: str = self.detail.get("path", "")
         holder = self.detail.get("holder")
-        self.holder = None if holder is None else LockHolder(**holder)
+        # Only the fields this version knows: an answer of a newer server may carry more.
+        known = LockHolder.__dataclass_fields__
+        self.holder = (
+            None if holder is None else LockHolder(**{k: v for k, v in holder.items() if k in known})
+        )
 
 
 class IndexUnavailable(RetrievalError):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -108,6 +109,22 @@ def _decoded(body: Mapping[str, Any]) -> bytes | None:
         return base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError):
         raise IntegrityError("the API answered a content_base64 that is not base64") from None
+
+
+def _original(body: Mapping[str, Any], sha256: str) -> bytes:
+    """An original the API served, checked here too against the hash its record names: a
+    proxy that cut the body, or a server bug, must not hand back other bytes as the original."""
+    content = _decoded(body)
+    if content is None:
+        raise IntegrityError(f"the API answered no content for original {sha256[:12]}…", sha256=sha256)
+    actual = hashlib.sha256(content).hexdigest()
+    if actual != sha256:
+        raise IntegrityError(
+            f"the original the API answered hashes to {actual[:12]}…, not {sha256[:12]}…; it is not returned",
+            sha256=sha256,
+            actual_sha256=actual,
+        )
+    return content
 
 
 def _evidence(item: EvidenceInput) -> Any:
@@ -204,7 +221,8 @@ def get_evidence(
     force at `as_of`) and, `with_content`, its hash-verified body."""
     params = _query(version=version, as_of=as_of, content=with_content)
     reply = yield read("GET", f"/v1/evidence/{segment(evidence_id)}", params=params)
-    return parsed(EvidenceRecord, reply.body["record"]), _decoded(reply.body)
+    record = parsed(EvidenceRecord, reply.body["record"])
+    return record, _original(reply.body, record.content_sha256) if with_content else None
 
 
 @operation
@@ -294,11 +312,11 @@ def recover(session_id: str, result_id: str, *, idempotency_key: str | None = No
     labelled historical (with a staleness warning for prices, stock and the like)."""
     path = _session(session_id, f"/results/{segment(result_id)}/recover")
     reply = yield keyed_write("POST", path, idempotency_key)
-    content = _decoded(reply.body)
+    original = parsed(ToolResult, reply.body["original"])
     return Recovered(
-        original=parsed(ToolResult, reply.body["original"]),
+        original=original,
         appended=parsed(ToolResult, reply.body["appended"]),
-        content=b"" if content is None else content,
+        content=_original(reply.body, original.content_sha256),
         staleness_warning=reply.body["staleness_warning"],
     )
 

@@ -144,9 +144,11 @@ class Indexer:
         self.group_commit_rows = group_commit_rows
         self.group_commit_seconds = group_commit_seconds
         self._clock = clock
-        # One drain at a time per process: on SQLite rows are read, not claimed, so two threads
-        # could apply an upsert after the delete that follows it; other processes are kept
-        # apart by the database (SQLite's write lock, PostgreSQL's SKIP LOCKED).
+        # One drain at a time per process: with one drainer rows are read, not claimed, so two
+        # threads could apply an upsert after the delete that follows it. Other processes: on
+        # SQLite the embedded index admits one opener; on PostgreSQL a process owning an
+        # embedded index holds the sole-drainer lock (outbox.claim_sole_drainer), and over a
+        # Qdrant server drainers claim rows with SKIP LOCKED.
         self._draining = threading.Lock()
         # Group commit state, under `_draining`: ids applied and marked `applied_at`, not yet
         # flushed; when the oldest of them was applied; the timer that flushes them.

@@ -34,7 +34,7 @@ from mnemo_sea.archive import (
 from mnemo_sea.archive.clock import aware, utcnow
 from mnemo_sea.archive.evidence import EvidenceBatch
 from mnemo_sea.archive.hits import HitText
-from mnemo_sea.archive.outbox import pending_ids
+from mnemo_sea.archive.outbox import SoleDrainer, claim_sole_drainer, pending_ids
 from mnemo_sea.archive.refs import ResultIndexId, memory_index_id
 from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, TokenCounter
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS, assemble
@@ -239,6 +239,7 @@ class Mnemo:
         self.indexer = Indexer(archive.store, index, cache)
         self.sync_writes = sync_writes
         self._token_counter = token_counter
+        self._sole_drainer: SoleDrainer | None = None  # see from_settings
 
     @property
     def token_counter(self) -> TokenCounter:
@@ -325,7 +326,17 @@ class Mnemo:
             archive.close()
             cache.close()
             raise
+        try:
+            # An embedded index makes this process the outbox's only drainer (the group commit
+            # relies on it): a second process with an index of its own is refused here.
+            sole = claim_sole_drainer(archive.store) if index.owned_by_this_process else None
+        except BaseException:
+            index.close()
+            archive.close()
+            cache.close()
+            raise
         mnemo = cls(archive, index, cache, sync_writes=sync_writes)
+        mnemo._sole_drainer = sole
         if index.owned_by_this_process and sync_writes:
             # The only process that can apply the outbox to this index: replay what a crash
             # left pending or applied but never flushed, as Mnemo.open does.
@@ -342,6 +353,9 @@ class Mnemo:
             self.indexer.close()
             self.index.close()
         finally:
+            if self._sole_drainer is not None:
+                self._sole_drainer.release()
+                self._sole_drainer = None
             self.archive.close()
             self.cache.close()
 

@@ -277,3 +277,15 @@ def test_the_evidence_read_searches_the_primary_key_not_the_tenant(sqlite_archiv
         plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", tuple(params)).all()
     details = " | ".join(str(row[-1]) for row in plan)
     assert "evidence_id=?" in details and "ix_evidence_blob" not in details, details
+
+
+def test_targets_of_two_kinds_with_equal_fields_never_share_an_answer(archive: Archive) -> None:
+    """An evidence record named like a session, at the version that equals a result's number:
+    read together, each pointer gets its own text (the targets' kind tag keeps their keys apart)."""
+    note_pointer = note(archive, "visit-7", "u-1", "note of visit 7")  # result r1 of session visit-7
+    evidence_pointer = evidence(archive, AGENT, "visit-7", "the record named visit-7")  # version 1
+    got = archive.read_hits(AGENT, [evidence_pointer, note_pointer])
+    assert [h.snippet if h else None for h in got] == [
+        "the record named visit-7"[: evidence_pointer.end],
+        "note of visit 7",
+    ]

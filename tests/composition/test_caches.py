@@ -404,3 +404,27 @@ def test_unreachable_redis_raises_cache_unavailable_never_a_miss(call: Any) -> N
     assert "s3cret" not in err.message and "s3cret" not in str(err.to_dict())
     assert err.detail["operation"] in err.message
     assert cache.stats() == CacheStats()  # a failure is not counted as a miss
+
+
+def test_the_cached_pointer_layout_is_the_one_its_format_names() -> None:
+    """A cached search answer holds each hit as a JSON array of Pointer's fields in order, and
+    POINTER_FORMAT is part of every search's cache key: changing the fields without a new
+    format would read old entries with the fields shifted. Change both together."""
+    from mnemo_sea.system.mnemo import POINTER_FORMAT, Pointer
+
+    assert (POINTER_FORMAT, Pointer._fields) == (
+        2,
+        (
+            "evidence_id",
+            "version",
+            "kind",
+            "source",
+            "scope",
+            "start",
+            "end",
+            "content_sha256",
+            "score",
+            "bm25_rank",
+            "dense_rank",
+        ),
+    )

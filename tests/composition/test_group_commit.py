@@ -19,6 +19,7 @@ from sqlalchemy import select
 
 from mnemo_sea.archive import ArchiveTarget, Principal, Role, Sensitivity
 from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.errors import OutboxOwned
 from mnemo_sea.archive.outbox import backlog, pending_count
 from mnemo_sea.retrieval.edge_backend import EdgeIndex
 from mnemo_sea.system.mnemo import Mnemo
@@ -157,3 +158,27 @@ def test_edge_flushes_only_when_something_was_written(tmp_path: Path) -> None:
         assert not edge.dirty
     finally:
         edge.close()
+
+
+@pytest.mark.postgres
+def test_a_second_process_with_its_own_embedded_index_is_refused(
+    pg_migrated_url: str, tmp_path: Path
+) -> None:
+    """The group commit on PostgreSQL relies on one drainer: a second deployment process with an
+    embedded index of its own (another MNEMO_INDEX_PATH, another host) would apply rows to an
+    index the first never sees and reset the first one's unflushed rows. It is refused at start,
+    and may start once the first has closed (or died: the server drops its session's lock)."""
+    first = Mnemo.from_settings(
+        MnemoSettings(database_url=pg_migrated_url, index_path=tmp_path / "one"), embedder=HashingEmbedder()
+    )
+    second = MnemoSettings(database_url=pg_migrated_url, index_path=tmp_path / "two")
+    try:
+        _archive_one(first, "s1", "held by the first")
+        with pytest.raises(OutboxOwned, match="one such process per database"):
+            Mnemo.from_settings(second, embedder=HashingEmbedder())
+        assert first.indexer.awaiting_flush == 2  # the refused opener reclaimed nothing
+        assert all(applied and not done for _, applied, done in _rows(first))
+    finally:
+        first.close()
+    with Mnemo.from_settings(second, embedder=HashingEmbedder()) as m:
+        assert m.index.owned_by_this_process

@@ -43,6 +43,7 @@ from mnemo_sea.archive import (
     Unauthenticated,
 )
 from mnemo_sea.archive.api_keys import Unauthenticated as UnauthenticatedOfApiKeys
+from mnemo_sea.archive.errors import OutboxOwned
 from mnemo_sea.cli.output import as_cli_error, exit_code_of
 from mnemo_sea.client import ApiUnreachable
 from mnemo_sea.client.errors import error_of
@@ -113,6 +114,7 @@ FACTORIES: dict[type[BaseException], Callable[[], BaseException]] = {
     ArchiveConflict: lambda: ArchiveConflict([TargetStatus("r1", "already_archived", "done")], "reload"),
     StoreUnavailable: lambda: StoreUnavailable("archive store unreachable: connection refused"),
     CacheUnavailable: lambda: CacheUnavailable("redis unreachable"),
+    OutboxOwned: lambda: OutboxOwned("another process already applies this database's outbox"),
     ApiUnreachable: lambda: ApiUnreachable(
         "http://127.0.0.1:8000", "ConnectError", sent=False, request_id="r1"
     ),
@@ -162,6 +164,7 @@ EXPECTED: dict[type[BaseException], tuple[outcomes.Category, int, int]] = {
     ArchiveConflict: CONFLICT,  # also a BatchRejected: the conflict wins
     StoreUnavailable: UNAVAILABLE,
     CacheUnavailable: UNAVAILABLE,
+    OutboxOwned: UNAVAILABLE,
     ApiUnreachable: UNAVAILABLE,  # the REST client's: the API it talks to is its store
     IntegrityError: INTEGRITY,
     StoreCorrupt: INTEGRITY,
@@ -412,3 +415,14 @@ def test_the_worker_exits_7_on_a_corrupt_archive_database(tmp_path: Path) -> Non
     proc = _cli("worker", "--embedder", "hashing", env=env)
     assert proc.returncode == 7, proc.stderr
     assert proc.stderr.startswith("error: archive database ") and "Traceback" not in proc.stderr
+
+
+def test_fields_a_newer_server_adds_to_an_answer_are_ignored_when_rebuilt() -> None:
+    """A client older than the server still rebuilds the error: detail items of a structure it
+    knows (a batch target, an index lock's holder) with fields it does not know lose only those."""
+    targets = [{"result_id": "r1", "status": "protected", "message": "stays live", "since": "v9"}]
+    batch: Any = outcomes.rebuild(BatchRejected, "batch rejected", {"targets": targets})
+    assert [(t.result_id, t.status, t.message) for t in batch.targets] == [("r1", "protected", "stays live")]
+    holder = {"pid": 7, "host": "h", "opened_at": "now", "program": "serve", "container": "c1"}
+    locked: Any = outcomes.rebuild(IndexLocked, "index locked", {"path": "/d", "holder": holder})
+    assert (locked.holder.pid, locked.holder.program) == (7, "serve")
