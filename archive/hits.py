@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
-from sqlalchemy import BindParameter, Connection, Select, bindparam, select, tuple_
+from sqlalchemy import Connection, Integer, Select, String, bindparam, column, select, tuple_, values
 
 from . import schema as t
 from .blobs import verified
-from .clock import aware
+from .clock import aware, utcnow
 from .errors import IntegrityError, InvalidInput
-from .in_force import evidence_answers_at, in_force, memory_answers_at
+from .in_force import evidence_answers_at, evidence_answers_now, in_force, memory_answers_at
 from .internal_reads import archived_notes
 from .memory import MEMORY_SENSITIVITY, fact_from_row
 from .prepared import PreparedSelect, prepared_select
@@ -148,10 +148,15 @@ def read_hits(
     wanted = [x for x in targets if x is not None]
     readable: dict[_Target, _Readable] = {}
     tenant = principal.tenant_id
-    evidence = {x for x in wanted if isinstance(x, _Evidence)}
-    notes = {x for x in wanted if isinstance(x, _Note)}
-    facts = {x for x in wanted if isinstance(x, _Fact)}
-    summaries = {x for x in wanted if isinstance(x, _Summary)}
+    # One pass sorts the targets by kind (the tag is each tuple's last field): nearly every
+    # search names evidence only.
+    by_kind: dict[str, set[Any]] = {"evidence": set(), "note": set(), "fact": set(), "summary": set()}
+    for x in wanted:
+        by_kind[x.tag].add(x)
+    evidence: set[_Evidence] = by_kind["evidence"]
+    notes: set[_Note] = by_kind["note"]
+    facts: set[_Fact] = by_kind["fact"]
+    summaries: set[_Summary] = by_kind["summary"]
     if evidence:  # nearly every hit: one prepared statement, outside a transaction
         readable.update(_read_evidence(store, tenant, principal, evidence, at, corrupt))
     if notes or facts or summaries:
@@ -203,12 +208,15 @@ class _EvidenceTimes(NamedTuple):
     """The columns of an evidence row the in-force rule reads (in_force.EvidenceTimes)."""
 
     status: str
-    recorded_at: datetime
-    ended_at: datetime | None
     valid_from: datetime | None
     valid_until: datetime | None
+    recorded_at: datetime
+    ended_at: datetime | None
 
 
+# Read by position, in this order: a named access per field is Python-level work repeated for
+# every hit of every search. The time columns come last; a search answering now stops before
+# the transaction-time ones, so it parses no timestamp it would not look at.
 _EVIDENCE_COLUMNS = (
     t.evidence.c.evidence_id,
     t.evidence.c.version,
@@ -216,48 +224,49 @@ _EVIDENCE_COLUMNS = (
     t.evidence.c.blob_sha256,
     t.evidence.c.sensitivity,
     t.evidence.c.owner,
+    t.blobs.c.content,
     t.evidence.c.status,
-    t.evidence.c.recorded_at,
-    t.evidence.c.ended_at,
     t.evidence.c.valid_from,
     t.evidence.c.valid_until,
-    t.blobs.c.content,
 )
+_AS_OF_COLUMNS = (t.evidence.c.recorded_at, t.evidence.c.ended_at)
 
 
-def _evidence_statement(slots: int) -> Select[Any]:
+def _evidence_statement(slots: int, *, as_of: bool) -> Select[Any]:
     """The read of up to `slots` evidence versions. Sizes are powers of two (`_slots`), so a
     handful of statements serve every search, each rendered once per dialect (`_prepared`);
     plain parameters (`e0`, `v0`, ...) need no per-call rendering as an expanding IN does.
-    Each version is named by its whole primary key, so SQLite looks each up in it (with a
-    row-value IN alone, or an OR of the pairs, it scanned the tenant's evidence by
-    ix_evidence_blob). Only the columns the checks and the text need are read; no record is
-    built per hit."""
-    ids: list[BindParameter[str]] = [bindparam(f"e{i}") for i in range(slots)]
-    versions: list[BindParameter[int]] = [bindparam(f"v{i}") for i in range(slots)]
-    return (
-        select(*_EVIDENCE_COLUMNS)
-        .select_from(
-            t.evidence.outerjoin(
-                t.blobs,
-                (t.blobs.c.tenant_id == t.evidence.c.tenant_id)
-                & (t.blobs.c.sha256 == t.evidence.c.blob_sha256),
-            )
-        )
-        .where(
-            t.evidence.c.tenant_id == bindparam("tenant"),
-            # The ids alone let SQLite search the primary key; the pairs pick the versions.
-            t.evidence.c.evidence_id.in_(ids),
-            tuple_(t.evidence.c.evidence_id, t.evidence.c.version).in_(
-                [tuple_(e, v) for e, v in zip(ids, versions, strict=True)]
-            ),
+    The versions wanted are a VALUES list joined to the evidence by its whole primary key: the
+    database walks the list and looks each version up, then its blob. (A row-value IN made
+    SQLite build two temporary indexes per search, one for the ids and one for the pairs, and
+    cost a third more; an OR of the pairs scanned the tenant's evidence by ix_evidence_blob.)
+    Only the columns the checks and the text need are read; no record is built per hit."""
+    wanted = (
+        values(column("evidence_id", String), column("version", Integer), name="wanted")
+        .data([(bindparam(f"e{i}", type_=String), bindparam(f"v{i}", type_=Integer)) for i in range(slots)])
+        .cte("wanted")
+    )
+    columns = _EVIDENCE_COLUMNS + _AS_OF_COLUMNS if as_of else _EVIDENCE_COLUMNS
+    return select(*columns).select_from(
+        wanted.join(
+            t.evidence,
+            (t.evidence.c.tenant_id == bindparam("tenant"))
+            & (t.evidence.c.evidence_id == wanted.c.evidence_id)
+            & (t.evidence.c.version == wanted.c.version),
+        ).outerjoin(
+            t.blobs,
+            (t.blobs.c.tenant_id == t.evidence.c.tenant_id) & (t.blobs.c.sha256 == t.evidence.c.blob_sha256),
         )
     )
 
 
-def _prepared(store: ArchiveStore, slots: int) -> PreparedSelect:
+def _prepared(store: ArchiveStore, slots: int, *, as_of: bool) -> PreparedSelect:
     """The evidence read for `slots`, rendered once per kind of database, not per store."""
-    return prepared_select(f"hits.evidence/{slots}", lambda: _evidence_statement(slots), store.engine.dialect)
+    return prepared_select(
+        f"hits.evidence/{slots}/{'as_of' if as_of else 'now'}",
+        lambda: _evidence_statement(slots, as_of=as_of),
+        store.engine.dialect,
+    )
 
 
 def _slots(n: int) -> int:
@@ -275,19 +284,22 @@ def _read_evidence(
     keys = sorted((x.evidence_id, x.version) for x in wanted)
     out: dict[_Target, _Readable] = {}
     slots = _slots(len(keys))
-    # Unused slots repeat the first version: a duplicate in an IN list matches no extra row.
-    padded = keys + [keys[0]] * (slots - len(keys))
+    # Unused slots name no version: no evidence id is empty (refs.check_evidence_id).
+    padded = keys + [("", 0)] * (slots - len(keys))
     params: dict[str, Any] = {"tenant": tenant}
     for i, (evidence_id, version) in enumerate(padded):
         params[f"e{i}"] = evidence_id
         params[f"v{i}"] = version
-    for row in store.select(_prepared(store, slots), params):
-        # Unpacked by position (the order of _EVIDENCE_COLUMNS): a named access per field is
-        # Python-level work repeated for every hit of every search.
-        evidence_id, version, locator, sha256, sensitivity, owner, *_, content = row
+    rows = store.select(_prepared(store, slots, as_of=at is not None), params)
+    now = utcnow()  # one moment for every hit of the search
+    for row in rows:
+        evidence_id, version, locator, sha256, sensitivity, owner, content = row[:7]
         if not _may_read(principal, sensitivity, (owner,)):
             continue
-        if not evidence_answers_at(_EvidenceTimes(*row[6:11]), at):
+        if at is None:
+            if not evidence_answers_now(row[7], row[8], row[9], now):
+                continue
+        elif not evidence_answers_at(_EvidenceTimes(*row[7:12]), at):
             continue
         try:
             text = verified(sha256, content).decode("utf-8")

@@ -74,10 +74,18 @@ def evidence_answers_at(version: EvidenceTimes, at: datetime | None) -> bool:
     """Whether an evidence version answers at `at`: in force and valid then. At None (now):
     the active version, if it is valid now."""
     if at is None:
-        return version.status == "active" and valid_at(version.valid_from, version.valid_until, utcnow())
+        return evidence_answers_now(version.status, version.valid_from, version.valid_until, utcnow())
     return in_force(version.recorded_at, version.ended_at, at) and valid_at(
         version.valid_from, version.valid_until, at
     )
+
+
+def evidence_answers_now(
+    status: str, valid_from: datetime | None, valid_until: datetime | None, now: datetime
+) -> bool:
+    """`evidence_answers_at(version, None)`, with the clock read once by the caller (search
+    hydration checks every hit at one moment, and needs no transaction-time columns for it)."""
+    return status == "active" and valid_at(valid_from, valid_until, now)
 
 
 def memory_answers_at(fact: MemoryTimes, ended_at: datetime | None, at: datetime | None) -> bool:

@@ -97,6 +97,9 @@ def check_identifier(field_name: str, value: object, pattern: re.Pattern[str] = 
     return value
 
 
+_ROLE_RANK = {Role.READER: 0, Role.AGENT: 1, Role.ADMIN: 2}
+
+
 @dataclass(frozen=True)
 class Principal:
     """An authenticated caller: tenant, subject (user or agent), roles and clearance."""
@@ -113,9 +116,8 @@ class Principal:
         object.__setattr__(self, "clearance", Sensitivity.parse(self.clearance))
 
     def has(self, role: Role) -> bool:
-        # admin implies agent implies reader
-        order = [Role.READER, Role.AGENT, Role.ADMIN]
-        return any(order.index(r) >= order.index(role) for r in self.roles)
+        # admin implies agent implies reader; asked several times per search, and per hit
+        return any(_ROLE_RANK[r] >= _ROLE_RANK[role] for r in self.roles)
 
     def require(self, role: Role, action: str) -> None:
         if not self.has(role):

@@ -19,8 +19,9 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
+from sqlalchemy.pool import QueuePool
 
 from .errors import ArchiveError, InvalidInput, StoreCorrupt, StoreUnavailable
 from .policy import DEFAULT_POLICY, ArchivePolicy
@@ -59,6 +61,7 @@ class ArchiveStore:
 
     def __post_init__(self) -> None:
         self._key_lock = threading.Lock()
+        self._readers = _SqliteReaders.of(self.engine)
         if self.given_receipt_key is None and self.receipt_key_path is None:
             self.given_receipt_key = ReceiptKey.ephemeral()
 
@@ -86,12 +89,14 @@ class ArchiveStore:
             yield conn
 
     def select(self, prepared: PreparedSelect, values: Mapping[str, Any]) -> list[tuple[Any, ...]]:
-        """The rows of one prepared SELECT (archive/prepared.py), on a pooled driver connection
-        and with no transaction of its own (one statement reads one snapshot). Fails as the
-        transactions do: StoreUnavailable, StoreCorrupt."""
+        """The rows of one prepared SELECT (archive/prepared.py), with no transaction of its own
+        (one statement reads one snapshot): on this thread's reader connection for a SQLite
+        file (`_SqliteReaders`), else on a pooled driver connection. Fails as the transactions
+        do: StoreUnavailable, StoreCorrupt."""
         dbapi = self.engine.dialect.loaded_dbapi
+        readers = self._readers
         try:
-            conn = self.engine.raw_connection()
+            conn = self.engine.raw_connection() if readers is None else readers.connection()
         except (sa_exc.SQLAlchemyError, dbapi.Error) as e:
             # The pool hands out the driver's own connect error unwrapped (Engine.connect wraps it).
             error = (
@@ -111,6 +116,8 @@ class ArchiveStore:
             finally:
                 cursor.close()
         except dbapi.Error as e:
+            if readers is not None:
+                readers.discard()  # the next read opens a fresh connection
             # Wrapped as SQLAlchemy wraps a driver's error, so one mapping (_typed) decides.
             wrapped = sa_exc.DBAPIError.instance(prepared.sql, parameters, e, dbapi.Error)
             typed = self._typed(wrapped)
@@ -118,7 +125,8 @@ class ArchiveStore:
                 raise wrapped from e
             raise typed from e
         finally:
-            conn.close()  # back to the pool, which rolls back whatever the driver began
+            if readers is None:
+                conn.close()  # back to the pool, which rolls back whatever the driver began
         return prepared.processed(rows)
 
     @contextmanager
@@ -199,7 +207,93 @@ class ArchiveStore:
             raise StoreUnavailable(f"archive store failed while reclaiming space: {_reason(e)}") from e
 
     def dispose(self) -> None:
+        if self._readers is not None:
+            self._readers.close_all()
         self.engine.dispose()
+
+
+class _Registry:
+    """The reader connections open, to close them all; apart from `_SqliteReaders` so that a
+    connection's finalizer holds no reference to the readers themselves (they, and the thread
+    locals they keep, can then be collected with their store)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.open: dict[int, Any] = {}
+
+    def forget(self, key: int, conn: Any) -> None:
+        with self.lock:
+            self.open.pop(key, None)
+        with suppress(Exception):  # closing a connection that failed may fail again
+            conn.close()
+
+
+class _Held:
+    """A reader connection as one thread holds it: closed once nothing holds it any more (its
+    thread ended, or its store was collected), or by `close_all`."""
+
+    def __init__(self, registry: _Registry, conn: Any, epoch: int) -> None:
+        self.conn = conn
+        self.epoch = epoch
+        weakref.finalize(self, registry.forget, id(self), conn)
+
+
+class _SqliteReaders:
+    """One SQLite connection per thread for the single SELECTs of `ArchiveStore.select`.
+
+    Search hydration runs one such statement on every search, and checking a connection out of
+    SQLAlchemy's pool and back in (its queue, events and reset) cost half as much again as
+    the statement itself, more than anything else the search adds to the engine call. A
+    thread keeps its own connection instead: opened by the engine (its connect event sets the
+    pragmas) and detached from the pool, in autocommit mode, so it holds no read transaction
+    between statements and never stands in the way of a checkpoint. Only for a SQLite file:
+    an in-memory database is one connection's own, and PostgreSQL connections are counted
+    by the server, so those stay pooled. A connection that failed is dropped and reopened.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._local = threading.local()
+        self._registry = _Registry()
+        self._epoch = 0
+
+    @classmethod
+    def of(cls, engine: Engine) -> _SqliteReaders | None:
+        database = engine.url.database
+        if engine.dialect.name != "sqlite" or not isinstance(engine.pool, QueuePool):
+            return None  # SingletonThreadPool and StaticPool: an in-memory or shared database
+        if not database or database == ":memory:" or database.startswith("file:"):
+            return None
+        return cls(engine)
+
+    def connection(self) -> Any:
+        held: _Held | None = getattr(self._local, "held", None)
+        if held is not None and held.epoch == self._epoch:
+            return held.conn
+        fairy = self._engine.raw_connection()
+        conn = fairy.driver_connection
+        fairy.detach()  # ours from now on: the pool opens another for itself when it needs one
+        held = _Held(self._registry, conn, self._epoch)
+        with self._registry.lock:
+            self._registry.open[id(held)] = conn
+        self._local.held = held
+        return conn
+
+    def discard(self) -> None:
+        """Close this thread's connection (it failed); its next read opens a new one."""
+        held: _Held | None = getattr(self._local, "held", None)
+        self._local.held = None
+        if held is not None:
+            self._registry.forget(id(held), held.conn)
+
+    def close_all(self) -> None:
+        """Close every reader; each thread opens a new one on its next read."""
+        with self._registry.lock:
+            self._epoch += 1
+            conns, self._registry.open = list(self._registry.open.values()), {}
+        for conn in conns:
+            with suppress(Exception):
+                conn.close()
 
 
 def _reason(e: BaseException) -> str:

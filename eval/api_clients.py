@@ -104,6 +104,25 @@ def sample_query(rng: random.Random) -> str:
     return " ".join(rng.sample(_WORDS, 2))
 
 
+# How a load's searches are drawn. `repeating`: two words of the vocabulary, so one agent soon
+# asks what it asked before and most searches are answered from the result cache; `unique`:
+# the same and a word no other search of the run has, so every search misses the cache and
+# runs the engine and hydration (what a search costs when its question is new).
+QUERY_KINDS = ("repeating", "unique")
+
+
+def searches_report(answered: int, from_cache: int) -> dict[str, Any]:
+    """How many searches were answered, and how many of them from the result cache."""
+    share = None if answered == 0 else round(from_cache / answered, 3)
+    return {"answered": answered, "from_cache": from_cache, "from_cache_share": share}
+
+
+def search_query(rng: random.Random, kind: str, tag: str) -> str:
+    """A query of `kind` (QUERY_KINDS); `tag` names this search apart from every other."""
+    query = sample_query(rng)
+    return query if kind == "repeating" else f"{query} {tag}"
+
+
 def _problem_detail(response: httpx.Response) -> str:
     try:
         body = response.json()
@@ -127,8 +146,12 @@ class AgentClient:
         timeout_s: float,
         mix: Mapping[str, float] = DEFAULT_MIX,
         max_bytes: int = 4096,
+        queries: str = "repeating",
     ) -> None:
         self.session_id = session_id
+        self.queries = queries
+        self.searches_answered = 0
+        self.searches_from_cache = 0  # answered 200 with `cached: true`
         self.api_key = api_key
         self.rng = random.Random(seed)
         self.mix = [(op, mix.get(op, 0.0)) for op in OPERATIONS]
@@ -200,7 +223,11 @@ class AgentClient:
     # ---- the operations ---------------------------------------------------------------------------
 
     def search(self) -> None:
-        self._call("search", "/v1/search", {"query": sample_query(self.rng), "limit": 10})
+        query = search_query(self.rng, self.queries, f"q-{self.session_id}-{len(self.calls)}")
+        _, answer = self._call("search", "/v1/search", {"query": query, "limit": 10})
+        if answer is not None:
+            self.searches_answered += 1
+            self.searches_from_cache += bool(answer.get("cached"))
 
     def record(self) -> None:
         seq = len(self.sent)

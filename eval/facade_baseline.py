@@ -12,13 +12,22 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 from mnemo_sea.archive.api_keys import authenticate
 from mnemo_sea.system.mnemo import Mnemo
 
-from .api_clients import OPERATIONS, Call, latency_summary, sample_query, sample_text
+from .api_clients import (
+    OPERATIONS,
+    Call,
+    latency_summary,
+    sample_query,
+    sample_text,
+    search_query,
+    searches_report,
+)
 
 
 def run_facade(
@@ -30,6 +39,7 @@ def run_facade(
     duration_s: float,
     seed: int,
     max_bytes: int = 4096,
+    queries: str = "repeating",
 ) -> dict[str, Any]:
     """One in-process agent for `duration_s`: p50/p95/p99 and throughput per operation."""
     principal = authenticate(mnemo.archive.store, api_key)
@@ -38,9 +48,12 @@ def run_facade(
     live: list[str] = []
     archived: list[str] = []
     calls: list[Call] = []
+    cached: Counter[bool] = Counter()
 
     def search() -> None:
-        mnemo.search(principal, sample_query(rng), limit=10).raise_for_status()
+        query = search_query(rng, queries, f"q-{session_id}-{len(calls)}")
+        found = mnemo.search(principal, query, limit=10).raise_for_status()
+        cached[found.cached] += 1
 
     def record() -> None:
         text = sample_text(rng, rng.randint(128, max_bytes), head=f"{session_id}#{len(calls)}")
@@ -72,6 +85,7 @@ def run_facade(
     return {
         "duration_s": round(elapsed, 2),
         "operations": {op: s for op, s in latency_summary(calls, elapsed).items() if s["count"]},
+        "searches": searches_report(cached[True] + cached[False], cached[True]),
     }
 
 

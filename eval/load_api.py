@@ -34,7 +34,16 @@ import httpx
 from mnemo_sea.archive import EvidenceInput
 from mnemo_sea.archive.api_keys import authenticate
 
-from .api_clients import DEFAULT_MIX, AgentClient, Fleet, latency_summary, seed_evidence, seed_items
+from .api_clients import (
+    DEFAULT_MIX,
+    QUERY_KINDS,
+    AgentClient,
+    Fleet,
+    latency_summary,
+    searches_report,
+    seed_evidence,
+    seed_items,
+)
 from .api_stack import (
     BENCH_RECEIPT_KEY,
     ApiServer,
@@ -92,6 +101,7 @@ def _facade_baseline(
     mix: dict[str, float],
     duration_s: float,
     seed: int,
+    queries: str,
 ) -> dict[str, Any]:
     """The same workload in this process on `Mnemo`, on a fresh stack like the API's: a scratch
     database, Redis prefix and index of its own, seeded with the same records. (Reopening the
@@ -126,7 +136,9 @@ def _facade_baseline(
                 mnemo.ingest(principal, items[start : start + 50])
             load = os.getloadavg()[0]
             cpu_before = time.process_time()
-            report = run_facade(mnemo, key, "facade-0", mix=mix, duration_s=duration_s, seed=seed)
+            report = run_facade(
+                mnemo, key, "facade-0", mix=mix, duration_s=duration_s, seed=seed, queries=queries
+            )
             calls = sum(op["count"] for op in report["operations"].values())
             report["cpu_ms_per_call"] = _per_request_ms(time.process_time() - cpu_before, calls)
             report["load_avg_1m_at_start"] = round(load, 2)
@@ -161,10 +173,13 @@ def run(
     request_timeout_s: float = 30.0,
     hard_timeout_s: float | None = None,
     seed: int = 7,
+    queries: str = "repeating",
 ) -> dict[str, Any]:
     """Run the load and the audit; returns a JSON-able report (`ok` says whether it passed).
 
-    `mix` is `mixed` (search, record, archive, recover) or `search` (searches only). With
+    `mix` is `mixed` (search, record, archive, recover) or `search` (searches only);
+    `queries` is `repeating` or `unique` (api_clients.QUERY_KINDS: whether searches can be
+    answered from the result cache; the report counts those that were). With
     `baseline_s` > 0 the same workload then runs for that long in this process on `Mnemo`
     itself, over the same stores, after the API process stopped (`baseline`).
 
@@ -173,6 +188,8 @@ def run(
     """
     if mix not in MIXES:
         raise ValueError(f"mix must be one of {', '.join(MIXES)}, got {mix!r}")
+    if queries not in QUERY_KINDS:
+        raise ValueError(f"queries must be one of {', '.join(QUERY_KINDS)}, got {queries!r}")
     weights = MIXES[mix]
     for what, url, problem in (
         ("PostgreSQL", pg_admin_url, postgres_problem(pg_admin_url)),
@@ -213,6 +230,7 @@ def run(
                             seed=seed * 1000 + i,
                             timeout_s=request_timeout_s,
                             mix=weights,
+                            queries=queries,
                         )
                         for i, key in enumerate(keys)
                     ]
@@ -253,6 +271,7 @@ def run(
             mix=weights,
             duration_s=baseline_s,
             seed=seed,
+            queries=queries,
         )
         if baseline_s > 0 and not watchdog.expired
         else None
@@ -269,6 +288,7 @@ def run(
             "embedder": embedder,
             "mix": mix,
             "mix_weights": weights,
+            "queries": queries,
             "seed_docs": seed_docs,
             "sync_writes": True,
             "index": INDEXES[index],
@@ -282,6 +302,9 @@ def run(
         "startup_s": round(startup_s, 2),
         "elapsed_s": round(elapsed, 2),
         "operations": operations,
+        "searches": searches_report(
+            sum(c.searches_answered for c in fleet.clients), sum(c.searches_from_cache for c in fleet.clients)
+        ),
         "total": {
             "count": count,
             "ok": count - errors,

@@ -48,6 +48,14 @@ def bench_api(
         Literal["mixed", "search"],
         typer.Option(help="mixed: search, record, archive and recover; search: searches only"),
     ] = "mixed",
+    queries: Annotated[
+        Literal["repeating", "unique"],
+        typer.Option(
+            help="repeating: two words of a small vocabulary, so most searches are answered from "
+            "the result cache (the report counts them); unique: each search also has a word of "
+            "its own, so every one runs the engine"
+        ),
+    ] = "repeating",
     baseline: Annotated[
         float,
         typer.Option(
@@ -102,9 +110,11 @@ def bench_api(
             seed_docs=seed_docs,
             index=index,
             hard_timeout_s=timeout,
+            queries=queries,
         )
     except (StackError, httpx.HTTPError) as e:
         _setup_failed(e)
+    searches = report["searches"]
     lines = [
         f"{op:8} n={s['count']:<6} errors={s['errors']:<4} p50={s['p50_ms']}ms p95={s['p95_ms']}ms "
         f"p99={s['p99_ms']}ms {s['throughput_per_s']}/s"
@@ -113,6 +123,9 @@ def bench_api(
     ]
     writes = report["writes"]
     cpu = report["cpu"]
+    if searches["answered"]:
+        cached, answered = searches["from_cache"], searches["answered"]
+        lines.append(f"searches answered from the result cache: {cached}/{answered}")
     lines.append(
         f"cpu per request: API process {cpu['server_ms_per_request']} ms, "
         f"load generator {cpu['load_generator_ms_per_request']} ms"

@@ -49,7 +49,6 @@ Redis must not evict generation keys: run it with `noeviction` or a `volatile-*`
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import threading
 import time
@@ -59,6 +58,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 from urllib.parse import quote, urlsplit, urlunsplit
 
+import orjson
 import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
@@ -148,7 +148,7 @@ def search_query_key(parts: Mapping[str, Any]) -> str:
     `as_of`, the limit. Two principals of one tenant with different clearances must not share
     a key, or one would be served results filtered for the other.
     """
-    return hashlib.sha256(_dump_json("parts", parts, canonical=True).encode("utf-8")).hexdigest()
+    return hashlib.sha256(_dump_json("parts", parts, canonical=True)).hexdigest()
 
 
 def _check_tenant(tenant: object) -> str:
@@ -177,21 +177,31 @@ def _check_ttl(name: str, ttl: float | None) -> float | None:
     return ttl
 
 
-def _dump_json(field: str, value: Mapping[str, Any], *, canonical: bool = False) -> str:
-    """`value` as compact JSON; `canonical` sorts the keys, which only a key needs (it doubles
-    the cost of encoding, and a cached answer is encoded on every search that misses)."""
+def _dump_json(field: str, value: Mapping[str, Any], *, canonical: bool = False) -> bytes:
+    """`value` as compact UTF-8 JSON; `canonical` sorts the keys (only a key needs it).
+
+    Encoded by orjson: a missed search encodes its answer for the cache, and the standard
+    library's encoder took several times as long. orjson writes NaN and the infinities as
+    null, where the standard library could refuse them; the values cached here are the
+    facade's own (a search's pointers, whose scores are finite), so a non-finite float reads
+    back as None rather than costing every put a walk through the value to find one."""
     if not isinstance(value, Mapping):
         raise InvalidInput(field, f"must be a JSON-able dict, got {type(value).__name__}")
     try:
-        return json.dumps(
-            value, ensure_ascii=False, sort_keys=canonical, allow_nan=False, separators=(",", ":")
-        )
-    except (TypeError, ValueError) as e:
+        return orjson.dumps(value, default=_as_array, option=orjson.OPT_SORT_KEYS if canonical else 0)
+    except TypeError as e:  # orjson.JSONEncodeError is a TypeError
         raise InvalidInput(field, f"is not JSON-able: {e}") from None
 
 
+def _as_array(value: object) -> tuple[Any, ...]:
+    """What orjson does not encode by itself: a tuple subclass (a NamedTuple) is an array."""
+    if isinstance(value, tuple):
+        return tuple(value)
+    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+
+
 def _load_json(text: str | bytes) -> dict[str, Any]:
-    value = json.loads(text)
+    value = orjson.loads(text)
     assert isinstance(value, dict)
     return value
 
@@ -201,7 +211,7 @@ def _load_json(text: str | bytes) -> dict[str, Any]:
 
 @dataclass
 class _Entry:
-    value: str
+    value: bytes  # the JSON encoding
     expires_at: float | None
 
 

@@ -93,6 +93,15 @@ def settings_receipt_key(settings: MnemoSettings) -> ReceiptKey | None:
 POINTER_FORMAT = 2  # the layout of a cached Pointer; 1 was a JSON object per hit
 
 
+@functools.lru_cache(maxsize=4096)
+def _access_scope(principal: Principal) -> AccessScope:
+    """The index's pre-filters for `principal`: its tenant and clearance, and its own records
+    only unless it acts for any owner. Kept per principal (both are immutable): validating the
+    scope anew cost every search as much as its own cache lookup."""
+    owners = None if principal.has(Role.AGENT) else frozenset({principal.subject})
+    return AccessScope(principal.tenant_id, clearance=int(principal.clearance), owners=owners)
+
+
 class Pointer(NamedTuple):
     """What the index answered for one hit, without text: cacheable, hydrated on every use.
 
@@ -488,9 +497,8 @@ class Mnemo:
         """
         principal.require(Role.READER, "searching")
         when = aware("as_of", as_of)
-        owners = None if principal.has(Role.AGENT) else frozenset({principal.subject})
         try:
-            scope = AccessScope(principal.tenant_id, clearance=int(principal.clearance), owners=owners)
+            scope = _access_scope(principal)
             request = SearchQuery(
                 query,
                 limit=limit,

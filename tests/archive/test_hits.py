@@ -264,19 +264,20 @@ def sqlite_archive(tmp_path: Path) -> Iterator[Archive]:
 
 
 def test_the_evidence_read_searches_the_primary_key_not_the_tenant(sqlite_archive: Archive) -> None:
-    # With only the (id, version) row-value IN, SQLite picked ix_evidence_blob by tenant and
+    # With only an (id, version) row-value IN, SQLite picked ix_evidence_blob by tenant and
     # scanned the tenant's whole evidence table on every search (a cost growing with the
-    # archive, not with the hits). The plan of the statement the read runs must look records
-    # up by (tenant, id).
+    # archive, not with the hits). The plan of the statement the read runs must look each
+    # version up by its whole primary key, and build no temporary index for a list of ids.
     archive = sqlite_archive
     pointers = [evidence(archive, AGENT, f"doc:{n}", f"text {n}") for n in range(3)]
     with statements_of(archive.store) as seen:
         assert all(x is not None for x in archive.read_hits(AGENT, pointers, None))
-    [(sql, params)] = [(s.sql, s.parameters) for s in seen if "FROM evidence" in s.sql]
+    [(sql, params)] = [(s.sql, s.parameters) for s in seen if "JOIN evidence" in s.sql]
     with archive.store.read() as conn:
         plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", tuple(params)).all()
     details = " | ".join(str(row[-1]) for row in plan)
-    assert "evidence_id=?" in details and "ix_evidence_blob" not in details, details
+    assert "evidence_id=? AND version=?" in details, details
+    assert "ix_evidence_blob" not in details and "LIST SUBQUERY" not in details, details
 
 
 def test_targets_of_two_kinds_with_equal_fields_never_share_an_answer(archive: Archive) -> None:

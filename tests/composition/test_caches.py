@@ -12,7 +12,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 import redis
@@ -113,7 +113,8 @@ def test_values_round_trip_as_fresh_copies(cache: Cache) -> None:
     ("value", "problem"),
     [
         ({"x": object()}, "not JSON-able"),
-        ({"x": float("nan")}, "not JSON-able"),
+        ({"x": {1: "an int key"}}, "not JSON-able"),
+        ({"x": 2**64}, "not JSON-able"),
         (["not", "a", "dict"], "JSON-able dict"),
     ],
 )
@@ -121,6 +122,19 @@ def test_non_json_values_are_refused(cache: Cache, value: Any, problem: str) -> 
     with pytest.raises(InvalidInput, match=problem):
         cache.put_search("clinic-a", 0, "q", value)
     assert cache.get_search("clinic-a", 0, "q") is None
+
+
+def test_tuples_read_back_as_arrays_and_non_finite_floats_as_none(cache: Cache) -> None:
+    """The encoding's two liberties (caches._dump_json): a NamedTuple, such as the facade's
+    cached Pointer, is an array; NaN and the infinities are null (orjson), never refused."""
+
+    class Pair(NamedTuple):
+        a: int
+        b: float
+
+    value = {"pairs": [Pair(1, 0.5), (2, float("nan"))], "inf": float("inf")}
+    assert cache.put_search("clinic-a", 0, "q", value) is True
+    assert cache.get_search("clinic-a", 0, "q") == {"pairs": [[1, 0.5], [2, None]], "inf": None}
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -21,17 +22,22 @@ from mnemo_sea.eval.api_stack import ApiServer, mint_keys, scratch_database, scr
 from mnemo_sea.eval.write_audit import audit
 
 
-def test_a_short_load_run_has_no_error_and_loses_no_write(shared_stores: tuple[str, str]) -> None:
-    pg_admin_url, redis_url = shared_stores
+def bench_api(stores: tuple[str, str], *args: str) -> dict[str, Any]:
+    """`mnemo-sea bench api ARGS --json` on the shared stores; its report, once it passed."""
+    pg_admin_url, redis_url = stores
     app = typer.Typer()
     bench = typer.Typer()
     app.add_typer(bench, name="bench")
     register(bench)
-    args = ["bench", "api", "--clients", "4", "--duration", "4", "--seed-docs", "20", "--timeout", "120"]
-    args += ["--pg-admin-url", pg_admin_url, "--redis-url", redis_url, "--json"]
-    result = CliRunner().invoke(app, args)
+    every = ["bench", "api", *args, "--timeout", "120", "--pg-admin-url", pg_admin_url]
+    result = CliRunner().invoke(app, [*every, "--redis-url", redis_url, "--json"])
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    report: dict[str, Any] = json.loads(result.output)
+    return report
+
+
+def test_a_short_load_run_has_no_error_and_loses_no_write(shared_stores: tuple[str, str]) -> None:
+    report = bench_api(shared_stores, "--clients", "4", "--duration", "4", "--seed-docs", "20")
     assert report["ok"] and report["errors_total"] == 0, report["error_samples"]
     assert all(report["operations"][op]["ok"] > 0 for op in ("search", "record", "archive", "recover"))
     writes = report["writes"]
@@ -84,3 +90,35 @@ def test_the_audit_reports_lost_mismatched_and_unacknowledged_writes(server: tup
     assert [f.split(":")[0] for f in found.findings["mismatched"]] == ["audited/r3"]
     assert [f.split(":")[0] for f in found.findings["written_despite_503"]] == [f"audited/{second.result_id}"]
     assert first.result_id is not None and not found.clean
+
+
+def test_searches_answered_from_the_cache_are_counted_and_unique_queries_miss_it(
+    server: tuple[ApiServer, str],
+) -> None:
+    """`--queries repeating` lets an agent ask what it asked before (a cached answer, counted);
+    `--queries unique` gives every search a word of its own, so none is answered from the cache."""
+    api, key = server
+    for kind, from_cache in (("repeating", 1), ("unique", 0)):
+        client = AgentClient(api.base_url, key, f"searches-{kind}", seed=3, timeout_s=30, queries=kind)
+        try:
+            for _ in range(2):
+                client.rng.seed(3)  # the same draw twice: one question asked again
+                client.search()
+        finally:
+            client.close()
+        assert [c.status for c in client.calls] == [200, 200]
+        assert (client.searches_answered, client.searches_from_cache) == (2, from_cache), kind
+
+
+def test_a_short_run_of_unique_searches_reports_none_from_the_cache(shared_stores: tuple[str, str]) -> None:
+    report = bench_api(
+        shared_stores,
+        *("--clients", "2", "--duration", "2", "--baseline", "1", "--seed-docs", "20"),
+        *("--mix", "search", "--queries", "unique"),
+    )
+    assert report["config"]["queries"] == "unique"
+    searches = report["searches"]
+    assert searches["answered"] == report["operations"]["search"]["ok"] > 0
+    assert searches["from_cache"] == 0 and searches["from_cache_share"] == 0.0
+    baseline = report["baseline"]["searches"]
+    assert baseline["answered"] > 0 and baseline["from_cache"] == 0
