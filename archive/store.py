@@ -108,13 +108,21 @@ class ArchiveStore:
                 f"archive store unreachable: {_reason(error)}"
             ) from e
         parameters = prepared.parameters(values)
+        # A pooled PostgreSQL connection runs the statement in autocommit: in a transaction the
+        # driver would send a BEGIN first and the pool a ROLLBACK on return, two more round
+        # trips than the statement's own. (SQLite connections are in autocommit already.)
+        driver = None if self.is_sqlite else conn.driver_connection
         try:
+            if driver is not None:
+                driver.autocommit = True
             cursor = conn.cursor()
             try:
                 cursor.execute(prepared.sql, parameters)
                 rows = cursor.fetchall()
             finally:
                 cursor.close()
+                if driver is not None:
+                    driver.autocommit = False  # as SQLAlchemy's transactions expect it
         except dbapi.Error as e:
             if readers is not None:
                 readers.discard()  # the next read opens a fresh connection
