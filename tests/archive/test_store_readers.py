@@ -136,3 +136,41 @@ def test_an_in_memory_archive_reads_through_the_pool() -> None:
         assert read(archive, [pointer(archive, "doc-1", "text 1")]) == ["text 1"]
     finally:
         archive.close()
+
+
+@pytest.mark.postgres
+def test_a_postgresql_read_leaves_its_pooled_connection_as_transactions_expect_it(
+    pg_migrated_url: str,
+) -> None:
+    """The single SELECT runs in autocommit (no BEGIN before it, no ROLLBACK after it); the
+    connection goes back to the pool out of autocommit, idle, and the next write transaction
+    is all or nothing as ever."""
+    import psycopg
+    from sqlalchemy import func, select
+
+    from mnemo_sea.archive import schema as t
+
+    archive = Archive.open(pg_migrated_url)
+    try:
+        store = archive.store
+        assert store._readers is None  # PostgreSQL connections stay pooled
+        pointers = [pointer(archive, "doc-1", "text 1")]
+        pool = store.engine.pool
+        for _ in range(3):
+            assert read(archive, pointers) == ["text 1"]
+        fairy = store.engine.raw_connection()
+        try:
+            driver = fairy.driver_connection
+            assert driver.autocommit is False
+            assert driver.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        finally:
+            fairy.close()
+        with pytest.raises(RuntimeError), store.write() as conn:
+            conn.execute(t.evidence.update().values(locator="changed"))
+            raise RuntimeError("abort after an update")
+        with store.read() as conn:
+            assert conn.execute(select(t.evidence.c.locator)).scalars().all() != ["changed"]
+            assert conn.execute(select(func.count()).select_from(t.evidence)).scalar_one() == 1
+        assert pool.checkedout() == 0
+    finally:
+        archive.close()
