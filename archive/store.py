@@ -16,6 +16,7 @@ transaction is rolled back, so nothing is half-written.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -122,7 +123,7 @@ class ArchiveStore:
             finally:
                 cursor.close()
                 if driver is not None:
-                    driver.autocommit = False  # as SQLAlchemy's transactions expect it
+                    _leave_autocommit(conn, driver)
         except dbapi.Error as e:
             if readers is not None:
                 readers.discard()  # the next read opens a fresh connection
@@ -220,6 +221,17 @@ class ArchiveStore:
         self.engine.dispose()
 
 
+def _leave_autocommit(conn: Any, driver: Any) -> None:
+    """Out of autocommit, as SQLAlchemy's transactions expect a pooled connection. A connection
+    that broke cannot be switched (psycopg refuses it when the state is unknown): it is
+    invalidated, so the pool discards it, and the statement's own error is the one raised."""
+    with suppress(Exception):  # any refusal: the connection is not reused
+        if not driver.closed:
+            driver.autocommit = False
+            return
+    conn.invalidate()
+
+
 class _Registry:
     """The reader connections open, to close them all; apart from `_SqliteReaders` so that a
     connection's finalizer holds no reference to the readers themselves (they, and the thread
@@ -227,7 +239,7 @@ class _Registry:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.open: dict[int, Any] = {}
+        self.open: dict[int, tuple[int, Any]] = {}  # id of its _Held -> (pid that opened it, conn)
 
     def forget(self, key: int, conn: Any) -> None:
         with self.lock:
@@ -243,7 +255,13 @@ class _Held:
     def __init__(self, registry: _Registry, conn: Any, epoch: int) -> None:
         self.conn = conn
         self.epoch = epoch
-        weakref.finalize(self, registry.forget, id(self), conn)
+        self.pid = os.getpid()
+        self._finalizer = weakref.finalize(self, registry.forget, id(self), conn)
+
+    def abandon(self) -> None:
+        """Never close it here: a connection inherited through fork() is the parent's, and
+        SQLite allows no use of it in the child, closing included."""
+        self._finalizer.detach()
 
 
 class _SqliteReaders:
@@ -276,14 +294,16 @@ class _SqliteReaders:
 
     def connection(self) -> Any:
         held: _Held | None = getattr(self._local, "held", None)
-        if held is not None and held.epoch == self._epoch:
+        if held is not None and held.epoch == self._epoch and held.pid == os.getpid():
             return held.conn
+        if held is not None and held.pid != os.getpid():
+            held.abandon()
         fairy = self._engine.raw_connection()
         conn = fairy.driver_connection
         fairy.detach()  # ours from now on: the pool opens another for itself when it needs one
         held = _Held(self._registry, conn, self._epoch)
         with self._registry.lock:
-            self._registry.open[id(held)] = conn
+            self._registry.open[id(held)] = (held.pid, conn)
         self._local.held = held
         return conn
 
@@ -291,17 +311,20 @@ class _SqliteReaders:
         """Close this thread's connection (it failed); its next read opens a new one."""
         held: _Held | None = getattr(self._local, "held", None)
         self._local.held = None
-        if held is not None:
+        if held is not None and held.pid == os.getpid():
             self._registry.forget(id(held), held.conn)
 
     def close_all(self) -> None:
-        """Close every reader; each thread opens a new one on its next read."""
+        """Close every reader this process opened; a thread reading afterwards opens a new one
+        (the store stays usable after `dispose`, as SQLAlchemy's engine does)."""
+        pid = os.getpid()
         with self._registry.lock:
             self._epoch += 1
-            conns, self._registry.open = list(self._registry.open.values()), {}
-        for conn in conns:
-            with suppress(Exception):
-                conn.close()
+            opened, self._registry.open = list(self._registry.open.values()), {}
+        for opener, conn in opened:
+            if opener == pid:  # a parent's connection, inherited through fork(), is left alone
+                with suppress(Exception):
+                    conn.close()
 
 
 def _reason(e: BaseException) -> str:

@@ -26,9 +26,12 @@ Use (the facade's search, then the outbox drainer's cache_purge row):
 The guarantee starts when `bump_generation` returns; the facade should apply the purge right
 after the deletion commits, before it hands back the receipt.
 
-Values: a search result is a JSON-able dict (str keys; str, int, float, bool, None, lists and
-dicts); both implementations store it as canonical JSON and return a fresh copy, so a caller
-can never mutate a cached value and both implementations accept exactly the same values.
+Values: a search result is a JSON-able dict (str keys; str, int, float, bool, None, lists,
+tuples and dicts); both implementations store it as JSON (orjson) and return a fresh copy, so
+a caller can never mutate a cached value and both implementations accept exactly the same
+values. Read back, a tuple is a list and a non-finite float is None; what orjson encodes
+beyond JSON's own types (datetimes, UUIDs, dataclasses, enums) comes back as strings and
+dicts, so the facade caches only JSON's own types (its pointers are tuples of them).
 
 Failure semantics (fail closed). Every operation that cannot reach its store raises
 `CacheUnavailable`; nothing is ever reported as a miss or as done when it was not. That
@@ -49,6 +52,7 @@ Redis must not evict generation keys: run it with `noeviction` or a `volatile-*`
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import threading
 import time
@@ -178,19 +182,32 @@ def _check_ttl(name: str, ttl: float | None) -> float | None:
 
 
 def _dump_json(field: str, value: Mapping[str, Any], *, canonical: bool = False) -> bytes:
-    """`value` as compact UTF-8 JSON; `canonical` sorts the keys (only a key needs it).
+    """`value` as compact UTF-8 JSON; `canonical` sorts the keys (a key: `search_query_key`).
 
     Encoded by orjson: a missed search encodes its answer for the cache, and the standard
     library's encoder took several times as long. orjson writes NaN and the infinities as
-    null, where the standard library could refuse them; the values cached here are the
-    facade's own (a search's pointers, whose scores are finite), so a non-finite float reads
-    back as None rather than costing every put a walk through the value to find one."""
+    null, where the standard library could refuse them. A key refuses them (None and NaN
+    must not name one entry; its parts are few, so the walk is cheap). A cached value is the
+    facade's own (a search's pointers, whose scores are finite): a non-finite float reads back
+    as None rather than costing every put a walk through the value."""
     if not isinstance(value, Mapping):
         raise InvalidInput(field, f"must be a JSON-able dict, got {type(value).__name__}")
+    if canonical and _holds_non_finite(value):
+        raise InvalidInput(field, "is not JSON-able: NaN and infinities have no JSON form")
     try:
         return orjson.dumps(value, default=_as_array, option=orjson.OPT_SORT_KEYS if canonical else 0)
     except TypeError as e:  # orjson.JSONEncodeError is a TypeError
         raise InvalidInput(field, f"is not JSON-able: {e}") from None
+
+
+def _holds_non_finite(value: object) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, Mapping):
+        return any(_holds_non_finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_holds_non_finite(v) for v in value)
+    return False
 
 
 def _as_array(value: object) -> tuple[Any, ...]:

@@ -8,6 +8,7 @@ lock on the file, as every connection to a WAL database does.)"""
 from __future__ import annotations
 
 import gc
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -158,13 +159,15 @@ def test_a_postgresql_read_leaves_its_pooled_connection_as_transactions_expect_i
         pool = store.engine.pool
         for _ in range(3):
             assert read(archive, pointers) == ["text 1"]
-        fairy = store.engine.raw_connection()
+        pooled = [store.engine.raw_connection() for _ in range(pool.checkedin())]  # every one
         try:
-            driver = fairy.driver_connection
-            assert driver.autocommit is False
-            assert driver.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            for fairy in pooled:
+                driver = fairy.driver_connection
+                assert driver.autocommit is False
+                assert driver.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
         finally:
-            fairy.close()
+            for fairy in pooled:
+                fairy.close()
         with pytest.raises(RuntimeError), store.write() as conn:
             conn.execute(t.evidence.update().values(locator="changed"))
             raise RuntimeError("abort after an update")
@@ -174,3 +177,80 @@ def test_a_postgresql_read_leaves_its_pooled_connection_as_transactions_expect_i
         assert pool.checkedout() == 0
     finally:
         archive.close()
+
+
+@pytest.mark.postgres
+def test_a_postgresql_connection_lost_during_a_read_is_store_unavailable(pg_migrated_url: str) -> None:
+    """The connection dies under the statement: the read fails as StoreUnavailable (not as the
+    driver's refusal to leave autocommit on a broken connection), the dead connection is not
+    reused, and the next read answers."""
+    from mnemo_sea.archive.prepared import PreparedSelect
+
+    archive = Archive.open(pg_migrated_url)
+    try:
+        pointers = [pointer(archive, "doc-1", "text 1")]
+        suicide = PreparedSelect("SELECT pg_terminate_backend(pg_backend_pid())", None, (), (None,))
+        with pytest.raises(StoreUnavailable, match="archive store"):
+            archive.store.select(suicide, {})
+        assert read(archive, pointers) == ["text 1"]
+    finally:
+        archive.close()
+
+
+def test_a_forked_child_never_touches_its_parents_reader(archive: Archive) -> None:
+    """SQLite allows no use of a connection across fork(): the child opens its own reader and
+    neither uses nor closes the parent's, which keeps answering in the parent."""
+    pointers = [pointer(archive, "doc-1", "text 1")]
+    assert read(archive, pointers) == ["text 1"]
+    mine = reader_of_this_thread(archive)
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: report, and leave without running the parent's cleanups
+        ok = False
+        try:
+            theirs = reader_of_this_thread(archive)
+            ok = theirs is not mine and read(archive, pointers) == ["text 1"]
+            archive.close()
+        finally:
+            os.write(write_end, b"ok" if ok else b"no")
+            os._exit(0)
+    os.close(write_end)
+    os.waitpid(child, 0)
+    assert os.read(read_end, 2) == b"ok"
+    os.close(read_end)
+    assert not is_closed(mine)
+    assert reader_of_this_thread(archive) is mine
+    assert read(archive, pointers) == ["text 1"]
+
+
+def test_a_connection_that_refuses_to_leave_autocommit_is_invalidated_not_raised() -> None:
+    """psycopg refuses to switch autocommit on a connection whose state is unknown (it broke
+    under the statement): the statement's own error must stay the one raised, and the pool
+    must not get that connection back for reuse."""
+    from mnemo_sea.archive.store import _leave_autocommit
+
+    class Driver:
+        closed = False
+
+        @property
+        def autocommit(self) -> bool:
+            return True
+
+        @autocommit.setter
+        def autocommit(self, value: bool) -> None:
+            raise RuntimeError("can't change 'autocommit' now: connection in transaction status UNKNOWN")
+
+    class Fairy:
+        invalidated = 0
+
+        def invalidate(self) -> None:
+            self.invalidated += 1
+
+    broken = Fairy()
+    _leave_autocommit(broken, Driver())
+    assert broken.invalidated == 1
+    closed_driver = Driver()
+    closed_driver.closed = True
+    gone = Fairy()
+    _leave_autocommit(gone, closed_driver)
+    assert gone.invalidated == 1

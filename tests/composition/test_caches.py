@@ -340,6 +340,11 @@ def test_search_query_key_is_canonical_and_separates_principals() -> None:
     assert a != c
     with pytest.raises(InvalidInput):
         search_query_key({"as_of": object()})
+    # orjson would write NaN as null: a key refuses it, so None and NaN never name one entry.
+    assert search_query_key({"x": None}) != search_query_key({"x": [None]})
+    for non_finite in (float("nan"), float("inf")):
+        with pytest.raises(InvalidInput, match="NaN and infinities"):
+            search_query_key({"x": [1, {"y": non_finite}]})
 
 
 # ---- Redis specifics ------------------------------------------------------------------------------
