@@ -16,26 +16,26 @@ transaction is rolled back, so nothing is half-written.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 import time
-import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
-from sqlalchemy.pool import QueuePool
 
 from .errors import ArchiveError, InvalidInput, StoreCorrupt, StoreUnavailable
 from .policy import DEFAULT_POLICY, ArchivePolicy
 from .prepared import PreparedSelect
+from .readers import ThreadReaders
 from .signing import ReceiptKey
+
+T = TypeVar("T")
 
 RECEIPT_KEY_FILE = "receipt.key"  # beside a SQLite archive file, unless a key is passed
 SQLITE_BUSY_TIMEOUT_MS = 15_000
@@ -62,7 +62,7 @@ class ArchiveStore:
 
     def __post_init__(self) -> None:
         self._key_lock = threading.Lock()
-        self._readers = _SqliteReaders.of(self.engine)
+        self._readers = ThreadReaders.of(self.engine)
         if self.given_receipt_key is None and self.receipt_key_path is None:
             self.given_receipt_key = ReceiptKey.ephemeral()
 
@@ -91,15 +91,47 @@ class ArchiveStore:
 
     def select(self, prepared: PreparedSelect, values: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         """The rows of one prepared SELECT (archive/prepared.py), with no transaction of its own
-        (one statement reads one snapshot): on this thread's reader connection for a SQLite
-        file (`_SqliteReaders`), else on a pooled driver connection. Fails as the transactions
-        do: StoreUnavailable, StoreCorrupt."""
-        dbapi = self.engine.dialect.loaded_dbapi
+        (one statement reads one snapshot): on this thread's reader connection
+        (archive/readers.py) where it has one, else on a pooled driver connection. A reader
+        kept from before that turns out lost (the server restarted since) is replaced and the
+        statement run once more. Fails as the transactions do: StoreUnavailable, StoreCorrupt."""
+        parameters = prepared.parameters(values)
         readers = self._readers
+        while readers is not None:
+            reader = self._connected(readers.connection)
+            if reader is None:
+                break  # this store keeps as many readers as it may: read through the pool
+            try:
+                return prepared.processed(_rows(reader.conn, prepared.sql, parameters))
+            except self.engine.dialect.loaded_dbapi.Error as e:
+                readers.discard()  # the next read opens a fresh connection
+                if reader.fresh or not self.engine.dialect.is_disconnect(e, reader.conn, None):
+                    raise self._select_failed(prepared, parameters, e) from e
+        conn = self._connected(self.engine.raw_connection)
+        # A pooled PostgreSQL connection runs the statement in autocommit: in a transaction the
+        # driver would send a BEGIN first and the pool a ROLLBACK on return, two more round
+        # trips than the statement's own. (SQLite connections are in autocommit already.)
+        driver = None if self.is_sqlite else conn.driver_connection
         try:
-            conn = self.engine.raw_connection() if readers is None else readers.connection()
+            if driver is not None:
+                driver.autocommit = True
+            try:
+                return prepared.processed(_rows(conn, prepared.sql, parameters))
+            finally:
+                if driver is not None:
+                    _leave_autocommit(conn, driver)
+        except self.engine.dialect.loaded_dbapi.Error as e:
+            raise self._select_failed(prepared, parameters, e) from e
+        finally:
+            conn.close()  # back to the pool, which rolls back whatever the driver began
+
+    def _connected(self, connect: Callable[[], T]) -> T:
+        """`connect()`, its failure typed: the pool hands out the driver's own connect error
+        unwrapped (Engine.connect wraps it)."""
+        dbapi = self.engine.dialect.loaded_dbapi
+        try:
+            return connect()
         except (sa_exc.SQLAlchemyError, dbapi.Error) as e:
-            # The pool hands out the driver's own connect error unwrapped (Engine.connect wraps it).
             error = (
                 e
                 if isinstance(e, sa_exc.SQLAlchemyError)
@@ -108,35 +140,13 @@ class ArchiveStore:
             raise self._corrupt(error) or StoreUnavailable(
                 f"archive store unreachable: {_reason(error)}"
             ) from e
-        parameters = prepared.parameters(values)
-        # A pooled PostgreSQL connection runs the statement in autocommit: in a transaction the
-        # driver would send a BEGIN first and the pool a ROLLBACK on return, two more round
-        # trips than the statement's own. (SQLite connections are in autocommit already.)
-        driver = None if self.is_sqlite else conn.driver_connection
-        try:
-            if driver is not None:
-                driver.autocommit = True
-            cursor = conn.cursor()
-            try:
-                cursor.execute(prepared.sql, parameters)
-                rows = cursor.fetchall()
-            finally:
-                cursor.close()
-                if driver is not None:
-                    _leave_autocommit(conn, driver)
-        except dbapi.Error as e:
-            if readers is not None:
-                readers.discard()  # the next read opens a fresh connection
-            # Wrapped as SQLAlchemy wraps a driver's error, so one mapping (_typed) decides.
-            wrapped = sa_exc.DBAPIError.instance(prepared.sql, parameters, e, dbapi.Error)
-            typed = self._typed(wrapped)
-            if typed is None:
-                raise wrapped from e
-            raise typed from e
-        finally:
-            if readers is None:
-                conn.close()  # back to the pool, which rolls back whatever the driver began
-        return prepared.processed(rows)
+
+    def _select_failed(self, prepared: PreparedSelect, parameters: Any, e: Exception) -> Exception:
+        """The driver's error of a SELECT, wrapped as SQLAlchemy wraps one, so that one mapping
+        (`_typed`) decides what it is."""
+        dbapi_error = self.engine.dialect.loaded_dbapi.Error
+        wrapped = sa_exc.DBAPIError.instance(prepared.sql, parameters, e, dbapi_error)
+        return self._typed(wrapped) or wrapped
 
     @contextmanager
     def _transaction(self, *, immediate: bool) -> Iterator[Connection]:
@@ -232,99 +242,13 @@ def _leave_autocommit(conn: Any, driver: Any) -> None:
     conn.invalidate()
 
 
-class _Registry:
-    """The reader connections open, to close them all; apart from `_SqliteReaders` so that a
-    connection's finalizer holds no reference to the readers themselves (they, and the thread
-    locals they keep, can then be collected with their store)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.open: dict[int, tuple[int, Any]] = {}  # id of its _Held -> (pid that opened it, conn)
-
-    def forget(self, key: int, conn: Any) -> None:
-        with self.lock:
-            self.open.pop(key, None)
-        with suppress(Exception):  # closing a connection that failed may fail again
-            conn.close()
-
-
-class _Held:
-    """A reader connection as one thread holds it: closed once nothing holds it any more (its
-    thread ended, or its store was collected), or by `close_all`."""
-
-    def __init__(self, registry: _Registry, conn: Any, epoch: int) -> None:
-        self.conn = conn
-        self.epoch = epoch
-        self.pid = os.getpid()
-        self._finalizer = weakref.finalize(self, registry.forget, id(self), conn)
-
-    def abandon(self) -> None:
-        """Never close it here: a connection inherited through fork() is the parent's, and
-        SQLite allows no use of it in the child, closing included."""
-        self._finalizer.detach()
-
-
-class _SqliteReaders:
-    """One SQLite connection per thread for the single SELECTs of `ArchiveStore.select`.
-
-    Search hydration runs one such statement on every search, and checking a connection out of
-    SQLAlchemy's pool and back in (its queue, events and reset) cost half as much again as
-    the statement itself, more than anything else the search adds to the engine call. A
-    thread keeps its own connection instead: opened by the engine (its connect event sets the
-    pragmas) and detached from the pool, in autocommit mode, so it holds no read transaction
-    between statements and never stands in the way of a checkpoint. Only for a SQLite file:
-    an in-memory database is one connection's own, and PostgreSQL connections are counted
-    by the server, so those stay pooled. A connection that failed is dropped and reopened.
-    """
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._local = threading.local()
-        self._registry = _Registry()
-        self._epoch = 0
-
-    @classmethod
-    def of(cls, engine: Engine) -> _SqliteReaders | None:
-        database = engine.url.database
-        if engine.dialect.name != "sqlite" or not isinstance(engine.pool, QueuePool):
-            return None  # SingletonThreadPool and StaticPool: an in-memory or shared database
-        if not database or database == ":memory:" or database.startswith("file:"):
-            return None
-        return cls(engine)
-
-    def connection(self) -> Any:
-        held: _Held | None = getattr(self._local, "held", None)
-        if held is not None and held.epoch == self._epoch and held.pid == os.getpid():
-            return held.conn
-        if held is not None and held.pid != os.getpid():
-            held.abandon()
-        fairy = self._engine.raw_connection()
-        conn = fairy.driver_connection
-        fairy.detach()  # ours from now on: the pool opens another for itself when it needs one
-        held = _Held(self._registry, conn, self._epoch)
-        with self._registry.lock:
-            self._registry.open[id(held)] = (held.pid, conn)
-        self._local.held = held
-        return conn
-
-    def discard(self) -> None:
-        """Close this thread's connection (it failed); its next read opens a new one."""
-        held: _Held | None = getattr(self._local, "held", None)
-        self._local.held = None
-        if held is not None and held.pid == os.getpid():
-            self._registry.forget(id(held), held.conn)
-
-    def close_all(self) -> None:
-        """Close every reader this process opened; a thread reading afterwards opens a new one
-        (the store stays usable after `dispose`, as SQLAlchemy's engine does)."""
-        pid = os.getpid()
-        with self._registry.lock:
-            self._epoch += 1
-            opened, self._registry.open = list(self._registry.open.values()), {}
-        for opener, conn in opened:
-            if opener == pid:  # a parent's connection, inherited through fork(), is left alone
-                with suppress(Exception):
-                    conn.close()
+def _rows(conn: Any, sql: str, parameters: Any) -> list[Any]:
+    cursor = conn.cursor()
+    try:
+        cursor.execute(sql, parameters)
+        return list(cursor.fetchall())
+    finally:
+        cursor.close()
 
 
 def _reason(e: BaseException) -> str:

@@ -1,9 +1,10 @@
-"""The single SELECTs of a SQLite archive run on a reader connection per thread (store.py,
-`_SqliteReaders`). What must hold is checked on the connections themselves: one per thread
-that read, closed when that thread ends, when the store is closed or collected, and one that
-failed replaced by a fresh one, the failure typed as any other. (Open files cannot tell: SQLite
-keeps a closed connection's descriptor open while another connection of the process holds a
-lock on the file, as every connection to a WAL database does.)"""
+"""The single SELECTs of an archive run on a reader connection per thread (archive/readers.py).
+What must hold is checked on the connections themselves and, for PostgreSQL, on the server's
+own list of them: one per thread that read, closed when that thread ends, when the store is
+closed or collected, at most the limit on PostgreSQL, one that failed replaced by a fresh one,
+the failure typed as any other. (Open files cannot tell: SQLite keeps a closed connection's
+descriptor open while another connection of the process holds a lock on the file, as every
+connection to a WAL database does.)"""
 
 from __future__ import annotations
 
@@ -34,7 +35,9 @@ def is_closed(conn: Any) -> bool:
 def reader_of_this_thread(archive: Archive) -> Any:
     readers = archive.store._readers
     assert readers is not None
-    return readers.connection()
+    reader = readers.connection()
+    assert reader is not None
+    return reader.conn
 
 
 @pytest.fixture
@@ -118,14 +121,25 @@ def test_a_collected_archive_leaves_no_reader_open(db_file: Path) -> None:
     assert is_closed(conn)
 
 
-def test_a_reader_that_failed_is_replaced_and_the_failure_is_typed(archive: Archive) -> None:
+def test_a_kept_reader_found_closed_is_replaced_and_the_read_answers(archive: Archive) -> None:
     pointers = [pointer(archive, "doc-1", "text 1")]
     assert read(archive, pointers) == ["text 1"]
-    readers = archive.store._readers
-    assert readers is not None
-    readers.connection().close()  # this thread's reader, broken behind the store's back
+    broken = reader_of_this_thread(archive)
+    broken.close()  # this thread's reader, closed behind the store's back
+    assert read(archive, pointers) == ["text 1"]  # read again on a fresh connection
+    assert reader_of_this_thread(archive) is not broken
+
+
+def test_a_failed_read_drops_its_reader_and_is_typed(archive: Archive) -> None:
+    from mnemo_sea.archive.prepared import PreparedSelect
+
+    pointers = [pointer(archive, "doc-1", "text 1")]
+    assert read(archive, pointers) == ["text 1"]
+    before = reader_of_this_thread(archive)
+    missing = PreparedSelect("SELECT * FROM no_such_table", None, (), (None,))
     with pytest.raises(StoreUnavailable, match="archive store"):
-        read(archive, pointers)
+        archive.store.select(missing, {})
+    assert is_closed(before)
     assert read(archive, pointers) == ["text 1"]  # a fresh connection
 
 
@@ -139,13 +153,29 @@ def test_an_in_memory_archive_reads_through_the_pool() -> None:
         archive.close()
 
 
+def server_connections(url: str) -> int:
+    """Connections the PostgreSQL server holds open to this test's database, counted by the
+    server itself (from a connection of its own, which is left out)."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    with psycopg.connect(
+        host=parsed.host, port=parsed.port, user=parsed.username, dbname=parsed.database
+    ) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+        assert row is not None
+        return int(row[0])
+
+
 @pytest.mark.postgres
-def test_a_postgresql_read_leaves_its_pooled_connection_as_transactions_expect_it(
-    pg_migrated_url: str,
-) -> None:
-    """The single SELECT runs in autocommit (no BEGIN before it, no ROLLBACK after it); the
-    connection goes back to the pool out of autocommit, idle, and the next write transaction
-    is all or nothing as ever."""
+def test_a_postgresql_thread_reads_in_autocommit_on_a_connection_of_its_own(pg_migrated_url: str) -> None:
+    """No BEGIN before the statement, no ROLLBACK after it, no pool checkout: the reader stays
+    idle between reads, the pool lends nothing out, and the next write transaction is all or
+    nothing as ever."""
     import psycopg
     from sqlalchemy import func, select
 
@@ -154,45 +184,125 @@ def test_a_postgresql_read_leaves_its_pooled_connection_as_transactions_expect_i
     archive = Archive.open(pg_migrated_url)
     try:
         store = archive.store
-        assert store._readers is None  # PostgreSQL connections stay pooled
         pointers = [pointer(archive, "doc-1", "text 1")]
-        pool = store.engine.pool
         for _ in range(3):
             assert read(archive, pointers) == ["text 1"]
-        pooled = [store.engine.raw_connection() for _ in range(pool.checkedin())]  # every one
-        try:
-            for fairy in pooled:
-                driver = fairy.driver_connection
-                assert driver.autocommit is False
-                assert driver.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-        finally:
-            for fairy in pooled:
-                fairy.close()
+        reader = reader_of_this_thread(archive)
+        assert reader.autocommit is True
+        assert reader.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert store.engine.pool.checkedout() == 0
         with pytest.raises(RuntimeError), store.write() as conn:
             conn.execute(t.evidence.update().values(locator="changed"))
             raise RuntimeError("abort after an update")
         with store.read() as conn:
             assert conn.execute(select(t.evidence.c.locator)).scalars().all() != ["changed"]
             assert conn.execute(select(func.count()).select_from(t.evidence)).scalar_one() == 1
-        assert pool.checkedout() == 0
+        assert reader_of_this_thread(archive) is reader
+    finally:
+        archive.close()
+    assert server_connections(pg_migrated_url) == 0  # the reader closed with the pool
+
+
+@pytest.mark.postgres
+def test_postgresql_keeps_at_most_the_limit_of_readers_and_reads_beyond_it_through_the_pool(
+    pg_migrated_url: str,
+) -> None:
+    import psycopg
+
+    from mnemo_sea.archive.readers import PG_READER_LIMIT
+
+    archive = Archive.open(pg_migrated_url)
+    try:
+        pointers = [pointer(archive, "doc-1", "text 1")]
+        threads = PG_READER_LIMIT + 4
+        all_read, done = threading.Barrier(threads + 1), threading.Event()
+        answers: list[list[str]] = []
+
+        def reads_then_waits() -> None:  # every thread alive at once, each keeping its reader
+            answers.append(read(archive, pointers))
+            all_read.wait(20)
+            done.wait(20)
+
+        workers = [threading.Thread(target=reads_then_waits) for _ in range(threads)]
+        for w in workers:
+            w.start()
+        all_read.wait(20)
+        try:
+            assert answers == [["text 1"]] * threads
+            readers = archive.store._readers
+            assert readers is not None
+            assert len(readers._registry.open) == PG_READER_LIMIT
+            pool = archive.store.engine.pool
+            assert pool.checkedout() == 0
+            # Beyond the limit the pool served: what it holds is out of autocommit and idle.
+            pooled = [archive.store.engine.raw_connection() for _ in range(pool.checkedin())]
+            try:
+                assert pooled
+                for fairy in pooled:
+                    assert fairy.driver_connection.autocommit is False
+                    status = fairy.driver_connection.info.transaction_status
+                    assert status == psycopg.pq.TransactionStatus.IDLE
+            finally:
+                for fairy in pooled:
+                    fairy.close()
+            assert server_connections(pg_migrated_url) == PG_READER_LIMIT + len(pooled)
+        finally:
+            done.set()
+            for w in workers:
+                w.join()
+        gc.collect()  # the threads' locals are gone: their readers are closed
+        assert len(readers._registry.open) == 0
+    finally:
+        archive.close()
+    assert server_connections(pg_migrated_url) == 0
+
+
+@pytest.mark.postgres
+def test_a_kept_postgresql_reader_whose_server_side_ended_is_replaced_and_read_again(
+    pg_migrated_url: str,
+) -> None:
+    """What the pool's pre-ping does for its connections: a reader whose backend went away
+    since its last statement (a server restart) is replaced, and the read answers."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    archive = Archive.open(pg_migrated_url)
+    try:
+        pointers = [pointer(archive, "doc-1", "text 1")]
+        assert read(archive, pointers) == ["text 1"]
+        reader = reader_of_this_thread(archive)
+        parsed = make_url(pg_migrated_url)
+        admin = {"host": parsed.host, "port": parsed.port, "user": parsed.username, "dbname": "postgres"}
+        with psycopg.connect(**admin) as c:
+            c.execute("SELECT pg_terminate_backend(%s)", (reader.info.backend_pid,))
+        assert read(archive, pointers) == ["text 1"]
+        assert reader.closed
+        assert reader_of_this_thread(archive) is not reader
     finally:
         archive.close()
 
 
 @pytest.mark.postgres
 def test_a_postgresql_connection_lost_during_a_read_is_store_unavailable(pg_migrated_url: str) -> None:
-    """The connection dies under the statement: the read fails as StoreUnavailable (not as the
-    driver's refusal to leave autocommit on a broken connection), the dead connection is not
-    reused, and the next read answers."""
+    """The connection dies under the statement, on the kept reader and again on the fresh one
+    it is read on once more: the read fails as StoreUnavailable, the dead connection is not
+    reused, and the next read answers. Through the pool too (a store keeping no readers)."""
     from mnemo_sea.archive.prepared import PreparedSelect
+    from mnemo_sea.archive.readers import ThreadReaders
 
     archive = Archive.open(pg_migrated_url)
     try:
         pointers = [pointer(archive, "doc-1", "text 1")]
+        assert read(archive, pointers) == ["text 1"]  # this thread keeps a reader from here on
         suicide = PreparedSelect("SELECT pg_terminate_backend(pg_backend_pid())", None, (), (None,))
         with pytest.raises(StoreUnavailable, match="archive store"):
             archive.store.select(suicide, {})
         assert read(archive, pointers) == ["text 1"]
+        archive.store._readers = ThreadReaders(archive.store.engine, limit=0)  # the pool's path
+        with pytest.raises(StoreUnavailable, match="archive store"):
+            archive.store.select(suicide, {})
+        assert read(archive, pointers) == ["text 1"]
+        assert archive.store.engine.pool.checkedout() == 0
     finally:
         archive.close()
 
