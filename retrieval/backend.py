@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -52,10 +52,11 @@ class LegQuery:
     idf_corpus: FilterSpec | None = None
 
 
-@dataclass(frozen=True)
-class ScoredPoint:
+class ScoredPoint(NamedTuple):
     """A leg's result: the point and its raw score. Payloads are fetched for final hits only:
-    reading a payload costs several microseconds a point, most candidates never become hits."""
+    reading a payload costs several microseconds a point, most candidates never become hits.
+    A NamedTuple: a search builds one per candidate of each leg (200 by default), and a frozen
+    dataclass costs four times as much to build."""
 
     id: uuid.UUID
     score: float

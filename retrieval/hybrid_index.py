@@ -31,7 +31,7 @@ from types import TracebackType
 from . import fields
 from .backend import VectorIndex
 from .edge_backend import EdgeIndex
-from .embedding import Embedder
+from .embedding import Embedder, SentenceTransformerEmbedder
 from .embedding_cache import CachingEmbedder, EmbeddingCache, InMemoryEmbeddingCache, SqliteEmbeddingCache
 from .errors import InvalidDocument
 from .evidence import EvidenceDocument
@@ -95,9 +95,11 @@ class HybridIndex:
         # Queries go through a small LRU and, for torch, a micro-batcher (concurrent searches
         # share forward passes). ONNX Runtime runs concurrent calls in parallel outside the GIL,
         # so there the batcher's one worker and its padding only cost: at 8 callers it gave
-        # 0.44-0.70x the queries/s of direct calls (bench query-embedding, three runs).
+        # 0.44-0.70x the queries/s of direct calls (bench query-embedding, three runs). Any
+        # other embedder (the hashing one, a caller's own) is called directly: a hand-over to
+        # the batcher's thread and back costs more than a cheap embedding itself.
         inner = getattr(embedder, "inner", embedder)
-        self.query_embedder = QueryEmbedder(embedder, batching=not isinstance(inner, OnnxEmbedder))
+        self.query_embedder = QueryEmbedder(embedder, batching=isinstance(inner, SentenceTransformerEmbedder))
         self.searcher = Searcher(backend, self.encoder.bm25, self.query_embedder, self.search_settings, clock)
         # Points removed by `delete` since this object last compacted (not kept across opens):
         # the composition root compacts once enough have piled up.

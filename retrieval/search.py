@@ -126,9 +126,8 @@ class Searcher:
         self, runs: list[_LegRun], spec: FilterSpec, k: float, weights: dict[Leg, float], query: SearchQuery
     ) -> list[Hit]:
         """Order the candidates, then read payloads only for as many as become hits."""
-        ranks = {
-            run.leg: {p.id: LegScore(rank, p.score) for rank, p in enumerate(run.results, 1)} for run in runs
-        }
+        # (rank, score) per point and leg; a LegScore is built for the hits only.
+        ranks = {run.leg: {p.id: (rank, p.score) for rank, p in enumerate(run.results, 1)} for run in runs}
         if query.mode is SearchMode.HYBRID:
             ordered = weighted_rrf(
                 {leg.value: list(r) for leg, r in ranks.items()},
@@ -161,7 +160,15 @@ class Searcher:
                         continue
                     seen.add(key)
                 bm25, dense = ranks.get(Leg.BM25, {}).get(pid), ranks.get(Leg.DENSE, {}).get(pid)
-                hits.append(Hit.from_payload(pid, payload, score, bm25, dense))
+                hits.append(
+                    Hit.from_payload(
+                        pid,
+                        payload,
+                        score,
+                        None if bm25 is None else LegScore(*bm25),
+                        None if dense is None else LegScore(*dense),
+                    )
+                )
                 if len(hits) == query.limit:
                     break
         return hits
