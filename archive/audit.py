@@ -22,12 +22,12 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 
 from . import schema as t
 from .clock import utcnow
 from .errors import IntegrityError, ReceiptInvalid
 from .signing import ReceiptKey, canonical_time
-from .upserts import insert_ignore
 
 GENESIS = "0" * 64
 TARGET_LIMIT = 1024  # the width of audit_events.target
@@ -54,11 +54,14 @@ def append_event(
     detail: dict[str, Any] | None = None,
 ) -> int:
     """Append one event in the caller's transaction; returns its sequence number."""
-    insert_ignore(
-        conn, t.audit_heads, {"tenant_id": tenant_id, "last_seq": 0, "last_hash": GENESIS}, ["tenant_id"]
-    )
+    # The tenant's head, created at genesis if absent, locked until the transaction ends (the
+    # no-op update takes the row lock as SELECT ... FOR UPDATE would) and read, in one statement.
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    insert = dialect.insert(t.audit_heads).values(tenant_id=tenant_id, last_seq=0, last_hash=GENESIS)
     head = conn.execute(
-        select(t.audit_heads).where(t.audit_heads.c.tenant_id == tenant_id).with_for_update()
+        insert.on_conflict_do_update(
+            index_elements=["tenant_id"], set_={"last_seq": t.audit_heads.c.last_seq}
+        ).returning(t.audit_heads.c.last_seq, t.audit_heads.c.last_hash)
     ).one()
     seq = int(head.last_seq) + 1
     # Hash exactly what is stored: the column holds 1024 characters, and a target built from

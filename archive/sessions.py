@@ -19,10 +19,12 @@ import re
 import unicodedata
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import Connection, Row, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 
 from . import schema as t
 from .audit import append_event
@@ -172,7 +174,7 @@ def _targets(raw: object) -> list[ArchiveTarget]:
 # ---- rows -> domain ------------------------------------------------------------------------
 
 
-def _to_result(row: Row[Any], note: str | None = None) -> ToolResult:
+def _to_result(row: Row[Any] | SimpleNamespace, note: str | None = None) -> ToolResult:
     return ToolResult(
         session_id=row.session_id,
         result_id=result_id(row.result_no),
@@ -259,12 +261,43 @@ def open_session(
             t.sessions.c.tenant_id == tenant, t.sessions.c.session_id == session_id
         )
     ).one()
-    if owner is not None and session.owner != owner and session.deleted_at is None:
+    _check_opened(session_id, owner, session.owner, session.deleted_at)
+
+
+def open_and_number(
+    conn: Connection, principal: Principal, session_id: str, owner: str | None, now: datetime
+) -> int:
+    """`open_session` then `_allocate_number` in one statement, for `record`: the session is
+    created with its first number issued, or its counter advanced (the row lock serialises
+    concurrent writers, as the UPDATE does), and the row's owner and tombstone come back to be
+    checked. A refused write raises, so its transaction rolls the advance back. Raises
+    StateConflict as `open_session` does."""
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    insert = dialect.insert(t.sessions).values(
+        tenant_id=principal.tenant_id,
+        session_id=session_id,
+        owner=principal.subject if owner is None else owner,
+        created_at=now,
+        next_result_no=2,  # number 1 is this write's
+    )
+    session = conn.execute(
+        insert.on_conflict_do_update(
+            index_elements=["tenant_id", "session_id"],
+            set_={"next_result_no": t.sessions.c.next_result_no + 1},
+        ).returning(t.sessions.c.next_result_no, t.sessions.c.owner, t.sessions.c.deleted_at)
+    ).one()
+    _check_opened(session_id, owner, session.owner, session.deleted_at)
+    return int(session.next_result_no) - 1
+
+
+def _check_opened(session_id: str, owner: str | None, held_by: str, deleted_at: datetime | None) -> None:
+    """The session's row allows this write: the owner given (if any) is its own, and it is no tombstone."""
+    if owner is not None and held_by != owner and deleted_at is None:
         raise StateConflict(
-            f"session {session_id!r} belongs to owner {session.owner!r}, not {owner!r}",
+            f"session {session_id!r} belongs to owner {held_by!r}, not {owner!r}",
             session_id=session_id,
         )
-    if session.deleted_at is not None:
+    if deleted_at is not None:
         raise StateConflict(
             f"session {session_id!r} was deleted; its ids are never reused, so write into a new session",
             session_id=session_id,
@@ -332,8 +365,7 @@ def record(
         previous = previous_reply(conn, keyed_request)
         if previous is not None:
             return _recorded(conn, tenant, previous["session_id"], previous["result_id"])
-        open_session(conn, principal, session_id, op.owner, now)
-        number = _allocate_number(conn, tenant, session_id)
+        number = open_and_number(conn, principal, session_id, op.owner, now)
         digest = put_blob(conn, tenant, data, media)
         values = {
             "tenant_id": tenant,
@@ -353,15 +385,10 @@ def record(
             "recovered_from_no": None,
         }
         conn.execute(t.tool_results.insert().values(**values))
-        row = conn.execute(
-            select(t.tool_results).where(
-                t.tool_results.c.tenant_id == tenant,
-                t.tool_results.c.session_id == session_id,
-                t.tool_results.c.result_no == number,
-            )
-        ).one()
         save_reply(conn, keyed_request, {"session_id": session_id, "result_id": result_id(number)})
-        return _to_result(row)
+    # The row as the database holds it, without reading it back: times in UTC, as read.
+    stored = {**values, "observed_at": observed.astimezone(UTC), "recorded_at": now.astimezone(UTC)}
+    return _to_result(SimpleNamespace(**stored))
 
 
 def _recorded(conn: Connection, tenant_id: str, session_id: str, ref: str) -> ToolResult:
