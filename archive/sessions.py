@@ -28,7 +28,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from . import schema as t
 from .audit import append_event
-from .blobs import put_blob, read_blob, sha256_hex
+from .blobs import put_blob, read_blob, sha256_hex, verified
 from .clock import aware, utcnow
 from .envelope import render_live, render_stub, render_withheld
 from .errors import (
@@ -613,6 +613,36 @@ def _results_with_notes(
     return [_to_result(row, row.note) for row in conn.execute(stmt)]
 
 
+def _result_with_original(
+    conn: Connection, tenant_id: str, session_id: str, result_no: int
+) -> tuple[ToolResult, bytes | None] | None:
+    """One result with its note and its original's stored bytes (None when the blob row is
+    missing), in one statement: recover reads both, and on PostgreSQL each statement is a
+    round trip. The bytes are not yet checked against the hash (`blobs.verified` does that)."""
+    blob = t.blobs.c
+    row = conn.execute(
+        select(t.tool_results, t.archive_entries.c.note, blob.content)
+        .select_from(
+            t.tool_results.outerjoin(
+                t.archive_entries,
+                (t.archive_entries.c.tenant_id == t.tool_results.c.tenant_id)
+                & (t.archive_entries.c.session_id == t.tool_results.c.session_id)
+                & (t.archive_entries.c.result_no == t.tool_results.c.result_no),
+            ).outerjoin(
+                t.blobs,
+                (blob.tenant_id == t.tool_results.c.tenant_id)
+                & (blob.sha256 == t.tool_results.c.blob_sha256),
+            )
+        )
+        .where(
+            t.tool_results.c.tenant_id == tenant_id,
+            t.tool_results.c.session_id == session_id,
+            t.tool_results.c.result_no == result_no,
+        )
+    ).first()
+    return None if row is None else (_to_result(row, row.note), row.content)
+
+
 def list_results(store: ArchiveStore, principal: Principal, session_id: str) -> list[ToolResult]:
     """Every result of a session in order, with notes on archived ones (metadata, no content)."""
     principal.require(Role.READER, "reading a session")
@@ -691,14 +721,14 @@ def recover(
     )
     with store.write() as conn:
         previous = previous_reply(conn, keyed_request)
-        found = _results_with_notes(conn, tenant, session_id, number)
-        if not found:
+        found = _result_with_original(conn, tenant, session_id, number)
+        if found is None:
             raise NotFound("result", f"{session_id}/{result_ref}")
-        original = found[0]
+        original, stored = found
         principal.require_clearance(original.sensitivity, f"recovering {result_ref}")
         if previous is not None:
             appended = _recorded(conn, tenant, session_id, previous["appended"])
-            content = read_blob(conn, tenant, original.content_sha256)
+            content = verified(original.content_sha256, stored)
             return Recovered(original, appended, content, staleness_warning(store, original))
         if original.state != "archived":
             raise StateConflict(
@@ -707,9 +737,9 @@ def recover(
                 result_id=result_ref,
                 state=original.state,
             )
-        content = read_blob(conn, tenant, original.content_sha256)
-        new_number = _allocate_number(conn, tenant, session_id)
+        content = verified(original.content_sha256, stored)
         now = utcnow()
+        new_number = _allocate_number(conn, tenant, session_id)
         conn.execute(
             t.tool_results.insert().values(
                 tenant_id=tenant,
