@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -126,8 +127,18 @@ class Searcher:
         self, runs: list[_LegRun], spec: FilterSpec, k: float, weights: dict[Leg, float], query: SearchQuery
     ) -> list[Hit]:
         """Order the candidates, then read payloads only for as many as become hits."""
+        # Candidates are keyed by their id's 128-bit integer, not the UUID: fusion hashes each of
+        # the 200 several times, and a UUID hashes in Python (uuid.UUID.__hash__), an int in C.
+        ids: dict[int, uuid.UUID] = {}
         # (rank, score) per point and leg; a LegScore is built for the hits only.
-        ranks = {run.leg: {p.id: (rank, p.score) for rank, p in enumerate(run.results, 1)} for run in runs}
+        ranks: dict[Leg, dict[int, tuple[int, float]]] = {}
+        for run in runs:
+            leg_ranks: dict[int, tuple[int, float]] = {}
+            for rank, (pid, score) in enumerate(run.results, 1):
+                ids[pid.int] = pid
+                leg_ranks[pid.int] = (rank, score)
+            ranks[run.leg] = leg_ranks
+        ordered: list[tuple[int, float]]
         if query.mode is SearchMode.HYBRID:
             ordered = weighted_rrf(
                 {leg.value: list(r) for leg, r in ranks.items()},
@@ -135,7 +146,8 @@ class Searcher:
                 k,
             )
         else:
-            ordered = [(p.id, p.score) for run in runs for p in run.results]
+            ordered = [(p.id.int, p.score) for run in runs for p in run.results]
+        bm25_ranks, dense_ranks = ranks.get(Leg.BM25, {}), ranks.get(Leg.DENSE, {})
         hits: list[Hit] = []
         seen: set[tuple[str, int]] = set()
         pos = 0
@@ -144,8 +156,9 @@ class Searcher:
             want = query.limit - len(hits)
             step = ordered[pos : pos + (2 * want if query.one_hit_per_evidence else want)]
             pos += len(step)
-            payloads = self.index.payloads([pid for pid, _ in step])
-            for pid, score in step:
+            payloads = self.index.payloads([ids[key] for key, _ in step])
+            for key, score in step:
+                pid = ids[key]
                 payload = payloads.get(pid)
                 if payload is None:
                     continue  # deleted between the legs and this read
@@ -155,11 +168,11 @@ class Searcher:
                     )
                     continue
                 if query.one_hit_per_evidence:
-                    key = (payload.evidence_id, payload.version)
-                    if key in seen:
+                    named = (payload.evidence_id, payload.version)
+                    if named in seen:
                         continue
-                    seen.add(key)
-                bm25, dense = ranks.get(Leg.BM25, {}).get(pid), ranks.get(Leg.DENSE, {}).get(pid)
+                    seen.add(named)
+                bm25, dense = bm25_ranks.get(key), dense_ranks.get(key)
                 hits.append(
                     Hit.from_payload(
                         pid,

@@ -59,3 +59,32 @@ def test_han_queries_get_their_own_fusion_unless_switched_off() -> None:
     assert settings.fusion_for("refund for order O-1042") == settings.fusion == FusionSettings()
     assert settings.fusion_for("订单 O-1042 status") == settings.fusion  # mostly Latin letters and digits
     assert SearchSettings(fusion_han=None).fusion_for("订单延迟") == FusionSettings()
+
+
+def _reference_rrf(
+    rankings: dict[str, list[str]], weights: dict[str, float], k: float
+) -> list[tuple[str, float]]:
+    """The formula written plainly: a score and a best rank per key, sorted by (-score, best
+    rank), ties kept in first-appearance order by the stable sort."""
+    scores: dict[str, float] = {}
+    best: dict[str, int] = {}
+    for leg, keys in rankings.items():
+        for rank, key in enumerate(keys, start=1):
+            scores[key] = scores.get(key, 0.0) + weights.get(leg, 1.0) / (k + rank)
+            best[key] = min(best.get(key, rank), rank)
+    return sorted(scores.items(), key=lambda item: (-item[1], best[item[0]]))
+
+
+@given(
+    st.lists(st.sampled_from("abcdefghijklmnop"), unique=True, max_size=16),
+    st.lists(st.sampled_from("abcdefghijklmnop"), unique=True, max_size=16),
+    st.sampled_from([0.0, 1.0, 60.0, 2.5]),
+    st.sampled_from([0.0, 0.5, 1.0, 3.0]),
+    st.sampled_from([0.5, 1.0, 2.0]),
+)
+def test_fusion_is_exactly_the_plain_formula_with_its_tie_breaks(
+    bm25: list[str], dense: list[str], k: float, bm25_weight: float, dense_weight: float
+) -> None:
+    rankings = {"bm25": bm25, "dense": dense}
+    weights = {"bm25": bm25_weight, "dense": dense_weight}
+    assert weighted_rrf(rankings, weights, k) == _reference_rrf(rankings, weights, k)
