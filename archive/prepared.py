@@ -81,6 +81,14 @@ class PreparedSelect:
             return [tuple(row) for row in rows]
         out: list[tuple[Any, ...]] = []
         for row in rows:
+            # Most processed columns are NULL (an evidence version's validity bounds usually
+            # are): such a row is kept as the driver gave it, without a copy.
+            for i, _ in columns:
+                if row[i] is not None:
+                    break
+            else:
+                out.append(tuple(row))
+                continue
             values = list(row)
             for i, processor in columns:
                 if values[i] is not None:

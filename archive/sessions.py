@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, select, update
+from sqlalchemy import Connection, Join, Row, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from . import schema as t
@@ -592,19 +592,22 @@ def archive(
 # ---- read ----------------------------------------------------------------------------------
 
 
+def _results_and_notes() -> Join:
+    """Results joined to their archive entries: an archived result's row carries its note."""
+    return t.tool_results.outerjoin(
+        t.archive_entries,
+        (t.archive_entries.c.tenant_id == t.tool_results.c.tenant_id)
+        & (t.archive_entries.c.session_id == t.tool_results.c.session_id)
+        & (t.archive_entries.c.result_no == t.tool_results.c.result_no),
+    )
+
+
 def _results_with_notes(
     conn: Connection, tenant_id: str, session_id: str, result_no: int | None = None
 ) -> list[ToolResult]:
     stmt = (
         select(t.tool_results, t.archive_entries.c.note)
-        .select_from(
-            t.tool_results.outerjoin(
-                t.archive_entries,
-                (t.archive_entries.c.tenant_id == t.tool_results.c.tenant_id)
-                & (t.archive_entries.c.session_id == t.tool_results.c.session_id)
-                & (t.archive_entries.c.result_no == t.tool_results.c.result_no),
-            )
-        )
+        .select_from(_results_and_notes())
         .where(t.tool_results.c.tenant_id == tenant_id, t.tool_results.c.session_id == session_id)
         .order_by(t.tool_results.c.result_no)
     )
@@ -623,12 +626,7 @@ def _result_with_original(
     row = conn.execute(
         select(t.tool_results, t.archive_entries.c.note, blob.content)
         .select_from(
-            t.tool_results.outerjoin(
-                t.archive_entries,
-                (t.archive_entries.c.tenant_id == t.tool_results.c.tenant_id)
-                & (t.archive_entries.c.session_id == t.tool_results.c.session_id)
-                & (t.archive_entries.c.result_no == t.tool_results.c.result_no),
-            ).outerjoin(
+            _results_and_notes().outerjoin(
                 t.blobs,
                 (blob.tenant_id == t.tool_results.c.tenant_id)
                 & (blob.sha256 == t.tool_results.c.blob_sha256),

@@ -39,6 +39,7 @@ T = TypeVar("T")
 
 RECEIPT_KEY_FILE = "receipt.key"  # beside a SQLite archive file, unless a key is passed
 SQLITE_BUSY_TIMEOUT_MS = 15_000
+SQLITE_MMAP_BYTES = 1 << 30  # the part of a SQLite file read through a memory map (_sqlite_on_connect)
 PG_CONNECT_TIMEOUT_S = 5
 _MIGRATION_LOCK = 7_310_244_101  # pg_advisory_xact_lock key: one migrator at a time
 # SQLite's result codes for a file that is not a database, and for damaged pages.
@@ -324,6 +325,13 @@ def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
         # NORMAL in WAL mode: a commit survives a process crash (the crash tests kill writers);
         # an OS crash may lose the newest commits but never corrupts the file or splits one.
         cur.execute("PRAGMA synchronous = NORMAL")
+        # Reads map the file instead of copying each page through read() into a per-connection
+        # cache of 2 MB: a search's hydration looks up ten versions and their blobs, and at
+        # 100,000 documents those pages were mostly outside that cache (hydration 0.35 -> 0.26
+        # ms, `bench search-path`). Writes still go through write(): secure_delete and the WAL
+        # are unchanged. Address space only; the pages are the OS's file cache, shared by every
+        # connection (a thread's reader among them) rather than copied into each.
+        cur.execute(f"PRAGMA mmap_size = {SQLITE_MMAP_BYTES}")
     finally:
         cur.close()
 

@@ -139,19 +139,19 @@ class Pointer(NamedTuple):
         )
 
     def hydrated(self, text: HitText) -> SearchHit:
-        return SearchHit(
-            evidence_id=self.evidence_id,
-            version=self.version,
-            kind=self.kind,
-            source=self.source,
-            scope=self.scope,
-            locator=text.locator,
-            snippet=text.snippet,
-            score=self.score,
-            bm25_rank=self.bm25_rank,
-            dense_rank=self.dense_rank,
-            span=(self.start, self.end),
-            label=text.label,
+        return SearchHit.built(
+            self.evidence_id,
+            self.version,
+            self.kind,
+            self.source,
+            self.scope,
+            text.locator,
+            text.snippet,
+            self.score,
+            self.bm25_rank,
+            self.dense_rank,
+            (self.start, self.end),
+            text.label,
         )
 
 

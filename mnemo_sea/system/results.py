@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from mnemo_sea.system.indexer import DrainReport
 
 
+_new_object = object.__new__
+
+
 @dataclass(frozen=True)
 class SearchHit:
     """A hit hydrated from the archive: what it points to and the exact text of its span."""
@@ -35,6 +38,43 @@ class SearchHit:
     dense_rank: int | None
     span: tuple[int, int]
     label: str = "evidence"
+
+    @classmethod
+    def built(
+        cls,
+        evidence_id: str,
+        version: int,
+        kind: str,
+        source: str,
+        scope: str,
+        locator: str,
+        snippet: str,
+        score: float,
+        bm25_rank: int | None,
+        dense_rank: int | None,
+        span: tuple[int, int],
+        label: str,
+    ) -> SearchHit:
+        """The SearchHit the constructor makes of these values, made without calling it: a
+        frozen dataclass's __init__ sets each field through object.__setattr__, 1.4 us a hit
+        against 0.2, and every search builds ten. There is nothing the constructor would
+        check (no __post_init__); a test holds both ways equal, field for field."""
+        hit = _new_object(cls)
+        vars(hit).update(
+            evidence_id=evidence_id,
+            version=version,
+            kind=kind,
+            source=source,
+            scope=scope,
+            locator=locator,
+            snippet=snippet,
+            score=score,
+            bm25_rank=bm25_rank,
+            dense_rank=dense_rank,
+            span=span,
+            label=label,
+        )
+        return hit
 
     def to_dict(self) -> dict[str, Any]:
         return {
