@@ -364,3 +364,18 @@ def test_a_connection_that_refuses_to_leave_autocommit_is_invalidated_not_raised
     gone = Fairy()
     _leave_autocommit(gone, closed_driver)
     assert gone.invalidated == 1
+
+
+def test_a_sqlite_file_is_read_through_a_memory_map_on_every_connection(archive: Archive) -> None:
+    from mnemo_sea.archive.store import SQLITE_MMAP_BYTES
+
+    p = pointer(archive, "doc-1", "potassium 4.1 mmol/L")
+    assert archive.read_hits(AGENT, [p])[0] is not None  # this thread's reader is open now
+    reader = reader_of_this_thread(archive)
+    assert reader.execute("PRAGMA mmap_size").fetchone()[0] == SQLITE_MMAP_BYTES
+    with archive.store.read() as conn:  # a pooled connection, as the transactions use
+        assert conn.exec_driver_sql("PRAGMA mmap_size").scalar_one() == SQLITE_MMAP_BYTES
+    # What a map reads is what was written: a new version after the map was made is served.
+    q = pointer(archive, "doc-1", "potassium 3.9 mmol/L")
+    found = archive.read_hits(AGENT, [q])[0]
+    assert found is not None and found.snippet == "potassium 3.9 mmol/L"
