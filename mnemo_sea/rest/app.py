@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
@@ -44,6 +45,9 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # The pool every blocking endpoint (rest/threads.py) and key lookup runs in: its size is
+        # how many requests run at once; the rest wait in the event loop, in order.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = cfg.api_threads
         try:
             yield
         finally:

@@ -29,6 +29,9 @@ class MnemoSettings(BaseSettings):
     MNEMO_EMBEDDER       default (all-MiniLM-L6-v2) | hashing (deterministic; tests and smoke runs only)
     MNEMO_SYNC_WRITES    true: a write returns once the index has it; false: an outbox worker applies it
     MNEMO_MAX_REQUEST_BYTES  the largest request body the API accepts (413 above it)
+    MNEMO_API_THREADS    how many requests an API process runs at once in its thread pool (default
+                             4; the others wait their turn in the event loop): one process runs
+                             Python on one core at a time, so more threads only contend for it
     MNEMO_KEY_CACHE_SECONDS  how long an API process trusts a key it verified before reading the key
                              table again (default 5; 0: read it on every request). A key revoked by
                              another process (`mnemo-sea keys revoke`, another API process) is refused
@@ -59,6 +62,10 @@ class MnemoSettings(BaseSettings):
     sync_writes: bool = True
     # The archive takes originals up to 16 MiB; JSON escaping can double that.
     max_request_bytes: int = Field(default=40 * 1024 * 1024, ge=1024)
+    # Enough to overlap one request's Python with others' waits on PostgreSQL, Redis and fsync;
+    # 40 (the thread pool's own default) contended for the GIL: 10 % fewer searches a second at
+    # 8 clients, and archives starved behind searches at 32 (see README, issue 13).
+    api_threads: int = Field(default=4, ge=1, le=256)
     # Bounded so that a revocation made elsewhere always takes effect within a minute.
     key_cache_seconds: float = Field(default=5.0, ge=0, le=60)
     operator_tenant: str | None = None
