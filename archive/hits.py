@@ -324,8 +324,9 @@ def _read_evidence(
     clearance = principal.clearance
     for row in rows:
         evidence_id, version, locator, sha256, sensitivity, owner, content = row[:7]
-        # _may_read's rule for one owner, without building an enum and a list per row.
-        if sensitivity > clearance or (owner is not None and not principal.may_act_for(owner)):
+        # _may_read's rule for one owner, without building an enum and a list per row (a stored
+        # level outside the scale, which Sensitivity() would refuse, is never readable).
+        if not 0 <= sensitivity <= clearance or (owner is not None and not principal.may_act_for(owner)):
             continue
         if at is None:
             if not evidence_answers_now(row[7], row[8], row[9], now):

@@ -31,7 +31,9 @@ class MnemoSettings(BaseSettings):
     MNEMO_MAX_REQUEST_BYTES  the largest request body the API accepts (413 above it)
     MNEMO_API_THREADS    how many requests an API process runs at once in its thread pool (default
                              4; the others wait their turn in the event loop): one process runs
-                             Python on one core at a time, so more threads only contend for it
+                             Python on one core at a time, so more threads only contend for it;
+                             a request that waits long (a lock, a large ingest, fsck) holds one,
+                             so raise it where such requests are common
     MNEMO_KEY_CACHE_SECONDS  how long an API process trusts a key it verified before reading the key
                              table again (default 5; 0: read it on every request). A key revoked by
                              another process (`mnemo-sea keys revoke`, another API process) is refused

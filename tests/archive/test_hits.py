@@ -189,6 +189,18 @@ def test_a_pointer_the_caller_may_not_read_is_dropped(archive: Archive, world: W
     assert [x is not None for x in archive.read_hits(READER, mixed, None)] == [True, False, True, False]
 
 
+def test_a_sensitivity_stored_outside_the_scale_is_readable_by_no_one(archive: Archive) -> None:
+    pointer = evidence(archive, AGENT, "policy:odd", "a level written around the archive")
+    assert read_one(archive, AGENT, pointer) is not None
+    for level in (-1, 4):  # no write of the archive stores these; a hand-edited row could
+        with archive.store.write() as conn:
+            conn.execute(
+                update(t.evidence).where(t.evidence.c.evidence_id == "policy:odd").values(sensitivity=level)
+            )
+        assert read_one(archive, AGENT, pointer) is None, level
+        assert read_one(archive, replace(AGENT, clearance=Sensitivity.RESTRICTED), pointer) is None, level
+
+
 def test_an_original_failing_its_hash_is_audited_as_a_direct_read_of_it_is(
     archive: Archive, world: World
 ) -> None:
