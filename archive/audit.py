@@ -23,13 +23,13 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import ReturningInsert
 
 from . import schema as t
 from .clock import utcnow
 from .errors import IntegrityError, ReceiptInvalid
 from .signing import ReceiptKey, canonical_time
+from .upserts import dialect_insert
 
 GENESIS = "0" * 64
 TARGET_LIMIT = 1024  # the width of audit_events.target
@@ -61,8 +61,7 @@ _HEAD_MOVE = (
 def _head_lock(dialect_name: str) -> ReturningInsert[tuple[int, str]]:
     """The tenant's head, created at genesis if absent, locked until the transaction ends (the
     no-op update takes the row lock as SELECT ... FOR UPDATE would) and read, in one statement."""
-    dialect = postgresql if dialect_name == "postgresql" else sqlite
-    insert = dialect.insert(t.audit_heads).values(
+    insert = dialect_insert(dialect_name, t.audit_heads).values(
         tenant_id=bindparam("head_tenant"), last_seq=0, last_hash=GENESIS
     )
     statement: ReturningInsert[tuple[int, str]] = insert.on_conflict_do_update(

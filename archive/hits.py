@@ -25,7 +25,7 @@ hits there are, since hydration runs on every search.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
@@ -40,7 +40,7 @@ from .in_force import evidence_answers_at, evidence_answers_now, in_force, memor
 from .internal_reads import archived_notes
 from .memory import MEMORY_SENSITIVITY, fact_from_row
 from .prepared import PreparedSelect, prepared_select
-from .principal import Principal, Role, Sensitivity
+from .principal import Principal, Role
 from .refs import (
     EVIDENCE_REF_PREFIX,
     SUMMARY_PREFIX,
@@ -198,11 +198,11 @@ def _cut(p: PointsToHit, found: _Readable | None) -> HitText | None:
     return HitText(found.text[p.start : p.end], found.locator, found.label)
 
 
-def _may_read(principal: Principal, sensitivity: Sensitivity | int, owners: Iterable[str | None]) -> bool:
-    """The clearance and owner rules every archive read applies (principal.py)."""
-    return principal.can_read(Sensitivity(sensitivity)) and all(
-        owner is None or principal.may_act_for(owner) for owner in owners
-    )
+def _may_read(principal: Principal, sensitivity: int, owner: str | None) -> bool:
+    """The clearance and owner rules every archive read applies (principal.py), for data of one
+    owner (None: no owner). A stored level outside the scale is readable by no one. Called for
+    every hit of every search, so it builds nothing."""
+    return 0 <= sensitivity <= principal.clearance and (owner is None or principal.may_act_for(owner))
 
 
 class _EvidenceTimes(NamedTuple):
@@ -321,12 +321,9 @@ def _read_evidence(
         params[version_name] = version
     rows = store.select(_prepared(store, slots, as_of=at is not None), params)
     now = utcnow()  # one moment for every hit of the search
-    clearance = principal.clearance
     for row in rows:
         evidence_id, version, locator, sha256, sensitivity, owner, content = row[:7]
-        # _may_read's rule for one owner, without building an enum and a list per row (a stored
-        # level outside the scale, which Sensitivity() would refuse, is never readable).
-        if not 0 <= sensitivity <= clearance or (owner is not None and not principal.may_act_for(owner)):
+        if not _may_read(principal, sensitivity, owner):
             continue
         if at is None:
             if not evidence_answers_now(row[7], row[8], row[9], now):
@@ -351,7 +348,7 @@ def _read_notes(
     out: dict[_Target, _Readable] = {}
     # The system's unchecked read of notes, checked here for the caller.
     for note in archived_notes(conn, tenant, [(x.session_id, x.result_no) for x in wanted]):
-        if not _may_read(principal, note.sensitivity, [note.owner]):
+        if not _may_read(principal, note.sensitivity, note.owner):
             continue
         if at is not None and not in_force(note.archived_at, None, at):
             continue  # the note exists from its archiving on
@@ -374,7 +371,7 @@ def _read_facts(
     out: dict[_Target, _Readable] = {}
     for row in rows:
         fact = fact_from_row(row)
-        if not _may_read(principal, MEMORY_SENSITIVITY, [fact.owner]):
+        if not _may_read(principal, MEMORY_SENSITIVITY, fact.owner):
             continue
         if not memory_answers_at(fact, row.ended_at, at):
             continue
@@ -408,7 +405,9 @@ def _read_summaries(
         summary = summary_from_row(row, sorted(sources.get(row.summary_id, [])))
         # A summary repeats its sources: it is the caller's to read only if every source is.
         whose = [owner for ref in summary.derived_from for owner in owners.get(ref, ())]
-        if not _may_read(principal, summary.sensitivity, whose):
+        if not _may_read(principal, summary.sensitivity, None) or not all(
+            _may_read(principal, summary.sensitivity, owner) for owner in whose
+        ):
             continue
         if at is not None and not in_force(summary.created_at, None, at):
             continue  # a summary answers from its creation on

@@ -25,7 +25,6 @@ from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import Connection, Join, Row, bindparam, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import ReturningInsert
 
 from . import schema as t
@@ -51,7 +50,7 @@ from .principal import Principal, Role, Sensitivity, check_identifier
 from .records import ArchiveReceipt, LiveItem, LiveView, Recovered
 from .store import ArchiveStore
 from .tool_results import ToolResult, parse_result_id, result_id
-from .upserts import insert_ignore
+from .upserts import dialect_insert, insert_ignore
 
 _MEDIA_TYPE = re.compile(
     r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(;[ -~]{0,200})?$"
@@ -296,8 +295,7 @@ def open_and_number(
 @functools.cache
 def _open_and_number_statement(dialect_name: str) -> ReturningInsert[tuple[int, str, datetime | None]]:
     """`open_and_number`'s upsert, built once per kind of database."""
-    dialect = postgresql if dialect_name == "postgresql" else sqlite
-    insert = dialect.insert(t.sessions).values(
+    insert = dialect_insert(dialect_name, t.sessions).values(
         tenant_id=bindparam("tenant", type_=t.sessions.c.tenant_id.type),
         session_id=bindparam("session", type_=t.sessions.c.session_id.type),
         owner=bindparam("owner_given", type_=t.sessions.c.owner.type),

@@ -11,10 +11,18 @@ from sqlalchemy.dialects import postgresql, sqlite
 from .prepared import prepared_insert
 
 
+def dialect_insert(dialect_name: str, table: Table) -> postgresql.Insert | sqlite.Insert:
+    """An INSERT of `table` that can take ON CONFLICT, in the form of `dialect_name`'s database."""
+    if dialect_name == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)
+
+
 def insert_ignore(conn: Connection, table: Table, values: dict[str, Any], keys: list[str]) -> bool:
     """INSERT that does nothing when the key exists; returns whether a row was inserted."""
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    stmt = dialect.insert(table).values(**values).on_conflict_do_nothing(index_elements=keys)
+    stmt = (
+        dialect_insert(conn.dialect.name, table).values(**values).on_conflict_do_nothing(index_elements=keys)
+    )
     return conn.execute(stmt).rowcount == 1
 
 
@@ -29,10 +37,9 @@ def insert_or_touch(
     """
     if not rows:
         return
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
 
     def statement() -> Insert:
-        ins = dialect.insert(table)
+        ins = dialect_insert(conn.dialect.name, table)
         stmt: Insert = ins.on_conflict_do_update(
             index_elements=keys, set_={touch: getattr(ins.excluded, touch)}
         )
