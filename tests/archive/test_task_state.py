@@ -1008,3 +1008,70 @@ def test_verify_deleted_reads_every_task_state_body_not_only_those_the_receipt_n
     assert archive.verify_deleted(admin, receipt) == [
         f"task state {S}@1 still holds a fact citing deleted data"
     ]
+
+
+# ---- an open item never becomes definite by moving lists ------------------------------------
+
+
+def test_an_open_item_listed_as_a_constraint_is_refused(archive: Archive, agent: Principal) -> None:
+    """The audit's repro: an open item put among the constraints, with no evidence or release."""
+    first_state(archive, agent)
+    shipped = {"fact": "the order has shipped", "evidence_id": "order:O-1042"}
+    before = raw_count(archive, t.task_states)
+    # Listed as a constraint while still open (which was accepted), or moved there (which was
+    # refused as a drop): both refused as made definite, one problem each.
+    for unresolved in ([UNKNOWN], []):
+        problems = rejected(
+            archive,
+            agent,
+            goal=GOAL,
+            confirmed=[shipped],
+            unresolved=unresolved,
+            constraints=[NO_REFUND, UNKNOWN],
+        )
+        assert codes(problems) == [("constraints[1]", "open_item_made_definite")]
+        assert problems[0]["item"] == UNKNOWN
+        assert "cannot become definite without evidence" in problems[0]["message"]
+        assert "keep it in `unresolved`" in problems[0]["message"]
+    assert raw_count(archive, t.task_states) == before
+    # Even settled with evidence, the unknown's own text is no constraint.
+    put(archive, agent, "carrier:O-1042", "delivered")
+    settling = {"fact": "delivered", "evidence_id": "carrier:O-1042", "resolves": UNKNOWN}
+    problems = rejected(
+        archive, agent, goal=GOAL, confirmed=[shipped, settling], constraints=[NO_REFUND, UNKNOWN]
+    )
+    assert codes(problems) == [("constraints[1]", "open_item_made_definite")]
+    assert raw_count(archive, t.task_states) == before
+
+
+def test_an_open_item_restated_as_a_confirmed_fact_or_a_pending_one_as_a_constraint_is_refused(
+    archive: Archive, agent: Principal
+) -> None:
+    put(archive, agent, "kb:any", "unrelated")
+    archive.update_task_state(
+        agent, S, goal=GOAL, unresolved=[UNKNOWN], pending_operations=["refund call sent"]
+    )
+    before = raw_counts(archive)
+    problems = rejected(
+        archive,
+        agent,
+        goal=GOAL,
+        confirmed=[{"fact": UNKNOWN, "evidence_id": "kb:any"}],
+        unresolved=[UNKNOWN],
+        constraints=["refund call sent"],
+    )
+    assert codes(problems) == [
+        ("constraints[0]", "open_item_made_definite"),
+        ("confirmed[0].fact", "open_item_made_definite"),
+    ]
+    assert "keep it in `pending_operations`" in problems[0]["message"]
+    assert raw_counts(archive) == before
+    # Released with a reason, the item may go; kept open, it stays.
+    state = archive.update_task_state(
+        agent,
+        S,
+        goal=GOAL,
+        unresolved=[UNKNOWN],
+        release=[{"item": "refund call sent", "reason": "the customer withdrew the request"}],
+    )
+    assert state.version == 2
