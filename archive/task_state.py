@@ -361,7 +361,11 @@ def _one(conn: Connection, tenant: str, session_id: str, version: int) -> _Store
 
 def _lock_session(conn: Connection, tenant: str, session_id: str) -> None:
     """Hold the session row until commit: concurrent writers of one session's state take turns,
-    and a deletion of the session waits for this write (or this write sees the tombstone)."""
+    and a deletion of the session waits for this write (or this write sees the tombstone).
+
+    FOR NO KEY UPDATE, not FOR UPDATE: a deletion's cascade inserting a reopened version takes
+    FOR KEY SHARE on this row (the foreign key) while holding the current version's row, which
+    this write then waits for; FOR UPDATE would close that ring into a deadlock."""
     row = conn.execute(
         select(t.sessions.c.session_id)
         .where(
@@ -369,7 +373,7 @@ def _lock_session(conn: Connection, tenant: str, session_id: str) -> None:
             t.sessions.c.session_id == session_id,
             t.sessions.c.deleted_at.is_(None),
         )
-        .with_for_update()
+        .with_for_update(key_share=True)
     ).first()
     if row is None:
         raise StateConflict(

@@ -1217,3 +1217,65 @@ def test_an_open_item_restated_as_a_confirmed_fact_or_a_pending_one_as_a_constra
         release=[{"item": "refund call sent", "reason": "the customer withdrew the request"}],
     )
     assert state.version == 2
+
+
+@pytest.mark.postgres
+def test_a_writer_racing_the_cascade_s_new_version_is_told_to_read_again(
+    pg_migrated_url: str, agent: Principal
+) -> None:
+    """The cascade holds the current version's row, not the session's: a writer that read that
+    version before the cascade committed must not supersede it again (and collide on n+1); it
+    gets StateConflict and nothing of it is stored."""
+    from sqlalchemy import text
+
+    from mnemo_sea.archive.clock import utcnow
+    from mnemo_sea.archive.task_state_cascade import rewrite_session
+
+    archive = Archive.open(pg_migrated_url)
+    try:
+        first_state(archive, agent)
+        put(archive, agent, "carrier:O-1042", "delivered")
+        shipped = {"fact": "the order has shipped", "evidence_id": "order:O-1042"}
+        settling = {"fact": "delivered", "evidence_id": "carrier:O-1042", "resolves": UNKNOWN}
+        archive.update_task_state(agent, S, goal=GOAL, confirmed=[shipped, settling], constraints=[NO_REFUND])
+        locked, release = threading.Event(), threading.Event()
+
+        def cascade() -> Any:
+            with archive.store.write() as conn:
+                gone = {2: {"evidence:carrier:O-1042"}}
+                reopened = rewrite_session(conn, "clinic-a", S, gone, "admin-1", utcnow())
+                locked.set()
+                release.wait(60)
+                return reopened
+
+        def blocked_writers() -> int:
+            with archive.store.engine.connect() as conn:
+                return int(
+                    conn.execute(
+                        text(
+                            "SELECT count(*) FROM pg_stat_activity "
+                            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                        )
+                    ).scalar_one()
+                )
+
+        with ThreadPoolExecutor(2) as pool:
+            deleting = pool.submit(cascade)
+            assert locked.wait(60)
+            writing = pool.submit(
+                archive.update_task_state, agent, S, goal=GOAL, confirmed=[shipped], constraints=[NO_REFUND]
+            )
+            # Let the cascade commit only once the writer waits on the row it holds.
+            for _ in range(6000):
+                if blocked_writers() or writing.done():
+                    break
+                threading.Event().wait(0.01)
+            release.set()
+            assert deleting.result(60) is not None
+            with pytest.raises(StateConflict):
+                writing.result(60)
+        versions = raw_versions(archive)
+        assert sorted(versions) == [1, 2, 3] and versions[3] == ("admin-1", False)
+        assert bodies(archive)[3]["unresolved"] == [UNKNOWN]
+    finally:
+        archive.close()
