@@ -42,7 +42,8 @@ from .receipts import check_receipt, sign_receipt
 from .records import DeletionReceipt
 from .refs import check_evidence_id, evidence_ref, memory_ref, session_prefix
 from .store import ArchiveStore
-from .task_state import cited_refs, deleted_ref, drop_citations
+from .task_state import cited_refs, deleted_ref
+from .task_state_cascade import Reopened, rewrite_session
 from .tool_results import result_id
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,7 @@ class _Removed:
     memory_facts: list[tuple[str, str, int]] = field(default_factory=list)
     summaries: list[str] = field(default_factory=list)
     task_states: list[tuple[str, int]] = field(default_factory=list)
+    reopened: list[Reopened] = field(default_factory=list)
     digests: set[str] = field(default_factory=set)
     source_refs: list[str] = field(default_factory=list)
     ref_prefixes: list[str] = field(default_factory=list)
@@ -159,7 +161,7 @@ def _session(conn: Connection, tenant: str, session_id: str, out: _Removed) -> N
     out.ref_prefixes.append(session_prefix(session_id))
 
 
-def _derived(conn: Connection, tenant: str, out: _Removed) -> None:
+def _derived(conn: Connection, tenant: str, actor: str, out: _Removed) -> None:
     """Summaries, memory facts and task state facts derived from anything removed so far."""
 
     def matches(column: Column[str] | Column[str | None]) -> ColumnElement[bool] | None:
@@ -194,42 +196,32 @@ def _derived(conn: Connection, tenant: str, out: _Removed) -> None:
     cond = matches(t.memory_facts.c.derived_from)
     if cond is not None:
         _memory(conn, tenant, cond, out)
-    _task_state_facts(conn, tenant, out)
+    _task_state_facts(conn, tenant, actor, out)
 
 
-def _task_state_facts(conn: Connection, tenant: str, out: _Removed) -> None:
+def _task_state_facts(conn: Connection, tenant: str, actor: str, out: _Removed) -> None:
     """Rewrite every task state version citing anything removed so far (memory facts included,
-    any version of one) without the confirmed facts that cite it; the other fields and versions
-    stay as they were (its sensitivity too: at worst over-classified)."""
+    any version of one) without the confirmed facts that cite it, and reopen what they settled up
+    to the current version (task_state_cascade); the other fields stay as they were (the
+    sensitivity too: at worst over-classified)."""
     refs = sorted(set(out.source_refs) | {memory_ref(o, k) for o, k, _ in out.memory_facts})
     conditions: list[ColumnElement[bool]] = [t.task_state_refs.c.ref.in_(refs)] if refs else []
     conditions += [t.task_state_refs.c.ref.startswith(p, autoescape=True) for p in out.ref_prefixes]
     if not conditions:
         return
-    cited: dict[tuple[str, int], set[str]] = {}
+    cited: dict[str, dict[int, set[str]]] = {}
     for r in conn.execute(
         select(t.task_state_refs.c.session_id, t.task_state_refs.c.version, t.task_state_refs.c.ref).where(
             t.task_state_refs.c.tenant_id == tenant, or_(*conditions)
         )
     ):
-        cited.setdefault((r.session_id, int(r.version)), set()).add(r.ref)
-    for (session_id, version), gone in sorted(cited.items()):
-        where = (
-            (t.task_states.c.tenant_id == tenant)
-            & (t.task_states.c.session_id == session_id)
-            & (t.task_states.c.version == version)
-        )
-        body = conn.execute(select(t.task_states.c.body_json).where(where).with_for_update()).scalar_one()
-        conn.execute(update(t.task_states).where(where).values(body_json=drop_citations(body, gone)))
-        conn.execute(
-            delete(t.task_state_refs).where(
-                t.task_state_refs.c.tenant_id == tenant,
-                t.task_state_refs.c.session_id == session_id,
-                t.task_state_refs.c.version == version,
-                t.task_state_refs.c.ref.in_(sorted(gone)),
-            )
-        )
-        out.task_states.append((session_id, version))
+        cited.setdefault(r.session_id, {}).setdefault(int(r.version), set()).add(r.ref)
+    now = utcnow()
+    for session_id, gone in sorted(cited.items()):  # one order for every deletion: no deadlock
+        reopened = rewrite_session(conn, tenant, session_id, gone, actor, now)
+        if reopened is not None:
+            out.reopened.append(reopened)
+        out.task_states.extend((session_id, v) for v in sorted(gone))
 
 
 def _memory(conn: Connection, tenant: str, condition: ColumnElement[bool], out: _Removed) -> None:
@@ -259,7 +251,7 @@ def _finish(
     request: KeyedRequest | None,
 ) -> DeletionReceipt:
     tenant = principal.tenant_id
-    _derived(conn, tenant, out)
+    _derived(conn, tenant, principal.subject, out)
     blobs = delete_unreferenced(conn, tenant, out.digests)
     # Before this deletion's own rows are queued: they name ids only and must stay pending.
     scrub(
@@ -309,6 +301,16 @@ def _finish(
         "blobs": len(blobs),
     }
     seq = append_event(conn, tenant, principal.subject, "delete", target, counts)
+    for r in out.reopened:
+        # Its own event: the current task state changed (a new version), not only lost data.
+        append_event(
+            conn,
+            tenant,
+            principal.subject,
+            "task_state_reopen",
+            f"session:{r.session_id}",
+            {"version": r.version, "superseded": r.superseded, "reopened": r.items, "deletion_seq": seq},
+        )
     unsigned = DeletionReceipt(
         tenant_id=tenant,
         target=target,

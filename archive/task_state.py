@@ -20,8 +20,9 @@ Invariants:
   drop of the old item);
 - a confirmed fact carried over unchanged keeps the evidence version it first resolved to, so a
   reader can tell a fact that rests on a version superseded since;
-- deleting anything a confirmed fact cites removes that fact from every version
-  (`drop_citations`, called by the deletion cascade), since the fact may repeat what was deleted.
+- deleting anything a confirmed fact cites removes that fact from every version, since the fact
+  may repeat what was deleted, and reopens what it settled up to the current version, which a
+  new audited version then supersedes (task_state_cascade.py, called by the deletion cascade).
 
 The rules themselves are pure functions (task_state_rules.py); this module resolves the cited ids
 in the writing transaction, stores, reads, and rewrites versions for the deletion cascade.
@@ -360,7 +361,11 @@ def _one(conn: Connection, tenant: str, session_id: str, version: int) -> _Store
 
 def _lock_session(conn: Connection, tenant: str, session_id: str) -> None:
     """Hold the session row until commit: concurrent writers of one session's state take turns,
-    and a deletion of the session waits for this write (or this write sees the tombstone)."""
+    and a deletion of the session waits for this write (or this write sees the tombstone).
+
+    FOR NO KEY UPDATE, not FOR UPDATE: a deletion's cascade inserting a reopened version takes
+    FOR KEY SHARE on this row (the foreign key) while holding the current version's row, which
+    this write then waits for; FOR UPDATE would close that ring into a deadlock."""
     row = conn.execute(
         select(t.sessions.c.session_id)
         .where(
@@ -368,7 +373,7 @@ def _lock_session(conn: Connection, tenant: str, session_id: str) -> None:
             t.sessions.c.session_id == session_id,
             t.sessions.c.deleted_at.is_(None),
         )
-        .with_for_update()
+        .with_for_update(key_share=True)
     ).first()
     if row is None:
         raise StateConflict(
@@ -465,15 +470,26 @@ def update_task_state(
             principal, session_id, proposal, previous, resolved, current_version + 1, now
         )
         if previous is not None:
-            conn.execute(
+            superseded = conn.execute(
                 update(t.task_states)
                 .where(
                     t.task_states.c.tenant_id == tenant,
                     t.task_states.c.session_id == session_id,
                     t.task_states.c.version == previous.version,
+                    t.task_states.c.superseded_at.is_(None),
                 )
                 .values(superseded_at=now)
             )
+            if superseded.rowcount != 1:
+                # A deletion's cascade committed a version reopening items meanwhile (it holds
+                # the current row, not the session's, and supersedes it in the same way).
+                raise StateConflict(
+                    f"the task state of {session_id!r} changed while this write was checked (a "
+                    "deletion reopened items): read it and write again on top of it",
+                    session_id=session_id,
+                    current_version=current_version + 1,
+                    expected_version=current_version,
+                )
         conn.execute(
             t.task_states.insert().values(
                 tenant_id=tenant,
@@ -638,27 +654,6 @@ def _repeats_another_owner(conn: Connection, principal: Principal, refs: Sequenc
 
 
 # ---- the deletion cascade ------------------------------------------------------------------
-
-
-def drop_citations(body_json: str, refs: Collection[str]) -> str:
-    """A version's body without the confirmed facts citing any of `refs` (the cascade: a fact
-    may repeat the deleted evidence, so the whole fact goes, in every version); the open item a
-    dropped fact settled goes back to `unresolved`."""
-    body = json.loads(body_json)
-    kept: list[Any] = []
-    dropped: list[Any] = []
-    for c in body.get("confirmed", []):
-        (dropped if c.get("ref") in refs else kept).append(c)
-    body["confirmed"] = kept
-    # What a dropped fact settled is open again: its text predates the deleted evidence, and
-    # without it the state would claim the unknown was never there.
-    still_open = set(body.get("unresolved", [])) | set(body.get("pending_operations", []))
-    for c in dropped:
-        item = c.get("resolves")
-        if isinstance(item, str) and item not in still_open:
-            body.setdefault("unresolved", []).append(item)
-            still_open.add(item)
-    return json.dumps(body, ensure_ascii=False, sort_keys=True)
 
 
 def cited_refs(body_json: str) -> set[str]:

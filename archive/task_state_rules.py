@@ -15,6 +15,8 @@ The codes:
 - against the previous version: `constraint_dropped` (a constraint gone without a release),
   `open_item_dropped` (an unresolved item or pending operation gone from both lists without a
   fact that settles it with evidence, or a release: an edit of its text is a drop),
+  `open_item_made_definite` (such an item listed in a definite list: a constraint, or the text of
+  a confirmed fact that does not name it in `resolves`; whether or not it is still open too),
   `confirmed_reworded` (a confirmed fact replaced by another text citing the same evidence,
   without a release; dropping a fact is allowed, rewording it is not),
   `unknown_item` (a release or `resolves` naming what the previous version did not hold),
@@ -47,6 +49,11 @@ _KIND_OF_LIST = {"unresolved": "unresolved", "pending_operations": "pending_oper
 _DROPPED_OPEN = (
     "an unknown state cannot become definite without evidence: settle it with a confirmed fact that "
     "names it in `resolves` and cites evidence, or release it with a reason"
+)
+_MADE_DEFINITE = (
+    "an unknown state cannot become definite without evidence, and listing it here makes it one: keep "
+    "it in `{listed}` until a confirmed fact that names it in `resolves` settles it with evidence, or "
+    "release it with a reason (a constraint that follows from the answer is a new item in its own words)"
 )
 
 # ---- problems ------------------------------------------------------------------------------
@@ -378,6 +385,22 @@ def release_kind(previous: TaskState | None, item: str) -> str | None:
     return "confirmed" if any(c.fact == item for c in previous.confirmed) else None
 
 
+def _definite_listings(previous: TaskState | None, proposal: Proposal) -> dict[str, str]:
+    """Where the proposal lists each text in a definite list (the field of its first listing):
+    `constraints[i]`, or `confirmed[i].fact` of a fact that does not name that text in
+    `resolves`. A constraint the previous version already held is no new listing (a state
+    written before this rule could hold an item in both lists; it is released as a constraint)."""
+    held = set(previous.constraints) if previous is not None else set()
+    found: dict[str, str] = {}
+    for i, item in enumerate(proposal.constraints):
+        if item not in held:
+            found.setdefault(item, f"constraints[{i}]")
+    for claim in proposal.confirmed:
+        if claim.resolves != claim.fact:
+            found.setdefault(claim.fact, f"confirmed[{claim.index}].fact")
+    return found
+
+
 def check_update(
     previous: TaskState | None, proposal: Proposal, resolved: Mapping[int, Resolution]
 ) -> list[dict[str, Any]]:
@@ -494,8 +517,17 @@ def check_update(
                         "text) with a reason and state the new fact",
                     )
                 )
+    definite = _definite_listings(previous, proposal)
     for item, listed in prev_open.items():
-        if item in now_open or item in released:
+        if item in released:
+            continue  # a release that keeps it anywhere is `released_but_kept`, above
+        where = definite.get(item)
+        if where is not None:
+            problems.append(
+                _problem(where, item, "open_item_made_definite", _MADE_DEFINITE.format(listed=listed))
+            )
+            continue
+        if item in now_open:
             continue
         settling = settled_by.get(item, [])
         if any(resolved.get(i) is not None and resolved[i].ok for i in settling):

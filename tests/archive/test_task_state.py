@@ -1008,3 +1008,274 @@ def test_verify_deleted_reads_every_task_state_body_not_only_those_the_receipt_n
     assert archive.verify_deleted(admin, receipt) == [
         f"task state {S}@1 still holds a fact citing deleted data"
     ]
+
+
+# ---- a deletion never silently drops an open item from the current version ------------------
+
+
+def raw_versions(archive: Archive, session_id: str = S) -> dict[int, tuple[str, bool]]:
+    """version -> (created_by, superseded), read from the raw table."""
+    with archive.store.read() as conn:
+        rows = conn.execute(
+            select(t.task_states.c.version, t.task_states.c.created_by, t.task_states.c.superseded_at).where(
+                t.task_states.c.session_id == session_id
+            )
+        )
+        return {r.version: (r.created_by, r.superseded_at is not None) for r in rows}
+
+
+def raw_audit(archive: Archive, action: str) -> list[tuple[str, str, dict[str, Any]]]:
+    with archive.store.read() as conn:
+        rows = conn.execute(
+            select(t.audit_events.c.actor, t.audit_events.c.target, t.audit_events.c.detail_json)
+            .where(t.audit_events.c.action == action)
+            .order_by(t.audit_events.c.seq)
+        )
+        return [(r.actor, r.target, json.loads(r.detail_json)) for r in rows]
+
+
+@pytest.mark.parametrize("carried_with_resolves", [False, True])
+def test_deleting_a_carried_fact_s_evidence_reopens_the_unknown_in_a_new_current_version(
+    archive: Archive, agent: Principal, admin: Principal, carried_with_resolves: bool
+) -> None:
+    """The audit's repro: an unknown settled by a fact, the fact carried into a later version,
+    the fact's evidence deleted. The current version gets the unknown back, as a new audited
+    version, and the deleted text is in no row of any table."""
+    marker = new_marker()
+    first_state(archive, agent)
+    shipped = {"fact": "the order has shipped", "evidence_id": "order:O-1042"}
+    put(archive, agent, "carrier:O-1042", f"delivered 2026-11-29 10:02 {marker}")
+    settling = {
+        "fact": f"delivered on the 29th {marker}",
+        "evidence_id": "carrier:O-1042",
+        "resolves": UNKNOWN,
+    }
+    archive.update_task_state(agent, S, goal=GOAL, confirmed=[shipped, settling], constraints=[NO_REFUND])
+    carried = settling if carried_with_resolves else {k: settling[k] for k in ("fact", "evidence_id")}
+    third = archive.update_task_state(
+        agent, S, goal=GOAL, confirmed=[shipped, carried], constraints=[NO_REFUND]
+    )
+    assert third.version == 3 and third.unresolved == ()
+
+    receipt = archive.delete_evidence(admin, "carrier:O-1042")
+
+    versions = raw_versions(archive)
+    assert sorted(versions) == [1, 2, 3, 4]
+    assert versions[4] == ("admin-1", False) and versions[3] == ("agent-1", True)
+    after = bodies(archive)
+    assert after[4]["unresolved"] == [UNKNOWN] and facts_of(after[4]) == ["the order has shipped"]
+    assert after[4]["constraints"] == [NO_REFUND] and after[4]["goal"] == GOAL and after[4]["released"] == []
+    # The old versions are rewritten alike: none claims the unknown vanished unsettled.
+    assert [after[v]["unresolved"] for v in (2, 3)] == [[UNKNOWN], [UNKNOWN]]
+    assert refs(archive) == {(S, v, "evidence:order:O-1042") for v in (1, 2, 3, 4)}
+    current = archive.task_state(agent, S)
+    assert current is not None and current.version == 4 and current.unresolved == (UNKNOWN,)
+    events = raw_audit(archive, "task_state_reopen")
+    assert events == [
+        (
+            "admin-1",
+            f"session:{S}",
+            {"version": 4, "superseded": 3, "reopened": 1, "deletion_seq": receipt.audit_seq},
+        )
+    ]
+    assert scan_database(archive.store.engine, marker) == []
+    assert archive.verify_deleted(admin, receipt) == []
+    # A writer still holding version 3 is told the state moved.
+    with pytest.raises(StateConflict):
+        archive.update_task_state(agent, S, goal=GOAL, confirmed=[shipped], expected_version=3)
+
+
+def test_a_deletion_reopens_several_items_where_they_were_and_leaves_what_still_stands(
+    archive: Archive, agent: Principal, admin: Principal
+) -> None:
+    """Two unknowns and a pending operation; facts settling them dropped by compression, carried
+    without `resolves`, or backed by a second fact that stays."""
+    for eid in ("kb:a", "kb:b", "kb:c", "kb:d"):
+        put(archive, agent, eid, f"body of {eid}")
+    archive.update_task_state(
+        agent, S, goal=GOAL, unresolved=["u1", "u2"], pending_operations=["p1"], constraints=[NO_REFUND]
+    )
+    archive.update_task_state(
+        agent,
+        S,
+        goal=GOAL,
+        confirmed=[
+            {"fact": "a says u1", "evidence_id": "kb:a", "resolves": "u1"},
+            {"fact": "b says p1 done", "evidence_id": "kb:b", "resolves": "p1"},
+            {"fact": "c says u2", "evidence_id": "kb:c", "resolves": "u2"},
+            {"fact": "d says u2 too", "evidence_id": "kb:d", "resolves": "u2"},
+        ],
+        constraints=[NO_REFUND],
+    )
+    # Compression sheds "a says u1"; "b says p1 done" is carried without what it settled.
+    archive.update_task_state(
+        agent,
+        S,
+        goal=GOAL,
+        confirmed=[
+            {"fact": "b says p1 done", "evidence_id": "kb:b"},
+            {"fact": "d says u2 too", "evidence_id": "kb:d", "resolves": "u2"},
+        ],
+        constraints=[NO_REFUND],
+    )
+    archive.delete_evidence(admin, "kb:a")  # cited by version 2 only
+    assert sorted(raw_versions(archive)) == [1, 2, 3, 4]
+    assert (bodies(archive)[4]["unresolved"], bodies(archive)[4]["pending_operations"]) == (["u1"], [])
+    archive.delete_evidence(admin, "kb:c")  # u2 is still settled by kb:d: nothing reopens
+    assert sorted(raw_versions(archive)) == [1, 2, 3, 4]
+    archive.delete_evidence(admin, "kb:b")  # p1 goes back among the pending operations
+    assert sorted(raw_versions(archive)) == [1, 2, 3, 4, 5]
+    after = bodies(archive)
+    assert (after[5]["unresolved"], after[5]["pending_operations"]) == (["u1"], ["p1"])
+    assert facts_of(after[5]) == ["d says u2 too"]
+    assert [(e[2]["version"], e[2]["reopened"]) for e in raw_audit(archive, "task_state_reopen")] == [
+        (4, 1),
+        (5, 1),
+    ]
+    state = archive.task_state(agent, S)
+    assert state is not None and (state.version, state.unresolved, state.pending_operations) == (
+        5,
+        ("u1",),
+        ("p1",),
+    )
+    # Rewritten history keeps each version coherent with the one before it.
+    assert (after[2]["unresolved"], after[2]["pending_operations"]) == (["u1"], ["p1"])
+    assert (after[3]["unresolved"], after[3]["pending_operations"]) == (["u1"], ["p1"])
+
+
+def test_a_deletion_that_reopens_nothing_adds_no_version(
+    archive: Archive, agent: Principal, admin: Principal
+) -> None:
+    _three_versions(archive, agent, new_marker())
+    archive.delete_evidence(admin, "kb:x")
+    assert sorted(raw_versions(archive)) == [1, 2, 3]
+    assert raw_audit(archive, "task_state_reopen") == []
+
+
+# ---- an open item never becomes definite by moving lists ------------------------------------
+
+
+def test_an_open_item_listed_as_a_constraint_is_refused(archive: Archive, agent: Principal) -> None:
+    """The audit's repro: an open item put among the constraints, with no evidence or release."""
+    first_state(archive, agent)
+    shipped = {"fact": "the order has shipped", "evidence_id": "order:O-1042"}
+    before = raw_count(archive, t.task_states)
+    # Listed as a constraint while still open (which was accepted), or moved there (which was
+    # refused as a drop): both refused as made definite, one problem each.
+    for unresolved in ([UNKNOWN], []):
+        problems = rejected(
+            archive,
+            agent,
+            goal=GOAL,
+            confirmed=[shipped],
+            unresolved=unresolved,
+            constraints=[NO_REFUND, UNKNOWN],
+        )
+        assert codes(problems) == [("constraints[1]", "open_item_made_definite")]
+        assert problems[0]["item"] == UNKNOWN
+        assert "cannot become definite without evidence" in problems[0]["message"]
+        assert "keep it in `unresolved`" in problems[0]["message"]
+    assert raw_count(archive, t.task_states) == before
+    # Even settled with evidence, the unknown's own text is no constraint.
+    put(archive, agent, "carrier:O-1042", "delivered")
+    settling = {"fact": "delivered", "evidence_id": "carrier:O-1042", "resolves": UNKNOWN}
+    problems = rejected(
+        archive, agent, goal=GOAL, confirmed=[shipped, settling], constraints=[NO_REFUND, UNKNOWN]
+    )
+    assert codes(problems) == [("constraints[1]", "open_item_made_definite")]
+    assert raw_count(archive, t.task_states) == before
+
+
+def test_an_open_item_restated_as_a_confirmed_fact_or_a_pending_one_as_a_constraint_is_refused(
+    archive: Archive, agent: Principal
+) -> None:
+    put(archive, agent, "kb:any", "unrelated")
+    archive.update_task_state(
+        agent, S, goal=GOAL, unresolved=[UNKNOWN], pending_operations=["refund call sent"]
+    )
+    before = raw_counts(archive)
+    problems = rejected(
+        archive,
+        agent,
+        goal=GOAL,
+        confirmed=[{"fact": UNKNOWN, "evidence_id": "kb:any"}],
+        unresolved=[UNKNOWN],
+        constraints=["refund call sent"],
+    )
+    assert codes(problems) == [
+        ("constraints[0]", "open_item_made_definite"),
+        ("confirmed[0].fact", "open_item_made_definite"),
+    ]
+    assert "keep it in `pending_operations`" in problems[0]["message"]
+    assert raw_counts(archive) == before
+    # Released with a reason, the item may go; kept open, it stays.
+    state = archive.update_task_state(
+        agent,
+        S,
+        goal=GOAL,
+        unresolved=[UNKNOWN],
+        release=[{"item": "refund call sent", "reason": "the customer withdrew the request"}],
+    )
+    assert state.version == 2
+
+
+@pytest.mark.postgres
+def test_a_writer_racing_the_cascade_s_new_version_is_told_to_read_again(
+    pg_migrated_url: str, agent: Principal
+) -> None:
+    """The cascade holds the current version's row, not the session's: a writer that read that
+    version before the cascade committed must not supersede it again (and collide on n+1); it
+    gets StateConflict and nothing of it is stored."""
+    from sqlalchemy import text
+
+    from mnemo_sea.archive.clock import utcnow
+    from mnemo_sea.archive.task_state_cascade import rewrite_session
+
+    archive = Archive.open(pg_migrated_url)
+    try:
+        first_state(archive, agent)
+        put(archive, agent, "carrier:O-1042", "delivered")
+        shipped = {"fact": "the order has shipped", "evidence_id": "order:O-1042"}
+        settling = {"fact": "delivered", "evidence_id": "carrier:O-1042", "resolves": UNKNOWN}
+        archive.update_task_state(agent, S, goal=GOAL, confirmed=[shipped, settling], constraints=[NO_REFUND])
+        locked, release = threading.Event(), threading.Event()
+
+        def cascade() -> Any:
+            with archive.store.write() as conn:
+                gone = {2: {"evidence:carrier:O-1042"}}
+                reopened = rewrite_session(conn, "clinic-a", S, gone, "admin-1", utcnow())
+                locked.set()
+                release.wait(60)
+                return reopened
+
+        def blocked_writers() -> int:
+            with archive.store.engine.connect() as conn:
+                return int(
+                    conn.execute(
+                        text(
+                            "SELECT count(*) FROM pg_stat_activity "
+                            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                        )
+                    ).scalar_one()
+                )
+
+        with ThreadPoolExecutor(2) as pool:
+            deleting = pool.submit(cascade)
+            assert locked.wait(60)
+            writing = pool.submit(
+                archive.update_task_state, agent, S, goal=GOAL, confirmed=[shipped], constraints=[NO_REFUND]
+            )
+            # Let the cascade commit only once the writer waits on the row it holds.
+            for _ in range(6000):
+                if blocked_writers() or writing.done():
+                    break
+                threading.Event().wait(0.01)
+            release.set()
+            assert deleting.result(60) is not None
+            with pytest.raises(StateConflict):
+                writing.result(60)
+        versions = raw_versions(archive)
+        assert sorted(versions) == [1, 2, 3] and versions[3] == ("admin-1", False)
+        assert bodies(archive)[3]["unresolved"] == [UNKNOWN]
+    finally:
+        archive.close()
