@@ -273,6 +273,7 @@ class ArchiveStore:
         if not self.is_sqlite:
             return True
         with self._checkpoint_lock:
+            self._log_owed = True  # until a checkpoint says otherwise (one that fails owes it too)
             done = self._checkpoint(wait_ms)
             self._log_owed = not done
         return done
