@@ -518,11 +518,18 @@ class Archive:
         )
 
     def verify_deleted(self, principal: Principal, receipt: DeletionReceipt) -> list[str]:
+        """What of the deletion the archive still holds, in its tables or (SQLite) its write-ahead
+        log; empty when nothing is left (see `check_deleted`)."""
+        return self.check_deleted(principal, receipt).all
+
+    def check_deleted(self, principal: Principal, receipt: DeletionReceipt) -> deletion.DeletionFindings:
+        """`verify_deleted`, with the leftovers in the tables apart from the erasure state of the
+        files ("pending_reader" while another connection holds SQLite's write-ahead log)."""
         return self._guard(
             principal,
             "verify_deleted",
             receipt.target,
-            lambda: deletion.verify_deleted(self.store, principal, receipt),
+            lambda: deletion.check_deleted(self.store, principal, receipt),
         )
 
     def verify_audit(

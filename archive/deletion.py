@@ -17,10 +17,17 @@ idempotency replies and audit details hold identifiers and hashes only, and afte
 commit `ArchiveStore.reclaim` checkpoints SQLite's write-ahead log (the file itself is
 zeroed by `secure_delete`) or VACUUMs the PostgreSQL tables. What stays by design: the
 session tombstone, the receipt (ids and sha256s), the audit event naming the target.
+
+A reader in another process holding a snapshot keeps that checkpoint from emptying the log:
+the page images written before the deletion, deleted text among them, stay in the log file
+(and the old pages in the database file). The receipt then says `erasure: pending_reader`, the
+store owes the checkpoint and retries it (ArchiveStore.empty_log), and `verify_deleted` checks
+the log itself, so it never says "nothing left" while the log may still hold the text.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -39,7 +46,7 @@ from .idempotency import KeyedRequest, keyed, previous_reply, save_reply
 from .outbox import Entity, enqueue, holding, scrub
 from .principal import Principal, Role, check_identifier
 from .receipts import check_receipt, sign_receipt
-from .records import DeletionReceipt
+from .records import DeletionReceipt, ErasureState
 from .refs import check_evidence_id, evidence_ref, memory_ref, session_prefix
 from .store import ArchiveStore
 from .task_state import cited_refs, deleted_ref
@@ -346,7 +353,7 @@ def delete_memory_versions(
     """Delete the memory versions matching `condition` (within the `chains` it may touch)
     through the cascade, in the caller's write transaction: rows, outbox rows about them,
     index and cache work, an audit `delete` event on `target`, a signed receipt. None when
-    nothing matched (then nothing is written or audited). The caller runs `reclaim` after its
+    nothing matched (then nothing is written or audited). The caller runs `erased` after its
     commit, as every deletion does."""
     for owner, key in sorted(set(chains)):  # one order for every writer: no deadlock
         lock_chain(conn, "memory", principal.tenant_id, owner, key)
@@ -396,14 +403,14 @@ def delete_evidence(
     with store.write() as conn:
         previous = previous_reply(conn, request)
         if previous is not None:
-            return replayed_receipt(previous)
-        out = _Removed()
-        _evidence(conn, principal.tenant_id, evidence_id, out)
-        if not out.evidence_versions:
-            raise NotFound("evidence", evidence_id)
-        receipt = _finish(conn, store, principal, f"evidence:{evidence_id}", out, request)
-    reclaim(store)
-    return receipt
+            receipt = replayed_receipt(previous)
+        else:
+            out = _Removed()
+            _evidence(conn, principal.tenant_id, evidence_id, out)
+            if not out.evidence_versions:
+                raise NotFound("evidence", evidence_id)
+            receipt = _finish(conn, store, principal, f"evidence:{evidence_id}", out, request)
+    return erased(store, receipt)
 
 
 def delete_session(
@@ -417,21 +424,21 @@ def delete_session(
     with store.write() as conn:
         previous = previous_reply(conn, request)
         if previous is not None:
-            return replayed_receipt(previous)
-        exists = conn.execute(
-            select(t.sessions.c.session_id).where(
-                t.sessions.c.tenant_id == principal.tenant_id,
-                t.sessions.c.session_id == session_id,
-                t.sessions.c.deleted_at.is_(None),
-            )
-        ).first()
-        if exists is None:
-            raise NotFound("session", session_id)
-        out = _Removed()
-        _session(conn, principal.tenant_id, session_id, out)
-        receipt = _finish(conn, store, principal, f"session:{session_id}", out, request)
-    reclaim(store)
-    return receipt
+            receipt = replayed_receipt(previous)
+        else:
+            exists = conn.execute(
+                select(t.sessions.c.session_id).where(
+                    t.sessions.c.tenant_id == principal.tenant_id,
+                    t.sessions.c.session_id == session_id,
+                    t.sessions.c.deleted_at.is_(None),
+                )
+            ).first()
+            if exists is None:
+                raise NotFound("session", session_id)
+            out = _Removed()
+            _session(conn, principal.tenant_id, session_id, out)
+            receipt = _finish(conn, store, principal, f"session:{session_id}", out, request)
+    return erased(store, receipt)
 
 
 def delete_owner(
@@ -448,60 +455,121 @@ def delete_owner(
     with store.write() as conn:
         previous = previous_reply(conn, request)
         if previous is not None:
-            return replayed_receipt(previous)
-        out = _Removed()
-        # Sessions, then evidence, then memory, each in id order: the order writers take these
-        # locks in too (task_state._lock_cited), so a deletion and a writer never wait in a ring.
-        for (session_id,) in conn.execute(
-            select(t.sessions.c.session_id)
-            .where(
-                t.sessions.c.tenant_id == tenant,
-                t.sessions.c.owner == owner,
-                t.sessions.c.deleted_at.is_(None),
-            )
-            .order_by(t.sessions.c.session_id)
-        ).all():
-            _session(conn, tenant, session_id, out)
-        for (evidence_id,) in conn.execute(
-            select(t.evidence.c.evidence_id)
-            .where(t.evidence.c.tenant_id == tenant, t.evidence.c.owner == owner)
-            .distinct()
-            .order_by(t.evidence.c.evidence_id)
-        ).all():
-            _evidence(conn, tenant, evidence_id, out)
-        for (key,) in conn.execute(
-            select(t.memory_facts.c.key)
-            .where(t.memory_facts.c.tenant_id == tenant, t.memory_facts.c.owner == owner)
-            .distinct()
-            .order_by(t.memory_facts.c.key)
-        ).all():
-            lock_chain(conn, "memory", tenant, owner, key)  # as `forget` and `remember` do
-        _memory(conn, tenant, t.memory_facts.c.owner == owner, out)
-        receipt = _finish(conn, store, principal, f"owner:{owner}", out, request)
-    reclaim(store)
-    return receipt
+            receipt = replayed_receipt(previous)
+        else:
+            out = _Removed()
+            _owner(conn, tenant, owner, out)
+            receipt = _finish(conn, store, principal, f"owner:{owner}", out, request)
+    return erased(store, receipt)
 
 
-def reclaim(store: ArchiveStore) -> bool:
+def _owner(conn: Connection, tenant: str, owner: str, out: _Removed) -> None:
+    # Sessions, then evidence, then memory, each in id order: the order writers take these
+    # locks in too (task_state._lock_cited), so a deletion and a writer never wait in a ring.
+    for (session_id,) in conn.execute(
+        select(t.sessions.c.session_id)
+        .where(
+            t.sessions.c.tenant_id == tenant,
+            t.sessions.c.owner == owner,
+            t.sessions.c.deleted_at.is_(None),
+        )
+        .order_by(t.sessions.c.session_id)
+    ).all():
+        _session(conn, tenant, session_id, out)
+    for (evidence_id,) in conn.execute(
+        select(t.evidence.c.evidence_id)
+        .where(t.evidence.c.tenant_id == tenant, t.evidence.c.owner == owner)
+        .distinct()
+        .order_by(t.evidence.c.evidence_id)
+    ).all():
+        _evidence(conn, tenant, evidence_id, out)
+    for (key,) in conn.execute(
+        select(t.memory_facts.c.key)
+        .where(t.memory_facts.c.tenant_id == tenant, t.memory_facts.c.owner == owner)
+        .distinct()
+        .order_by(t.memory_facts.c.key)
+    ).all():
+        lock_chain(conn, "memory", tenant, owner, key)  # as `forget` and `remember` do
+    _memory(conn, tenant, t.memory_facts.c.owner == owner, out)
+
+
+def reclaim(store: ArchiveStore) -> ErasureState:
     """After a deletion committed: make its rows unreadable below SQL (see ArchiveStore.reclaim).
 
-    Best effort: the deletion stands either way, so a failure is logged, not raised; the
-    operator's step for PostgreSQL (README, deletion) and the next deletion catch up.
+    Best effort: the deletion stands either way, so a failure is logged and returned as the
+    state, not raised. "pending_reader": a reader holds SQLite's log, and the store retries
+    (ArchiveStore.empty_log); "pending": the store failed, and the next deletion (or, for
+    PostgreSQL, the operator's step in the README) catches up.
     """
     try:
         done = store.reclaim(CONTENT_TABLES)
     except StoreUnavailable as e:
         log.warning("space of deleted rows not reclaimed yet: %s", e)
-        return False
+        return "pending"
     if not done:
         log.warning(
-            "write-ahead log not emptied after a deletion (a reader is active); the next checkpoint does"
+            "write-ahead log not emptied after a deletion: a reader holds a snapshot of it; "
+            "retried after each write, at close and by verify_deleted"
         )
-    return done
+        return "pending_reader"
+    return "done"
+
+
+def erased(store: ArchiveStore, receipt: DeletionReceipt) -> DeletionReceipt:
+    """`receipt` (just committed, or replayed) with the erasure state `reclaim` leaves now."""
+    return dataclasses.replace(receipt, erasure=reclaim(store))
+
+
+@dataclass(frozen=True)
+class DeletionFindings:
+    """What `check_deleted` found: what the tables still hold of the deletion (`leftovers`), and
+    whether the database files may still hold its bytes (`erasure`, with `erasure_detail`
+    saying where): "done", or "pending_reader" while SQLite's write-ahead log could not be
+    emptied."""
+
+    leftovers: tuple[str, ...]
+    erasure: ErasureState = "done"
+    erasure_detail: str = ""
+
+    @property
+    def all(self) -> list[str]:
+        """Every finding as one list, the log's among them: empty means nothing is left."""
+        return [*self.leftovers, *([self.erasure_detail] if self.erasure != "done" else [])]
 
 
 def verify_deleted(store: ArchiveStore, principal: Principal, receipt: DeletionReceipt) -> list[str]:
-    """What of a receipt the archive still holds: an empty list means everything is gone."""
+    """What of a receipt the archive still holds, its files included: an empty list means
+    everything is gone (`check_deleted`, as one list)."""
+    return check_deleted(store, principal, receipt).all
+
+
+def check_deleted(store: ArchiveStore, principal: Principal, receipt: DeletionReceipt) -> DeletionFindings:
+    """What of a receipt the archive still holds: the raw tables, then the files.
+
+    The receipt first (ReceiptInvalid unless this deployment issued it), then every table for
+    rows of the deleted targets, then, on SQLite, the write-ahead log: a TRUNCATE checkpoint
+    (which completes one a reader held off, once it let go), and if the log still holds bytes
+    afterwards, its raw file is read for the page images it keeps. A receipt holds no content
+    to search the bytes for, so a log that could not be emptied is a finding in itself: any of
+    its page images may be one written before the deletion. (The database file is zeroed where
+    rows were deleted, `secure_delete`; PostgreSQL's files are not looked at, see the README.)
+    """
+    left = _table_leftovers(store, principal, receipt)
+    # After the read transaction closed: a checkpoint waits for this process's readers too.
+    if store.empty_log():
+        return DeletionFindings(tuple(left))
+    path = store.log_path
+    name = path.name if path is not None else "the write-ahead log"
+    detail = (
+        f"pending_reader: {name} holds {store.log_frames()} page images ({store.log_bytes()} bytes) "
+        "a checkpoint could not copy and empty, some perhaps from before the deletion: another "
+        "connection holds a snapshot of the log; once it ends its transaction, the next write, "
+        "closing the archive or verify_deleted empties it"
+    )
+    return DeletionFindings(tuple(left), "pending_reader", detail)
+
+
+def _table_leftovers(store: ArchiveStore, principal: Principal, receipt: DeletionReceipt) -> list[str]:
     principal.require(Role.ADMIN, "verifying a deletion")
     tenant = principal.tenant_id
     if receipt.tenant_id != tenant:

@@ -377,9 +377,7 @@ def purge_expired(
         # The condition is evaluated again after the chain locks: a version written meanwhile
         # is judged by its own expiry.
         receipt = deletion.delete_memory_versions(conn, store, principal, "memory:expired", chains, lapsed)
-    if receipt is not None:
-        deletion.reclaim(store)
-    return receipt
+    return None if receipt is None else deletion.erased(store, receipt)
 
 
 def purge_expired_everywhere(store: ArchiveStore, *, now: datetime | None = None) -> list[DeletionReceipt]:
@@ -434,13 +432,14 @@ def forget(
     request = keyed(principal, idempotency_key, "forget", {"owner": owner, "key": key})
     with store.write() as conn:
         previous = previous_reply(conn, request)
-        if previous is not None:
-            return deletion.replayed_receipt(previous)
         condition = and_(t.memory_facts.c.owner == owner, t.memory_facts.c.key == key)
-        receipt = deletion.delete_memory_versions(
-            conn, store, principal, f"memory:{owner}/{key}", [(owner, key)], condition, request
+        receipt = (
+            deletion.replayed_receipt(previous)
+            if previous is not None
+            else deletion.delete_memory_versions(
+                conn, store, principal, f"memory:{owner}/{key}", [(owner, key)], condition, request
+            )
         )
         if receipt is None:
             raise NotFound("memory fact", f"{owner}/{key}")
-    deletion.reclaim(store)
-    return receipt
+    return deletion.erased(store, receipt)  # after the commit: a checkpoint waits for writers

@@ -37,15 +37,18 @@ def _plain(value: Any) -> Any:
 # Fields added after receipts were first issued: left out of the payload while empty, so a receipt
 # signed before a field existed (its payload never had it) still verifies.
 _OMITTED_WHEN_EMPTY = frozenset({"task_states"})
+# Not covered at all: the signature itself, and the erasure state when the receipt was issued
+# (it describes the files at one moment; verify_deleted checks them again).
+_UNSIGNED = frozenset({"signature", "erasure"})
 
 
 def receipt_payload(receipt: DeletionReceipt) -> dict[str, Any]:
-    """What the signature covers: every field but the signature itself (and a later field while
-    it is empty)."""
+    """What the signature covers: every field but the signature and the erasure state (and a
+    later field while it is empty)."""
     return {
         f.name: _plain(getattr(receipt, f.name))
         for f in dataclasses.fields(receipt)
-        if f.name != "signature" and not (f.name in _OMITTED_WHEN_EMPTY and not getattr(receipt, f.name))
+        if f.name not in _UNSIGNED and not (f.name in _OMITTED_WHEN_EMPTY and not getattr(receipt, f.name))
     }
 
 

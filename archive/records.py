@@ -218,11 +218,19 @@ class TaskState:
     label: str = "derived task state (not original evidence)"
 
 
+# How far a deletion's bytes had left the database files when its call returned (see
+# deletion.reclaim): "done"; "pending_reader" while another connection holds SQLite's write-ahead
+# log, so the page images written before the deletion are still in it (the checkpoint is owed and
+# retried: ArchiveStore.empty_log); "pending" when the step failed (the store unreachable).
+ErasureState = Literal["done", "pending_reader", "pending"]
+
+
 @dataclass(frozen=True)
 class DeletionReceipt:
     """What a deletion removed from the archive, and the outbox rows it queued for index and caches.
 
-    Signed by the deployment key (`key_id`, `signature`: HMAC-SHA256 over every other field) and
+    Signed by the deployment key (`key_id`, `signature`: HMAC-SHA256 over every other field but
+    `erasure`) and
     tied to the audit chain: `audit_seq` and `audit_hash` name the deletion's own audit event,
     which was the chain's head when the deletion committed. `verify_deleted` rejects a receipt
     whose signature or audit event does not check out (ReceiptInvalid).
@@ -248,3 +256,7 @@ class DeletionReceipt:
     audit_hash: str = ""
     key_id: str = ""
     signature: str = ""
+    # The files' state when the call returned, not part of what the receipt proves: never signed
+    # (a state that changes later, and receipts issued before it existed, verify alike).
+    # `verify_deleted` looks again each time.
+    erasure: ErasureState = "done"

@@ -9,6 +9,11 @@ Two transaction shapes, both failing closed:
 - `select()` runs one prepared statement (archive/prepared.py) without one: a single
   statement reads one snapshot, and search hydration runs one on every search.
 
+After a deletion, `reclaim` makes the removed rows unreadable below SQL too; on SQLite that is
+a checkpoint that empties the write-ahead log (`empty_log`), which a reader holding a snapshot
+of the log can hold off: the store then owes it and tries again after each write it commits
+and when it is closed (see docs/architecture.md, Deletion).
+
 Any driver-level failure (server down, file unreadable, lock timeout) becomes
 `StoreUnavailable`, a file SQLite reports as not a database or as damaged `StoreCorrupt`; the
 transaction is rolled back, so nothing is half-written.
@@ -16,6 +21,7 @@ transaction is rolled back, so nothing is half-written.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
@@ -37,9 +43,17 @@ from .signing import ReceiptKey
 
 T = TypeVar("T")
 
+log = logging.getLogger(__name__)
+
 RECEIPT_KEY_FILE = "receipt.key"  # beside a SQLite archive file, unless a key is passed
 SQLITE_BUSY_TIMEOUT_MS = 15_000
 SQLITE_MMAP_BYTES = 1 << 30  # the part of a SQLite file read through a memory map (_sqlite_on_connect)
+# How long a deletion's checkpoint (and verify_deleted's) waits for the connections using the
+# write-ahead log to leave it. Writes and single statements take milliseconds; a snapshot held
+# longer than this is held for a reason of its own, and waiting out the whole busy timeout (15 s)
+# would only delay the deletion's answer: the checkpoint is owed instead (`empty_log`).
+CHECKPOINT_WAIT_MS = 1_000
+_WAL_HEADER_BYTES, _WAL_FRAME_HEADER_BYTES = 32, 24
 PG_CONNECT_TIMEOUT_S = 5
 _MIGRATION_LOCK = 7_310_244_101  # pg_advisory_xact_lock key: one migrator at a time
 # SQLite's result codes for a file that is not a database, and for damaged pages.
@@ -64,6 +78,9 @@ class ArchiveStore:
     def __post_init__(self) -> None:
         self._key_lock = threading.Lock()
         self._readers = ThreadReaders.of(self.engine)
+        # One checkpoint at a time, so that the outcome recorded in `_log_owed` is the newest.
+        self._checkpoint_lock = threading.Lock()
+        self._log_owed = False
         if self.given_receipt_key is None and self.receipt_key_path is None:
             self.given_receipt_key = ReceiptKey.ephemeral()
 
@@ -84,6 +101,8 @@ class ArchiveStore:
     def write(self) -> Iterator[Connection]:
         with self._transaction(immediate=True) as conn:
             yield conn
+        if self._log_owed:
+            self._settle_log()
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -207,18 +226,17 @@ class ArchiveStore:
         """Make removed rows unreadable below SQL too, after a deletion committed; True if done.
 
         SQLite zeroes deleted content in the file itself (`secure_delete`, set per connection),
-        but the write-ahead log still holds page images written before: a TRUNCATE checkpoint
-        copies the log into the file and empties it. It needs every reader to be off the log,
-        so with a long read running it may not complete (False); the next one does.
+        but the write-ahead log still holds page images written before, and the file the pages
+        a reader's snapshot still reads: `empty_log` (False while a reader holds the log; the
+        store then owes the checkpoint and retries it).
         PostgreSQL keeps deleted rows as dead tuples until VACUUM removes them; VACUUM cannot
         run in a transaction and skips (SKIP_LOCKED) a table another VACUUM holds right now.
         Raises StoreUnavailable when the database cannot be reached.
         """
+        if self.is_sqlite:
+            return self.empty_log()
         try:
             with self.engine.connect() as conn:
-                if self.is_sqlite:
-                    busy = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").one()[0]
-                    return int(busy) == 0
                 auto = conn.execution_options(isolation_level="AUTOCOMMIT")
                 names = ", ".join(self.engine.dialect.identifier_preparer.quote(n) for n in tables)
                 auto.exec_driver_sql(f"VACUUM (SKIP_LOCKED) {names}")
@@ -226,9 +244,118 @@ class ArchiveStore:
         except sa_exc.SQLAlchemyError as e:
             raise StoreUnavailable(f"archive store failed while reclaiming space: {_reason(e)}") from e
 
+    @property
+    def log_owed(self) -> bool:
+        """True while a checkpoint of this store found the write-ahead log held and none has
+        emptied it since (SQLite)."""
+        return self._log_owed
+
+    @property
+    def log_path(self) -> Path | None:
+        """The SQLite write-ahead log file beside the database file; None for other databases."""
+        database = self.engine.url.database
+        if not self.is_sqlite or not database or database == ":memory:" or database.startswith("file:"):
+            return None
+        return Path(f"{database}-wal")
+
+    def empty_log(self, wait_ms: int = CHECKPOINT_WAIT_MS) -> bool:
+        """Copy SQLite's write-ahead log into the database file and truncate it to no bytes
+        (`wal_checkpoint(TRUNCATE)`), waiting up to `wait_ms` for the connections using it; True
+        when the log holds no byte afterwards (always True for other databases).
+
+        A reader whose snapshot began before the last commit needs both the old page images in
+        the log and the old pages in the file, so while it holds its transaction the checkpoint
+        can neither finish copying nor empty the log (False). The store then owes it: each write
+        this store commits tries again without waiting (`_settle_log`), `dispose` tries before
+        closing, and `verify_deleted` checks in any process. Raises StoreUnavailable when the
+        file cannot be reached.
+        """
+        if not self.is_sqlite:
+            return True
+        with self._checkpoint_lock:
+            self._log_owed = True  # until a checkpoint says otherwise (one that fails owes it too)
+            done = self._checkpoint(wait_ms)
+            self._log_owed = not done
+        return done
+
+    def _checkpoint(self, wait_ms: int) -> bool:
+        conn = self._connected(self.engine.raw_connection)
+        try:
+            cur = conn.cursor()
+            try:
+                # On a connection of its own, outside any transaction (SQLite refuses a checkpoint
+                # in one), with a wait of its own: the busy timeout is what it waits for readers.
+                cur.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
+                try:
+                    busy = cur.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                finally:
+                    cur.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            finally:
+                cur.close()
+        except sqlite3.Error as e:
+            wrapped = sa_exc.DBAPIError.instance("PRAGMA wal_checkpoint", None, e, sqlite3.Error)
+            raise self._corrupt(wrapped) or StoreUnavailable(
+                f"archive store failed while checkpointing its log: {_reason(wrapped)}"
+            ) from e
+        finally:
+            conn.close()
+        # Busy with an empty log (a writer that has written nothing yet): nothing is left in it.
+        return int(busy) == 0 or self.log_bytes() == 0
+
+    def log_bytes(self) -> int:
+        """The size of the write-ahead log file as it is on disk (0 when there is none)."""
+        path = self.log_path
+        try:
+            return path.stat().st_size if path is not None else 0
+        except FileNotFoundError:
+            return 0
+
+    def log_frames(self) -> int:
+        """The page images the write-ahead log file holds, read from its raw bytes: each frame
+        after the 32-byte header is a 24-byte header and one page (the page size is in the log's
+        header). Frames of an earlier round of the log that a restart did not overwrite count
+        too: they are bytes on disk all the same."""
+        path = self.log_path
+        if path is None:
+            return 0
+        try:
+            with path.open("rb") as f:
+                header = f.read(_WAL_HEADER_BYTES)
+        except FileNotFoundError:
+            return 0
+        if len(header) < _WAL_HEADER_BYTES:
+            return 0
+        page_size = int.from_bytes(header[8:12], "big") or 65_536
+        return (self.log_bytes() - _WAL_HEADER_BYTES) // (page_size + _WAL_FRAME_HEADER_BYTES)
+
+    def _settle_log(self) -> None:
+        """The checkpoint owed, tried again after a committed write, without waiting: skipped
+        when another thread is checkpointing, and a failure is left for the next write, since
+        the write itself stands."""
+        if not self._checkpoint_lock.acquire(blocking=False):
+            return
+        try:
+            self._log_owed = not self._checkpoint(0)
+        except ArchiveError as e:
+            log.warning("write-ahead log still to be emptied after a deletion: %s", e)
+        finally:
+            self._checkpoint_lock.release()
+
     def dispose(self) -> None:
+        """Close every connection, first emptying the write-ahead log if the store owes that (a
+        connection of another process left open keeps SQLite from doing it at the last close)."""
         if self._readers is not None:
             self._readers.close_all()
+        if self._log_owed:
+            try:
+                if not self.empty_log():
+                    log.warning(
+                        "closing %s with deleted rows' page images still in its write-ahead log: "
+                        "a reader holds it; verify_deleted or the next deletion empties it",
+                        self.engine.url.database,
+                    )
+            except ArchiveError as e:
+                log.warning("write-ahead log not emptied at close: %s", e)
         self.engine.dispose()
 
 

@@ -85,7 +85,8 @@ def verify_deleted(
     ],
     as_json: JsonOpt = False,
 ) -> None:
-    """Prove a deletion: nothing of it left in the archive, the index or the outbox (exit 1 if any).
+    """Prove a deletion: nothing of it left in the archive (its write-ahead log included), the
+    index or the outbox (exit 1 if any; `status: pending_reader` while a reader holds the log).
 
     The receipt must be one this deployment signed, whose audit event the chain still holds:
     an edited, foreign or unsigned receipt, or one the chain was rewound under, exits 2
@@ -97,13 +98,23 @@ def verify_deleted(
     emit(
         {
             "ok": check.ok,
+            "status": check.status,
             "target": receipt.target,
             "archive_leftovers": list(check.archive_leftovers),
             "index_leftovers": list(check.index_leftovers),
             "pending_outbox": check.pending_outbox,
+            "erasure": check.erasure,
+            "erasure_detail": check.erasure_detail,
         },
         as_json,
     )
+    if check.status == "pending_reader":
+        raise CliError(
+            f"deletion of {receipt.target} is pending on a reader: its bytes are still in the "
+            "archive's write-ahead log (run verify-deleted again once that reader ends)",
+            EXIT_PROBLEMS,
+            reported=True,
+        )
     if not check.ok:
         raise CliError(
             f"deletion of {receipt.target} is not complete (see the report)", EXIT_PROBLEMS, reported=True

@@ -543,6 +543,9 @@ def verify_deleted(receipt: DeletionReceipt) -> Plan[DeletionCheck]:
         tuple(reply.body["archive_leftovers"]),
         tuple(reply.body["index_leftovers"]),
         reply.body["pending_outbox"],
+        # Absent from the answers of servers older than the erasure check.
+        reply.body.get("erasure", "done"),
+        reply.body.get("erasure_detail", ""),
     )
 
 

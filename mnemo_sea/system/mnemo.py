@@ -680,8 +680,9 @@ class Mnemo:
         return self.index.compact()
 
     def verify_deleted(self, principal: Principal, receipt: DeletionReceipt) -> DeletionCheck:
-        """Check every store: archive rows, index points of each deleted id, pending outbox rows."""
-        archive_left = self.archive.verify_deleted(principal, receipt)
+        """Check every store: archive rows and (SQLite) its write-ahead log, index points of each
+        deleted id, pending outbox rows."""
+        archive = self.archive.check_deleted(principal, receipt)
         tenant = principal.tenant_id
         with self.archive.store.read() as conn:
             pending = len(pending_ids(conn, tenant) & set(receipt.outbox_ids))
@@ -694,7 +695,9 @@ class Mnemo:
         index_left = sorted(
             {i for i, v in points if self.index.backend.count(evidence_filter(tenant, i, v)) > 0}
         )
-        return DeletionCheck(receipt, tuple(archive_left), tuple(index_left), pending)
+        return DeletionCheck(
+            receipt, archive.leftovers, tuple(index_left), pending, archive.erasure, archive.erasure_detail
+        )
 
     # ---- citations ---------------------------------------------------------------------------
 

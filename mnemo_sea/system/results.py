@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from mnemo_sea.archive import DeletionReceipt, EvidenceRecord, Forbidden, InvalidInput
+from mnemo_sea.archive import DeletionReceipt, ErasureState, EvidenceRecord, Forbidden, InvalidInput
 from mnemo_sea.retrieval.errors import IndexUnavailable
 
 if TYPE_CHECKING:
@@ -148,6 +148,9 @@ class IngestReport:
     index: DrainReport | None = None
 
 
+DeletionStatus = Literal["ok", "pending_reader", "incomplete"]
+
+
 @dataclass(frozen=True)
 class DeletionCheck:
     """Whether anything of a deletion can still be reached, store by store."""
@@ -156,10 +159,30 @@ class DeletionCheck:
     archive_leftovers: tuple[str, ...]
     index_leftovers: tuple[str, ...]
     pending_outbox: int
+    # Whether the archive's files may still hold the deleted bytes: "pending_reader" while
+    # another connection holds SQLite's write-ahead log (erasure_detail says what it holds).
+    erasure: ErasureState = "done"
+    erasure_detail: str = ""
 
     @property
     def ok(self) -> bool:
-        return not self.archive_leftovers and not self.index_leftovers and self.pending_outbox == 0
+        return self.status == "ok"
+
+    @property
+    def status(self) -> DeletionStatus:
+        """ "ok": nothing is left anywhere; "pending_reader": nothing is left but the bytes in the
+        archive's write-ahead log, which a reader holds (they go once it lets go: check again);
+        "incomplete": something else is left (the leftovers say what)."""
+        if self.archive_leftovers or self.index_leftovers or self.pending_outbox:
+            return "incomplete"
+        return "ok" if self.erasure == "done" else "pending_reader"
 
 
-__all__ = ["DeletionCheck", "IngestReport", "SearchHit", "SearchResult", "SearchResultStatus"]
+__all__ = [
+    "DeletionCheck",
+    "DeletionStatus",
+    "IngestReport",
+    "SearchHit",
+    "SearchResult",
+    "SearchResultStatus",
+]

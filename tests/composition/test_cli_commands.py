@@ -193,13 +193,17 @@ def test_delete_writes_a_receipt_that_verify_deleted_proves(data: Path, tmp_path
     ]
     assert json.loads(receipt_file.read_text()) == receipt
 
+    assert receipt["erasure"] == "done"  # no other process held the log: its bytes are gone too
     check = ok_json("verify-deleted", receipt_file, "--data-dir", data, *ADMIN)
     assert check == {
         "ok": True,
+        "status": "ok",
         "target": receipt["target"],
         "archive_leftovers": [],
         "index_leftovers": [],
         "pending_outbox": 0,
+        "erasure": "done",
+        "erasure_detail": "",
     }
     after = ok_json("search", "Zanzibar warehouse crates", "--data-dir", data, *AGENT)
     assert "note:to-delete" not in {h["evidence_id"] for h in after["hits"]}

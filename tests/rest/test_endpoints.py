@@ -481,7 +481,15 @@ def test_delete_evidence_receipt_verify_then_gone(api: Api) -> None:
     ]
     assert len(body["summaries"]) == 1
     check = api.client.post("/v1/deletions/verify", json=body, headers=admin).json()
-    assert check == {"ok": True, "archive_leftovers": [], "index_leftovers": [], "pending_outbox": 0}
+    assert check == {
+        "ok": True,
+        "status": "ok",
+        "archive_leftovers": [],
+        "index_leftovers": [],
+        "pending_outbox": 0,
+        "erasure": "done",
+        "erasure_detail": "",
+    }
 
     found = api.client.post("/v1/search", json={"query": "quokka rottnest"}, headers=agent).json()
     assert found["status"] == "no_match"

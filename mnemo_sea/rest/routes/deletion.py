@@ -5,21 +5,25 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import BaseModel
 
-from mnemo_sea.archive import DeletionReceipt, InvalidInput
+from mnemo_sea.archive import DeletionReceipt, ErasureState, InvalidInput
 from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.problems import responses
 from mnemo_sea.rest.routes.common import MAX_SQL_INT, IdempotencyKey
 from mnemo_sea.rest.threads import PooledRoute
 from mnemo_sea.system.mnemo import DeletionCheck
+from mnemo_sea.system.results import DeletionStatus
 
 router = APIRouter(prefix="/v1", tags=["deletion"], route_class=PooledRoute)
 
 
 class DeletionCheckOut(BaseModel):
     ok: bool
+    status: DeletionStatus
     archive_leftovers: list[str]
     index_leftovers: list[str]
     pending_outbox: int
+    erasure: ErasureState
+    erasure_detail: str
 
     @classmethod
     def of(cls, check: DeletionCheck) -> DeletionCheckOut:
@@ -28,6 +32,9 @@ class DeletionCheckOut(BaseModel):
             archive_leftovers=list(check.archive_leftovers),
             index_leftovers=list(check.index_leftovers),
             pending_outbox=check.pending_outbox,
+            status=check.status,
+            erasure=check.erasure,
+            erasure_detail=check.erasure_detail,
         )
 
 
