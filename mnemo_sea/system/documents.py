@@ -58,6 +58,7 @@ from mnemo_sea.archive.principal import check_identifier
 from mnemo_sea.archive.records import EVIDENCE_KINDS, PROVENANCES, Provenance
 from mnemo_sea.archive.refs import EVIDENCE_ID, check_evidence_id
 from mnemo_sea.archive.sessions import check_media_type
+from mnemo_sea.system.json_text import JsonTooDeep, parse_json
 
 __all__ = [
     "EXTENSIONS",
@@ -362,9 +363,11 @@ def _jsonl_line(
     except UnicodeDecodeError as e:
         return None, [f"not UTF-8 (invalid byte at column {e.start + 1})"]
     try:
-        obj = json.loads(text)
+        obj = parse_json(text, f"line {number}")
     except json.JSONDecodeError as e:
         return None, [f"not JSON ({e.msg} at column {e.colno})"]
+    except JsonTooDeep as e:
+        return None, [e.problem]
     if not isinstance(obj, dict):
         return None, [f"must be a JSON object, got {type(obj).__name__}"]
 
