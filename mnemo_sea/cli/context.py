@@ -33,6 +33,7 @@ from mnemo_sea.cli.target import (
 )
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS
 from mnemo_sea.system.json_ready import json_ready
+from mnemo_sea.system.json_text import parse_json
 
 if TYPE_CHECKING:
     from mnemo_sea.archive import TaskState
@@ -227,7 +228,7 @@ def _update(file: Path) -> dict[str, Any]:
     """The update a `--file` holds (`-`: stdin), its keys checked: a misspelt one is never dropped."""
     if str(file) == "-":
         try:
-            data = json.loads(sys.stdin.read())
+            data = parse_json(sys.stdin.read(), "--file -")
         except json.JSONDecodeError as e:
             raise CliError(f"--file -: stdin is not JSON ({e})") from None
     else:

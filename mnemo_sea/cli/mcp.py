@@ -5,7 +5,9 @@ given, else `--tenant/--subject/--role/--clearance` (env MNEMO_TENANT/MNEMO_SUBJ
 MNEMO_CLEARANCE). `--transport http` serves streamable HTTP at http://HOST:PORT/mcp, where every
 request must carry `Authorization: Bearer <api key>` and runs as that key's principal (the
 principal options are then unused). The system is opened from the settings (MNEMO_DATA_DIR for
-the embedded default, or MNEMO_DATABASE_URL + MNEMO_QDRANT_URL; see mnemo_sea.system.settings).
+the embedded default, or MNEMO_DATABASE_URL + MNEMO_QDRANT_URL; see mnemo_sea.system.settings),
+as `serve` opens it: without `--embedder` an existing data folder keeps the embedder its index
+was built with.
 
 stdout belongs to the protocol on stdio, so every problem is one line `error: ...` on stderr,
 with the exit codes of the other commands (mnemo_sea.cli.output, from the one error table):
@@ -17,14 +19,14 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from pydantic import ValidationError
 
 from mnemo_sea.archive import InvalidInput, Principal, Role, Sensitivity
 from mnemo_sea.cli.output import CliError, guard
-from mnemo_sea.system.embedders import embedder_name
+from mnemo_sea.cli.service import serve_settings
 
 _PRINCIPAL = "Principal (stdio)"
 
@@ -109,18 +111,12 @@ def run(
     from mnemo_sea.archive.api_keys import authenticate
     from mnemo_sea.mcp import build_server, fixed_principal, serve_http, serve_stdio
     from mnemo_sea.system.opening import open_mnemo
-    from mnemo_sea.system.settings import MnemoSettings
 
     # Check the principal options before the (slow) open, so a typo fails at once.
     principal = None
     if transport is Transport.STDIO and api_key is None:
         principal = configured_principal(tenant, subject, role, clearance)
-    overrides: dict[str, Any] = {}
-    if data_dir is not None:
-        overrides["data_dir"] = data_dir
-    if embedder is not None:
-        overrides["embedder"] = embedder_name(embedder)
-    settings = MnemoSettings(**overrides)
+    settings = serve_settings(data_dir, embedder)
     mnemo = open_mnemo(settings)
     try:
         if transport is Transport.HTTP:

@@ -17,6 +17,7 @@ from mnemo_sea.archive import (
 )
 from mnemo_sea.cli.output import CliError
 from mnemo_sea.system.json_ready import json_ready
+from mnemo_sea.system.json_text import parse_json
 
 
 def receipt_to_dict(receipt: DeletionReceipt) -> dict[str, Any]:
@@ -73,8 +74,10 @@ def anchor_from_dict(data: Any) -> AuditAnchor | DeletionReceipt:
 
 
 def read_json(path: Path) -> Any:
+    """The JSON a file the user named holds. CliError when missing or not JSON; JsonTooDeep
+    (exit 2, like every input error) when nested deeper than the one limit of json_text."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return parse_json(path.read_text(encoding="utf-8"), str(path))
     except FileNotFoundError:
         raise CliError(f"{path}: no such file") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:

@@ -30,9 +30,9 @@ def _settings(data_dir: Path | None) -> MnemoSettings:
 
 
 def serve_settings(data_dir: Path | None, embedder: str | None) -> MnemoSettings:
-    """The settings `serve` runs with: `--embedder` (or MNEMO_EMBEDDER) if given, else, on the
-    embedded default, the embedder the data folder's index was built with, like every other
-    command (a hashing-built folder would otherwise refuse the default model)."""
+    """The settings `serve` and `mcp` run with: `--embedder` (or MNEMO_EMBEDDER) if given, else,
+    on the embedded default, the embedder the data folder's index was built with, like every
+    other command (a hashing-built folder would otherwise refuse the default model)."""
     settings = _settings(data_dir)
     folder = None if settings.server_mode else settings.data_dir
     return settings.model_copy(update={"embedder": embedder_choice(embedder, folder)})

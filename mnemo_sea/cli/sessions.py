@@ -25,6 +25,7 @@ from mnemo_sea.cli.target import (
     parse_as_of,
 )
 from mnemo_sea.system.json_ready import content_fields, json_ready
+from mnemo_sea.system.json_text import parse_json
 
 
 def _arguments(value: str | None) -> dict[str, Any] | None:
@@ -32,7 +33,7 @@ def _arguments(value: str | None) -> dict[str, Any] | None:
     if value is None:
         return None
     try:
-        parsed = json.loads(value)
+        parsed = parse_json(value, "--arguments")
     except json.JSONDecodeError as e:
         raise CliError(f"--arguments: not JSON ({e})") from None
     if not isinstance(parsed, dict):

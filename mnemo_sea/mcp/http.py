@@ -1,8 +1,8 @@
 """Streamable HTTP: every request carries an API key, and its tools run as that key's principal.
 
 `BearerKeys` wraps the SDK's Starlette app: a request without `Authorization: Bearer <key>`,
-or with a malformed, unknown or revoked key, gets the REST API's 401 problem+json before it
-reaches MCP; an accepted one
+or with a malformed, unknown or revoked key, gets the REST API's 401 problem+json (with its
+request id, in the body and the X-Request-ID header) before it reaches MCP; an accepted one
 carries its principal in the request scope, where `request_principal` finds it for each tool
 call. The tenant therefore always comes from the key, never from a tool's arguments. The
 server is stateless (no MCP session state between requests), like the REST API.
@@ -20,6 +20,7 @@ from mnemo_sea.archive import Principal
 from mnemo_sea.archive.api_keys import Unauthenticated, authenticate
 from mnemo_sea.archive.store import ArchiveStore
 from mnemo_sea.rest.limits import BodyLimit
+from mnemo_sea.rest.observability import RequestIds
 from mnemo_sea.rest.problems import domain_problem
 from mnemo_sea.system.mnemo import Mnemo
 from mnemo_sea.system.settings import MnemoSettings
@@ -86,7 +87,8 @@ def http_app(
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
 ) -> ASGIApp:
     """The streamable-HTTP MCP app at `path`, behind API-key authentication and the same request
-    body limit as the REST API (413 above `max_request_bytes`).
+    body limit as the REST API (413 above `max_request_bytes`); every answer, a 401 or 413
+    problem included, carries its request id (X-Request-ID, echoed when the client sent one).
 
     `host` is where it will listen: on a loopback address the SDK also refuses requests whose
     Host or Origin header is not loopback (DNS-rebinding protection).
@@ -95,7 +97,7 @@ def http_app(
     app = server.streamable_http_app(
         streamable_http_path=path, stateless_http=True, json_response=True, host=host
     )
-    return BodyLimit(BearerKeys(app, mnemo.archive.store), max_request_bytes)
+    return RequestIds(BodyLimit(BearerKeys(app, mnemo.archive.store), max_request_bytes))
 
 
 def serve_http(

@@ -26,6 +26,7 @@ from mcp_types import (
 
 from mnemo_sea import __version__
 from mnemo_sea.archive import Principal
+from mnemo_sea.system.json_text import check_json_depth
 from mnemo_sea.system.mnemo import Mnemo
 
 from .results import failure, from_exception, success
@@ -71,7 +72,9 @@ def build_server(mnemo: Mnemo, principal_of: PrincipalOf) -> Server[dict[str, An
             return failure("unknown_tool", f"there is no tool {params.name!r}", tools=[t.name for t in TOOLS])
         try:
             principal = principal_of(ctx)
-            arguments = tool.inputs.model_validate(params.arguments or {})
+            # The SDK's parser stops near 200 levels; the system's one limit is lower (json_text).
+            raw = check_json_depth(params.arguments or {}, "arguments")
+            arguments = tool.inputs.model_validate(raw)
             payload = await anyio.to_thread.run_sync(tool.run, mnemo, principal, arguments)
         except Exception as e:  # noqa: BLE001 - the boundary: every failure becomes a tool error result
             return from_exception(e, tool.name)

@@ -122,6 +122,37 @@ class Metrics:
         self.registry.register(ServiceCollector(mnemo))
 
 
+def assign_request_id(scope: Scope) -> str:
+    """The request's id, set on its state (where problem answers read it): the client's
+    X-Request-ID when well-formed, else a new one."""
+    given = Headers(scope=scope).get("x-request-id", "")
+    request_id = given if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+    scope.setdefault("state", {})["request_id"] = request_id
+    return request_id
+
+
+class RequestIds:
+    """ASGI middleware: every answer of the app carries the request id, in the X-Request-ID
+    header and in problem bodies, as the REST API's do. For apps served beside it without its
+    metrics and access log (the MCP streamable-HTTP transport); `Observe` does this for REST."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = assign_request_id(scope)
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message)["X-Request-ID"] = request_id
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
+
+
 class Observe:
     """ASGI middleware: the request id (echoed when well-formed, else generated) on the request
     state and the answer, a latency observation and an access-log line per request.
@@ -139,12 +170,10 @@ class Observe:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        given = Headers(scope=scope).get("x-request-id", "")
-        request_id = given if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+        request_id = assign_request_id(scope)
         # The dict behind `request.state`: problem answers read the id from it, and the
         # authentication dependency leaves the tenant and subject there for the log.
-        state: dict[str, Any] = scope.setdefault("state", {})
-        state["request_id"] = request_id
+        state: dict[str, Any] = scope["state"]
         started = time.perf_counter()
         status = 500
 

@@ -18,6 +18,8 @@ from typing import Any
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
+from mnemo_sea.rest.json_bodies import RouteHandler, depth_checked
+
 
 def pooled(endpoint: Callable[..., Any]) -> Callable[..., Coroutine[Any, Any, Any]]:
     """`endpoint` as a coroutine running it in the thread pool; its signature (which FastAPI
@@ -37,3 +39,7 @@ class PooledRoute(APIRoute):
         if not inspect.iscoroutinefunction(endpoint):
             endpoint = pooled(endpoint)
         super().__init__(path, endpoint, **kwargs)
+
+    def get_route_handler(self) -> RouteHandler:
+        # Every body through the one JSON parser and its depth limit (rest/json_bodies.py).
+        return depth_checked(super().get_route_handler())

@@ -100,6 +100,7 @@ from mnemo_sea.archive.refs import (
     check_evidence_id,
     parse_index_id,
 )
+from mnemo_sea.system.json_text import JsonTooDeep, parse_json
 
 Verdict = Literal[
     "ok",
@@ -728,9 +729,11 @@ def _parse_line(number: int, raw: bytes) -> CitedAnswer:
     except UnicodeDecodeError as e:
         raise ValueError(f"not UTF-8 (byte {e.start})") from None
     try:
-        obj = json.loads(text)
+        obj = parse_json(text, f"line {number}")
     except json.JSONDecodeError as e:
         raise ValueError(f"not JSON ({e.msg} at column {e.colno})") from None
+    except JsonTooDeep as e:
+        raise ValueError(e.problem) from None
     if not isinstance(obj, dict):
         raise ValueError(f"must be a JSON object, got {type(obj).__name__}")
     if "citations" not in obj:

@@ -34,8 +34,10 @@ only problem is one unusable file raises that file's own error (`BinaryFile`, `F
 
 `media_type_of(name, data)` names the media type of a file's bytes for `session record --file`:
 UTF-8 text is text (its type from the extension when that names a text type, else
-`text/plain`, with `charset=utf-8`), anything else keeps its extension's type or
-`application/octet-stream`.
+`text/plain`, with `charset=utf-8`), anything else keeps its extension's type (a `.txt` in
+Latin-1 is `text/plain`, without a charset) or `application/octet-stream`. Ingest, unlike
+`session record`, refuses text that is not UTF-8 (`BinaryFile`): a document's body is text
+to search and cite, while a recorded original is bytes kept exactly.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from mnemo_sea.archive.principal import check_identifier
 from mnemo_sea.archive.records import EVIDENCE_KINDS, PROVENANCES, Provenance
 from mnemo_sea.archive.refs import EVIDENCE_ID, check_evidence_id
 from mnemo_sea.archive.sessions import check_media_type
+from mnemo_sea.system.json_text import JsonTooDeep, parse_json
 
 __all__ = [
     "EXTENSIONS",
@@ -362,9 +365,11 @@ def _jsonl_line(
     except UnicodeDecodeError as e:
         return None, [f"not UTF-8 (invalid byte at column {e.start + 1})"]
     try:
-        obj = json.loads(text)
+        obj = parse_json(text, f"line {number}")
     except json.JSONDecodeError as e:
         return None, [f"not JSON ({e.msg} at column {e.colno})"]
+    except JsonTooDeep as e:
+        return None, [e.problem]
     if not isinstance(obj, dict):
         return None, [f"must be a JSON object, got {type(obj).__name__}"]
 
@@ -566,8 +571,11 @@ def media_type_of(name: str, data: bytes) -> str:
     Bytes that are UTF-8 without NUL are text: the extension's type when it names a text type
     (`.json` -> application/json, `.md` -> text/markdown), else `text/plain`, with
     `charset=utf-8` so that every surface decodes them alike. Other bytes keep their
-    extension's type (`.png` -> image/png) or are `application/octet-stream`. A text
-    extension on bytes that are not UTF-8 does not make them text: they would not decode.
+    extension's type (`.png` -> image/png, a Latin-1 `.txt` -> text/plain) or are
+    `application/octet-stream`. A text type is given no charset then: which one it is, the
+    file does not say, and no surface decodes it as UTF-8 (they show such an original as
+    binary, and return its bytes as base64). A text extension does not make bytes holding NUL
+    text: a NUL marks a binary file, as ingest takes it.
     """
     guessed, encoding = mimetypes.guess_type(name, strict=False)
     if encoding is not None:  # .gz, .bz2: compressed bytes, whatever the inner type
@@ -576,7 +584,8 @@ def media_type_of(name: str, data: bytes) -> str:
         try:
             data.removeprefix(_BOM).decode("utf-8")
         except UnicodeDecodeError:
-            pass
+            if guessed is not None:  # text in another encoding (or a binary type): its own type
+                return guessed
         else:
             essence = guessed if guessed is not None and is_textual(guessed) else "text/plain"
             return f"{essence}; charset=utf-8"

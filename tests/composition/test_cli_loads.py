@@ -224,7 +224,9 @@ def test_serve_detects_the_folders_embedder_or_takes_the_option(folder: Path, tm
         ("NOEXT", b"plain words", "text/plain; charset=utf-8"),
         ("reply.json", b'{"ok": true}', "application/json; charset=utf-8"),
         ("notes.md", b"# title", "text/markdown; charset=utf-8"),
-        ("latin1.txt", "caf\u00e9".encode("latin-1"), "application/octet-stream"),
+        ("latin1.txt", "caf\u00e9".encode("latin-1"), "text/plain"),  # its extension's type, no charset
+        ("latin1.csv", "caf\u00e9;1".encode("latin-1"), "text/csv"),
+        ("NOEXT-latin1", "caf\u00e9".encode("latin-1"), "application/octet-stream"),
         ("nul.txt", b"a\x00b", "application/octet-stream"),
         ("photo.png", b"\x89PNG\r\n\x1a\n\x00", "image/png"),
         ("dump.bin", b"\xff\xfe\xfd", "application/octet-stream"),
@@ -251,6 +253,40 @@ def test_session_record_of_a_text_file_is_text_everywhere(folder: Path, tmp_path
     ok("session", "archive", "s-2", "r1=a timeout", *common)
     recovered = ok("session", "recover", "s-2", "r1", *common)
     assert recovered["content"] == log.read_text() and "[binary original" not in recovered["rendered"]
+
+
+def test_a_text_file_in_another_encoding_keeps_its_type_and_its_exact_bytes(
+    folder: Path, tmp_path: Path
+) -> None:
+    import base64
+    import hashlib
+    import sqlite3
+
+    latin1 = tmp_path / "notes.txt"
+    raw = "Caf\u00e9 cr\u00e8me: 3 \u00e0 5 jours\n".encode("latin-1")
+    latin1.write_bytes(raw)
+    common = ["--data-dir", folder, *AGENT]
+    recorded = ok("session", "record", "s-latin1", "fs.read", "--file", latin1, *common)
+    assert recorded["media_type"] == "text/plain"  # the README's promise; not octet-stream
+
+    # What is stored, read from the archive file: the label, and the bytes exactly, by their hash.
+    with sqlite3.connect(folder / "archive.db") as conn:
+        media_type, size, sha = conn.execute(
+            "SELECT media_type, size, blob_sha256 FROM tool_results WHERE tenant_id = ? AND session_id = ?",
+            ("clinic-a", "s-latin1"),
+        ).fetchone()
+        (content,) = conn.execute(
+            "SELECT content FROM blobs WHERE tenant_id = ? AND sha256 = ?", ("clinic-a", sha)
+        ).fetchone()
+    assert (media_type, size) == ("text/plain", len(raw))
+    assert bytes(content) == raw and sha == hashlib.sha256(raw).hexdigest()
+
+    # No surface decodes it as UTF-8: the live view shows it as binary, recovery gives base64.
+    live = ok("session", "live", "s-latin1", *common)
+    assert "[binary original" in live["text"] and "text/plain" in live["text"]
+    ok("session", "archive", "s-latin1", "r1=a French note", *common)
+    recovered = ok("session", "recover", "s-latin1", "r1", *common)
+    assert recovered["content"] is None and base64.b64decode(recovered["content_base64"]) == raw
 
 
 # ---- item 11/12: human output and the new commands ---------------------------------------------------

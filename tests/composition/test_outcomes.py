@@ -74,7 +74,7 @@ from mnemo_sea.system.documents import (
     UnreadableFile,
     UnsupportedFile,
 )
-from mnemo_sea.system.errors import CacheUnavailable
+from mnemo_sea.system.errors import CacheUnavailable, JsonTooDeep
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -114,6 +114,7 @@ FACTORIES: dict[type[BaseException], Callable[[], BaseException]] = {
     ArchiveConflict: lambda: ArchiveConflict([TargetStatus("r1", "already_archived", "done")], "reload"),
     StoreUnavailable: lambda: StoreUnavailable("archive store unreachable: connection refused"),
     CacheUnavailable: lambda: CacheUnavailable("redis unreachable"),
+    JsonTooDeep: lambda: JsonTooDeep("tools.json", 100),
     OutboxOwned: lambda: OutboxOwned("another process already applies this database's outbox"),
     ApiUnreachable: lambda: ApiUnreachable(
         "http://127.0.0.1:8000", "ConnectError", sent=False, request_id="r1"
@@ -164,6 +165,7 @@ EXPECTED: dict[type[BaseException], tuple[outcomes.Category, int, int]] = {
     ArchiveConflict: CONFLICT,  # also a BatchRejected: the conflict wins
     StoreUnavailable: UNAVAILABLE,
     CacheUnavailable: UNAVAILABLE,
+    JsonTooDeep: INVALID,
     OutboxOwned: UNAVAILABLE,
     ApiUnreachable: UNAVAILABLE,  # the REST client's: the API it talks to is its store
     IntegrityError: INTEGRITY,

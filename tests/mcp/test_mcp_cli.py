@@ -95,3 +95,30 @@ def test_stdio_with_an_api_key_runs_as_the_key_principal(
     # The key's principal, not the options: a reader may not record.
     [error] = answers
     assert error["error"] == "forbidden" and "agent-k" in error["message"]
+
+
+def test_without_an_embedder_option_the_folders_own_is_used_as_serve_does(
+    app: typer.Typer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mnemo_sea.archive import EvidenceInput, Principal, Role
+    from mnemo_sea.system.hashing_embedder import HashingEmbedder
+    from mnemo_sea.system.mnemo import Mnemo
+
+    # A folder whose index was built with the hashing embedder; the default model would be refused.
+    with Mnemo.open(tmp_path, embedder=HashingEmbedder()) as mnemo:
+        agent = Principal("default", "mcp", frozenset({Role.AGENT}))
+        mnemo.ingest(agent, [EvidenceInput(body="llamas eat hay", source="farm", evidence_id="d:1")])
+    answers: list[dict[str, Any]] = []
+
+    async def serve_and_call(server: Server[Any]) -> None:
+        async with Client(server) as client:
+            answers.append(payload(await client.call_tool("search_evidence", {"query": "llamas hay"})))
+
+    monkeypatch.setattr(mnemo_sea.mcp, "serve_stdio", serve_and_call)
+    result = CliRunner().invoke(
+        app, ["mcp"], env={"MNEMO_DATA_DIR": str(tmp_path), "MNEMO_EMBEDDER": None, "MNEMO_API_KEY": None}
+    )
+
+    assert result.exit_code == 0, result.stderr
+    [found] = answers
+    assert found["status"] == "results" and [h["evidence_id"] for h in found["hits"]] == ["d:1"]

@@ -139,3 +139,32 @@ def test_a_request_body_over_the_limit_gets_413_before_any_work(mnemo: Mnemo) ->
     response = client.post("/mcp", json=big, headers=headers)
     assert response.status_code == 413
     assert response.json()["code"] == "request_too_large"
+
+
+def test_refusals_carry_a_request_id_in_the_body_and_the_header_as_rest_does(mnemo: Mnemo) -> None:
+    from starlette.testclient import TestClient
+
+    # A loopback Host: the SDK refuses others on a loopback server (DNS-rebinding protection).
+    client = TestClient(http_app(mnemo, max_request_bytes=2048), base_url="http://127.0.0.1:8765")
+    accept = {"Accept": "application/json, text/event-stream"}
+    good = {"Authorization": f"Bearer {_key(mnemo, 'clinic', 'agent-ids')}"}
+    answers = {
+        "no key": client.post("/mcp", json=INITIALIZE, headers=accept),
+        "bad key": client.post("/mcp", json=INITIALIZE, headers=accept | {"Authorization": "Bearer nope"}),
+        "too large": client.post("/mcp", json={**INITIALIZE, "pad": "x" * 4096}, headers=accept | good),
+    }
+    for why, response in answers.items():
+        assert response.status_code in (401, 413), why
+        request_id = response.json()["request_id"]
+        assert isinstance(request_id, str) and request_id, why
+        assert response.headers["x-request-id"] == request_id, why
+    assert len({r.json()["request_id"] for r in answers.values()}) == 3  # one per request
+
+    # A well-formed id the client sent is echoed, as the REST API does; a malformed one replaced.
+    echoed = client.post("/mcp", json=INITIALIZE, headers=accept | {"X-Request-ID": "trace-42"})
+    assert echoed.json()["request_id"] == "trace-42" and echoed.headers["x-request-id"] == "trace-42"
+    replaced = client.post("/mcp", json=INITIALIZE, headers=accept | {"X-Request-ID": "bad id!"})
+    assert replaced.json()["request_id"] not in ("bad id!", None)
+    with client:  # the lifespan starts the SDK's session manager, which serves the accepted key
+        served = client.post("/mcp", json=INITIALIZE, headers=accept | good)
+    assert served.status_code == 200 and served.headers["x-request-id"]

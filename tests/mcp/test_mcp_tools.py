@@ -362,3 +362,37 @@ def test_record_result_retried_with_its_idempotency_key_records_once(mnemo: Mnem
 
     with_client(mnemo, CLINIC, body)
     assert len(mnemo.archive.list_results(CLINIC, session_id)) == 1
+
+
+def test_arguments_nested_past_the_limit_are_refused_and_nothing_is_recorded(
+    mnemo: Mnemo, session_id: str
+) -> None:
+    from sqlalchemy import func, select
+
+    from mnemo_sea.archive import schema as t
+    from mnemo_sea.system.json_text import MAX_JSON_DEPTH
+
+    deep: Any = []
+    for _ in range(150):  # deeper than the limit, shallower than the SDK's own parser allows
+        deep = [deep]
+    answers: list[dict[str, Any]] = []
+
+    async def body(client: Client) -> None:
+        for name, arguments in (
+            (
+                "record_result",
+                {"session_id": session_id, "tool_name": "t", "content": "x", "arguments": {"a": deep}},
+            ),
+            ("search_evidence", {"query": "x", "filters": deep}),
+        ):
+            answers.append(payload(await client.call_tool(name, arguments)))
+
+    with_client(mnemo, CLINIC, body)
+    for answer in answers:
+        assert answer["error"] == "json_too_deep" and answer["category"] == "invalid_input", answer
+        assert answer["limit"] == MAX_JSON_DEPTH and answer["field"] == "arguments"
+    with mnemo.archive.store.read() as conn:  # raw state: nothing recorded
+        stored = (
+            select(func.count()).select_from(t.tool_results).where(t.tool_results.c.session_id == session_id)
+        )
+        assert conn.execute(stored).scalar_one() == 0

@@ -807,6 +807,34 @@ def test_a_body_that_is_not_utf8_json_is_422(api: Api) -> None:
         assert problem["errors"] and problem["errors"][0]["loc"][0] == "body"
 
 
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize("depth", [101, 300, 100_000])  # before: accepted; a 500; a generic 422
+def test_a_body_nested_past_the_limit_is_a_422_naming_it_and_nothing_is_stored(api: Api, depth: int) -> None:
+    from mnemo_sea.system.json_text import MAX_JSON_DEPTH
+
+    headers = {**api.headers("agent"), "Content-Type": "application/json"}
+    deep = _nested(depth)
+    bodies = {
+        "/v1/sessions/s-deep/results": '{"tool_name": "t", "content": "x", "arguments": {"a": ' + deep + "}}",
+        "/v1/evidence": '{"evidence_id": "deep", "source": "s", "body": "b", "statement": ' + deep + "}",
+        "/v1/search": '{"query": ' + deep + "}",
+    }
+    for path, body in bodies.items():
+        problem = assert_problem(api.client.post(path, content=body, headers=headers), 422, "json_too_deep")
+        assert problem["limit"] == MAX_JSON_DEPTH and str(MAX_JSON_DEPTH) in problem["detail"], path
+    with api.mnemo.archive.store.read() as conn:  # raw state: nothing of any of them stored
+        for table in (t.tool_results, t.evidence):
+            assert conn.execute(select(table).where(table.c.tenant_id == api.tenant)).first() is None
+    # At the limit (the body, its arguments and the arrays in them), the route judges it, as before.
+    at_limit = _nested(MAX_JSON_DEPTH - 2)
+    body = '{"tool_name": "t", "content": "x", "arguments": {"a": ' + at_limit + "}}"
+    response = api.client.post("/v1/sessions/s-deep/results", content=body, headers=headers)
+    assert response.status_code == 201, response.text[:300]
+
+
 NUL_PROBES = [
     ("POST", "/v1/summaries", {"text": "t", "derived_from": ["evidence:src"], "trace_ref": "run\x00"}),
     ("GET", "/v1/memory/alice?key=diet%00", None),
