@@ -258,6 +258,24 @@ class StoreCorrupt(IntegrityError):
         )
 
 
+class ReceiptKeyMissing(IntegrityError):
+    """The deployment key file of an existing archive is gone. It is never made up again: a new
+    key would sign new receipts but reject every earlier receipt and anchor as another
+    deployment's. Nothing was changed. `key_file` names the file."""
+
+    code = "receipt_key_missing"
+
+    def __init__(self, key_file: str) -> None:
+        super().__init__(
+            f"the deployment key {key_file} is missing, though this archive already exists: the "
+            "deletion receipts and audit anchors signed with it can no longer be checked, and no "
+            "new ones are signed. Restore the file from a backup of the data folder; if it is "
+            "lost for good, `mnemo-sea keys rotate-receipt-key` starts a new key (what the lost "
+            "key signed will then be refused as another deployment's). Nothing was changed",
+            key_file=key_file,
+        )
+
+
 class ReceiptInvalid(IntegrityError):
     """A deletion receipt or audit anchor this deployment did not issue, or one the audit chain
     no longer matches. `check` names what failed: `unsigned`, `foreign_key` (signed by another

@@ -39,11 +39,13 @@ if TYPE_CHECKING:
 
 
 def init(target: Target, as_json: JsonOpt = False) -> None:
-    """Create the data folder (SQLite archive + embedded index), or check an existing one."""
+    """Create the data folder (SQLite archive, its deployment key `receipt.key` and the embedded
+    index), or check an existing one (one whose key is lost is refused)."""
     folder = target.folder(must_exist=False)
     existed = (folder / ARCHIVE_FILE).is_file()
     with open_mnemo(target, create=True) as mnemo:
         model_id = mnemo.index.embedder.model_id
+        key_id = mnemo.archive.store.receipt_key.key_id
     emit(
         {
             "data_dir": str(folder),
@@ -51,6 +53,7 @@ def init(target: Target, as_json: JsonOpt = False) -> None:
             "archive": str(folder / ARCHIVE_FILE),
             "index": str(folder / INDEX_DIR),
             "embedder": model_id,
+            "receipt_key": key_id,
         },
         as_json,
     )

@@ -16,7 +16,10 @@ from mnemo_sea.cli.output import JsonOpt, emit, guard, shown
 from mnemo_sea.cli.target import embedder_choice
 from mnemo_sea.system.settings import MnemoSettings
 
-keys_app = typer.Typer(no_args_is_help=True, help="API keys: create, list, revoke (shown once at creation).")
+keys_app = typer.Typer(
+    no_args_is_help=True,
+    help="API keys: create, list, revoke (shown once at creation); rotate-receipt-key: the deployment key.",
+)
 
 DataDir = Annotated[
     Path | None,
@@ -141,6 +144,20 @@ def keys_revoke(
         finally:
             archive.close()
     emit(info.to_dict(), as_json)
+
+
+@keys_app.command("rotate-receipt-key")
+def keys_rotate_receipt_key(data_dir: DataDir = None, as_json: JsonOpt = False) -> None:
+    """Replace the deployment key that signs deletion receipts and audit anchors by a new one.
+
+    The old key is kept (`receipt.key.retired`) for verifying what it signed; the rotation is
+    an audit event. After a lost key it starts a new one. Restart running servers afterwards.
+    """
+    from mnemo_sea.system.opening import rotate_receipt_key
+
+    with guard(as_json):
+        rotation = rotate_receipt_key(_settings(data_dir))
+    emit(rotation.to_dict(), as_json)
 
 
 def register(app: typer.Typer) -> None:

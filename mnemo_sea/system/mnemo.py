@@ -260,14 +260,21 @@ class Mnemo:
 
     @classmethod
     def open(cls, path: str | Path, *, embedder: Embedder | None = None) -> Mnemo:
-        """The embedded default: a SQLite archive and a Qdrant Edge index under one data folder."""
+        """The embedded default: a SQLite archive and a Qdrant Edge index under one data folder.
+
+        A folder without an archive is initialised: the archive, its deployment key
+        (`receipt.key`, audited) and the index are created. An existing archive whose key file
+        is gone is refused with ReceiptKeyMissing before anything is written: a new key would
+        reject every receipt and anchor signed before (see archive/deployment_key.py).
+        """
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
         archive = Archive.open(str(folder / ARCHIVE_FILE))
         try:
-            # The key file beside the archive, created now (at `init`) rather than at the first
-            # deletion: whoever backs up the folder then finds it there. A folder where it cannot
-            # be written (read-only) still opens for reading; deletions then fail closed.
+            # The key is read now, not at the first deletion: a lost key is reported when the
+            # folder is opened. A key file this process cannot read (its permissions) still
+            # lets the folder open for reading; deletions then fail closed. (ReceiptKeyMissing is
+            # an IntegrityError: it is raised.)
             try:
                 archive.store.receipt_key  # noqa: B018
             except StoreUnavailable as e:

@@ -35,6 +35,7 @@ from mnemo_sea.archive import (
     MemoryConflict,
     NotFound,
     ReceiptInvalid,
+    ReceiptKeyMissing,
     StateConflict,
     StoreCorrupt,
     StoreUnavailable,
@@ -121,6 +122,7 @@ FACTORIES: dict[type[BaseException], Callable[[], BaseException]] = {
     IntegrityError: lambda: IntegrityError("blob fails its hash"),
     StoreCorrupt: lambda: StoreCorrupt("/data/archive.db", "database disk image is malformed"),
     ReceiptInvalid: lambda: ReceiptInvalid("signature", "edited after signing"),
+    ReceiptKeyMissing: lambda: ReceiptKeyMissing("/data/receipt.key"),
     ContextOverBudget: lambda: ContextOverBudget(
         budget_tokens=10, output_reserve=2, pinned_tokens=20, pinned={"instructions": 20}
     ),
@@ -169,6 +171,7 @@ EXPECTED: dict[type[BaseException], tuple[outcomes.Category, int, int]] = {
     IntegrityError: INTEGRITY,
     StoreCorrupt: INTEGRITY,
     ReceiptInvalid: INVALID,  # an IntegrityError, but the client's document: invalid input wins
+    ReceiptKeyMissing: INTEGRITY,  # a part of the deployment is gone: restored from a backup
     ContextOverBudget: INVALID,
     MalformedCitationsFile: INVALID,
     DocumentError: INVALID,
