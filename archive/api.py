@@ -24,7 +24,7 @@ from .audit import (
     make_anchor,
     verify_chain,
 )
-from .errors import ArchiveError, BatchRejected, Forbidden, IntegrityError, TaskStateRejected
+from .errors import ArchiveError, BatchRejected, Forbidden, IntegrityError, TargetStatus, TaskStateRejected
 from .operations import (
     ArchiveResultsOp,
     ArchiveTarget,
@@ -269,19 +269,30 @@ class Archive:
         return self.write_evidence_batch(principal, items, idempotency_key=idempotency_key).records
 
     def write_evidence_batch(
-        self, principal: Principal, items: Sequence[EvidenceInput], *, idempotency_key: str | None = None
+        self,
+        principal: Principal,
+        items: Sequence[EvidenceInput],
+        *,
+        idempotency_key: str | None = None,
+        reactivate: bool = False,
     ) -> evidence.EvidenceBatch:
         """`put_evidence_batch`, also handing back every version the committed write made, with
         its original (`EvidenceBatch.made`): the indexer of this process applies those without
-        reading them back."""
+        reading them back. Content of a retracted version is refused (RetractedContent) unless
+        `reactivate`."""
         return self._guard(
             principal,
             "put_evidence",
             f"evidence:batch of {len(items)}",
             lambda: evidence.put_evidence_batch(
-                self.store, principal, items, idempotency_key=idempotency_key
+                self.store, principal, items, idempotency_key=idempotency_key, reactivate=reactivate
             ),
         )
+
+    def retracted_among(self, principal: Principal, items: Sequence[EvidenceInput]) -> list[TargetStatus]:
+        """Each item's status: `retracted` where a write would refuse its content as retracted,
+        else `ok` (`evidence.retracted_among`)."""
+        return evidence.retracted_among(self.store, principal, items)
 
     def retract(
         self, principal: Principal, evidence_id: str, reason: str, *, idempotency_key: str | None = None

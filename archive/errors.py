@@ -209,6 +209,15 @@ class ArchiveConflict(BatchRejected, StateConflict):
     code = "archive_conflict"
 
 
+class RetractedContent(BatchRejected, StateConflict):
+    """Items of a write carry exactly the content of a retracted version of their record: stored,
+    they would bring retracted text back as current (a nightly re-ingest undoing a retraction).
+    Nothing was stored; `targets` marks each such item `retracted`. Changed content is a new
+    version as always; bringing the retracted text back on purpose is the `reactivate` option."""
+
+    code = "retracted_content"
+
+
 class Unauthenticated(ArchiveError):
     """No key, a malformed key, an unknown key or a revoked key: the caller is nobody. `reason`
     says which, never whether a key id exists."""

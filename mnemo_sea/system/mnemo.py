@@ -438,15 +438,20 @@ class Mnemo:
         *,
         idempotency_key: str | None = None,
         progress: ProgressCallback | None = None,
+        reactivate: bool = False,
     ) -> IngestReport:
         """Store evidence records all or nothing (new versions supersede), then index them.
 
-        Raises InvalidBatch naming every bad item before anything is stored. A retry under the
-        same idempotency key stores nothing and reports every record as unchanged. `progress`
-        is called once the batch is stored and after each of its records is indexed.
+        Raises InvalidBatch naming every bad item before anything is stored, RetractedContent
+        marking every item whose content is a retracted version of its record (a retraction
+        stands until the content changes) unless `reactivate`. A retry under the same
+        idempotency key stores nothing and reports every record as unchanged. `progress` is
+        called once the batch is stored and after each of its records is indexed.
         """
         started = utcnow()
-        batch = self.archive.write_evidence_batch(principal, list(items), idempotency_key=idempotency_key)
+        batch = self.archive.write_evidence_batch(
+            principal, list(items), idempotency_key=idempotency_key, reactivate=reactivate
+        )
         # A batch is flushed before the call returns (its rows done), not left to the group
         # commit: one flush spread over the batch costs little per record. The indexer takes
         # the versions the write made as committed instead of reading them back.

@@ -36,6 +36,7 @@ from mnemo_sea.archive import (
     NotFound,
     ReceiptInvalid,
     ReceiptKeyMissing,
+    RetractedContent,
     StateConflict,
     StoreCorrupt,
     StoreUnavailable,
@@ -123,6 +124,7 @@ FACTORIES: dict[type[BaseException], Callable[[], BaseException]] = {
     StoreCorrupt: lambda: StoreCorrupt("/data/archive.db", "database disk image is malformed"),
     ReceiptInvalid: lambda: ReceiptInvalid("signature", "edited after signing"),
     ReceiptKeyMissing: lambda: ReceiptKeyMissing("/data/receipt.key"),
+    RetractedContent: lambda: RetractedContent([TargetStatus("kb:1", "retracted", "version 1")], "change it"),
     ContextOverBudget: lambda: ContextOverBudget(
         budget_tokens=10, output_reserve=2, pinned_tokens=20, pinned={"instructions": 20}
     ),
@@ -172,6 +174,7 @@ EXPECTED: dict[type[BaseException], tuple[outcomes.Category, int, int]] = {
     StoreCorrupt: INTEGRITY,
     ReceiptInvalid: INVALID,  # an IntegrityError, but the client's document: invalid input wins
     ReceiptKeyMissing: INTEGRITY,  # a part of the deployment is gone: restored from a backup
+    RetractedContent: CONFLICT,  # also a BatchRejected: the record's state (retracted) wins
     ContextOverBudget: INVALID,
     MalformedCitationsFile: INVALID,
     DocumentError: INVALID,
