@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from . import deletion, evidence, hits, memory, sessions, summaries, task_state
+from . import deletion, deployment_key, evidence, hits, memory, sessions, summaries, task_state
 from .audit import (
     AuditAnchor,
     AuditEvent,
@@ -24,7 +24,7 @@ from .audit import (
     make_anchor,
     verify_chain,
 )
-from .errors import ArchiveError, BatchRejected, Forbidden, IntegrityError, TaskStateRejected
+from .errors import ArchiveError, BatchRejected, Forbidden, IntegrityError, TargetStatus, TaskStateRejected
 from .operations import (
     ArchiveResultsOp,
     ArchiveTarget,
@@ -53,7 +53,7 @@ from .records import (
     TaskState,
 )
 from .signing import ReceiptKey
-from .store import ArchiveStore, open_store
+from .store import ArchiveStore, key_file_of, open_store, sqlite_file_of
 from .tool_results import ToolResult
 
 T = TypeVar("T")
@@ -73,9 +73,28 @@ class Archive:
 
         `receipt_key` signs deletion receipts and audit anchors; without it a SQLite archive
         uses the key file beside it and any other database a key of this process only (see
-        `open_store`).
+        `open_store`). A SQLite file that does not exist yet is a new archive: its key file is
+        created first, then the database, then the creation is audited (deployment_key.py).
+        An existing one whose key file is gone opens, and raises ReceiptKeyMissing wherever the
+        key is needed (Mnemo.open asks for it at once).
+        Raises StoreUnavailable when the new key cannot be written (nothing is created then).
         """
-        return cls(open_store(url, policy, receipt_key=receipt_key))
+        database = sqlite_file_of(url) if receipt_key is None else None
+        key_file = key_file_of(url) if database is not None and not database.exists() else None
+        created = None if key_file is None else deployment_key.create_key_file(key_file)
+        try:
+            store = open_store(url, policy, receipt_key=receipt_key)
+        except BaseException:
+            if created is not None and key_file is not None:
+                key_file.unlink(missing_ok=True)  # no archive was made: its key goes with it
+            raise
+        if created is not None and key_file is not None:
+            try:
+                deployment_key.record_created(store, created, key_file)
+            except BaseException:
+                store.dispose()
+                raise
+        return cls(store)
 
     @property
     def policy(self) -> ArchivePolicy:
@@ -250,19 +269,30 @@ class Archive:
         return self.write_evidence_batch(principal, items, idempotency_key=idempotency_key).records
 
     def write_evidence_batch(
-        self, principal: Principal, items: Sequence[EvidenceInput], *, idempotency_key: str | None = None
+        self,
+        principal: Principal,
+        items: Sequence[EvidenceInput],
+        *,
+        idempotency_key: str | None = None,
+        reactivate: bool = False,
     ) -> evidence.EvidenceBatch:
         """`put_evidence_batch`, also handing back every version the committed write made, with
         its original (`EvidenceBatch.made`): the indexer of this process applies those without
-        reading them back."""
+        reading them back. Content of a retracted version is refused (RetractedContent) unless
+        `reactivate`."""
         return self._guard(
             principal,
             "put_evidence",
             f"evidence:batch of {len(items)}",
             lambda: evidence.put_evidence_batch(
-                self.store, principal, items, idempotency_key=idempotency_key
+                self.store, principal, items, idempotency_key=idempotency_key, reactivate=reactivate
             ),
         )
+
+    def retracted_among(self, principal: Principal, items: Sequence[EvidenceInput]) -> list[TargetStatus]:
+        """Each item's status: `retracted` where a write would refuse its content as retracted,
+        else `ok` (`evidence.retracted_among`)."""
+        return evidence.retracted_among(self.store, principal, items)
 
     def retract(
         self, principal: Principal, evidence_id: str, reason: str, *, idempotency_key: str | None = None

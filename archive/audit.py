@@ -185,19 +185,22 @@ def make_anchor(conn: Connection, key: ReceiptKey, tenant_id: str) -> AuditAncho
 def check_signed(
     key: ReceiptKey, purpose: str, what: str, payload: dict[str, Any], key_id: str, signature: str
 ) -> None:
-    """Raise ReceiptInvalid unless `signature` is this deployment's signature of `payload`."""
+    """Raise ReceiptInvalid unless `signature` is this deployment's signature of `payload`, made
+    with its key in force or one a rotation retired."""
     if not signature:
         raise ReceiptInvalid(
             "unsigned", f"the {what} is not signed, so nothing proves this deployment issued it"
         )
-    if key_id != key.key_id:
+    # The key in force, or one it replaced (a rotation keeps those for verifying what they signed).
+    verifier = key.verifier(key_id)
+    if verifier is None:
         shown = key_id[:64]  # the caller's text: bounded before it reaches a message or the audit chain
         raise ReceiptInvalid(
             "foreign_key",
             f"the {what} was signed by another deployment's key ({shown!r}, this one's is {key.key_id!r})",
             key_id=shown,
         )
-    if not key.verify(purpose, payload, signature):
+    if not verifier.verify(purpose, payload, signature):
         raise ReceiptInvalid(
             "signature", f"the {what} was altered after it was signed (its signature does not match)"
         )

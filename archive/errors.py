@@ -209,6 +209,15 @@ class ArchiveConflict(BatchRejected, StateConflict):
     code = "archive_conflict"
 
 
+class RetractedContent(BatchRejected, StateConflict):
+    """Items of a write carry exactly the content of a retracted version of their record: stored,
+    they would bring retracted text back as current (a nightly re-ingest undoing a retraction).
+    Nothing was stored; `targets` marks each such item `retracted`. Changed content is a new
+    version as always; bringing the retracted text back on purpose is the `reactivate` option."""
+
+    code = "retracted_content"
+
+
 class Unauthenticated(ArchiveError):
     """No key, a malformed key, an unknown key or a revoked key: the caller is nobody. `reason`
     says which, never whether a key id exists."""
@@ -255,6 +264,24 @@ class StoreCorrupt(IntegrityError):
             "(restore it from a backup; nothing was changed)",
             database=database,
             reason=reason,
+        )
+
+
+class ReceiptKeyMissing(IntegrityError):
+    """The deployment key file of an existing archive is gone. It is never made up again: a new
+    key would sign new receipts but reject every earlier receipt and anchor as another
+    deployment's. Nothing was changed. `key_file` names the file."""
+
+    code = "receipt_key_missing"
+
+    def __init__(self, key_file: str) -> None:
+        super().__init__(
+            f"the deployment key {key_file} is missing, though this archive already exists: the "
+            "deletion receipts and audit anchors signed with it can no longer be checked, and no "
+            "new ones are signed. Restore the file from a backup of the data folder; if it is "
+            "lost for good, `mnemo-sea keys rotate-receipt-key` starts a new key (what the lost "
+            "key signed will then be refused as another deployment's). Nothing was changed",
+            key_file=key_file,
         )
 
 

@@ -19,7 +19,15 @@ from . import schema as t
 from .audit import append_event
 from .blobs import put_blobs, read_blob, sha256_hex
 from .clock import aware, utcnow
-from .errors import Forbidden, InvalidBatch, InvalidInput, NotFound, StateConflict
+from .errors import (
+    Forbidden,
+    InvalidBatch,
+    InvalidInput,
+    NotFound,
+    RetractedContent,
+    StateConflict,
+    TargetStatus,
+)
 from .idempotency import KeyedRequest, keyed, previous_reply, save_reply
 from .in_force import evidence_answers_at
 from .operations import EvidenceInput
@@ -301,7 +309,7 @@ class EvidenceBatch:
 
 
 def _write_batch(
-    conn: Connection, principal: Principal, prepared: Sequence[_Prepared]
+    conn: Connection, principal: Principal, prepared: Sequence[_Prepared], *, reactivate: bool = False
 ) -> tuple[list[EvidenceRecord], dict[tuple[str, int], tuple[EvidenceRecord, bytes]]]:
     """Store `prepared` in order in one transaction, as one `put` after another would; returns
     what each item answers and the versions made (`EvidenceBatch`).
@@ -322,6 +330,13 @@ def _write_batch(
     chains = {
         eid: [dict(r._mapping) for r in rows] for eid, rows in _chains(conn, tenant, ids, lock=True).items()
     }
+    if not reactivate:
+        # Checked on the locked chains, before anything is written: a retraction made since a
+        # caller's own check (retracted_among) is honoured too.
+        _refuse_retracted(
+            [(p.evidence_id, sha256_hex(p.data)) for p in prepared],
+            {e: [(r["version"], r["status"], r["blob_sha256"]) for r in rows] for e, rows in chains.items()},
+        )
     digests = put_blobs(conn, tenant, [(p.data, p.media) for p in prepared])
     answers: list[dict[str, Any]] = []  # the row of the version each item answers with
     superseded: list[dict[str, Any]] = []  # versions stored before this batch that it supersedes
@@ -417,18 +432,84 @@ def _write_batch(
     ], versions
 
 
+def _retracted_version(versions: Sequence[tuple[int, str, str]], digest: str) -> int | None:
+    """The newest retracted version among (version, status, blob sha256) with this content;
+    None too when the active version has it (reactivated before: storing it again changes nothing)."""
+    if any(status == "active" and sha == digest for _, status, sha in versions):
+        return None
+    found = [v for v, status, sha in versions if status == "retracted" and sha == digest]
+    return max(found) if found else None
+
+
+def _retraction_statuses(
+    items: Sequence[tuple[str, str]], chains: dict[str, list[tuple[int, str, str]]]
+) -> list[TargetStatus]:
+    """For each (evidence id, content sha256): `ok`, or `retracted` when a retracted version of
+    that record holds exactly this content."""
+    statuses = []
+    for evidence_id, digest in items:
+        version = _retracted_version(chains.get(evidence_id, []), digest)
+        statuses.append(
+            TargetStatus(evidence_id, "ok", "")
+            if version is None
+            else TargetStatus(
+                evidence_id,
+                "retracted",
+                f"this content is version {version} of {evidence_id!r}, which was retracted",
+            )
+        )
+    return statuses
+
+
+def _refuse_retracted(
+    items: Sequence[tuple[str, str]], chains: dict[str, list[tuple[int, str, str]]]
+) -> None:
+    statuses = _retraction_statuses(items, chains)
+    if any(not s.ok for s in statuses):
+        raise RetractedContent(
+            statuses,
+            "a retraction stands until the content changes; to bring retracted text back on purpose, "
+            "store it again with reactivate (CLI: ingest --reactivate), or leave those records out "
+            "(CLI: ingest --partial)",
+        )
+
+
+def retracted_among(
+    store: ArchiveStore, principal: Principal, items: Sequence[EvidenceInput]
+) -> list[TargetStatus]:
+    """One TargetStatus per item (validated as a put would), in item order: `retracted` where the
+    item's content is that of a retracted version of its record (what a put would refuse with
+    RetractedContent), else `ok`. Reads only; raises InvalidBatch for invalid items."""
+    principal.require(Role.AGENT, "storing evidence")
+    prepared = _prepare_all(store, principal, items)
+    ids = sorted({p.evidence_id for p in prepared})
+    with store.read() as conn:
+        chains = {
+            eid: [(r.version, r.status, r.blob_sha256) for r in rows]
+            for eid, rows in _chains(conn, principal.tenant_id, ids).items()
+        }
+    return _retraction_statuses([(p.evidence_id, sha256_hex(p.data)) for p in prepared], chains)
+
+
 def _ref_key(ref: str) -> tuple[str, int]:
     evidence_id, _, version = ref.rpartition("@")
     return evidence_id, int(version)
 
 
 def put_evidence(
-    store: ArchiveStore, principal: Principal, item: EvidenceInput, *, idempotency_key: str | None = None
+    store: ArchiveStore,
+    principal: Principal,
+    item: EvidenceInput,
+    *,
+    idempotency_key: str | None = None,
+    reactivate: bool = False,
 ) -> EvidenceRecord:
     """Store a new version of an evidence record (version 1 for a new id).
 
     The previous active version, if any, becomes superseded and stays readable. Storing
     content and fields identical to the current version changes nothing and returns it.
+    Content equal to a retracted version of the record is refused (RetractedContent) unless
+    `reactivate`: then it is stored as a new active version.
     With an idempotency key, repeating the same call returns the first call's record (NotFound
     if it was deleted since) and stores nothing; reusing the key for another request raises
     IdempotencyMismatch. An item without an evidence id is the same request on every retry.
@@ -436,7 +517,7 @@ def put_evidence(
     principal.require(Role.AGENT, "storing evidence")
     prepared = _prepare(store, principal, item)
     request = keyed(principal, idempotency_key, "put_evidence", prepared.request())
-    return _put(store, principal, [prepared], request).records[0]
+    return _put(store, principal, [prepared], request, reactivate=reactivate).records[0]
 
 
 def put_evidence_batch(
@@ -445,15 +526,26 @@ def put_evidence_batch(
     items: Sequence[EvidenceInput],
     *,
     idempotency_key: str | None = None,
+    reactivate: bool = False,
 ) -> EvidenceBatch:
     """Store many records all or nothing: every item is validated first (InvalidBatch lists each
     bad item with its index and problem), then one transaction writes them in order, so an id
     that appears twice gets two versions. An idempotency key works as for `put_evidence`, over
-    the whole batch in its order. Returns each item's record and the versions made
-    (`EvidenceBatch`)."""
+    the whole batch in its order. Items whose content is that of a retracted version of their
+    record reject the batch (RetractedContent marks each) unless `reactivate`, as for
+    `put_evidence`. Returns each item's record and the versions made (`EvidenceBatch`)."""
     principal.require(Role.AGENT, "storing evidence")
     if len(items) > store.policy.max_batch_size:
         raise InvalidInput("items", f"{len(items)} items; at most {store.policy.max_batch_size} per batch")
+    prepared = _prepare_all(store, principal, items)
+    request = keyed(principal, idempotency_key, "put_evidence_batch", [p.request() for p in prepared])
+    return _put(store, principal, prepared, request, reactivate=reactivate)
+
+
+def _prepare_all(
+    store: ArchiveStore, principal: Principal, items: Sequence[EvidenceInput]
+) -> list[_Prepared]:
+    """Every item validated; InvalidBatch lists each bad one with its index and problem."""
     prepared: list[_Prepared] = []
     problems: list[dict[str, Any]] = []
     for i, item in enumerate(items):
@@ -465,12 +557,16 @@ def put_evidence_batch(
             )
     if problems:
         raise InvalidBatch(problems)
-    request = keyed(principal, idempotency_key, "put_evidence_batch", [p.request() for p in prepared])
-    return _put(store, principal, prepared, request)
+    return prepared
 
 
 def _put(
-    store: ArchiveStore, principal: Principal, prepared: Sequence[_Prepared], request: KeyedRequest | None
+    store: ArchiveStore,
+    principal: Principal,
+    prepared: Sequence[_Prepared],
+    request: KeyedRequest | None,
+    *,
+    reactivate: bool = False,
 ) -> EvidenceBatch:
     with store.write() as conn:
         previous = previous_reply(conn, request)
@@ -479,7 +575,7 @@ def _put(
                 conn, principal.tenant_id, [(eid, version) for eid, version in previous["records"]]
             )
             return EvidenceBatch(principal.tenant_id, replayed, {})
-        records, made = _write_batch(conn, principal, prepared)
+        records, made = _write_batch(conn, principal, prepared, reactivate=reactivate)
         save_reply(conn, request, {"records": [[r.evidence_id, r.version] for r in records]})
     # Only now, past the commit, is what the batch made the archive's.
     return EvidenceBatch(principal.tenant_id, records, made)

@@ -35,7 +35,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
-from .errors import ArchiveError, InvalidInput, StoreCorrupt, StoreUnavailable
+from .errors import ArchiveError, InvalidInput, ReceiptKeyMissing, StoreCorrupt, StoreUnavailable
 from .policy import DEFAULT_POLICY, ArchivePolicy
 from .prepared import PreparedSelect
 from .readers import ThreadReaders
@@ -64,6 +64,23 @@ def sqlite_url(path: str | Path) -> str:
     return f"sqlite+pysqlite:///{Path(path)}"
 
 
+def key_file_of(url: str) -> Path | None:
+    """Where the key of the archive at `url` lives when none is given: beside a SQLite file;
+    None for an in-memory or a server database."""
+    database = sqlite_file_of(url)
+    return None if database is None else database.parent / RECEIPT_KEY_FILE
+
+
+def sqlite_file_of(url: str) -> Path | None:
+    """The database file of a SQLite `url` (None for memory or a server)."""
+    if "://" not in url:
+        url = sqlite_url(url)
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database and parsed.database != ":memory:":
+        return Path(parsed.database)
+    return None
+
+
 @dataclass
 class ArchiveStore:
     """An open archive database. Cheap to share between threads (the engine pools connections)."""
@@ -71,7 +88,7 @@ class ArchiveStore:
     engine: Engine
     policy: ArchivePolicy = DEFAULT_POLICY
     # The deployment key that signs deletion receipts and audit anchors (see signing.py): given,
-    # or read from `receipt_key_path` on first use (so opening a store never writes a file).
+    # or read from `receipt_key_path` on first use (never created here: deployment_key.py).
     receipt_key_path: Path | None = None
     given_receipt_key: ReceiptKey | None = field(default=None, repr=False)
 
@@ -86,12 +103,20 @@ class ArchiveStore:
 
     @property
     def receipt_key(self) -> ReceiptKey:
-        """The key; raises StoreUnavailable when its file cannot be read or created."""
+        """The key. Raises ReceiptKeyMissing when its file is gone (it is never made up again,
+        see deployment_key.py), StoreUnavailable when it cannot be read."""
         with self._key_lock:
             if self.given_receipt_key is None:
                 assert self.receipt_key_path is not None
-                self.given_receipt_key = ReceiptKey.load_or_create(self.receipt_key_path)
+                if not self.receipt_key_path.exists():
+                    raise ReceiptKeyMissing(str(self.receipt_key_path))
+                self.given_receipt_key = ReceiptKey.load(self.receipt_key_path)
             return self.given_receipt_key
+
+    def use_receipt_key(self, key: ReceiptKey) -> None:
+        """Sign with `key` from now on (it replaced the old one: deployment_key.rotate_key)."""
+        with self._key_lock:
+            self.given_receipt_key = key
 
     @property
     def is_sqlite(self) -> bool:
@@ -396,19 +421,15 @@ def open_store(
     A plain filesystem path is taken as a SQLite file. Raises StoreUnavailable when the
     database cannot be reached, StoreCorrupt when the file is not a database.
 
-    Without `receipt_key`, a SQLite file's key is the file `receipt.key` beside it (created,
-    mode 0600, on first use), so every process opening that archive signs and verifies with
-    the same key; any other database gets a key of this process only (`ReceiptKey.ephemeral`):
-    server deployments pass theirs (MNEMO_RECEIPT_KEY).
+    Without `receipt_key`, a SQLite file's key is the file `receipt.key` beside it (created with
+    a new archive by `Archive.open`, see deployment_key.py), so every process opening that
+    archive signs and verifies with the same key; any other database gets a key of this process
+    only (`ReceiptKey.ephemeral`): server deployments pass theirs (MNEMO_RECEIPT_KEY).
     """
     if "://" not in url:
         url = sqlite_url(url)
     engine = _make_engine(url)
-    key_path = None
-    if receipt_key is None:
-        database = make_url(url).database
-        if engine.dialect.name == "sqlite" and database and database != ":memory:":
-            key_path = Path(database).parent / RECEIPT_KEY_FILE
+    key_path = key_file_of(url) if receipt_key is None else None
     store = ArchiveStore(
         engine=engine, policy=policy, receipt_key_path=key_path, given_receipt_key=receipt_key
     )

@@ -35,15 +35,17 @@ KindsOpt = Annotated[
 ]
 
 if TYPE_CHECKING:
-    from mnemo_sea.system.mnemo import IngestProgress
+    from mnemo_sea.system.mnemo import IngestProgress, Mnemo
 
 
 def init(target: Target, as_json: JsonOpt = False) -> None:
-    """Create the data folder (SQLite archive + embedded index), or check an existing one."""
+    """Create the data folder (SQLite archive, its deployment key `receipt.key` and the embedded
+    index), or check an existing one (one whose key is lost is refused)."""
     folder = target.folder(must_exist=False)
     existed = (folder / ARCHIVE_FILE).is_file()
     with open_mnemo(target, create=True) as mnemo:
         model_id = mnemo.index.embedder.model_id
+        key_id = mnemo.archive.store.receipt_key.key_id
     emit(
         {
             "data_dir": str(folder),
@@ -51,6 +53,7 @@ def init(target: Target, as_json: JsonOpt = False) -> None:
             "archive": str(folder / ARCHIVE_FILE),
             "index": str(folder / INDEX_DIR),
             "embedder": model_id,
+            "receipt_key": key_id,
         },
         as_json,
     )
@@ -138,12 +141,18 @@ def ingest(
         bool, typer.Option(help="store the good documents and list the bad ones (default: all or nothing)")
     ] = False,
     quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+    reactivate: Annotated[
+        bool, typer.Option(help="store documents equal to a retracted version as current again")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Store documents as evidence (an edited document becomes a new version) and index them.
 
     Any number of documents, in batches of up to 1,000, each stored all or nothing. Every file
     and line is checked first: without --partial one bad one stores nothing (all are listed).
+    A document whose content is that of a retracted version of its record is not brought back:
+    without --partial the load is refused (each one listed, exit 5), with --partial it is left
+    out and listed under `retracted`; --reactivate stores it as current on purpose.
     If storing batch k fails (the store, not the input), batches before it stay stored and the
     report says which (exit code of the store's error).
     """
@@ -155,8 +164,10 @@ def ingest(
     # Read and validate every file before opening anything: a bad file changes nothing.
     loaded = load_documents(path, source=source, scope=scope, partial=partial)
     _check_may_store(principal, loaded.items)
-    with open_mnemo(target) as mnemo, _Progress(len(loaded), quiet) as progress:
-        outcome = ingest_in_batches(mnemo, principal, loaded.items, progress=progress)
+    with open_mnemo(target) as mnemo:
+        items, retracted = _leave_out_retracted(mnemo, principal, loaded.items, partial, reactivate)
+        with _Progress(len(items), quiet) as progress:
+            outcome = ingest_in_batches(mnemo, principal, items, progress=progress, reactivate=reactivate)
     report = {
         "data_dir": str(folder),
         "path": str(path),
@@ -169,6 +180,7 @@ def ingest(
         "batches": [b.to_dict() for b in outcome.batches],
         "problems": [p.to_dict() for p in loaded.problems],
         "skipped_files": list(loaded.skipped),
+        "retracted": retracted,
     }
     if outcome.failure is None:
         emit(report | {"records": outcome.records} if as_json else report, as_json)
@@ -188,6 +200,30 @@ def ingest(
         code=cause.code,
         detail=report | {"records": outcome.records},
     )
+
+
+def _leave_out_retracted(
+    mnemo: Mnemo, principal: Principal, items: list[EvidenceInput], partial: bool, reactivate: bool
+) -> tuple[list[EvidenceInput], list[dict[str, str]]]:
+    """The documents to store, and those left out because their content is that of a retracted
+    version (`evidence_id`, `message`). Checked over the whole load before any batch is stored,
+    so the all-or-nothing default refuses it whole (RetractedContent, every one marked); the
+    archive checks again as it writes, so a retraction made meanwhile holds too."""
+    if reactivate:
+        return items, []
+    statuses = mnemo.archive.retracted_among(principal, items)
+    if all(s.ok for s in statuses):
+        return items, []
+    if not partial:
+        from mnemo_sea.archive import RetractedContent
+
+        raise RetractedContent(
+            statuses,
+            "a retraction stands until the content changes: leave them out with --partial, or "
+            "store them as current again with --reactivate",
+        )
+    kept = [item for item, s in zip(items, statuses, strict=True) if s.ok]
+    return kept, [{"evidence_id": s.result_id, "message": s.message} for s in statuses if not s.ok]
 
 
 def _rank(rank: int | None) -> str:

@@ -12,11 +12,14 @@ from typing import Annotated
 
 import typer
 
-from mnemo_sea.cli.output import guard
+from mnemo_sea.cli.output import JsonOpt, emit, guard, shown
 from mnemo_sea.cli.target import embedder_choice
 from mnemo_sea.system.settings import MnemoSettings
 
-keys_app = typer.Typer(no_args_is_help=True, help="API keys: create, list, revoke (shown once at creation).")
+keys_app = typer.Typer(
+    no_args_is_help=True,
+    help="API keys: create, list, revoke (shown once at creation); rotate-receipt-key: the deployment key.",
+)
 
 DataDir = Annotated[
     Path | None,
@@ -79,12 +82,13 @@ def keys_create(
     ] = "internal",
     name: Annotated[str, typer.Option(help="a label for listings")] = "",
     data_dir: DataDir = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Create a key and print it once (JSON); only its hash is stored."""
+    """Create a key and print it once (`api_key`); only its hash is stored."""
     from mnemo_sea.archive.api_keys import create_key
     from mnemo_sea.system.opening import open_archive
 
-    with guard():
+    with guard(as_json):
         archive = open_archive(_settings(data_dir))
         try:
             key, info = create_key(
@@ -92,43 +96,68 @@ def keys_create(
             )
         finally:
             archive.close()
-    typer.echo(json.dumps({"api_key": key, **info.to_dict()}, ensure_ascii=False, indent=2))
+    emit({"api_key": key, **info.to_dict()}, as_json)
 
 
 @keys_app.command("list")
 def keys_list(
     tenant: Annotated[str | None, typer.Option(help="only this tenant's keys")] = None,
     data_dir: DataDir = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """List keys (never their secrets), revoked ones included, as JSON."""
+    """List keys (never their secrets), revoked ones included: one line each, a JSON array with --json."""
     from mnemo_sea.archive.api_keys import list_keys
     from mnemo_sea.system.opening import open_archive
 
-    with guard():
+    with guard(as_json):
         archive = open_archive(_settings(data_dir))
         try:
             keys = list_keys(archive.store, tenant)
         finally:
             archive.close()
-    typer.echo(json.dumps([k.to_dict() for k in keys], ensure_ascii=False, indent=2))
+    if as_json:
+        typer.echo(json.dumps([k.to_dict() for k in keys], ensure_ascii=False, indent=2))
+        return
+    for k in keys:
+        d = k.to_dict()
+        typer.echo(
+            f"{d['key_id']}  tenant={d['tenant_id']} subject={d['subject']} roles={','.join(k.roles)} "
+            f"clearance={d['clearance']} name={shown(d['name'] or None)} created={d['created_at']} "
+            f"revoked={shown(d['revoked_at'])}"
+        )
 
 
 @keys_app.command("revoke")
 def keys_revoke(
     key_id: Annotated[str, typer.Argument(help="the key_id shown by create or list")],
     data_dir: DataDir = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Revoke a key: requests with it get 401 from now on."""
     from mnemo_sea.archive.api_keys import revoke_key
     from mnemo_sea.system.opening import open_archive
 
-    with guard():
+    with guard(as_json):
         archive = open_archive(_settings(data_dir))
         try:
             info = revoke_key(archive.store, key_id)
         finally:
             archive.close()
-    typer.echo(json.dumps(info.to_dict(), ensure_ascii=False, indent=2))
+    emit(info.to_dict(), as_json)
+
+
+@keys_app.command("rotate-receipt-key")
+def keys_rotate_receipt_key(data_dir: DataDir = None, as_json: JsonOpt = False) -> None:
+    """Replace the deployment key that signs deletion receipts and audit anchors by a new one.
+
+    The old key is kept (`receipt.key.retired`) for verifying what it signed; the rotation is
+    an audit event. After a lost key it starts a new one. Restart running servers afterwards.
+    """
+    from mnemo_sea.system.opening import rotate_receipt_key
+
+    with guard(as_json):
+        rotation = rotate_receipt_key(_settings(data_dir))
+    emit(rotation.to_dict(), as_json)
 
 
 def register(app: typer.Typer) -> None:

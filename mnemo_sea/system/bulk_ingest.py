@@ -123,8 +123,10 @@ def ingest_in_batches(
     *,
     batch_size: int | None = None,
     progress: ProgressCallback | None = None,
+    reactivate: bool = False,
 ) -> BatchedIngest:
     """Store `items` in order, in batches of `batch_size` (default: the archive's maximum).
+    `reactivate`: as for `Mnemo.ingest` (retracted content stored again as current).
 
     Never raises for a failed batch: loading stops there and `BatchedIngest.failure` holds the
     error (see the module docstring). `progress` sees counts over the whole load.
@@ -138,7 +140,7 @@ def ingest_in_batches(
     for number, first in enumerate(range(0, len(items), size), start=1):
         batch = list(items[first : first + size])
         try:
-            report = mnemo.ingest(principal, batch, progress=tracker.batch_progress)
+            report = mnemo.ingest(principal, batch, progress=tracker.batch_progress, reactivate=reactivate)
         except Exception as e:  # noqa: BLE001 - reported with what was stored; the caller raises it
             return BatchedIngest(len(items), size, tuple(done), BatchFailure(number, first, len(batch), e))
         done.append(

@@ -260,14 +260,21 @@ class Mnemo:
 
     @classmethod
     def open(cls, path: str | Path, *, embedder: Embedder | None = None) -> Mnemo:
-        """The embedded default: a SQLite archive and a Qdrant Edge index under one data folder."""
+        """The embedded default: a SQLite archive and a Qdrant Edge index under one data folder.
+
+        A folder without an archive is initialised: the archive, its deployment key
+        (`receipt.key`, audited) and the index are created. An existing archive whose key file
+        is gone is refused with ReceiptKeyMissing before anything is written: a new key would
+        reject every receipt and anchor signed before (see archive/deployment_key.py).
+        """
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
         archive = Archive.open(str(folder / ARCHIVE_FILE))
         try:
-            # The key file beside the archive, created now (at `init`) rather than at the first
-            # deletion: whoever backs up the folder then finds it there. A folder where it cannot
-            # be written (read-only) still opens for reading; deletions then fail closed.
+            # The key is read now, not at the first deletion: a lost key is reported when the
+            # folder is opened. A key file this process cannot read (its permissions) still
+            # lets the folder open for reading; deletions then fail closed. (ReceiptKeyMissing is
+            # an IntegrityError: it is raised.)
             try:
                 archive.store.receipt_key  # noqa: B018
             except StoreUnavailable as e:
@@ -431,15 +438,20 @@ class Mnemo:
         *,
         idempotency_key: str | None = None,
         progress: ProgressCallback | None = None,
+        reactivate: bool = False,
     ) -> IngestReport:
         """Store evidence records all or nothing (new versions supersede), then index them.
 
-        Raises InvalidBatch naming every bad item before anything is stored. A retry under the
-        same idempotency key stores nothing and reports every record as unchanged. `progress`
-        is called once the batch is stored and after each of its records is indexed.
+        Raises InvalidBatch naming every bad item before anything is stored, RetractedContent
+        marking every item whose content is a retracted version of its record (a retraction
+        stands until the content changes) unless `reactivate`. A retry under the same
+        idempotency key stores nothing and reports every record as unchanged. `progress` is
+        called once the batch is stored and after each of its records is indexed.
         """
         started = utcnow()
-        batch = self.archive.write_evidence_batch(principal, list(items), idempotency_key=idempotency_key)
+        batch = self.archive.write_evidence_batch(
+            principal, list(items), idempotency_key=idempotency_key, reactivate=reactivate
+        )
         # A batch is flushed before the call returns (its rows done), not left to the group
         # commit: one flush spread over the batch costs little per record. The indexer takes
         # the versions the write made as committed instead of reading them back.

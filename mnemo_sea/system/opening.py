@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from mnemo_sea.archive import Archive, InvalidInput
+from mnemo_sea.archive import Archive, InvalidInput, ReceiptKey
+from mnemo_sea.archive.deployment_key import Rotation, rotate_key
+from mnemo_sea.archive.store import RECEIPT_KEY_FILE
 from mnemo_sea.retrieval import Embedder
 from mnemo_sea.system.embedders import build_embedder
 from mnemo_sea.system.mnemo import ARCHIVE_FILE, Mnemo, settings_receipt_key
@@ -44,3 +46,41 @@ def open_archive(settings: MnemoSettings) -> Archive:
         raise InvalidInput("settings", "set MNEMO_DATA_DIR (embedded) or MNEMO_DATABASE_URL (server)")
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     return Archive.open(str(settings.data_dir / ARCHIVE_FILE))
+
+
+def rotate_receipt_key(settings: MnemoSettings) -> Rotation:
+    """Replace the deployment key by a new one, keeping the old one for verifying what it signed
+    (archive/deployment_key.py): the embedded folder's `receipt.key`, or in server mode the file
+    MNEMO_RECEIPT_KEY_FILE names. Also the way on after a lost key: a new key is started (nothing
+    the lost one signed verifies again). Running processes sign with the old key until restarted.
+
+    Raises InvalidInput when the folder holds no archive or the key is given as text
+    (MNEMO_RECEIPT_KEY: it is rotated where it is kept), StoreUnavailable when a file cannot be
+    written.
+    """
+    if settings.server_mode:
+        assert settings.database_url is not None
+        path = settings.receipt_key_file
+        if path is None or settings.receipt_key is not None:
+            raise InvalidInput(
+                "settings",
+                "only a key file can be rotated here: set MNEMO_RECEIPT_KEY_FILE (not MNEMO_RECEIPT_KEY) "
+                "to the file every process of the deployment reads",
+            )
+        # The key in the file may be the lost one: the archive is opened with a stand-in that
+        # signs nothing (the rotation reads and writes the file itself).
+        archive = Archive.open(settings.database_url, receipt_key=ReceiptKey.ephemeral())
+    else:
+        if settings.data_dir is None:
+            raise InvalidInput("settings", "set MNEMO_DATA_DIR (embedded) or MNEMO_DATABASE_URL (server)")
+        if not (settings.data_dir / ARCHIVE_FILE).is_file():
+            raise InvalidInput(
+                "data_dir",
+                f"{settings.data_dir} holds no archive: `mnemo-sea init` creates one, with its key",
+            )
+        path = settings.data_dir / RECEIPT_KEY_FILE
+        archive = Archive.open(str(settings.data_dir / ARCHIVE_FILE))
+    try:
+        return rotate_key(archive.store, path)
+    finally:
+        archive.close()

@@ -304,8 +304,12 @@ def test_bad_input_is_a_typed_error_and_stores_nothing(archive: Archive, agent: 
             archive.put_evidence(agent, item)
         assert err.value.field == field, (item, err.value)
         assert err.value.to_dict()["code"] == "invalid_input"
-    for table in (t.evidence, t.blobs, t.outbox, t.audit_events):
+    for table in (t.evidence, t.blobs, t.outbox):
         assert count(archive, table) == 0, table.name
+    # (A new SQLite archive's only event is its deployment key's, in the deployment's chain.)
+    with archive.store.read() as conn:
+        events = conn.execute(select(t.audit_events.c.tenant_id, t.audit_events.c.action)).all()
+    assert [tuple(e) for e in events] in ([], [("_deployment", "receipt_key_create")])
 
     # Nor does bad input touch an existing record.
     v1 = archive.put_evidence(agent, policy_doc("original"))

@@ -280,7 +280,7 @@ def test_the_sqlite_key_file_sits_beside_the_archive_private_and_outlives_the_pr
     path = tmp_path / "archive.db"
     first = Archive.open(str(path))
     try:
-        assert not (tmp_path / "receipt.key").exists()  # opening writes nothing
+        assert (tmp_path / "receipt.key").is_file()  # made with the new archive, not at first use
         receipt = deleted(first, agent, admin)
     finally:
         first.close()
@@ -344,10 +344,11 @@ def test_key_creation_and_revocation_are_audited_in_the_key_row_transaction(
     assert sorted((r.subject, r.revoked_at is None) for r in rows) == [("second", True), ("vet-app", False)]
 
 
-def test_a_folder_whose_key_cannot_be_written_opens_but_deletes_nothing(
-    tmp_path: Path, agent: Principal, admin: Principal, monkeypatch: pytest.MonkeyPatch
+def test_a_folder_whose_key_cannot_be_written_is_not_initialised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """(As root, a read-only folder is still writable, so the failure is injected.)"""
+    """(As root, a read-only folder is still writable, so the failure is injected.) The key is
+    written before the archive: a folder never holds an archive that never had a key."""
     from mnemo_sea.archive import StoreUnavailable
     from mnemo_sea.system.hashing_embedder import HashingEmbedder
     from mnemo_sea.system.mnemo import Mnemo
@@ -355,9 +356,7 @@ def test_a_folder_whose_key_cannot_be_written_opens_but_deletes_nothing(
     def unwritable(path: Path) -> ReceiptKey:
         raise StoreUnavailable(f"receipt key {path} cannot be created: Read-only file system")
 
-    monkeypatch.setattr(ReceiptKey, "load_or_create", staticmethod(unwritable))
-    with Mnemo.open(tmp_path / "data", embedder=HashingEmbedder()) as m:
-        m.ingest(agent, [EvidenceInput(evidence_id="kb:1", body="kept", source="doc")])
-        with pytest.raises(StoreUnavailable, match="receipt key"):
-            m.delete_evidence(admin, "kb:1")
-        assert m.archive.get_evidence(agent, "kb:1")[0].evidence_id == "kb:1"  # fail closed
+    monkeypatch.setattr(ReceiptKey, "create", staticmethod(unwritable))
+    with pytest.raises(StoreUnavailable, match="receipt key"):
+        Mnemo.open(tmp_path / "data", embedder=HashingEmbedder())
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == []

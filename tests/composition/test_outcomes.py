@@ -35,6 +35,8 @@ from mnemo_sea.archive import (
     MemoryConflict,
     NotFound,
     ReceiptInvalid,
+    ReceiptKeyMissing,
+    RetractedContent,
     StateConflict,
     StoreCorrupt,
     StoreUnavailable,
@@ -122,6 +124,8 @@ FACTORIES: dict[type[BaseException], Callable[[], BaseException]] = {
     IntegrityError: lambda: IntegrityError("blob fails its hash"),
     StoreCorrupt: lambda: StoreCorrupt("/data/archive.db", "database disk image is malformed"),
     ReceiptInvalid: lambda: ReceiptInvalid("signature", "edited after signing"),
+    ReceiptKeyMissing: lambda: ReceiptKeyMissing("/data/receipt.key"),
+    RetractedContent: lambda: RetractedContent([TargetStatus("kb:1", "retracted", "version 1")], "change it"),
     ContextOverBudget: lambda: ContextOverBudget(
         budget_tokens=10, output_reserve=2, pinned_tokens=20, pinned={"instructions": 20}
     ),
@@ -171,6 +175,8 @@ EXPECTED: dict[type[BaseException], tuple[outcomes.Category, int, int]] = {
     IntegrityError: INTEGRITY,
     StoreCorrupt: INTEGRITY,
     ReceiptInvalid: INVALID,  # an IntegrityError, but the client's document: invalid input wins
+    ReceiptKeyMissing: INTEGRITY,  # a part of the deployment is gone: restored from a backup
+    RetractedContent: CONFLICT,  # also a BatchRejected: the record's state (retracted) wins
     ContextOverBudget: INVALID,
     MalformedCitationsFile: INVALID,
     DocumentError: INVALID,

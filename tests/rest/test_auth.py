@@ -242,10 +242,10 @@ def _cli(api: Api, *args: str) -> Any:
     """Run `mnemo-sea keys ...` against the system the app serves (folder or database)."""
     env: dict[str, str | None]
     if api.system.mode == "embedded":
-        argv = ["keys", *args, "--data-dir", str(api.system.data_dir)]
+        argv = ["keys", *args, "--json", "--data-dir", str(api.system.data_dir)]
         env = {"MNEMO_DATABASE_URL": None, "MNEMO_DATA_DIR": None}
     else:
-        argv = ["keys", *args]
+        argv = ["keys", *args, "--json"]
         env = {"MNEMO_DATABASE_URL": api.system.database_url, "MNEMO_DATA_DIR": None}
     result = CliRunner().invoke(cli_app, argv, env=env)
     assert result.exit_code == 0, result.output
@@ -283,6 +283,22 @@ def test_cli_keys_create_list_revoke(api: Api) -> None:
     assert _cli(api, "list", "--tenant", api.tenant)[0]["revoked_at"] is not None
 
 
+def test_cli_keys_create_prints_lines_for_people_and_json_with_the_flag(api: Api) -> None:
+    env = {"MNEMO_DATABASE_URL": api.system.database_url, "MNEMO_DATA_DIR": None}
+    data = [] if api.system.data_dir is None else ["--data-dir", str(api.system.data_dir)]
+    argv = ["keys", "create", "--tenant", api.tenant, "--subject", "bot", "--role", "agent", *data]
+    plain = CliRunner().invoke(cli_app, argv, env=env)
+    assert plain.exit_code == 0, plain.output
+    lines = dict(line.split(": ", 1) for line in plain.stdout.splitlines())
+    assert lines["api_key"].startswith(f"msk_{lines['key_id']}_") and lines["roles"] == '["agent"]'
+    created = CliRunner().invoke(cli_app, [*argv, "--json"], env=env)
+    assert created.exit_code == 0, created.output
+    body = json.loads(created.stdout)
+    assert body["api_key"].startswith(f"msk_{body['key_id']}_") and body["tenant_id"] == api.tenant
+    listed = {k.key_id for k in list_keys(api.mnemo.archive.store, api.tenant)}
+    assert listed == {lines["key_id"], body["key_id"]}
+
+
 def test_cli_refuses_a_bad_role_and_an_unknown_key(api: Api) -> None:
     env = {"MNEMO_DATABASE_URL": api.system.database_url, "MNEMO_DATA_DIR": None}
     data = [] if api.system.data_dir is None else ["--data-dir", str(api.system.data_dir)]
@@ -293,6 +309,14 @@ def test_cli_refuses_a_bad_role_and_an_unknown_key(api: Api) -> None:
         env=env,
     )
     assert bad_role.exit_code != 0 and "role" in bad_role.output
+    # With --json the refusal is the JSON error every command prints (stdout), beside its line.
+    as_json = runner.invoke(
+        cli_app,
+        ["keys", "create", "--tenant", api.tenant, "--subject", "x", "--role", "root", "--json", *data],
+        env=env,
+    )
+    error = json.loads(as_json.stdout)["error"]
+    assert (as_json.exit_code, error["code"], error["exit_code"]) == (2, "invalid_input", 2)
     unknown = runner.invoke(cli_app, ["keys", "revoke", "0123456789abcdef", *data], env=env)
     assert unknown.exit_code != 0 and "not found" in unknown.output
     assert list_keys(api.mnemo.archive.store, api.tenant) == []
