@@ -29,7 +29,7 @@ import typing
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from annotated_types import MaxLen
 from pydantic import (
@@ -91,6 +91,10 @@ class Operation(BaseModel):
     """One operation's inputs. Unknown fields are refused: a misspelt one is never ignored."""
 
     model_config = ConfigDict(extra="forbid")
+    # True where the archive checks every cap of the record itself, with the same limits, and
+    # lists every problem of a call at once before any read (each field of a task state, in
+    # task_state_rules.parse_proposal): `of_call` leaves the caps to it rather than answer the first.
+    archive_lists_problems: ClassVar[bool] = False
 
     @classmethod
     def of_call(cls, arguments: Mapping[str, Any]) -> Self:
@@ -101,7 +105,8 @@ class Operation(BaseModel):
         field), even values the annotations rule out. Only the size caps are checked here
         (`check_caps`), first, so an oversized value costs no work."""
         values = {k: v for k, v in arguments.items() if k in cls.model_fields}
-        check_caps(cls, values)
+        if not cls.archive_lists_problems:
+            check_caps(cls, values)
         return cls.model_construct(**values)
 
     def as_kwargs(self, *, exclude: Collection[str] = ()) -> dict[str, Any]:
@@ -444,6 +449,8 @@ class ReleaseInput(Operation):
 class UpdateTaskStateOp(Operation):
     """The next version of a session's task state, whole: what is left out of it is dropped, and a
     dropped constraint or open item needs a release reason (or a fact that settles it)."""
+
+    archive_lists_problems = True  # TaskStateRejected: every problem of the write
 
     goal: TaskText = Field(description="What you are trying to achieve in this session, in one line.")
     confirmed: list[ConfirmedFactInput] = Field(
