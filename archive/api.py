@@ -4,7 +4,9 @@ Each method is a thin wrapper over one module function (sessions, evidence, memo
 summaries, task state, deletion, audit); this class adds only the cross-cutting rule that every
 denied access and every failed integrity check is written to the tenant's audit chain. A write
 with a record in operations.py takes that record's fields as its keyword parameters (same names,
-types and defaults) and hands the module function the record built from them (`of_call`).
+types and defaults) and hands the module function the record built from them (`of_call`), or
+checks them against the record's size caps (`check_caps`, which `of_call` runs too) before
+anything else: a value over its cap is InvalidInput naming the field and the limit.
 """
 
 from __future__ import annotations
@@ -29,12 +31,19 @@ from .operations import (
     ArchiveResultsOp,
     ArchiveTarget,
     Clearance,
+    CreateSummaryOp,
+    DeleteEvidenceOp,
+    DeleteOwnerOp,
     EvidenceInput,
+    ForgetOp,
     ProvenanceName,
     RecordOp,
+    RecoverOp,
     RememberOp,
+    RetractOp,
     TextOrBytes,
     UpdateTaskStateOp,
+    check_caps,
 )
 from .policy import DEFAULT_POLICY, ArchivePolicy
 from .principal import Principal, Role, Sensitivity
@@ -211,6 +220,7 @@ class Archive:
     ) -> Recovered:
         """`RecoverOp`: an archived result's exact original, hash-verified and appended to the
         session labelled historical, with a staleness warning for time-sensitive data."""
+        check_caps(RecoverOp, locals())
         return self._guard(
             principal,
             "recover",
@@ -299,6 +309,7 @@ class Archive:
     ) -> EvidenceRecord:
         """`RetractOp`: withdraw the current version of a record (it stays in history);
         StateConflict when it has no active version."""
+        check_caps(RetractOp, locals())
         return self._guard(
             principal,
             "retract",
@@ -390,6 +401,7 @@ class Archive:
     ) -> DeletionReceipt:
         """`ForgetOp`: delete every version of one fact with its index points and cached searches
         (audited; the receipt is checked by `verify_deleted`)."""
+        check_caps(ForgetOp, locals())
         return self._guard(
             principal,
             "forget",
@@ -423,6 +435,7 @@ class Archive:
     ) -> Summary:
         """`CreateSummaryOp`: a derived summary of existing sources, searchable and labelled
         derived wherever shown; its sensitivity is the highest of its sources'."""
+        check_caps(CreateSummaryOp, locals())
         return self._guard(
             principal,
             "create_summary",
@@ -513,6 +526,7 @@ class Archive:
         self, principal: Principal, evidence_id: str, *, idempotency_key: str | None = None
     ) -> DeletionReceipt:
         """`DeleteEvidenceOp`: delete every version of a record and everything derived from it (admin)."""
+        check_caps(DeleteEvidenceOp, locals())
         return self._guard(
             principal,
             "delete",
@@ -540,6 +554,7 @@ class Archive:
         self, principal: Principal, owner: str, *, idempotency_key: str | None = None
     ) -> DeletionReceipt:
         """`DeleteOwnerOp`: delete everything about one person, a data-subject request (admin)."""
+        check_caps(DeleteOwnerOp, locals())
         return self._guard(
             principal,
             "delete",

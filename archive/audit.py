@@ -28,6 +28,7 @@ from sqlalchemy.sql.dml import ReturningInsert
 from . import schema as t
 from .clock import utcnow
 from .errors import IntegrityError, ReceiptInvalid
+from .json_types import IsoTime, StrictInt
 from .signing import ReceiptKey, canonical_time
 from .upserts import dialect_insert
 
@@ -138,9 +139,9 @@ class AuditAnchor:
     """
 
     tenant_id: str
-    seq: int
+    seq: StrictInt  # strict where an anchor is parsed back: `"5"` is not a seq (json_types)
     hash: str
-    at: datetime
+    at: IsoTime
     key_id: str = ""
     signature: str = ""
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, Select, bindparam, select, text, tuple_, update
 
+from . import limits
 from . import schema as t
 from .audit import append_event
 from .blobs import put_blobs, read_blob, sha256_hex
@@ -39,8 +40,8 @@ from .refs import DERIVED_ID_PREFIXES, check_evidence_id
 from .sessions import check_media_type, content_bytes
 from .store import ArchiveStore
 
-_TEXT_LIMITS = {"source": 1024, "scope": 255, "locator": 1024}
-STATEMENT_LIMIT = 4_000
+_TEXT_LIMITS = {"source": limits.SOURCE_CHARS, "scope": limits.SCOPE_CHARS, "locator": limits.LOCATOR_CHARS}
+STATEMENT_LIMIT = limits.STATEMENT_CHARS
 
 
 def _check_text(field: str, value: object, limit: int, *, required: bool) -> str:
@@ -614,7 +615,7 @@ def retract(
     """
     principal.require(Role.AGENT, "retracting evidence")
     check_evidence_id(evidence_id)
-    _check_text("reason", reason, 2_000, required=True)
+    _check_text("reason", reason, limits.REASON_CHARS, required=True)
     tenant = principal.tenant_id
     request = keyed(principal, idempotency_key, "retract", {"evidence_id": evidence_id, "reason": reason})
     with store.write() as conn:

@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, and_, select, update
 
-from . import deletion
+from . import deletion, limits
 from . import schema as t
 from .clock import aware, utcnow
 from .errors import ArchiveError, Forbidden, InvalidInput, MemoryConflict, NotFound, StoreUnavailable
@@ -45,7 +45,7 @@ PURGE_SUBJECT = "system:ttl-purge"
 
 # 100 characters: with the owner (128) the index id `memory:<owner>/<key>` stays within 256.
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}$")
-VALUE_LIMIT = 8_000
+VALUE_LIMIT = limits.MEMORY_VALUE_CHARS
 # A fact has no sensitivity of its own: it counts as internal wherever a level is needed (its
 # index entry, search hydration, task states citing it), so public clearance never finds it.
 MEMORY_SENSITIVITY = Sensitivity.INTERNAL

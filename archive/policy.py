@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from . import limits
 from .errors import InvalidInput
 
 DEFAULT_PROTECTED_CLASSES = frozenset(
@@ -46,17 +47,28 @@ def check_policy_class(value: object) -> str:
     return value
 
 
+_CEILINGS = {
+    "max_content_bytes": limits.CONTENT_BYTES,
+    "max_note_chars": limits.NOTE_CHARS,
+    "max_tool_name_chars": limits.TOOL_NAME_CHARS,
+    "max_arguments_bytes": limits.ARGUMENTS_BYTES,
+    "max_batch_size": limits.BATCH_ITEMS,
+}
+
+
 @dataclass(frozen=True)
 class ArchivePolicy:
-    """Limits and classes; every field has a safe default and can be configured."""
+    """Limits and classes; every field has a safe default and can be configured. A limit may be
+    set lower than its ceiling in limits.py (the records' caps, checked before any work), never
+    higher: a value the records refuse could never reach the archive."""
 
     protected_classes: frozenset[str] = DEFAULT_PROTECTED_CLASSES
     time_sensitive_classes: frozenset[str] = DEFAULT_TIME_SENSITIVE_CLASSES
-    max_content_bytes: int = 16 * 1024 * 1024
-    max_note_chars: int = 2_000
-    max_tool_name_chars: int = 200
-    max_arguments_bytes: int = 64 * 1024
-    max_batch_size: int = 1_000
+    max_content_bytes: int = limits.CONTENT_BYTES
+    max_note_chars: int = limits.NOTE_CHARS
+    max_tool_name_chars: int = limits.TOOL_NAME_CHARS
+    max_arguments_bytes: int = limits.ARGUMENTS_BYTES
+    max_batch_size: int = limits.BATCH_ITEMS
     # Model inferences are candidates, not facts; they are persisted only if this is set.
     persist_model_inferences: bool = False
 
@@ -66,15 +78,9 @@ class ArchivePolicy:
             for v in values:
                 check_policy_class(v)
             object.__setattr__(self, name, values)
-        for name in (
-            "max_content_bytes",
-            "max_note_chars",
-            "max_tool_name_chars",
-            "max_arguments_bytes",
-            "max_batch_size",
-        ):
-            if getattr(self, name) <= 0:
-                raise InvalidInput(name, "must be positive")
+        for name, ceiling in _CEILINGS.items():
+            if not 0 < getattr(self, name) <= ceiling:
+                raise InvalidInput(name, f"must be positive and at most {ceiling} (limits.py)")
 
     def is_protected(self, policy_class: str) -> bool:
         return policy_class in self.protected_classes

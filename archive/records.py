@@ -13,6 +13,7 @@ from typing import Literal, cast, get_args
 from . import in_force
 from .envelope import render_live
 from .errors import InvalidInput
+from .json_types import IsoTime, StrictInt
 from .principal import Sensitivity
 from .tool_results import ToolResult
 
@@ -238,21 +239,22 @@ class DeletionReceipt:
 
     tenant_id: str
     target: str
-    deleted_at: datetime
-    evidence_versions: tuple[tuple[str, int], ...] = ()
+    # Strict where a receipt is parsed back (REST, the CLI): `"5"` is not a version (json_types).
+    deleted_at: IsoTime
+    evidence_versions: tuple[tuple[str, StrictInt], ...] = ()
     tool_results: tuple[str, ...] = ()
     sessions: tuple[str, ...] = ()
-    memory_facts: tuple[tuple[str, str, int], ...] = ()
+    memory_facts: tuple[tuple[str, str, StrictInt], ...] = ()
     summaries: tuple[str, ...] = ()
     # (session_id, version) of every task state version deleted, or rewritten without the
     # confirmed facts that cited a deleted source. Left out of the signed payload when empty,
     # so receipts issued before the field existed still verify (see receipts.receipt_payload).
-    task_states: tuple[tuple[str, int], ...] = ()
+    task_states: tuple[tuple[str, StrictInt], ...] = ()
     blobs: tuple[str, ...] = ()
     content_sha256: tuple[str, ...] = ()
-    outbox_ids: tuple[int, ...] = ()
-    audit_seq: int = 0
-    counts: dict[str, int] = field(default_factory=dict)
+    outbox_ids: tuple[StrictInt, ...] = ()
+    audit_seq: StrictInt = 0
+    counts: dict[str, StrictInt] = field(default_factory=dict)
     audit_hash: str = ""
     key_id: str = ""
     signature: str = ""

@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, select
 
+from . import limits
 from . import schema as t
 from .blobs import sha256_hex
 from .clock import utcnow
@@ -26,7 +27,7 @@ from .refs import SUMMARY_PREFIX, SourceRef
 from .store import ArchiveStore
 from .tool_results import parse_result_id
 
-TEXT_LIMIT = 64_000
+TEXT_LIMIT = limits.SUMMARY_CHARS
 
 
 def _source_sensitivity(conn: Connection, tenant: str, ref: SourceRef) -> Sensitivity | None:
@@ -73,8 +74,8 @@ def create_summary(
     if isinstance(derived_from, str) or not derived_from:
         raise InvalidInput("derived_from", "must list at least one source ref")
     refs = sorted({str(SourceRef.parse(r)) for r in derived_from})
-    if trace_ref is not None and (not isinstance(trace_ref, str) or len(trace_ref) > 1024):
-        raise InvalidInput("trace_ref", "must be a string of at most 1024 characters")
+    if trace_ref is not None and (not isinstance(trace_ref, str) or len(trace_ref) > limits.TRACE_REF_CHARS):
+        raise InvalidInput("trace_ref", f"must be a string of at most {limits.TRACE_REF_CHARS} characters")
     tenant = principal.tenant_id
     request = keyed(
         principal,

@@ -30,13 +30,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import limits
 from .principal import Sensitivity
 from .records import ConfirmedFact, ReleasedItem, TaskState
 from .refs import EVIDENCE_ID
 
-TEXT_LIMIT = 2_000  # the goal, every item, every reason
-MAX_ITEMS = 200  # per list
-TRACE_REF_LIMIT = 1_024
+TEXT_LIMIT = limits.TASK_TEXT_CHARS  # the goal, every item, every reason
+MAX_ITEMS = limits.TASK_ITEMS  # per list
+TRACE_REF_LIMIT = limits.TRACE_REF_CHARS
 # Items are single lines of text: a control character, a format character (bidi overrides,
 # zero-width), a line separator or a lone surrogate (not storable as UTF-8) would let an item
 # break or disguise the context it is rendered into.

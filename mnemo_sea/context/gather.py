@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mnemo_sea.archive import Archive, Forbidden, InvalidInput, MemoryFact, NotFound, Principal
+from mnemo_sea.archive import Archive, Forbidden, InvalidInput, MemoryFact, NotFound, Principal, limits
 from mnemo_sea.archive.records import TaskState
 from mnemo_sea.archive.refs import EVIDENCE_REF_PREFIX, IndexId, MemoryIndexId, ResultIndexId, parse_index_id
 
@@ -24,8 +24,8 @@ from .material import (
     MemoryDisagreement,
 )
 
-MAX_INSTRUCTIONS_CHARS = 1_000_000
-MAX_TOOLS = 256
+MAX_INSTRUCTIONS_CHARS = limits.INSTRUCTIONS_CHARS
+MAX_TOOLS = limits.TOOLS
 CURRENT_TEXT_CHARS = 400  # of a current version without a statement, shown in a conflict
 _USER = frozenset({"user_claim", "user_correction"})
 

@@ -4,7 +4,7 @@ Each tool's input is its operation's record (mnemo_sea/archive/operations.py,
 mnemo_sea/system/operations.py) plus what MCP has no path or header for: `session_id`
 (`InSession`) and `idempotency_key` (`Idempotent`). Nothing is declared here, so a tool's
 arguments are named and typed as the REST body, the CLI options and the `Mnemo` parameters of
-the same operation. The schemas check shapes (types, enums, ranges) so a model sees its mistake
+the same operation. The schemas check shapes (types, enums, ranges, size caps) so a model sees its mistake
 named by field; the archive still validates every value itself, so nothing here is the last
 line of defence. Unknown fields are refused: a misspelt argument must not be silently ignored.
 """

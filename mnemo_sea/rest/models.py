@@ -5,8 +5,10 @@ mnemo_sea.system.operations, or compositions of them: the same fields, types and
 as the Python facade and the MCP tools, the session coming from the path and the idempotency key
 from the `Idempotency-Key` header. Only what HTTP itself needs is declared here: originals as
 text or base64 (`Content`) and `with_text` of the context. Records forbid unknown fields, so a
-misspelt field is a 422 rather than silently ignored. Domain values the archive returns (frozen
-dataclasses) are used as response models directly.
+misspelt field is a 422 rather than silently ignored. Every text, list and object of a body is
+capped (mnemo_sea/archive/limits.py) and every number and boolean is strict (`true` is not 1,
+`"1000"` not 1000): a body over a cap or of a wrong type is refused before any work. Domain
+values the archive returns (frozen dataclasses) are used as response models directly.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from __future__ import annotations
 import base64
 import binascii
 from datetime import datetime
-from typing import Generic, TypeVar
+from typing import Annotated, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from mnemo_sea.archive import (
     EvidenceRecord,
@@ -25,6 +27,8 @@ from mnemo_sea.archive import (
     Recovered,
     ToolResult,
 )
+from mnemo_sea.archive import limits as cap
+from mnemo_sea.archive.limits import ContentCap
 from mnemo_sea.archive.operations import ResultMetadata
 from mnemo_sea.context import AssembledContext
 from mnemo_sea.context.segments import Component, SegmentKind
@@ -41,8 +45,12 @@ class Content(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    content: str | None = Field(None, description="the original as text (stored as UTF-8 bytes)")
-    content_base64: str | None = Field(None, description="the original as base64, for binary data")
+    content: Annotated[str, ContentCap(cap.CONTENT_BYTES)] | None = Field(
+        None, description="the original as text (stored as UTF-8 bytes)"
+    )
+    content_base64: Annotated[str, ContentCap(cap.CONTENT_BYTES, base64=True)] | None = Field(
+        None, description="the original as base64, for binary data"
+    )
 
     @model_validator(mode="after")
     def _one_content(self) -> Content:
@@ -67,7 +75,9 @@ class RecordIn(ResultMetadata, Content):
 class ContextIn(ContextOp):
     """`ContextOp`, and whether the answer carries the text (REST's own: an answer's shape)."""
 
-    with_text: bool = Field(True, description="include the text of each segment and of the whole context")
+    with_text: StrictBool = Field(
+        True, description="include the text of each segment and of the whole context"
+    )
 
 
 class IngestOut(BaseModel):

@@ -115,16 +115,24 @@ def _api_problem(request: Request, exc: Exception) -> JSONResponse:
     return problem_response(request, exc.status, exc.code, exc.detail, exc.extra)
 
 
+_OVER_CAP = frozenset({"string_too_long", "too_long", "bytes_too_long", "json_too_large"})
+
+
 def _validation(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    errors = [
-        {
+    errors = []
+    for err in exc.errors():
+        error: dict[str, Any] = {
             "loc": [str(part) for part in err.get("loc", ())],
             "msg": str(err.get("msg", "")),
             "type": err.get("type"),
         }
-        for err in exc.errors()
-    ]
+        # A field over its size cap (archive/limits.py) says the cap, as InvalidInput's `limit`.
+        context = err.get("ctx") or {}
+        limit = context.get("max_length", context.get("limit"))
+        if isinstance(limit, int) and err.get("type") in _OVER_CAP:
+            error["limit"] = limit
+        errors.append(error)
     shown = "; ".join(f"{'.'.join(e['loc'])}: {e['msg']}" for e in errors[:5])
     return problem_response(request, 422, "invalid_request", shown or "invalid request", {"errors": errors})
 

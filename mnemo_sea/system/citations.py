@@ -90,6 +90,7 @@ from mnemo_sea.archive import (
     InvalidInput,
     NotFound,
     Principal,
+    limits,
 )
 from mnemo_sea.archive.clock import aware, utcnow
 from mnemo_sea.archive.in_force import in_force, valid_at
@@ -117,9 +118,9 @@ Verdict = Literal[
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 VersionSource = Literal["given", "in_force", "fallback"]
 
-MAX_CITATIONS = 1_000
-QUOTE_LIMIT = 20_000
-LOCATOR_LIMIT = 1_024
+MAX_CITATIONS = limits.CITATIONS
+QUOTE_LIMIT = limits.QUOTE_CHARS
+LOCATOR_LIMIT = limits.LOCATOR_CHARS
 JSONL_LIMIT = 64 * 1024 * 1024
 _FIELDS = ("evidence_id", "version", "quote", "locator")
 

@@ -34,6 +34,7 @@ from mnemo_sea.archive import (
 from mnemo_sea.archive.clock import aware, utcnow
 from mnemo_sea.archive.evidence import EvidenceBatch
 from mnemo_sea.archive.hits import HitText
+from mnemo_sea.archive.operations import check_caps
 from mnemo_sea.archive.outbox import SoleDrainer, claim_sole_drainer, pending_ids
 from mnemo_sea.archive.refs import ResultIndexId, memory_index_id
 from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, TokenCounter
@@ -54,6 +55,7 @@ from mnemo_sea.retrieval.filters import evidence_filter
 from mnemo_sea.system.caches import Cache, MemoryCache, RedisCache, search_query_key
 from mnemo_sea.system.citations import Citation, CitationReport, check_citations
 from mnemo_sea.system.indexer import AppliedRow, DrainReport, Indexer, OnApplied
+from mnemo_sea.system.operations import CheckCitationsOp, ContextOp, SearchOp
 from mnemo_sea.system.results import DeletionCheck, IngestReport, SearchHit, SearchResult, SearchResultStatus
 from mnemo_sea.system.settings import MnemoSettings
 
@@ -505,8 +507,10 @@ class Mnemo:
         """Hybrid search under the principal's tenant, clearance and owner pre-filters.
 
         Hits come hydrated from the archive with the exact text of their span; a hit whose
-        record is gone or not current is dropped (counted in `dropped`).
+        record is gone or not current is dropped (counted in `dropped`). Inputs over their caps
+        (mnemo_sea/archive/limits.py) raise InvalidInput before anything is embedded.
         """
+        check_caps(SearchOp, locals())
         principal.require(Role.READER, "searching")
         when = aware("as_of", as_of)
         try:
@@ -605,8 +609,11 @@ class Mnemo:
 
         Raises InvalidInput (bad budget, instructions or tools), ContextOverBudget (the pinned
         part alone exceeds the budget), NotFound/Forbidden as `live_view`, and the search's
-        errors (IndexUnavailable) when a query is given and the search cannot run.
+        errors (IndexUnavailable) when a query is given and the search cannot run. Inputs over
+        their caps (mnemo_sea/archive/limits.py: tool definitions, instructions...) raise
+        InvalidInput naming the field and the limit before anything is rendered or counted.
         """
+        check_caps(ContextOp, locals())
         if output_reserve is None:
             output_reserve = min(4096, budget_tokens // 4) if isinstance(budget_tokens, int) else 0
         check_instructions(instructions)
@@ -720,6 +727,7 @@ class Mnemo:
         *,
         answered_at: datetime | None = None,
     ) -> CitationReport:
+        check_caps(CheckCitationsOp, locals())
         return check_citations(self.archive, principal, citations, answered_at=answered_at)
 
 

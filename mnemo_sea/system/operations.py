@@ -6,14 +6,21 @@ bodies and MCP's tool inputs; descriptions teach a model the field).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, Field
+from pydantic import Field, StrictInt
 
-from mnemo_sea.archive.operations import EvidenceInput, KindName, Operation
+from mnemo_sea.archive import limits as cap
+from mnemo_sea.archive.limits import JsonCap
+from mnemo_sea.archive.operations import EvidenceInput, IsoTime, KindName, Operation, Ref
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS
 
 SearchModeName = Literal["hybrid", "bm25", "dense"]
+
+# One tool definition (an object, or its text) and the list of them: each capped, and all of
+# them together, before anything is rendered or counted.
+ToolDefinition = Annotated[dict[str, Any] | str, JsonCap(cap.TOOL_DEFINITION_CHARS)]
+ToolDefinitions = Annotated[list[ToolDefinition], Field(max_length=cap.TOOLS), JsonCap(cap.TOOLS_CHARS)]
 
 _KINDS = (
     "knowledge (documents), tool_result (notes of archived results), memory (remembered facts), "
@@ -24,15 +31,25 @@ _KINDS = (
 class SearchOp(Operation):
     """Hybrid search under the caller's tenant, clearance and owner pre-filters."""
 
-    query: str = Field(min_length=1, description="What to look for, in words (hybrid BM25 + vector search).")
-    limit: int = Field(10, ge=1, le=100, description="The most hits to return (1-100).")
+    query: str = Field(
+        min_length=1,
+        max_length=cap.QUERY_CHARS,
+        description="What to look for, in words (hybrid BM25 + vector search).",
+    )
+    limit: StrictInt = Field(10, ge=1, le=100, description="The most hits to return (1-100).")
     mode: SearchModeName = Field(
         "hybrid", description="hybrid (default); bm25 for exact terms and codes; dense for paraphrases."
     )
-    kinds: list[KindName] | None = Field(None, description=f"Only these kinds: {_KINDS}. Default: all.")
-    scopes: list[str] | None = Field(None, description="Only evidence in these scopes. Default: all.")
-    sources: list[str] | None = Field(None, description="Only evidence from these sources. Default: all.")
-    as_of: AwareDatetime | None = Field(
+    kinds: list[KindName] | None = Field(
+        None, max_length=cap.FILTER_VALUES, description=f"Only these kinds: {_KINDS}. Default: all."
+    )
+    scopes: list[Annotated[str, Field(max_length=cap.SCOPE_CHARS)]] | None = Field(
+        None, max_length=cap.FILTER_VALUES, description="Only evidence in these scopes. Default: all."
+    )
+    sources: list[Annotated[str, Field(max_length=cap.SOURCE_CHARS)]] | None = Field(
+        None, max_length=cap.FILTER_VALUES, description="Only evidence from these sources. Default: all."
+    )
+    as_of: IsoTime | None = Field(
         None, description="Search what was current at this time (ISO-8601 with time zone). Default: now."
     )
 
@@ -40,29 +57,34 @@ class SearchOp(Operation):
 class ContextOp(Operation):
     """Assemble a session's working context for this turn under a token budget."""
 
-    budget_tokens: int = Field(
+    budget_tokens: StrictInt = Field(
         ge=1,
         description="Your model's whole window in tokens: the context plus the room kept for the answer.",
     )
-    output_reserve: int | None = Field(
+    output_reserve: StrictInt | None = Field(
         None, ge=0, description="Tokens kept free for the answer. Default: 4096 or a quarter of the budget."
     )
     instructions: str = Field(
-        "", description="Your system instructions, placed first and pinned (never cut). Default: none."
+        "",
+        max_length=cap.INSTRUCTIONS_CHARS,
+        description="Your system instructions, placed first and pinned (never cut). Default: none.",
     )
-    tools: list[dict[str, Any] | str] | None = Field(
+    tools: ToolDefinitions | None = Field(
         None, description="Tool definitions (objects, shown as canonical JSON, or text), pinned after them."
     )
     query: str | None = Field(
         None,
         min_length=1,
+        max_length=cap.QUERY_CHARS,
         description="Retrieve evidence for this (hybrid search) and add it after the history.",
     )
-    evidence_limit: int = Field(8, ge=1, le=100, description="The most evidence hits to retrieve.")
+    evidence_limit: StrictInt = Field(8, ge=1, le=100, description="The most evidence hits to retrieve.")
     kinds: list[KindName] | None = Field(
-        None, description=f"Only these kinds of evidence: {_KINDS}. Default: all."
+        None,
+        max_length=cap.FILTER_VALUES,
+        description=f"Only these kinds of evidence: {_KINDS}. Default: all.",
     )
-    candidate_min_tokens: int = Field(
+    candidate_min_tokens: StrictInt = Field(
         DEFAULT_CANDIDATE_MIN_TOKENS,
         ge=0,
         description="Propose live results of at least this many tokens as archive candidates.",
@@ -72,17 +94,24 @@ class ContextOp(Operation):
 class CitationInput(Operation):
     """One citation of an answer."""
 
-    evidence_id: str = Field(description="The cited evidence id, as search_evidence returned it.")
-    quote: str = Field(description="The words the answer relies on, copied verbatim from the evidence.")
-    version: int | None = Field(None, ge=1, description="The version cited. Default: the one in force.")
-    locator: str | None = Field(None, description="Section or page, as search_evidence returned it.")
+    evidence_id: Ref = Field(description="The cited evidence id, as search_evidence returned it.")
+    quote: str = Field(
+        max_length=cap.QUOTE_CHARS,
+        description="The words the answer relies on, copied verbatim from the evidence.",
+    )
+    version: StrictInt | None = Field(None, ge=1, description="The version cited. Default: the one in force.")
+    locator: str | None = Field(
+        None, max_length=cap.LOCATOR_CHARS, description="Section or page, as search_evidence returned it."
+    )
 
 
 class CheckCitationsOp(Operation):
     """Check an answer's citations against the archive as the caller sees it."""
 
-    citations: list[CitationInput] = Field(max_length=1000, description="The citations of one answer.")
-    answered_at: AwareDatetime | None = Field(
+    citations: list[CitationInput] = Field(
+        max_length=cap.CITATIONS, description="The citations of one answer."
+    )
+    answered_at: IsoTime | None = Field(
         None, description="When the answer is (or was) given (ISO-8601 with time zone). Default: now."
     )
 
@@ -90,8 +119,10 @@ class CheckCitationsOp(Operation):
 class IngestOp(Operation):
     """Store evidence records all or nothing (new versions supersede), then index them."""
 
-    # No bound here: the archive's policy says how many one batch may hold (1,000 by default).
-    items: list[EvidenceInput] = Field(description="Stored all or nothing; at most 1,000 by default.")
+    # The ceiling: the archive's policy may hold a batch to fewer (1,000 by default).
+    items: list[EvidenceInput] = Field(
+        max_length=cap.BATCH_ITEMS, description="Stored all or nothing; at most 1,000."
+    )
 
 
 __all__ = [
@@ -101,4 +132,6 @@ __all__ = [
     "IngestOp",
     "SearchModeName",
     "SearchOp",
+    "ToolDefinition",
+    "ToolDefinitions",
 ]

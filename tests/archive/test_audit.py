@@ -71,8 +71,8 @@ def test_an_untouched_chain_verifies(archive: Archive, agent: Principal, admin: 
     reader = Principal("clinic-a", "user-7", frozenset({Role.READER}), Sensitivity.INTERNAL)
     with pytest.raises(Forbidden):
         archive.record(reader, "s" * 2000, "t", "x")  # the role check comes first; the target is long
-    with pytest.raises(Forbidden):
-        archive.remember(reader, "user-8", "k" * 1200, "v", "user_claim")
+    with pytest.raises(Forbidden):  # a memory key is capped before any check (limits.py): the owner is long
+        archive.remember(reader, "u" * 128, "k" * 100, "v", "user_claim")
     assert [e.action for e in archive.audit_events(admin)][-3:] == ["archive", "denied", "denied"]
     report = archive.verify_audit(admin)
     assert report.ok, report.problems

@@ -324,9 +324,12 @@ def test_configured_limits_are_enforced_with_typed_errors(
     archive: Archive, agent: Principal, subtests: pytest.Subtests
 ) -> None:
     archive.record(agent, "s1", "seed", "an earlier result")
-    # A policy may be configured above the column width; the error must still be typed on both backends.
-    wide = with_policy(archive, max_tool_name_chars=1_000)
-    _rejects(wide, agent, "tool_name", {"tool_name": "t" * 300})
+    # A policy above its ceiling (limits.py, the width of the column too) is refused when it is
+    # made, and a name over the ceiling is a typed error on both backends.
+    with pytest.raises(InvalidInput) as refused:
+        ArchivePolicy(max_tool_name_chars=1_000)
+    assert refused.value.field == "max_tool_name_chars"
+    _rejects(archive, agent, "tool_name", {"tool_name": "t" * 300})
     few_args = with_policy(archive, max_arguments_bytes=100)
     assert isinstance(
         _rejects(few_args, agent, "arguments", {"arguments": {"q": "x" * 200}}), ContentTooLarge

@@ -6,11 +6,13 @@ from typing import Annotated
 
 from fastapi import Header, Query
 
+from mnemo_sea.archive.limits import IDEMPOTENCY_KEY_CHARS
+
 IdempotencyKey = Annotated[
     str | None,
     Header(
         alias="Idempotency-Key",
-        max_length=255,
+        max_length=IDEMPOTENCY_KEY_CHARS,
         description="repeat a write safely: the same key and body return the first answer; "
         "the same key with another body is a 409",
     ),

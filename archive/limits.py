@@ -1,0 +1,169 @@
+"""The size limit of every input, named once.
+
+Every text, list and JSON object an operation takes (mnemo_sea/archive/operations.py,
+mnemo_sea/system/operations.py) is capped by one of these names, so an input can never cost
+more than its cap in work: a value over it is refused before anything is tokenized, embedded
+or read from a database. The records carry the caps as field constraints (`max_length`,
+`JsonCap`, `ContentCap`), which is how REST and MCP enforce them when they parse JSON and what
+their schemas publish (maxLength, maxItems, x-max-json-chars); `Operation.check_caps` reads the
+same constraints to enforce them on Python callers (InvalidInput naming the field and the
+limit). The archive's own checks (identifier patterns, `ArchivePolicy`) use these names too;
+a policy may lower a limit, never raise it above these ceilings.
+
+Lengths are in characters (`len` of the text), except `CONTENT_BYTES` and `ARGUMENTS_BYTES`
+(UTF-8 bytes). A JSON object's size is the length of its compact JSON text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
+
+from .errors import ContentTooLarge
+
+# ---- identifiers and references --------------------------------------------------------------
+ID_CHARS = 128  # tenant, subject, session, owner: the identifier pattern's length
+EVIDENCE_ID_CHARS = 256  # an evidence record's id
+REF_CHARS = 300  # a source ref ('evidence:<id>', 'result:<session>/<rN>', 'memory:<owner>/<key>', 'X@3')
+RESULT_ID_CHARS = 10  # 'r' and at most nine digits
+IDEMPOTENCY_KEY_CHARS = 255
+# ---- tool results ------------------------------------------------------------------------------
+CONTENT_BYTES = 16 * 1024 * 1024  # an original (a tool result's content, an evidence body)
+ARGUMENTS_BYTES = 64 * 1024  # a tool call's arguments, as JSON
+TOOL_NAME_CHARS = 200
+MEDIA_TYPE_CHARS = 456  # type/subtype (127 each) and parameters (200)
+POLICY_CLASS_CHARS = 64
+NOTE_CHARS = 2_000  # an archive note
+BATCH_ITEMS = 1_000  # the targets of one archive batch, the records of one ingest batch
+# ---- evidence and summaries --------------------------------------------------------------------
+SOURCE_CHARS = 1_024
+SCOPE_CHARS = 255
+LOCATOR_CHARS = 1_024
+STATEMENT_CHARS = 4_000
+REASON_CHARS = 2_000  # why a record is retracted
+SUMMARY_CHARS = 64_000
+SUMMARY_SOURCES = 1_000
+TRACE_REF_CHARS = 1_024
+# ---- memory ------------------------------------------------------------------------------------
+MEMORY_KEY_CHARS = 100
+MEMORY_VALUE_CHARS = 8_000
+# ---- task state --------------------------------------------------------------------------------
+TASK_TEXT_CHARS = 2_000  # the goal, every item, every fact, every reason
+TASK_ITEMS = 200  # per list
+# ---- search, context, citations ----------------------------------------------------------------
+QUERY_CHARS = 16_384  # retrieval's MAX_QUERY_CHARS (an independent layer: a test holds them equal)
+FILTER_VALUES = 256  # kinds, scopes or sources one search names (retrieval's MAX_FILTER_VALUES)
+INSTRUCTIONS_CHARS = 1_000_000
+TOOLS = 256  # tool definitions in one context
+TOOL_DEFINITION_CHARS = 100_000  # one tool definition (its canonical JSON, or its text)
+TOOLS_CHARS = 1_000_000  # every tool definition of one context together
+CITATIONS = 1_000  # citations of one answer
+QUOTE_CHARS = 20_000
+JSON_DEPTH = 32  # nesting of a JSON object (arguments, tool definitions)
+
+# A sensitivity or enum name is capped by its vocabulary; these only bound what a parser reads.
+NAME_CHARS = 32
+
+
+def json_size(value: object, limit: int, depth: int = JSON_DEPTH) -> int | None:
+    """The length of `value`'s compact JSON text (strings counted unescaped), or None as soon as
+    it is known to exceed `limit` characters or nest deeper than `depth`: the walk stops there,
+    so measuring costs at most about `limit` steps whatever the value's size."""
+    size = 0
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if level > depth:
+            return None
+        if isinstance(item, str):
+            size += len(item) + 2
+        elif isinstance(item, Mapping):
+            size += 2 + max(len(item) - 1, 0)
+            if size > limit:  # before iterating: len() of a huge object is free, its items not
+                return None
+            for key, inner in item.items():
+                size += len(str(key)) + 3
+                stack.append((inner, level + 1))
+        elif isinstance(item, list | tuple):
+            size += 2 + max(len(item) - 1, 0)
+            if size > limit:
+                return None
+            stack.extend((inner, level + 1) for inner in item)
+        elif item is None or isinstance(item, bool):
+            size += 4 if item is None or item else 5
+        else:
+            size += len(repr(item))
+        if size > limit:
+            return None
+    return size
+
+
+class JsonCap:
+    """Field metadata: a JSON value (object, list or text) of at most `chars` characters of
+    compact JSON, nested at most JSON_DEPTH deep. Checked before pydantic validates the value
+    (a 422 naming the field), and published as `x-max-json-chars`."""
+
+    def __init__(self, chars: int) -> None:
+        self.chars = chars
+
+    def problem(self, value: object) -> str | None:
+        if json_size(value, self.chars) is None:
+            return f"is over {self.chars} characters as JSON, or nested over {JSON_DEPTH} deep"
+        return None
+
+    def _check(self, value: Any) -> Any:
+        problem = self.problem(value)
+        if problem is not None:
+            raise PydanticCustomError("json_too_large", problem, {"limit": self.chars})
+        return value
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_before_validator_function(self._check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        out = handler(schema)
+        out["x-max-json-chars"] = self.chars
+        return out
+
+
+class ContentCap:
+    """Field metadata: an original of at most `max_bytes` bytes (text counts its characters, at
+    most its UTF-8 bytes; base64 text its decoded size). Over it, ContentTooLarge (413 over
+    REST, `too_large` over MCP), as the archive answers an original over its policy's limit."""
+
+    def __init__(self, max_bytes: int, *, base64: bool = False) -> None:
+        self.max_bytes = max_bytes
+        self.base64 = base64
+
+    def size(self, value: object) -> int:
+        """A lower bound of the bytes `value` stands for (exact for bytes)."""
+        if isinstance(value, bytes):
+            return len(value)
+        if isinstance(value, str):
+            return len(value) * 3 // 4 if self.base64 else len(value)
+        return 0
+
+    def check(self, field: str, value: object) -> None:
+        size = self.size(value)
+        if size > self.max_bytes:
+            raise ContentTooLarge(field, size, self.max_bytes)
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        def check(value: Any, info: core_schema.ValidationInfo) -> Any:
+            self.check(info.field_name or "content", value)
+            return value
+
+        return core_schema.with_info_before_validator_function(check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        out = handler(schema)
+        out["maxLength"] = -(-self.max_bytes // 3) * 4 if self.base64 else self.max_bytes
+        return out
