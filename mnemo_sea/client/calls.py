@@ -52,13 +52,13 @@ from mnemo_sea.client.answers import (
     an_object,
     expected_hash,
     inconsistent,
-    member,
     original,
     parsed,
     same,
     typed,
     where,
 )
+from mnemo_sea.client.envelopes import shows_its_record
 from mnemo_sea.client.errors import error_of
 from mnemo_sea.client.wire import (
     Reply,
@@ -72,8 +72,9 @@ from mnemo_sea.client.wire import (
 )
 from mnemo_sea.context import AssembledContext
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS
+from mnemo_sea.context.segments import ArchiveCandidate
 from mnemo_sea.retrieval.query import SearchMode
-from mnemo_sea.system.citations import Citation, CitationReport
+from mnemo_sea.system.citations import Citation, CitationCheck, CitationReport
 from mnemo_sea.system.results import DeletionCheck, IngestReport, SearchResult
 
 T = TypeVar("T")
@@ -291,11 +292,11 @@ def get_evidence(
     same(reply, "record.evidence_id", record.evidence_id, evidence_id, "the record answered")
     if version is not None:
         same(reply, "record.version", record.version, version, "the version answered")
+    if expected is not None:
+        same(reply, "record.content_sha256", record.content_sha256, expected, "the record's hash")
     if not with_content:
-        if expected is not None:
-            same(reply, "record.content_sha256", record.content_sha256, expected, "the record's hash")
         return record, None
-    return record, original(reply, record.content_sha256, expected)
+    return record, original(reply, record.content_sha256, None)
 
 
 @operation
@@ -364,11 +365,27 @@ def list_results(session_id: str) -> Plan[list[ToolResult]]:
 @operation
 def live_view(session_id: str) -> Plan[LiveView]:
     """`Mnemo.live_view`: the session as the agent's context, live results in their envelopes and
-    archived ones as stubs in place."""
+    archived ones as stubs in place; each envelope checked against its result (client.envelopes:
+    a live result's text must hash to its `content_sha256`), else InconsistentAnswer."""
     reply = yield read("GET", _session(session_id, "/live"))
     view = parsed(reply, LiveView)
     same(reply, "session_id", view.session_id, session_id, "the session answered")
     same(reply, "text", parsed(reply, str, "text"), view.text, "the text of the items' envelopes")
+    for i, item in enumerate(view.items):
+        same(
+            reply,
+            where("items", i, "result", "session_id"),
+            item.result.session_id,
+            session_id,
+            "its session",
+        )
+        if not shows_its_record(item):
+            raise inconsistent(
+                reply,
+                where("items", i, "rendered"),
+                f"the envelope of {item.result.result_id} is not what its record renders (the content "
+                "must hash to its content_sha256)",
+            )
     return view
 
 
@@ -467,8 +484,10 @@ def context(
         "with_text": True,  # the segments' text is part of the AssembledContext
     }
     reply = yield read("POST", _session(session_id, "/context"), body=body)
+    # Each member read under the name the answer gives it, so an error names that member.
+    candidates = parsed(reply, tuple[ArchiveCandidate, ...], "archive_candidates")
     assembled: AssembledContext = typed(
-        reply, AssembledContext, {**an_object(reply), "candidates": member(reply, "archive_candidates")}
+        reply, AssembledContext, {**an_object(reply), "candidates": candidates}
     )
     same(reply, "session_id", assembled.session_id, session_id, "the session answered")
     same(reply, "budget_tokens", assembled.budget_tokens, budget_tokens, "the budget answered")
@@ -720,9 +739,8 @@ def check_citations(
     cited = [c.to_dict() if isinstance(c, Citation) else dict(c) for c in citations]
     body = {"citations": cited, "answered_at": answered_at}
     reply = yield read("POST", "/v1/citations/check", body=jsonable(body))
-    report: CitationReport = typed(
-        reply, CitationReport, {**an_object(reply), "checks": member(reply, "citations")}
-    )
+    checks = parsed(reply, tuple[CitationCheck, ...], "citations")
+    report: CitationReport = typed(reply, CitationReport, {**an_object(reply), "checks": checks})
     same(reply, "citations", len(report.checks), len(cited), "the number of citations checked")
     same(reply, "total", parsed(reply, int, "total"), len(report.checks), "the citations' total")
     same(reply, "ok", parsed(reply, int, "ok"), sum(c.ok for c in report.checks), "the citations found ok")
