@@ -13,7 +13,10 @@ result types), without the principal, which the API key decides:
     api       the two clients: sending, waiting, retrying
     calls     every operation once: its requests, and its answer as the library's types
     retry     when a request is sent again (`RetryPolicy`) and how long the client waits first
-    errors    problem+json answers as the library's typed errors; `ApiUnreachable`
+    errors    problem+json answers as the library's typed errors; `ApiUnreachable`, and
+              `BadAnswer` (`MalformedAnswer`, `InconsistentAnswer`) for an answer refused
+    answers   what an operation reads of an answer, and what the client checks of it itself
+    envelopes a live view's envelopes checked against their results
     wire      requests, replies and their JSON
 
 It imports the archive's records and errors, the result types of the facade and the
@@ -23,15 +26,18 @@ loads neither torch, Qdrant nor ONNX Runtime (tests/client/test_client_imports.p
 
 from mnemo_sea.client.api import DEFAULT_URL, AsyncMnemoClient, MnemoClient
 from mnemo_sea.client.calls import ComponentHealth, Health
-from mnemo_sea.client.errors import ApiUnreachable
+from mnemo_sea.client.errors import ApiUnreachable, BadAnswer, InconsistentAnswer, MalformedAnswer
 from mnemo_sea.client.retry import RetryPolicy
 
 __all__ = [
     "DEFAULT_URL",
     "ApiUnreachable",
     "AsyncMnemoClient",
+    "BadAnswer",
     "ComponentHealth",
     "Health",
+    "InconsistentAnswer",
+    "MalformedAnswer",
     "MnemoClient",
     "RetryPolicy",
 ]

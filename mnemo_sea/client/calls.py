@@ -10,13 +10,17 @@ them with the operation records, as it does every surface.
 
 Results are the library's types, rebuilt from the JSON (SearchResult, EvidenceRecord, ToolResult,
 LiveView, Recovered, AssembledContext, DeletionReceipt, ...), so code runs the same on a `Mnemo`
-in process and on a server; `Health` is the one answer the facade has no type for.
+in process and on a server; `Health` is the one answer the facade has no type for. Each answer is
+read through mnemo_sea.client.answers, which checks what the client can check on its own (the
+shape, originals against their hashes, snippets against their spans, statuses against the HTTP
+code, the record against the one asked for) and raises a BadAnswer for an answer that fails.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
+import dataclasses
+import functools
 import hashlib
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,9 +34,9 @@ from mnemo_sea.archive import (
     ArchiveTarget,
     ConfirmedFact,
     DeletionReceipt,
+    ErasureState,
     EvidenceInput,
     EvidenceRecord,
-    IntegrityError,
     InvalidInput,
     LiveView,
     MemoryFact,
@@ -45,6 +49,17 @@ from mnemo_sea.archive import (
     ToolResult,
 )
 from mnemo_sea.archive.operations import Clearance, ProvenanceName, TextOrBytes
+from mnemo_sea.client.answers import (
+    an_object,
+    expected_hash,
+    inconsistent,
+    original,
+    parsed,
+    same,
+    typed,
+    where,
+)
+from mnemo_sea.client.envelopes import shows_its_record
 from mnemo_sea.client.errors import error_of
 from mnemo_sea.client.wire import (
     Reply,
@@ -52,15 +67,15 @@ from mnemo_sea.client.wire import (
     dumped,
     jsonable,
     keyed_write,
-    parsed,
     read,
     segment,
     unkeyed_write,
 )
 from mnemo_sea.context import AssembledContext
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS
+from mnemo_sea.context.segments import ArchiveCandidate
 from mnemo_sea.retrieval.query import SearchMode
-from mnemo_sea.system.citations import Citation, CitationReport
+from mnemo_sea.system.citations import Citation, CitationCheck, CitationReport
 from mnemo_sea.system.results import DeletionCheck, IngestReport, SearchResult
 
 T = TypeVar("T")
@@ -75,8 +90,23 @@ F = TypeVar("F", bound=Callable[..., Plan[Any]])
 
 
 def operation(plan: F) -> F:
-    OPERATIONS[plan.__name__] = plan
-    return plan
+    """Register `plan` under its name; each request it makes carries the name, so an answer the
+    client refuses (a BadAnswer) says which operation it answered."""
+    name = plan.__name__
+
+    @functools.wraps(plan)
+    def named(*args: Any, **kwargs: Any) -> Plan[Any]:
+        steps = plan(*args, **kwargs)
+        reply: Reply | None = None
+        while True:
+            try:
+                request = steps.send(reply) if reply is not None else next(steps)
+            except StopIteration as done:
+                return done.value
+            reply = yield dataclasses.replace(request, operation=name)
+
+    OPERATIONS[name] = named
+    return named  # type: ignore[return-value]
 
 
 # ---- helpers ------------------------------------------------------------------------------------
@@ -98,35 +128,6 @@ def _content(content: TextOrBytes) -> dict[str, str]:
     return {"content": content}
 
 
-def _decoded(body: Mapping[str, Any]) -> bytes | None:
-    """The bytes of an answer's `content` (text) or `content_base64` (binary); None if neither."""
-    if body.get("content") is not None:
-        return str(body["content"]).encode("utf-8")
-    encoded = body.get("content_base64")
-    if encoded is None:
-        return None
-    try:
-        return base64.b64decode(encoded, validate=True)
-    except (binascii.Error, ValueError):
-        raise IntegrityError("the API answered a content_base64 that is not base64") from None
-
-
-def _original(body: Mapping[str, Any], sha256: str) -> bytes:
-    """An original the API served, checked here too against the hash its record names: a
-    proxy that cut the body, or a server bug, must not hand back other bytes as the original."""
-    content = _decoded(body)
-    if content is None:
-        raise IntegrityError(f"the API answered no content for original {sha256[:12]}…", sha256=sha256)
-    actual = hashlib.sha256(content).hexdigest()
-    if actual != sha256:
-        raise IntegrityError(
-            f"the original the API answered hashes to {actual[:12]}…, not {sha256[:12]}…; it is not returned",
-            sha256=sha256,
-            actual_sha256=actual,
-        )
-    return content
-
-
 def _evidence(item: EvidenceInput) -> Any:
     try:
         return dumped(EvidenceInput, item)
@@ -142,14 +143,17 @@ def _sensitivity(value: Clearance) -> str:
     return Sensitivity.parse(value).name.lower()
 
 
-def _every_page(path: str, **params: Any) -> Generator[Request, Reply, list[Any]]:
-    """Every item of a paged list, oldest first, in pages of PAGE."""
-    items: list[Any] = []
+def _every_page(kind: type[T], path: str, **params: Any) -> Generator[Request, Reply, list[T]]:
+    """Every item of a paged list, oldest first, in pages of PAGE, each read as a `kind`."""
+    items: list[T] = []
     offset: int | None = 0
     while offset is not None:
         reply = yield read("GET", path, params=_query(**params, offset=offset, limit=PAGE))
-        items += reply.body["items"]
-        offset = reply.body["next_offset"]
+        items += parsed(reply, tuple[kind, ...], "items")  # type: ignore[valid-type]
+        following: int | None = parsed(reply, int | None, "next_offset")  # type: ignore[arg-type]
+        if following is not None and following <= offset:
+            raise inconsistent(reply, "next_offset", f"{following} does not follow offset {offset}")
+        offset = following
     return items
 
 
@@ -182,26 +186,79 @@ def search(
         "as_of": as_of,
     }
     reply = yield read("POST", "/v1/search", body=jsonable(body))
-    return parsed(SearchResult, reply.body)
+    return _found(reply, parsed(reply, SearchResult))
+
+
+# What a search that ran answers; the other statuses are errors, which REST answers as problems.
+_RAN = frozenset({"results", "no_match"})
+
+
+def _found(reply: Reply, result: SearchResult) -> SearchResult:
+    """A search answer that says what a 200 may say: it ran (`results`, or `no_match` with no
+    hit), and each hit's snippet is the text of its span, so exactly as long."""
+    if result.status.value not in _RAN:
+        raise inconsistent(
+            reply, "status", f"an HTTP {reply.status} success says the search is {result.status.value!r}"
+        )
+    if result.status.value == "no_match" and result.hits:
+        raise inconsistent(reply, "hits", f"a no_match answer with {len(result.hits)} hit(s)")
+    for i, hit in enumerate(result.hits):
+        start, end = hit.span
+        if not 0 <= start <= end:
+            raise inconsistent(reply, where("hits", i, "span"), f"{list(hit.span)} is not a span of a text")
+        if len(hit.snippet) != end - start:
+            raise inconsistent(
+                reply,
+                where("hits", i, "snippet"),
+                f"{len(hit.snippet)} characters, not the {end - start} of its span {list(hit.span)}",
+            )
+    return result
 
 
 @operation
 def put_evidence(item: EvidenceInput, *, idempotency_key: str | None = None) -> Plan[IngestReport]:
     """`Mnemo.put_evidence`: store one version of an evidence record and index it; an unchanged
     body (or a replay under the same key) writes nothing and reports the record unchanged."""
-    reply = yield keyed_write("POST", "/v1/evidence", idempotency_key, body=_evidence(item))
+    body = _evidence(item)
+    reply = yield keyed_write("POST", "/v1/evidence", idempotency_key, body=body)
+    stored = _stored(reply, parsed(reply, EvidenceRecord), item, "")
     new = 1 if reply.status == 201 else 0
-    return IngestReport((parsed(EvidenceRecord, reply.body),), new, 1 - new)
+    return IngestReport((stored,), new, 1 - new)
+
+
+def _stored(reply: Reply, record: EvidenceRecord, item: EvidenceInput, at: str) -> EvidenceRecord:
+    """The record the API stored for `item`: of the item's id (when the item named one) and of the
+    item's body, whose hash the client computes from what it sent."""
+    prefix = f"{at}." if at else ""
+    if item.evidence_id is not None:
+        same(reply, f"{prefix}evidence_id", record.evidence_id, item.evidence_id, "the record stored")
+    body = item.body.encode("utf-8") if isinstance(item.body, str) else bytes(item.body)
+    same(
+        reply,
+        f"{prefix}content_sha256",
+        record.content_sha256,
+        hashlib.sha256(body).hexdigest(),
+        "the hash of the body sent",
+    )
+    return record
 
 
 @operation
 def ingest(items: Iterable[EvidenceInput], *, idempotency_key: str | None = None) -> Plan[IngestReport]:
     """`Mnemo.ingest`: store evidence records all or nothing, then index them (InvalidBatch names
     every bad item before anything is stored)."""
-    body = {"items": [_evidence(item) for item in items]}
+    sent = list(items)
+    body = {"items": [_evidence(item) for item in sent]}
     reply = yield keyed_write("POST", "/v1/evidence/batch", idempotency_key, body=body)
-    stored = tuple(parsed(EvidenceRecord, r) for r in reply.body["stored"])
-    return IngestReport(stored, reply.body["new_versions"], reply.body["unchanged"])
+    records = parsed(reply, tuple[EvidenceRecord, ...], "stored")
+    new, unchanged = parsed(reply, int, "new_versions"), parsed(reply, int, "unchanged")
+    same(reply, "stored", len(records), len(sent), "the number of records stored")
+    same(reply, "new_versions", new + unchanged, len(sent), "new_versions + unchanged")
+    stored = tuple(
+        _stored(reply, r, item, where("stored", i))
+        for i, (r, item) in enumerate(zip(records, sent, strict=True))
+    )
+    return IngestReport(stored, new, unchanged)
 
 
 @operation
@@ -210,26 +267,44 @@ def retract(evidence_id: str, reason: str, *, idempotency_key: str | None = None
     StateConflict when it has no active version."""
     body = {"evidence_id": evidence_id, "reason": reason}
     reply = yield keyed_write("POST", "/v1/evidence/retract", idempotency_key, body=body)
-    return parsed(EvidenceRecord, reply.body)
+    record = parsed(reply, EvidenceRecord)
+    same(reply, "evidence_id", record.evidence_id, evidence_id, "the record retracted")
+    same(reply, "status", record.status, "retracted", "the version retracted")
+    return record
 
 
 @operation
 def get_evidence(
-    evidence_id: str, *, version: int | None = None, as_of: datetime | None = None, with_content: bool = False
+    evidence_id: str,
+    *,
+    version: int | None = None,
+    as_of: datetime | None = None,
+    with_content: bool = False,
+    expected_sha256: str | None = None,
 ) -> Plan[tuple[EvidenceRecord, bytes | None]]:
     """`Archive.get_evidence`: one version of a record (the current one, `version`, or the one in
-    force at `as_of`) and, `with_content`, its hash-verified body."""
+    force at `as_of`) and, `with_content`, its hash-verified body. `expected_sha256` (the
+    client's own: a hash you hold from an earlier answer) refuses any other version: the body
+    and its record's hash must both be it, or InconsistentAnswer."""
+    expected = expected_hash(expected_sha256)
     params = _query(version=version, as_of=as_of, content=with_content)
     reply = yield read("GET", f"/v1/evidence/{segment(evidence_id)}", params=params)
-    record = parsed(EvidenceRecord, reply.body["record"])
-    return record, _original(reply.body, record.content_sha256) if with_content else None
+    record = parsed(reply, EvidenceRecord, "record")
+    same(reply, "record.evidence_id", record.evidence_id, evidence_id, "the record answered")
+    if version is not None:
+        same(reply, "record.version", record.version, version, "the version answered")
+    if expected is not None:
+        same(reply, "record.content_sha256", record.content_sha256, expected, "the record's hash")
+    if not with_content:
+        return record, None
+    return record, original(reply, record.content_sha256, None)
 
 
 @operation
 def evidence_history(evidence_id: str) -> Plan[list[EvidenceRecord]]:
     """`Archive.evidence_history`: every version of a record, oldest first."""
-    items = yield from _every_page(f"/v1/evidence-history/{segment(evidence_id)}")
-    return [parsed(EvidenceRecord, r) for r in items]
+    items = yield from _every_page(EvidenceRecord, f"/v1/evidence-history/{segment(evidence_id)}")
+    return items
 
 
 # ---- sessions -----------------------------------------------------------------------------------
@@ -266,22 +341,53 @@ def record(
         "owner": owner,
     }
     reply = yield keyed_write("POST", _session(session_id, "/results"), idempotency_key, body=jsonable(body))
-    return parsed(ToolResult, reply.body)
+    result = parsed(reply, ToolResult)
+    sent = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+    same(reply, "session_id", result.session_id, session_id, "the session recorded in")
+    same(reply, "tool_name", result.tool_name, tool_name, "the tool recorded")
+    same(reply, "size", result.size, len(sent), "the size of the content sent")
+    same(
+        reply,
+        "content_sha256",
+        result.content_sha256,
+        hashlib.sha256(sent).hexdigest(),
+        "the hash of the content sent",
+    )
+    return result
 
 
 @operation
 def list_results(session_id: str) -> Plan[list[ToolResult]]:
     """`Archive.list_results`: the session's results in order, live and archived, without content."""
-    items = yield from _every_page(_session(session_id, "/results"))
-    return [parsed(ToolResult, r) for r in items]
+    items = yield from _every_page(ToolResult, _session(session_id, "/results"))
+    return items
 
 
 @operation
 def live_view(session_id: str) -> Plan[LiveView]:
     """`Mnemo.live_view`: the session as the agent's context, live results in their envelopes and
-    archived ones as stubs in place."""
+    archived ones as stubs in place; each envelope checked against its result (client.envelopes:
+    a live result's text must hash to its `content_sha256`), else InconsistentAnswer."""
     reply = yield read("GET", _session(session_id, "/live"))
-    return parsed(LiveView, reply.body)
+    view = parsed(reply, LiveView)
+    same(reply, "session_id", view.session_id, session_id, "the session answered")
+    same(reply, "text", parsed(reply, str, "text"), view.text, "the text of the items' envelopes")
+    for i, item in enumerate(view.items):
+        same(
+            reply,
+            where("items", i, "result", "session_id"),
+            item.result.session_id,
+            session_id,
+            "its session",
+        )
+        if not shows_its_record(item):
+            raise inconsistent(
+                reply,
+                where("items", i, "rendered"),
+                f"the envelope of {item.result.result_id} is not what its record renders (the content "
+                "must hash to its content_sha256)",
+            )
+    return view
 
 
 def _target(target: ArchiveTarget | Mapping[str, Any] | tuple[str, str]) -> Any:
@@ -303,21 +409,51 @@ def archive_results(
     target's status, and nothing changed."""
     body = {"targets": [_target(t) for t in targets]}
     reply = yield keyed_write("POST", _session(session_id, "/archive"), idempotency_key, body=body)
-    return parsed(ArchiveReceipt, reply.body)
+    receipt = parsed(reply, ArchiveReceipt)
+    same(reply, "session_id", receipt.session_id, session_id, "the session archived in")
+    return receipt
 
 
 @operation
-def recover(session_id: str, result_id: str, *, idempotency_key: str | None = None) -> Plan[Recovered]:
+def recover(
+    session_id: str,
+    result_id: str,
+    *,
+    expected_sha256: str | None = None,
+    idempotency_key: str | None = None,
+) -> Plan[Recovered]:
     """`Mnemo.recover`: an archived result's exact original, hash-verified, appended to the session
-    labelled historical (with a staleness warning for prices, stock and the like)."""
+    labelled historical (with a staleness warning for prices, stock and the like).
+
+    The bytes must hash to the original's `content_sha256`, which every hash of the answer must
+    repeat; `expected_sha256` (the client's own: the hash of the `ToolResult` that `record` or
+    `list_results` gave you) must be it too, which catches an original altered together with
+    its hashes. Else InconsistentAnswer, and nothing is returned."""
+    expected = expected_hash(expected_sha256)
     path = _session(session_id, f"/results/{segment(result_id)}/recover")
     reply = yield keyed_write("POST", path, idempotency_key)
-    original = parsed(ToolResult, reply.body["original"])
+    first = parsed(reply, ToolResult, "original")
+    appended = parsed(reply, ToolResult, "appended")
+    same(reply, "original.session_id", first.session_id, session_id, "the session recovered from")
+    same(reply, "appended.session_id", appended.session_id, session_id, "the session appended to")
+    if not result_id.startswith("result:"):
+        same(reply, "original.result_id", first.result_id, result_id, "the result recovered")
+    same(reply, "appended.recovered_from", appended.recovered_from, first.result_id, "the copy's original")
+    same(
+        reply,
+        "content_sha256",
+        parsed(reply, str, "content_sha256"),
+        first.content_sha256,
+        "the answer's hash",
+    )
+    same(reply, "appended.content_sha256", appended.content_sha256, first.content_sha256, "the copy's hash")
+    content = original(reply, first.content_sha256, expected)
+    same(reply, "original.size", first.size, len(content), "the original's size")
     return Recovered(
-        original=original,
-        appended=parsed(ToolResult, reply.body["appended"]),
-        content=_original(reply.body, original.content_sha256),
-        staleness_warning=reply.body["staleness_warning"],
+        original=first,
+        appended=appended,
+        content=content,
+        staleness_warning=parsed(reply, str | None, "staleness_warning"),  # type: ignore[arg-type]
     )
 
 
@@ -349,7 +485,18 @@ def context(
         "with_text": True,  # the segments' text is part of the AssembledContext
     }
     reply = yield read("POST", _session(session_id, "/context"), body=body)
-    return parsed(AssembledContext, {**reply.body, "candidates": reply.body["archive_candidates"]})
+    # Each member read under the name the answer gives it, so an error names that member.
+    candidates = parsed(reply, tuple[ArchiveCandidate, ...], "archive_candidates")
+    assembled: AssembledContext = typed(
+        reply, AssembledContext, {**an_object(reply), "candidates": candidates}
+    )
+    same(reply, "session_id", assembled.session_id, session_id, "the session answered")
+    same(reply, "budget_tokens", assembled.budget_tokens, budget_tokens, "the budget answered")
+    same(reply, "text", parsed(reply, str, "text"), assembled.text, "the text of the segments")
+    same(
+        reply, "used_tokens", parsed(reply, int, "used_tokens"), assembled.used_tokens, "the segments' tokens"
+    )
+    return assembled
 
 
 # ---- memory -------------------------------------------------------------------------------------
@@ -378,7 +525,15 @@ def remember(
         "derived_from": derived_from,
     }
     reply = yield keyed_write("POST", "/v1/memory", idempotency_key, body=body)
-    return parsed(RememberOutcome, reply.body)
+    outcome = parsed(reply, RememberOutcome)
+    _fact_of(reply, outcome.fact, owner, key, "fact.")
+    return outcome
+
+
+def _fact_of(reply: Reply, fact: MemoryFact, owner: str, key: str, at: str = "") -> MemoryFact:
+    same(reply, f"{at}owner", fact.owner, owner, "the fact's owner")
+    same(reply, f"{at}key", fact.key, key, "the fact's key")
+    return fact
 
 
 @operation
@@ -389,10 +544,12 @@ def current(owner: str, key: str) -> Plan[MemoryFact | None]:
     )
     reply = yield request
     if reply.ok:
-        return parsed(MemoryFact, reply.body)
+        fact = _fact_of(reply, parsed(reply, MemoryFact), owner, key)
+        same(reply, "status", fact.status, "active", "the current fact's status")
+        return fact
     # The API answers "no current fact" as a 404 of the fact itself; any other 404 (no such
     # owner for this caller, say) is the error it is.
-    if reply.body.get("what") == "memory fact":
+    if isinstance(reply.body, dict) and reply.body.get("what") == "memory fact":
         return None
     raise error_of(reply, request)
 
@@ -400,8 +557,8 @@ def current(owner: str, key: str) -> Plan[MemoryFact | None]:
 @operation
 def memory_history(owner: str, key: str) -> Plan[list[MemoryFact]]:
     """`Mnemo.memory_history`: every version of the fact, oldest first, superseded ones included."""
-    items = yield from _every_page(f"/v1/memory/{segment(owner)}/history", key=key)
-    return [parsed(MemoryFact, f) for f in items]
+    items = yield from _every_page(MemoryFact, f"/v1/memory/{segment(owner)}/history", key=key)
+    return items
 
 
 @operation
@@ -409,7 +566,7 @@ def forget(owner: str, key: str, *, idempotency_key: str | None = None) -> Plan[
     """`Mnemo.forget`: delete every version of one fact with its index points and cached searches."""
     path = f"/v1/memory/{segment(owner)}"
     reply = yield keyed_write("DELETE", path, idempotency_key, params={"key": key})
-    return parsed(DeletionReceipt, reply.body)
+    return parsed(reply, DeletionReceipt)
 
 
 @operation
@@ -417,8 +574,10 @@ def purge_expired() -> Plan[DeletionReceipt | None]:
     """`Mnemo.purge_expired`: delete the tenant's expired memory versions now (admin); None when
     none had expired. Never retried: the API takes no idempotency key for it."""
     reply = yield unkeyed_write("POST", "/v1/memory/purge-expired")
-    receipt = reply.body["receipt"]
-    return None if receipt is None else parsed(DeletionReceipt, receipt)
+    receipt: DeletionReceipt | None = parsed(reply, DeletionReceipt | None, "receipt")  # type: ignore[arg-type]
+    purged = parsed(reply, int, "purged")
+    same(reply, "purged", purged, 0 if receipt is None else len(receipt.memory_facts), "the versions purged")
+    return receipt
 
 
 # ---- summaries ----------------------------------------------------------------------------------
@@ -436,14 +595,18 @@ def create_summary(
     derived wherever shown; deleted with any of its sources."""
     body = {"text": text, "derived_from": list(derived_from), "trace_ref": trace_ref}
     reply = yield keyed_write("POST", "/v1/summaries", idempotency_key, body=body)
-    return parsed(Summary, reply.body)
+    summary = parsed(reply, Summary)
+    same(reply, "text", summary.text, text, "the summary's text")
+    return summary
 
 
 @operation
 def get_summary(summary_id: str) -> Plan[Summary]:
     """`Archive.get_summary`: one summary, labelled derived."""
     reply = yield read("GET", f"/v1/summaries/{segment(summary_id)}")
-    return parsed(Summary, reply.body)
+    summary = parsed(reply, Summary)
+    same(reply, "summary_id", summary.summary_id, summary_id, "the summary answered")
+    return summary
 
 
 # ---- task state ---------------------------------------------------------------------------------
@@ -492,21 +655,37 @@ def update_task_state(
     reply = yield keyed_write(
         "POST", _session(session_id, "/task-state"), idempotency_key, body=jsonable(body)
     )
-    return parsed(TaskState, reply.body)
+    state = _state_of(reply, parsed(reply, TaskState), session_id)
+    same(reply, "goal", state.goal, goal, "the goal written")
+    if expected_version is not None:
+        same(reply, "version", state.version, expected_version + 1, "the version written")
+    return state
+
+
+def _state_of(reply: Reply, state: TaskState, session_id: str, version: int | None = None) -> TaskState:
+    """A task state of the session asked for: `version` when one was asked, else the current one."""
+    same(reply, "session_id", state.session_id, session_id, "the task state's session")
+    if version is None:
+        same(reply, "status", state.status, "current", "the current task state's status")
+    else:
+        same(reply, "version", state.version, version, "the version answered")
+    return state
 
 
 @operation
 def task_state(session_id: str, *, version: int | None = None) -> Plan[TaskState | None]:
     """`Mnemo.task_state`: the session's current task state, or `version`; None when it has none yet."""
     reply = yield read("GET", _session(session_id, "/task-state"), params=_query(version=version))
-    return None if reply.body is None else parsed(TaskState, reply.body)
+    if reply.body is None:  # JSON null: no answer that is not JSON reaches here (success_of)
+        return None
+    return _state_of(reply, parsed(reply, TaskState), session_id, version)
 
 
 @operation
 def task_state_history(session_id: str) -> Plan[list[TaskState]]:
     """`Mnemo.task_state_history`: every version the caller's clearance allows, oldest first."""
-    items = yield from _every_page(_session(session_id, "/task-state/history"))
-    return [parsed(TaskState, s) for s in items]
+    items = yield from _every_page(TaskState, _session(session_id, "/task-state/history"))
+    return items
 
 
 # ---- deletion -----------------------------------------------------------------------------------
@@ -516,21 +695,21 @@ def task_state_history(session_id: str) -> Plan[list[TaskState]]:
 def delete_evidence(evidence_id: str, *, idempotency_key: str | None = None) -> Plan[DeletionReceipt]:
     """`Mnemo.delete_evidence`: every version of a record and everything derived from it (admin)."""
     reply = yield keyed_write("DELETE", f"/v1/evidence/{segment(evidence_id)}", idempotency_key)
-    return parsed(DeletionReceipt, reply.body)
+    return parsed(reply, DeletionReceipt)
 
 
 @operation
 def delete_session(session_id: str, *, idempotency_key: str | None = None) -> Plan[DeletionReceipt]:
     """`Mnemo.delete_session`: a session, its results, notes and everything derived from them (admin)."""
     reply = yield keyed_write("DELETE", _session(session_id), idempotency_key)
-    return parsed(DeletionReceipt, reply.body)
+    return parsed(reply, DeletionReceipt)
 
 
 @operation
 def delete_owner(owner: str, *, idempotency_key: str | None = None) -> Plan[DeletionReceipt]:
     """`Mnemo.delete_owner`: everything about one person, a data-subject request (admin)."""
     reply = yield keyed_write("DELETE", f"/v1/owners/{segment(owner)}", idempotency_key)
-    return parsed(DeletionReceipt, reply.body)
+    return parsed(reply, DeletionReceipt)
 
 
 @operation
@@ -538,15 +717,20 @@ def verify_deleted(receipt: DeletionReceipt) -> Plan[DeletionCheck]:
     """`Mnemo.verify_deleted`: check every store for anything left of a deletion; ReceiptInvalid
     for a receipt this deployment did not sign."""
     reply = yield read("POST", "/v1/deletions/verify", body=dumped(DeletionReceipt, receipt))
-    return DeletionCheck(
+    check = DeletionCheck(
         receipt,
-        tuple(reply.body["archive_leftovers"]),
-        tuple(reply.body["index_leftovers"]),
-        reply.body["pending_outbox"],
+        parsed(reply, tuple[str, ...], "archive_leftovers"),
+        parsed(reply, tuple[str, ...], "index_leftovers"),
+        parsed(reply, int, "pending_outbox"),
         # Absent from the answers of servers older than the erasure check.
-        reply.body.get("erasure", "done"),
-        reply.body.get("erasure_detail", ""),
+        typed(reply, ErasureState, an_object(reply).get("erasure", "done"), "erasure"),
+        typed(reply, str, an_object(reply).get("erasure_detail", ""), "erasure_detail"),
     )
+    # `ok` is what a reader of the raw answer looks at first: it must say what the leftovers say.
+    same(reply, "ok", parsed(reply, bool, "ok"), check.ok, "the check's verdict")
+    if "status" in an_object(reply):
+        same(reply, "status", parsed(reply, str, "status"), check.status, "the check's status")
+    return check
 
 
 # ---- citations and health -----------------------------------------------------------------------
@@ -558,12 +742,15 @@ def check_citations(
 ) -> Plan[CitationReport]:
     """`Mnemo.check_citations`: does each cited evidence exist for the caller, was it in force at
     `answered_at`, does it hold the quote?"""
-    body = {
-        "citations": [c.to_dict() if isinstance(c, Citation) else dict(c) for c in citations],
-        "answered_at": answered_at,
-    }
+    cited = [c.to_dict() if isinstance(c, Citation) else dict(c) for c in citations]
+    body = {"citations": cited, "answered_at": answered_at}
     reply = yield read("POST", "/v1/citations/check", body=jsonable(body))
-    return parsed(CitationReport, {**reply.body, "checks": reply.body["citations"]})
+    checks = parsed(reply, tuple[CitationCheck, ...], "citations")
+    report: CitationReport = typed(reply, CitationReport, {**an_object(reply), "checks": checks})
+    same(reply, "citations", len(report.checks), len(cited), "the number of citations checked")
+    same(reply, "total", parsed(reply, int, "total"), len(report.checks), "the citations' total")
+    same(reply, "ok", parsed(reply, int, "ok"), sum(c.ok for c in report.checks), "the citations found ok")
+    return report
 
 
 @dataclass(frozen=True)
@@ -595,12 +782,14 @@ def health() -> Plan[Health]:
     """Whether every store of the API answers: a not-ready API is a `Health` that says which
     component failed, not an error. Never retried: the probe reports what it sees now."""
     reply = yield Request("GET", "/v1/health/ready", retry=False, passthrough=frozenset({"not_ready"}))
-    body = reply.body
-    return Health(
-        status="ready" if reply.ok else "not_ready",
-        mode=body.get("mode"),
-        components={name: parsed(ComponentHealth, c) for name, c in body.get("components", {}).items()},
-    )
+    components = parsed(reply, dict[str, ComponentHealth], "components")
+    if reply.ok:
+        # A 200 is the API's word that it is ready: a body that says otherwise contradicts it.
+        same(reply, "status", parsed(reply, str, "status"), "ready", "an HTTP 200 readiness")
+        failed = sorted(name for name, c in components.items() if not c.ok)
+        same(reply, "components", failed, [], "the components failed in an HTTP 200 readiness")
+        return Health(status="ready", mode=parsed(reply, str, "mode"), components=components)
+    return Health(status="not_ready", mode=None, components=components)
 
 
 __all__ = ["OPERATIONS", "ComponentHealth", "Health", "Plan"]

@@ -8,7 +8,12 @@ error is rebuilt from the problem's `detail` (its message) and extra members (it
 and `err.targets` work as they do in process. The request id is attached as `request_id`.
 
 A server that cannot be reached is `ApiUnreachable`, a `StoreUnavailable`: the store this
-client talks to is the API.
+client talks to is the API. An answer the client will not hand back is a `BadAnswer`, an
+`IntegrityError` (what the API sent is not what it stands for): `MalformedAnswer` when it is not
+the shape the operation reads (not JSON, a member missing or of another type), and
+`InconsistentAnswer` when it contradicts itself or what the client knows (an original against
+its hash, a snippet against its span, a status against the HTTP code). Both name the operation
+and the member (`path`, e.g. `hits[2].span`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import mnemo_sea.archive.errors
 import mnemo_sea.context.errors
 import mnemo_sea.retrieval.errors
 import mnemo_sea.system.errors  # noqa: F401
-from mnemo_sea.archive import StoreUnavailable
+from mnemo_sea.archive import IntegrityError, StoreUnavailable
 from mnemo_sea.client.wire import Reply, Request
 from mnemo_sea.system.outcomes import error_class, rebuild
 
@@ -55,6 +60,72 @@ class ApiUnreachable(StoreUnavailable):
         self.request_id = request_id
 
 
+class BadAnswer(IntegrityError):
+    """An answer of the API the client refuses to hand back: `operation` (the client's method),
+    `path` (the member at fault, `` for the whole body) and `problem` say which and why. Nothing
+    of it is returned; a write it answered may have been made (read it back to know)."""
+
+    code = "bad_answer"
+    operation: str
+    path: str
+    problem: str
+
+    def __init__(self, operation: str, path: str, problem: str, **detail: Any) -> None:
+        where = f" at {path}" if path else ""
+        super().__init__(
+            f"the API's answer to {operation or 'a request'} is refused{where}: {problem}",
+            operation=operation,
+            path=path,
+            problem=problem,
+            **detail,
+        )
+
+    def _restore(self) -> None:
+        self.operation = self.detail.get("operation", "")
+        self.path = self.detail.get("path", "")
+        self.problem = self.detail.get("problem", "")
+
+
+class MalformedAnswer(BadAnswer):
+    """The answer is not what the operation reads: not JSON, a member missing, a value of another
+    type (a cut body, a proxy's page served as a success, a server of another version)."""
+
+    code = "malformed_answer"
+
+
+class InconsistentAnswer(BadAnswer):
+    """The answer contradicts itself or what the client knows: content that does not hash to its
+    record's hash (or to the hash the caller expects), a snippet that is not its span's length, a
+    status member that says the request failed in a success, a record other than the one asked."""
+
+    code = "inconsistent_answer"
+
+
+def success_of(reply: Reply, request: Request) -> Reply:
+    """A success answer as the operations read it, or the BadAnswer it is: a success is JSON
+    (every operation answers JSON), and never a problem (a problem+json body, or a `status`
+    member with another HTTP status), whatever a proxy or a server bug made of it."""
+    if reply.body is None and not reply.json:
+        problem = "the success is not JSON" + (
+            f" ({reply.text.strip()[:80]!r})" if reply.text.strip() else ""
+        )
+        raise _attached(MalformedAnswer(request.operation, "", problem), reply, request)
+    status = reply.body.get("status") if isinstance(reply.body, dict) else None
+    if reply.problem_json or (
+        isinstance(status, int) and not isinstance(status, bool) and status != reply.status
+    ):
+        problem = f"an HTTP {reply.status} success whose body is a problem"
+        if isinstance(status, int):
+            problem += f" of status {status}"
+        raise _attached(InconsistentAnswer(request.operation, "status", problem), reply, request)
+    return reply
+
+
+def _attached(exc: BadAnswer, reply: Reply, request: Request) -> BadAnswer:
+    exc.request_id = reply.request_id or request.request_id
+    return exc
+
+
 def error_of(reply: Reply, request: Request) -> BaseException:
     """The typed error an error answer stands for, with the request id attached."""
     body: dict[str, Any] = reply.body if isinstance(reply.body, dict) else {}
@@ -82,4 +153,12 @@ def unreachable(url: str, request: Request, error: Exception, *, sent: bool) -> 
     )
 
 
-__all__ = ["ApiUnreachable", "error_of", "unreachable"]
+__all__ = [
+    "ApiUnreachable",
+    "BadAnswer",
+    "InconsistentAnswer",
+    "MalformedAnswer",
+    "error_of",
+    "success_of",
+    "unreachable",
+]

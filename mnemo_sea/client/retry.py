@@ -8,8 +8,9 @@ A request marked `retry` (a read, or a write under an idempotency key) is sent a
 - a network failure (no connection, a timeout, a connection lost before the answer): after
   `backoff`, doubled each time, cut to `max_delay`.
 
-Anything else is answered at once: a success, a problem (raised as its typed error), a 503
-without Retry-After, or any failure of a request not marked `retry`. `Attempts` is the one
+Anything else is answered at once: a success (a BadAnswer when it is not JSON or is a problem
+in a success's clothes), a problem (raised as its typed error), a 503 without Retry-After, or
+any failure of a request not marked `retry`. `Attempts` is the one
 decision both clients follow; each only sleeps its own way (time.sleep, asyncio.sleep).
 """
 
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from mnemo_sea.client.errors import error_of, unreachable
+from mnemo_sea.client.errors import error_of, success_of, unreachable
 from mnemo_sea.client.wire import Reply, Request
 
 
@@ -71,12 +72,14 @@ class Attempts:
 
     def answered(self, response: httpx.Response) -> Reply | float:
         self.made += 1
-        reply = Reply.of(response)
+        reply = Reply.of(response, self.request.operation)
         if reply.status == 503 and reply.retry_after is not None and self._may_retry():
             wait = self.policy.retry_after(reply.retry_after)
             if wait is not None:
                 return wait
-        if reply.ok or reply.problem_code in self.request.passthrough:
+        if reply.ok:
+            return success_of(reply, self.request)
+        if reply.problem_code in self.request.passthrough:
             return reply
         raise error_of(reply, self.request)
 

@@ -11,14 +11,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import quote
 
 import httpx
 from pydantic import TypeAdapter
 from pydantic_core import to_jsonable_python
-
-T = TypeVar("T")
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -45,6 +43,8 @@ class Request:
     # Sent as X-Request-ID (the server echoes it, logs it and puts it in problems); one id for
     # every attempt, so the server's log shows the retries of one call under one id.
     request_id: str = field(default_factory=new_id)
+    # The client's method that made it (set by calls.operation): what a BadAnswer names.
+    operation: str = ""
 
     def headers(self) -> dict[str, str]:
         headers = {"X-Request-ID": self.request_id}
@@ -73,28 +73,39 @@ def unkeyed_write(method: str, path: str, **kwargs: Any) -> Request:
 @dataclass(frozen=True)
 class Reply:
     """An answer as the operations read it: the status, the JSON body (None when empty or not
-    JSON, `text` then holds it) and the request id the server gave."""
+    JSON, `text` then holds it; `json` tells a JSON `null` from no JSON at all), whether it was
+    served as a problem (`problem_json`), the request id the server gave, and the operation
+    that asked (`operation`, what a BadAnswer names)."""
 
     status: int
     body: Any
     text: str
     request_id: str | None
     retry_after: str | None
+    json: bool = False
+    problem_json: bool = False
+    operation: str = ""
 
     @classmethod
-    def of(cls, response: httpx.Response) -> Reply:
+    def of(cls, response: httpx.Response, operation: str = "") -> Reply:
         body: Any = None
-        if response.content and "json" in response.headers.get("content-type", ""):
+        is_json = False
+        content_type = response.headers.get("content-type", "")
+        if response.content and "json" in content_type:
             try:
                 body = response.json()
+                is_json = True
             except ValueError:
                 body = None
         return cls(
             status=response.status_code,
             body=body,
-            text=response.text if body is None else "",
+            text="" if is_json else response.text,
             request_id=response.headers.get("x-request-id"),
             retry_after=response.headers.get("retry-after"),
+            json=is_json,
+            problem_json=content_type.split(";", 1)[0].strip().lower() == PROBLEM_JSON,
+            operation=operation,
         )
 
     @property
@@ -126,7 +137,8 @@ def jsonable(value: Any) -> Any:
 _ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
 
 
-def _adapter(kind: Any) -> TypeAdapter[Any]:
+def adapter(kind: Any) -> TypeAdapter[Any]:
+    """The pydantic adapter of `kind` (a record dataclass, a tuple of them, ...)."""
     # Built once per type (a schema build costs milliseconds); a race only builds one twice.
     adapter = _ADAPTERS.get(kind)
     if adapter is None:
@@ -134,12 +146,6 @@ def _adapter(kind: Any) -> TypeAdapter[Any]:
     return adapter
 
 
-def parsed(kind: type[T], data: Any) -> T:
-    """The library's `kind` (a record dataclass) rebuilt from its JSON, as the server wrote it."""
-    value: T = _adapter(kind).validate_python(data)
-    return value
-
-
 def dumped(kind: type[Any], value: Any) -> Any:
     """A record as the JSON its schema publishes (a sensitivity by name, for one)."""
-    return _adapter(kind).dump_python(value, mode="json")
+    return adapter(kind).dump_python(value, mode="json")

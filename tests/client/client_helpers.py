@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 from sqlalchemy import Table, func, select
 
 from mnemo_sea.archive import Archive
@@ -130,3 +131,54 @@ class SyncOfAsync:
     def close(self) -> None:
         self.loop.run_until_complete(self.client.aclose())
         self.loop.close()
+
+
+Alteration = Callable[[httpx.Request, httpx.Response], httpx.Response]
+
+
+def unaltered(request: httpx.Request, response: httpx.Response) -> httpx.Response:
+    return response
+
+
+class Tampering:
+    """A man in the middle between a client and the served API, as a buggy proxy or an attacker
+    would stand: every request reaches the real API, and every answer comes back as `alter`
+    makes it of the real one (unaltered until a test sets it). `transport()` is httpx's
+    MockTransport, which the sync and the async client both take."""
+
+    def __init__(self) -> None:
+        self.real = httpx.HTTPTransport()
+        self.alter: Alteration = unaltered
+        self.sent = 0
+
+    def transport(self) -> httpx.MockTransport:
+        return httpx.MockTransport(self._handle)
+
+    def _handle(self, request: httpx.Request) -> httpx.Response:
+        self.sent += 1
+        real = self.real.handle_request(request)
+        real.read()
+        # Served again from memory, as either client reads it (the real one streams for a sync
+        # client only); the body is decoded already, so its encoding and length go.
+        dropped = {"content-encoding", "content-length", "transfer-encoding"}
+        headers = {k: v for k, v in real.headers.items() if k.lower() not in dropped}
+        return self.alter(request, httpx.Response(real.status_code, headers=headers, content=real.content))
+
+    def close(self) -> None:
+        self.real.close()
+
+
+def json_altered(change: Callable[[Any], Any]) -> Alteration:
+    """An alteration of the answer's JSON body (`change` edits it in place or returns another),
+    keeping its status and request id."""
+
+    def alter(request: httpx.Request, response: httpx.Response) -> httpx.Response:
+        body = response.json()
+        changed = change(body)
+        return httpx.Response(
+            response.status_code,
+            json=body if changed is None else changed,
+            headers={"x-request-id": response.headers.get("x-request-id", "")},
+        )
+
+    return alter

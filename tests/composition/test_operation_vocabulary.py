@@ -114,6 +114,10 @@ OPERATIONS = (
         ("session", "recover"),
         in_session=True,
         idempotent=True,
+        extra={
+            surface: {"expected_sha256": "a hash the caller holds, checked against the answer"}
+            for surface in CLIENTS
+        },
     ),
     Operation(
         "live_view",
