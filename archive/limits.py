@@ -63,7 +63,10 @@ TOOL_DEFINITION_CHARS = 100_000  # one tool definition (its canonical JSON, or i
 TOOLS_CHARS = 1_000_000  # every tool definition of one context together
 CITATIONS = 1_000  # citations of one answer
 QUOTE_CHARS = 20_000
-JSON_DEPTH = 32  # nesting of a JSON object (arguments, tool definitions)
+# Levels of nested arrays and objects, the one limit for every JSON a caller hands in: a whole
+# document (a body, a file, a line; mnemo_sea.system.json_text) and an object field in it
+# (arguments, tool definitions). Tool schemas and arguments are a handful of levels deep.
+JSON_DEPTH = 64
 
 # A sensitivity or enum name is capped by its vocabulary; these only bound what a parser reads.
 NAME_CHARS = 32

@@ -375,3 +375,14 @@ def latency_summary(calls: Iterable[Call], elapsed_s: float) -> dict[str, Any]:
             "throughput_per_s": round(len(ok_ms) / elapsed_s, 1) if elapsed_s > 0 else 0.0,
         }
     return out
+
+
+class FloodClient(AgentClient):
+    """A tenant's agent that floods: searches only, each asking for the most hits (100) with a
+    question no other search asked, so every one runs the engine and hydrates a hundred spans,
+    one after another without pause, never honouring a Retry-After. Its calls are its own
+    (`calls`), apart from the measured tenants'."""
+
+    def step(self) -> None:
+        query = search_query(self.rng, "unique", f"flood-{self.session_id}-{len(self.calls)}")
+        self._call("search", "/v1/search", {"query": query, "limit": 100})

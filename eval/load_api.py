@@ -38,7 +38,9 @@ from .api_clients import (
     DEFAULT_MIX,
     QUERY_KINDS,
     AgentClient,
+    Call,
     Fleet,
+    FloodClient,
     latency_summary,
     searches_report,
     seed_evidence,
@@ -62,6 +64,10 @@ from .write_audit import audit_all
 DEFAULT_PG_ADMIN_URL = os.environ.get("MNEMO_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 DEFAULT_REDIS_URL = os.environ.get("MNEMO_TEST_REDIS", "redis://127.0.0.1:6379/0")
 TENANT = "bench"
+FLOOD_TENANT = "bench-flood"
+# The promise of fairness: under one tenant's flood, the others' p99 stays within this many
+# times their p99 without it.
+FAIRNESS_TARGET = 5.0
 BASELINE = "the same workload, one agent, in this process on Mnemo, on a fresh stack seeded alike"
 MIXES: dict[str, dict[str, float]] = {"mixed": DEFAULT_MIX, "search": {"search": 1.0}}
 INDEXES = {
@@ -159,6 +165,32 @@ def _ratios(operations: dict[str, Any], baseline: dict[str, Any] | None) -> dict
     return out
 
 
+def _fairness(
+    calls: list[Call], flood_calls: list[Call], flood_began: float, phase_s: float
+) -> dict[str, Any]:
+    """The measured tenant's latencies before the flood began and during it, per operation, and
+    the p99 ratios (flooded / unloaded); the flood's own answers by status."""
+    before = latency_summary([c for c in calls if c.started < flood_began], phase_s)
+    during = latency_summary([c for c in calls if c.started >= flood_began], phase_s)
+    ratios = {
+        op: round(during[op]["p99_ms"] / before[op]["p99_ms"], 2)
+        for op in before
+        if before[op]["ok"] and during[op]["ok"] and before[op]["p99_ms"] > 0
+    }
+    worst = max(ratios.values(), default=None)
+    flood = latency_summary(flood_calls, phase_s)["search"]
+    return {
+        "what": "the measured tenant's p99 with one other tenant flooding / its p99 before the flood",
+        "target_p99_ratio": FAIRNESS_TARGET,
+        "unloaded": {op: {k: s[k] for k in ("count", "p50_ms", "p99_ms")} for op, s in before.items()},
+        "flooded": {op: {k: s[k] for k in ("count", "p50_ms", "p99_ms")} for op, s in during.items()},
+        "p99_ratio": ratios,
+        "worst_p99_ratio": worst,
+        "within_target": worst is not None and worst <= FAIRNESS_TARGET,
+        "flood": {k: flood[k] for k in ("count", "ok", "statuses", "p50_ms", "p99_ms", "throughput_per_s")},
+    }
+
+
 def run(
     *,
     clients: int = 32,
@@ -174,8 +206,14 @@ def run(
     hard_timeout_s: float | None = None,
     seed: int = 7,
     queries: str = "repeating",
+    flood_clients: int = 0,
 ) -> dict[str, Any]:
     """Run the load and the audit; returns a JSON-able report (`ok` says whether it passed).
+
+    With `flood_clients` > 0, a second tenant floods (api_clients.FloodClient, that many at
+    once) during the second half of the run: the report's `fairness` compares the first
+    tenant's p99 before the flood and during it, and `ok` needs every ratio within
+    FAIRNESS_TARGET.
 
     `mix` is `mixed` (search, record, archive, recover) or `search` (searches only);
     `queries` is `repeating` or `unique` (api_clients.QUERY_KINDS: whether searches can be
@@ -207,6 +245,7 @@ def run(
     ):
         subjects = [f"agent-{i}" for i in range(clients)]
         keys = mint_keys(db_url, TENANT, subjects, ["agent"])
+        flood_keys = mint_keys(db_url, FLOOD_TENANT, [f"flood-{i}" for i in range(flood_clients)], ["agent"])
         server_env = {
             "MNEMO_DATABASE_URL": db_url,
             **index_env(index, Path(tmp)),
@@ -235,13 +274,29 @@ def run(
                         for i, key in enumerate(keys)
                     ]
                 )
+                flood_fleet = Fleet(
+                    [
+                        FloodClient(server.base_url, key, f"flood-{i}", seed=i, timeout_s=request_timeout_s)
+                        for i, key in enumerate(flood_keys)
+                    ]
+                )
+                if flood_keys:  # the flooding tenant's data: as much to search as the other's
+                    seed_evidence(server.base_url, flood_keys[0], seed_docs)
                 load_at_load = round(os.getloadavg()[0], 2)
                 server_cpu_before = process_cpu_s(server.pid)
                 client_cpu_before = time.process_time()
                 started = time.monotonic()
                 fleet.start()
-                time.sleep(duration_s)
+                flood_began = started
+                if flood_keys:
+                    time.sleep(duration_s / 2)
+                    flood_began = time.monotonic()
+                    flood_fleet.start()
+                    time.sleep(duration_s / 2)
+                else:
+                    time.sleep(duration_s)
                 stuck = fleet.stop(request_timeout_s + 10)
+                flood_fleet.stop(request_timeout_s + 10)
                 elapsed = time.monotonic() - started
                 client_cpu_s = time.process_time() - client_cpu_before
                 server_cpu_after = process_cpu_s(server.pid)
@@ -333,7 +388,14 @@ def run(
         "timed_out": watchdog.expired,
         "wall_s": round(time.monotonic() - began, 1),
     }
-    report["ok"] = errors == 0 and writes.clean and stuck == 0 and not crashes and not watchdog.expired
+    report["fairness"] = (
+        _fairness(calls, flood_fleet.calls(), flood_began, duration_s / 2) if flood_keys else None
+    )
+    report["config"]["flood_clients"] = flood_clients
+    fair = report["fairness"] is None or report["fairness"]["within_target"]
+    report["ok"] = (
+        errors == 0 and writes.clean and stuck == 0 and not crashes and not watchdog.expired and fair
+    )
     report["logs_kept_in"] = None if report["ok"] else str(logs)
     if report["ok"]:
         shutil.rmtree(logs, ignore_errors=True)

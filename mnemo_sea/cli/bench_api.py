@@ -86,6 +86,16 @@ def bench_api(
     timeout: Annotated[
         float | None, typer.Option(min=10, help="hard timeout in seconds (default: 3 x duration + 300)")
     ] = None,
+    flood: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=256,
+            help="clients of a second tenant that floods (searches for 100 hits, each new, without "
+            "pause) during the second half of the run; the report's `fairness` gives the first "
+            "tenant's p99 during the flood over its p99 before it (target <= 5x; 0: no flood)",
+        ),
+    ] = 0,
     as_json: AsJson = False,
 ) -> None:
     """Load the REST API with concurrent agents (search, record, archive, recover; or searches
@@ -111,6 +121,7 @@ def bench_api(
             index=index,
             hard_timeout_s=timeout,
             queries=queries,
+            flood_clients=flood,
         )
     except (StackError, httpx.HTTPError) as e:
         _setup_failed(e)
@@ -144,6 +155,12 @@ def bench_api(
         f"writes: {writes['verified_records']}/{writes['acknowledged_records']} acknowledged records "
         f"verified, lost {writes['lost']}, mismatched {writes['mismatched']}"
     )
+    fairness = report["fairness"]
+    if fairness is not None:
+        lines.append(
+            f"under a {flood}-client flood of another tenant: p99 / unloaded p99 {fairness['p99_ratio']} "
+            f"(target <= {fairness['target_p99_ratio']}); the flood: {fairness['flood']['statuses']}"
+        )
     lines.append("PASS" if report["ok"] else "FAIL")
     _finish(report, as_json, lines)
 

@@ -5,12 +5,15 @@ A request marked `retry` (a read, or a write under an idempotency key) is sent a
 
 - a 503 with Retry-After: the server's word that nothing was done and when to come back; the
   wait is the Retry-After (seconds, or an HTTP date), cut to `max_delay`;
+- a 429 with Retry-After (`too_many_requests`: the caller's tenant had as many requests in the
+  server as it may): the same wait. This one is sent again even when it is not marked `retry`:
+  the server refused it before any work, so a write without an idempotency key is not doubled;
 - a network failure (no connection, a timeout, a connection lost before the answer): after
   `backoff`, doubled each time, cut to `max_delay`.
 
 Anything else is answered at once: a success (a BadAnswer when it is not JSON or is a problem
-in a success's clothes), a problem (raised as its typed error), a 503 without Retry-After, or
-any failure of a request not marked `retry`. `Attempts` is the one
+in a success's clothes), a problem (raised as its typed error), a 503 or 429 without
+Retry-After, or any other failure of a request not marked `retry`. `Attempts` is the one
 decision both clients follow; each only sleeps its own way (time.sleep, asyncio.sleep).
 """
 
@@ -67,13 +70,18 @@ class Attempts:
         self.url = url
         self.made = 0
 
-    def _may_retry(self) -> bool:
-        return self.request.retry and self.made <= self.policy.retries
+    def _may_retry(self, *, refused_before_any_work: bool = False) -> bool:
+        return (self.request.retry or refused_before_any_work) and self.made <= self.policy.retries
 
     def answered(self, response: httpx.Response) -> Reply | float:
         self.made += 1
         reply = Reply.of(response, self.request.operation)
-        if reply.status == 503 and reply.retry_after is not None and self._may_retry():
+        busy = reply.status == 429
+        if (
+            reply.status in (429, 503)
+            and reply.retry_after is not None
+            and self._may_retry(refused_before_any_work=busy)
+        ):
             wait = self.policy.retry_after(reply.retry_after)
             if wait is not None:
                 return wait

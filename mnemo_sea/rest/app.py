@@ -3,8 +3,11 @@
 `create_app(mnemo, settings)` serves an already opened system (tests, embedding in another
 ASGI app); `mnemo-sea serve` opens it from settings and closes it on shutdown. Endpoints are
 plain functions, run in the thread pool in one hop per request (rest/threads.py): the archive
-and index calls they make block. Authentication answers keys it verified within
-MNEMO_KEY_CACHE_SECONDS on the event loop (rest/auth.py).
+and index calls they make block. A request waits for a slot of its tenant first, so that no
+tenant holds the whole pool (rest/admission.py). Authentication answers keys it verified within
+MNEMO_KEY_CACHE_SECONDS on the event loop (rest/auth.py); the keys it reads from the table and
+the readiness probe run on threads of their own (`state.probe_lane`), which no tenant's
+requests can fill.
 """
 
 from __future__ import annotations
@@ -13,12 +16,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from mnemo_sea.archive.verified_keys import VerifiedKeys
 from mnemo_sea.rest import observability, problems
+from mnemo_sea.rest.admission import TenantAdmission
 from mnemo_sea.rest.limits import BodyLimit
 from mnemo_sea.rest.routes import admin, deletion, evidence, health, memory, search, sessions, summaries
 from mnemo_sea.system.mnemo import Mnemo
@@ -35,7 +40,12 @@ and clearance. Errors are `application/problem+json` with a stable `code`.
 Ids in paths are percent-encoded: evidence ids may contain `/`, `#` and `.`, so send `#` as
 `%23` and a `.` or `..` segment as `%2E` / `%2E%2E` (clients otherwise drop or resolve them).
 Writes accept an `Idempotency-Key` header; lists page with `offset`/`limit`/`next_offset`.
+A tenant with as many requests in the service as it may hold gets 429 `too_many_requests`
+with `Retry-After`: nothing was done, send it again then.
 """
+
+# Threads for key-table lookups and the readiness probe, apart from the pool the tenants share.
+PROBE_THREADS = 2
 
 
 def create_app(
@@ -45,8 +55,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # The pool every blocking endpoint (rest/threads.py) and key lookup runs in: its size is
-        # how many requests run at once; the rest wait in the event loop, in order.
+        # The pool every blocking endpoint runs in (rest/threads.py): its size is how many
+        # requests run at once, the admission's slots; the rest wait their tenant's turn.
         anyio.to_thread.current_default_thread_limiter().total_tokens = cfg.api_threads
         try:
             yield
@@ -64,6 +74,8 @@ def create_app(
     app.state.settings = cfg
     app.state.metrics = observability.Metrics(mnemo)
     app.state.verified_keys = VerifiedKeys(cfg.key_cache_seconds)
+    app.state.admission = TenantAdmission(cfg.api_threads, cfg.tenant_threads, cfg.api_tenant_queue)
+    app.state.probe_lane = anyio.CapacityLimiter(PROBE_THREADS)
     problems.install(app)
     # Inside the observing middleware (added after it), so a 413 carries the request id and is logged.
     app.add_middleware(BodyLimit, max_bytes=cfg.max_request_bytes)

@@ -6,16 +6,22 @@ The dependencies here are coroutines on purpose: FastAPI runs a plain-function d
 the thread pool, one hop per dependency per request. A key verified within the last
 MNEMO_KEY_CACHE_SECONDS is answered from the app's verified-key cache on the event loop
 without touching the database (archive/verified_keys.py says what that promises about
-revocation); only a key the cache does not hold is read from the key table, in the pool.
+revocation); only a key the cache does not hold is read from the key table, on the app's
+probe lane (a few threads apart from the pool the tenants' requests share, rest/app.py), so a
+tenant that fills its share of the pool delays no one's key check.
+
+`caller` leaves the tenant and subject on the request state: the access log reads them, and the
+pooled endpoints (rest/threads.py) take their tenant's turn in the pool by that tenant.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
+import anyio.to_thread
 from fastapi import Depends, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
-from starlette.concurrency import run_in_threadpool
 
 from mnemo_sea.archive import Principal, Role
 from mnemo_sea.archive.api_keys import Unauthenticated, authenticate, cached_principal
@@ -43,8 +49,11 @@ async def caller(
     principal = cached_principal(presented, keys)
     if principal is None:
         store = request.app.state.mnemo.archive.store
-        principal = await run_in_threadpool(authenticate, store, presented, cache=keys)
-    # For the access log (never the key itself).
+        lane = request.app.state.probe_lane
+        principal = await anyio.to_thread.run_sync(
+            functools.partial(authenticate, store, presented, cache=keys), limiter=lane
+        )
+    # For the access log (never the key itself) and the tenant's turn in the pool.
     request.state.tenant_id = principal.tenant_id
     request.state.subject = principal.subject
     return principal

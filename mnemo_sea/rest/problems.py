@@ -4,7 +4,9 @@ The status of every typed error comes from the one error table, mnemo_sea.system
 (whose statuses were this module's): 404 not found or outside the caller's tenant (the same
 answer, so it is no oracle), 403 role or clearance, 409 state conflict, 413 too large, 422
 invalid input or a rejected batch (listing each target's status), 503 a store unavailable
-(nothing was written), 401 no valid key, 500 an integrity failure or a misconfigured index.
+(nothing was written), 429 a tenant over its share of the service (rest/admission.py; nothing
+was done), 401 no valid key, 500 an integrity failure or a misconfigured index. Both 503 and 429
+carry Retry-After: 429 the seconds the refusal names (`retry_after`), 503 one.
 
 A deletion receipt or audit anchor that does not check out (ReceiptInvalid; `check` says which
 check failed: signature, key, or an audit event the chain no longer holds) is 422: the request
@@ -66,6 +68,7 @@ _TITLES = {
     409: "Conflict",
     413: "Content too large",
     422: "Invalid request",
+    429: "Too many requests",
     500: "Internal error",
     503: "Service unavailable",
 }
@@ -97,6 +100,8 @@ def problem_response(
         headers["WWW-Authenticate"] = 'Bearer realm="mnemo-sea"'
     if status == 503:
         headers["Retry-After"] = "1"
+    if status == 429:
+        headers["Retry-After"] = str(body.get("retry_after", 1))
     return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 

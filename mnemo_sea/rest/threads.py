@@ -1,4 +1,4 @@
-"""Blocking endpoints, run in the thread pool with one hop per request.
+"""Blocking endpoints, run in the thread pool with one hop per request, a tenant's turn at a time.
 
 The endpoints are plain functions: the archive and index calls they make block. FastAPI runs
 such a function in the thread pool, and then, because the endpoint is not a coroutine, hands
@@ -6,6 +6,11 @@ the validation of its answer to the pool again: two hops per request, each a thr
 and a GIL hand-over, which costs about as much CPU as a small request itself. `PooledRoute`
 makes each plain endpoint a coroutine that awaits the function in the pool, so the blocking
 work takes one hop and the answer is validated and encoded on the event loop.
+
+Before the hop, the request waits for a slot of its caller's tenant (rest/admission.py, the
+app's `state.admission`), so one tenant's requests never hold the whole pool; the tenant is the
+one the authentication dependency left on the request state (rest/auth.py). A request without
+an authenticated tenant (no pooled endpoint of this API) goes straight to the pool.
 """
 
 from __future__ import annotations
@@ -15,20 +20,40 @@ import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from fastapi import Request
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
+from mnemo_sea.rest.admission import TenantAdmission
 from mnemo_sea.rest.json_bodies import RouteHandler, depth_checked
+
+# The parameter `pooled` adds for the request when the endpoint takes none of its own.
+_REQUEST = "pooled_request"
 
 
 def pooled(endpoint: Callable[..., Any]) -> Callable[..., Coroutine[Any, Any, Any]]:
-    """`endpoint` as a coroutine running it in the thread pool; its signature (which FastAPI
-    reads for parameters and dependencies) is the endpoint's own, through `__wrapped__`."""
+    """`endpoint` as a coroutine running it in the thread pool once its tenant's slot is free.
+
+    FastAPI reads the parameters and dependencies from the wrapper's signature: the endpoint's
+    own, with the request added (FastAPI fills one parameter of type Request, so an endpoint
+    that takes the request already shares it)."""
+    signature = inspect.signature(endpoint, eval_str=True)
+    own = next((name for name, p in signature.parameters.items() if p.annotation is Request), None)
+    if own is None:
+        extra = inspect.Parameter(_REQUEST, inspect.Parameter.KEYWORD_ONLY, annotation=Request)
+        signature = signature.replace(parameters=[*signature.parameters.values(), extra])
 
     @functools.wraps(endpoint)
     async def run(*args: Any, **kwargs: Any) -> Any:
-        return await run_in_threadpool(endpoint, *args, **kwargs)
+        request: Request = kwargs[own] if own is not None else kwargs.pop(_REQUEST)
+        admission: TenantAdmission | None = getattr(request.app.state, "admission", None)
+        tenant: str | None = getattr(request.state, "tenant_id", None)
+        if admission is None or tenant is None:
+            return await run_in_threadpool(endpoint, *args, **kwargs)
+        async with admission.slot(tenant):
+            return await run_in_threadpool(endpoint, *args, **kwargs)
 
+    run.__signature__ = signature  # type: ignore[attr-defined]
     return run
 
 

@@ -1,4 +1,5 @@
-"""The system layer's own typed errors: a cache store that could not be reached, JSON nested too deep.
+"""The system layer's own typed errors: a cache store that could not be reached, JSON nested too
+deep, and a service that will not take a tenant's request now.
 
 Apart from the caches (which import the Redis client) so that every error class a surface can
 answer lives in a light `errors` module of its layer, where mnemo_sea.system.outcomes finds it
@@ -39,4 +40,31 @@ class JsonTooDeep(InvalidInput):
         self.limit = int(self.detail.get("limit", 0))
 
 
-__all__ = ["CacheUnavailable", "JsonTooDeep"]
+class TooManyRequests(StoreUnavailable):
+    """The caller's tenant already has as many requests running and waiting as the service
+    holds for one tenant (MNEMO_API_TENANT_THREADS running, MNEMO_API_TENANT_QUEUE waiting);
+    this one was refused before any work: nothing was read or changed. Send it again after
+    `retry_after` seconds (REST: 429 with Retry-After).
+
+    A StoreUnavailable, so code that retries an unavailable store later retries this too; its
+    own row of the error table answers it 429 rather than 503: the service is up, this tenant
+    is over its share.
+    """
+
+    code = "too_many_requests"
+    retry_after: int
+
+    def __init__(self, *, retry_after: int, running: int, waiting: int) -> None:
+        super().__init__(
+            f"this tenant already has {running} requests running and {waiting} waiting, the most "
+            f"this service holds for one tenant; nothing was done: send it again in {retry_after} s",
+            retry_after=retry_after,
+            running=running,
+            waiting=waiting,
+        )
+
+    def _restore(self) -> None:
+        self.retry_after = int(self.detail.get("retry_after", 1))
+
+
+__all__ = ["CacheUnavailable", "JsonTooDeep", "TooManyRequests"]

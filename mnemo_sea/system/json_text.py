@@ -14,12 +14,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mnemo_sea.archive.limits import JSON_DEPTH
 from mnemo_sea.system.errors import JsonTooDeep
 
 __all__ = ["MAX_JSON_DEPTH", "JsonTooDeep", "check_json_depth", "json_depth_over", "parse_json"]
 
 # Levels of nested arrays and objects: `[]` and `{}` are 1, `{"a": [1]}` is 2, a scalar is 0.
-MAX_JSON_DEPTH = 100
+# The archive's one limit (archive/limits.py), so a document and an object field in it agree.
+MAX_JSON_DEPTH = JSON_DEPTH
 
 
 def json_depth_over(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:

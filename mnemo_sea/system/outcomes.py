@@ -19,6 +19,8 @@ the MCP error. `rest.problems`, `mcp.results`, `cli.output` and the `mnemo-sea` 
     forbidden         403   4     role or clearance
     conflict          409   5     the target's state forbids it, or an idempotency key was reused
     unavailable       503   6     a store or index down or locked; nothing changed, retry later
+    busy              429   6     the caller's tenant has as many requests in the service as it
+                                  may hold (TooManyRequests); nothing was done, retry later
     integrity         500   7     stored bytes fail their hash, a broken audit chain, a corrupt file
     internal          500   1     an error class without a more specific row
 
@@ -26,8 +28,8 @@ Exit 1 also means "a check ran and found problems" (EXIT_PROBLEMS), which no err
 
 Retrieval errors are matched by name, once `mnemo_sea.retrieval.errors` is loaded: a command
 that fails before it opens the index must not pay for importing the retrieval layer, and while
-it is not loaded no error can come from it. Archive errors are named the same way, so the table
-is one list and this module imports nothing.
+it is not loaded no error can come from it. Archive and system errors are named the same way, so
+the table is one list and this module imports nothing.
 
 The way back, for a client of a surface (mnemo_sea.client): `error_class` finds the class of an
 answer's code among the classes of the layers' `errors` modules (ERROR_LAYERS), or for an
@@ -63,6 +65,7 @@ class Category(StrEnum):
     FORBIDDEN = "forbidden"
     CONFLICT = "conflict"
     UNAVAILABLE = "unavailable"
+    BUSY = "busy"
     INTEGRITY = "integrity"
     INTERNAL = "internal"
 
@@ -77,6 +80,7 @@ _ANSWERS: dict[Category, tuple[int, int]] = {
     Category.FORBIDDEN: (403, EXIT_FORBIDDEN),
     Category.CONFLICT: (409, EXIT_CONFLICT),
     Category.UNAVAILABLE: (503, EXIT_UNAVAILABLE),
+    Category.BUSY: (429, EXIT_UNAVAILABLE),
     Category.INTEGRITY: (500, EXIT_INTEGRITY),
     Category.INTERNAL: (500, EXIT_PROBLEMS),
 }
@@ -85,8 +89,10 @@ _ANSWERS: dict[Category, tuple[int, int]] = {
 # instance of decides. The order matters where classes have two parents or a parent of another
 # category: ContentTooLarge is an InvalidInput (413 wins), ReceiptInvalid an IntegrityError (the
 # client's document, not the store: 422 wins), ArchiveConflict both a BatchRejected and a
-# StateConflict (409 wins). The base classes come last, so no error of either layer falls through.
+# StateConflict (409 wins), TooManyRequests a StoreUnavailable (429 wins). The base classes come
+# last, so no error of either layer falls through.
 TABLE: tuple[tuple[str, str, Category], ...] = (
+    ("system", "TooManyRequests", Category.BUSY),
     ("archive", "ContentTooLarge", Category.TOO_LARGE),
     ("archive", "ReceiptInvalid", Category.INVALID_INPUT),
     ("archive", "StateConflict", Category.CONFLICT),

@@ -34,6 +34,13 @@ class MnemoSettings(BaseSettings):
                              Python on one core at a time, so more threads only contend for it;
                              a request that waits long (a lock, a large ingest, fsck) holds one,
                              so raise it where such requests are common
+    MNEMO_API_TENANT_THREADS how many of those one tenant's requests may hold at once (default:
+                             half of MNEMO_API_THREADS, at least 1), so the other tenants always
+                             find threads free; its further requests wait their turn in a line
+                             of their own, served round-robin with the other tenants' lines.
+                             A deployment with one tenant may set it to MNEMO_API_THREADS
+    MNEMO_API_TENANT_QUEUE   how many requests of one tenant may wait for a thread (default 64);
+                             one more gets 429 `too_many_requests` with Retry-After, before any work
     MNEMO_KEY_CACHE_SECONDS  how long an API process trusts a key it verified before reading the key
                              table again (default 5; 0: read it on every request). A key revoked by
                              another process (`mnemo-sea keys revoke`, another API process) is refused
@@ -68,12 +75,25 @@ class MnemoSettings(BaseSettings):
     # 40 (the thread pool's own default) contended for the GIL: 10 % fewer searches a second at
     # 8 clients, and archives starved behind searches at 32 (see README, issue 13).
     api_threads: int = Field(default=4, ge=1, le=256)
+    # None: half the pool. A tenant's share is a count of threads: the rest stay free for the
+    # others whatever it sends (rest/admission.py; the figures of `bench api --flood` in README).
+    api_tenant_threads: int | None = Field(default=None, ge=1, le=256)
+    # Enough for a tenant's burst of agents to wait rather than be refused; beyond it, a client
+    # is told when to come back instead of adding to a line it would wait in for minutes.
+    api_tenant_queue: int = Field(default=64, ge=0, le=100_000)
     # Bounded so that a revocation made elsewhere always takes effect within a minute.
     key_cache_seconds: float = Field(default=5.0, ge=0, le=60)
     operator_tenant: str | None = None
     ttl_purge_seconds: float = Field(default=300.0, ge=0)
     receipt_key: SecretStr | None = None
     receipt_key_file: Path | None = None
+
+    @property
+    def tenant_threads(self) -> int:
+        """The threads one tenant's requests may hold at once: MNEMO_API_TENANT_THREADS, at most
+        the pool, by default half of it (at least 1)."""
+        given = self.api_tenant_threads
+        return min(given, self.api_threads) if given is not None else max(1, self.api_threads // 2)
 
     @property
     def server_mode(self) -> bool:

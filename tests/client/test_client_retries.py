@@ -27,6 +27,7 @@ from mnemo_sea.archive import schema as t
 from mnemo_sea.client import ApiUnreachable, AsyncMnemoClient, MnemoClient, RetryPolicy
 from mnemo_sea.eval.api_stack import LOOPBACK, free_port, wait_until
 from mnemo_sea.retrieval import IndexUnavailable
+from mnemo_sea.system.errors import TooManyRequests
 
 SEARCH_OK = {"status": "no_match", "hits": [], "reason": "", "dropped": 0, "cached": False}
 UNAVAILABLE = {
@@ -287,3 +288,33 @@ def test_a_write_the_server_cannot_make_idempotent_is_not_sent_again(tenant: Ten
         mnemo.purge_expired()
     assert len(sent) == 1 and err.value.detail["sent"] is True
     assert isinstance(err.value, StoreUnavailable) and "ReadError" in err.value.detail["reason"]
+
+
+BUSY = {
+    "type": "https://mnemo-sea.dev/problems/too_many_requests",
+    "title": "Too many requests",
+    "status": 429,
+    "detail": "this tenant already has 2 requests running and 64 waiting; nothing was done",
+    "code": "too_many_requests",
+    "retry_after": 3,
+    "running": 2,
+    "waiting": 64,
+}
+
+
+def test_a_429_with_retry_after_is_retried_even_for_an_unkeyed_write(
+    stub: Stub, waits: list[float], flavour: str
+) -> None:
+    """The server refused it before any work (its tenant was over its share), so sending an
+    unkeyed write again cannot make it twice; after the retries it is the typed error."""
+    stub.script["/v1/memory/purge-expired"] = [(429, {"Retry-After": "3"}, BUSY)]
+    call(stub, flavour, RetryPolicy(retries=2, max_delay=5.0), "purge_expired")
+    assert [p for _, p, _ in stub.seen] == ["/v1/memory/purge-expired"] * 2 and waits == [3.0]
+
+    stub.seen.clear()
+    waits.clear()
+    stub.script["/v1/search"] = [(429, {"Retry-After": "3"}, BUSY)] * 10
+    error = call(stub, flavour, RetryPolicy(retries=2, max_delay=5.0), "search", "q")
+    assert isinstance(error, TooManyRequests) and isinstance(error, StoreUnavailable)
+    assert error.retry_after == 3 and error.request_id == stub.seen[-1][2]["x-request-id"]
+    assert len(stub.seen) == 3 and waits == [3.0, 3.0]

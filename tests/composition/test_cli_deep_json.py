@@ -96,7 +96,9 @@ def test_a_deep_jsonl_line_is_named_by_its_line_and_nothing_is_loaded(
 
     assert result.exit_code == 2, (result.stdout, result.stderr)
     assert "RecursionError" not in result.stderr + result.stdout
-    assert "line 2: JSON nested deeper than 100 levels" in result.stderr
+    from mnemo_sea.system.json_text import MAX_JSON_DEPTH
+
+    assert f"line 2: JSON nested deeper than {MAX_JSON_DEPTH} levels" in result.stderr
     assert _rows(folder) == before
 
 
@@ -108,7 +110,7 @@ def test_the_limit_is_exact_and_the_parser_never_recurses_past_it() -> None:
     at_limit = nested(MAX_JSON_DEPTH)
     assert parse_json(at_limit, "x") == json.loads(at_limit)
     assert parse_json('{"a": [1, {"b": 2}]}', "x") == {"a": [1, {"b": 2}]}
-    for text in (nested(MAX_JSON_DEPTH + 1), '{"a": ' * 101 + "1" + "}" * 101, nested(ABYSS)):
+    for text in (nested(MAX_JSON_DEPTH + 1), '{"a": ' * (MAX_JSON_DEPTH + 1) + "1" + "}" * (MAX_JSON_DEPTH + 1), nested(ABYSS)):
         with pytest.raises(JsonTooDeep) as raised:
             parse_json(text, "tools.json")
         assert isinstance(raised.value, InvalidInput) and raised.value.limit == MAX_JSON_DEPTH

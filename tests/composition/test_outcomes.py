@@ -76,7 +76,7 @@ from mnemo_sea.system.documents import (
     UnreadableFile,
     UnsupportedFile,
 )
-from mnemo_sea.system.errors import CacheUnavailable, JsonTooDeep
+from mnemo_sea.system.errors import CacheUnavailable, JsonTooDeep, TooManyRequests
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -117,6 +117,7 @@ FACTORIES: dict[type[BaseException], Callable[[], BaseException]] = {
     StoreUnavailable: lambda: StoreUnavailable("archive store unreachable: connection refused"),
     CacheUnavailable: lambda: CacheUnavailable("redis unreachable"),
     JsonTooDeep: lambda: JsonTooDeep("tools.json", 100),
+    TooManyRequests: lambda: TooManyRequests(retry_after=3, running=2, waiting=64),
     OutboxOwned: lambda: OutboxOwned("another process already applies this database's outbox"),
     ApiUnreachable: lambda: ApiUnreachable(
         "http://127.0.0.1:8000", "ConnectError", sent=False, request_id="r1"
@@ -173,6 +174,7 @@ EXPECTED: dict[type[BaseException], tuple[outcomes.Category, int, int]] = {
     StoreUnavailable: UNAVAILABLE,
     CacheUnavailable: UNAVAILABLE,
     JsonTooDeep: INVALID,
+    TooManyRequests: (C.BUSY, 429, 6),  # also a StoreUnavailable: the tenant's share wins
     OutboxOwned: UNAVAILABLE,
     ApiUnreachable: UNAVAILABLE,  # the REST client's: the API it talks to is its store
     # The REST client's too: an answer it refuses is not what the API stands for.
@@ -278,7 +280,9 @@ def test_rest_answers_every_error_by_the_table() -> None:
         assert body["code"] == exc.code and body["status"] == response.status_code
         assert response.headers["content-type"] == problems.PROBLEM_JSON
         assert ("www-authenticate" in response.headers) is (cls is Unauthenticated)
-        assert ("retry-after" in response.headers) is (response.status_code == 503)
+        assert ("retry-after" in response.headers) is (response.status_code in (429, 503))
+        if response.status_code == 429:  # the wait the refusal names, not a fixed second
+            assert response.headers["retry-after"] == "3" == str(body["retry_after"])
 
 
 # The errors a server can answer with: those of the layers' errors modules (ApiUnreachable and the

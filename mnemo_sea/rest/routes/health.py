@@ -1,21 +1,36 @@
-"""Liveness (public: says only that the process answers), readiness and metrics (need a key)."""
+"""Liveness (public: says only that the process answers), readiness and metrics (need a key).
+
+Readiness and metrics run on the app's probe lane (rest/app.py), threads apart from the pool
+the tenants' requests share and without waiting for a tenant's turn: an orchestrator's probe
+must not read a tenant's flood as a dead process.
+"""
 
 from __future__ import annotations
 
+import functools
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+import anyio.to_thread
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
 from sqlalchemy import text
 
-from mnemo_sea.archive import Forbidden
+from mnemo_sea.archive import Forbidden, Principal
 from mnemo_sea.rest.auth import Admin, Caller, System
 from mnemo_sea.rest.problems import ApiProblem, responses
 from mnemo_sea.rest.threads import PooledRoute
+from mnemo_sea.system.mnemo import Mnemo
 
 router = APIRouter(tags=["health"], route_class=PooledRoute)
+T = TypeVar("T")
+
+
+async def on_probe_lane(request: Request, check: Callable[[], T]) -> T:
+    """`check`, run on the probe lane's threads."""
+    return await anyio.to_thread.run_sync(check, limiter=request.app.state.probe_lane)
 
 
 class Live(BaseModel):
@@ -50,9 +65,13 @@ def _timed(check: Any) -> ComponentCheck:
 
 
 @router.get("/v1/health/ready", response_model=Ready, responses=responses())
-def ready(request: Request, principal: Caller, mnemo: System) -> Ready:
+async def ready(request: Request, principal: Caller, mnemo: System) -> Ready:
     """Really reach every store: a query on the archive database, a count on the index, a
     ping of the cache. 503 (listing each component) when any of them fails."""
+    return await on_probe_lane(request, functools.partial(_ready, request, principal, mnemo))
+
+
+def _ready(request: Request, principal: Principal, mnemo: Mnemo) -> Ready:
 
     def archive() -> None:
         with mnemo.archive.store.read() as conn:
@@ -80,7 +99,7 @@ def ready(request: Request, principal: Caller, mnemo: System) -> Ready:
     response_class=Response,
     responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}}, **responses(403)},
 )
-def metrics(request: Request, principal: Admin) -> Response:
+async def metrics(request: Request, principal: Admin) -> Response:
     """Prometheus metrics for operators (an admin key of MNEMO_OPERATOR_TENANT): request latency
     histograms, outbox backlog and lag, cache hits and misses, across every tenant."""
     operator = request.app.state.settings.operator_tenant
@@ -90,4 +109,8 @@ def metrics(request: Request, principal: Admin) -> Response:
             "(MNEMO_OPERATOR_TENANT)",
             needed="operator",
         )
-    return Response(generate_latest(request.app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    # The scrape reads the outbox backlog from the database: a blocking call.
+    scraped = await on_probe_lane(
+        request, functools.partial(generate_latest, request.app.state.metrics.registry)
+    )
+    return Response(scraped, media_type=CONTENT_TYPE_LATEST)
