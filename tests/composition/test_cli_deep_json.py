@@ -110,7 +110,8 @@ def test_the_limit_is_exact_and_the_parser_never_recurses_past_it() -> None:
     at_limit = nested(MAX_JSON_DEPTH)
     assert parse_json(at_limit, "x") == json.loads(at_limit)
     assert parse_json('{"a": [1, {"b": 2}]}', "x") == {"a": [1, {"b": 2}]}
-    for text in (nested(MAX_JSON_DEPTH + 1), '{"a": ' * (MAX_JSON_DEPTH + 1) + "1" + "}" * (MAX_JSON_DEPTH + 1), nested(ABYSS)):
+    over = MAX_JSON_DEPTH + 1
+    for text in (nested(over), '{"a": ' * over + "1" + "}" * over, nested(ABYSS)):
         with pytest.raises(JsonTooDeep) as raised:
             parse_json(text, "tools.json")
         assert isinstance(raised.value, InvalidInput) and raised.value.limit == MAX_JSON_DEPTH
