@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -73,3 +74,26 @@ class ManualClock:
     def group_commit(self, **policy: Any) -> GroupCommit:
         """The group commit timed by this clock (`rows=`, `seconds=` as GroupCommit takes them)."""
         return GroupCommit(clock=self, start_timer=self.start_timer, **policy)
+
+
+class ManualWallClock:
+    """The system's wall clock (mnemo_sea.archive.clock) as a test drives it: it starts at the
+    real time, moves 1 µs at each reading (so successive writes stay distinct and ordered, as on
+    any machine) and jumps only by `advance`; how fast the machine runs never moves it."""
+
+    TICK = timedelta(microseconds=1)
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        self.now += self.TICK
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+    def past(self, moment: datetime | None) -> None:
+        """Move just past `moment` (an expiry), as a wait until then would."""
+        assert moment is not None
+        self.now = max(self.now, moment) + timedelta(milliseconds=1)
