@@ -13,15 +13,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fakes import ManualWallClock
+from hypothesis import settings
 from stores import create_database, drop_database, require_postgres
 
 from mnemo_sea.archive import Archive
+from mnemo_sea.archive import clock as archive_clock
 from mnemo_sea.archive.store import open_store
 
 # Server mode refuses to start without a deployment key (it signs deletion receipts); every
 # server-mode test and the service subprocesses they start share this one.
 TEST_RECEIPT_KEY = "test-only-receipt-key-0123456789abcdef"
 os.environ.setdefault("MNEMO_RECEIPT_KEY", TEST_RECEIPT_KEY)
+
+# No hypothesis deadline anywhere: its default fails an example that takes over 200 ms, which a
+# loaded machine reaches with no bug at all. Property tests check results, never speed.
+settings.register_profile("mnemo", deadline=None)
+settings.load_profile("mnemo")
 
 
 @pytest.fixture(scope="session")
@@ -78,3 +86,11 @@ def archive(db_url: str) -> Iterator[Archive]:
         yield a
     finally:
         a.close()
+
+
+@pytest.fixture
+def wall_clock(monkeypatch: pytest.MonkeyPatch) -> ManualWallClock:
+    """The system's wall clock, moved only by the test (in this process: its threads too)."""
+    manual = ManualWallClock()
+    monkeypatch.setattr(archive_clock, "wall_clock", manual)
+    return manual

@@ -10,7 +10,10 @@ Group commit (wherever this process is the only drainer: a SQLite archive, or an
 index, which one process owns, over either archive): an index flush costs tens to hundreds of
 milliseconds, so a write's rows are applied (visible to searches at once) and marked
 `applied_at`, and the flush that makes them done is deferred until GROUP_COMMIT_ROWS rows await
-it, GROUP_COMMIT_SECONDS passed (a timer), `Mnemo.sync()` or `close()`. A pass that deletes is
+it, GROUP_COMMIT_SECONDS passed (a timer), `Mnemo.sync()` or `close()`. Both bounds, the clock
+that measures the wait and the timer that ends it are a `GroupCommit`, given at construction
+(`Mnemo(group_commit=)`): a test passes a clock and timers it moves itself, so no flush comes
+because the machine happened to be slow. A pass that deletes is
 never deferred: it flushes (and compacts) before it returns, with every row awaiting. A row is
 marked done only after the flush that made its effect durable: a crash before leaves it not
 done, and the next open (`reclaim_applied`) applies it again. What a SIGKILL leaves at each
@@ -51,7 +54,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from sqlalchemy import Connection
 
@@ -96,6 +99,38 @@ GROUP_COMMIT_ROWS = 64
 GROUP_COMMIT_SECONDS = 1.0
 
 
+class FlushTimer(Protocol):
+    """A started timer of the group commit; cancelled when the rows were flushed before it ran."""
+
+    def cancel(self) -> None: ...
+
+
+# Starts a timer that calls the action (once, on a thread of its own) after that many seconds.
+StartTimer = Callable[[float, Callable[[], None]], FlushTimer]
+
+
+def thread_timer(seconds: float, action: Callable[[], None]) -> FlushTimer:
+    """The real timer: a daemon thread, since the process may end without close() (the next
+    open replays what was not flushed)."""
+    timer = threading.Timer(seconds, action)
+    timer.daemon = True
+    timer.name = "mnemo-group-commit"
+    timer.start()
+    return timer
+
+
+@dataclass(frozen=True)
+class GroupCommit:
+    """When a deferred flush comes (see the module docstring): once `rows` rows await it, or
+    `seconds` (of `clock`, a monotonic clock) after the oldest of them was applied, by a timer
+    `start_timer` starts, or by the next write once the clock says so."""
+
+    rows: int = GROUP_COMMIT_ROWS
+    seconds: float = GROUP_COMMIT_SECONDS
+    clock: Callable[[], float] = time.monotonic
+    start_timer: StartTimer = thread_timer
+
+
 @dataclass(frozen=True)
 class DrainReport:
     applied: int
@@ -133,17 +168,17 @@ class Indexer:
         cache: Cache,
         *,
         compact_after_deleted: int = COMPACT_AFTER_DELETED,
-        group_commit_rows: int = GROUP_COMMIT_ROWS,
-        group_commit_seconds: float = GROUP_COMMIT_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
+        group_commit: GroupCommit | None = None,
     ) -> None:
+        policy = group_commit or GroupCommit()
         self.store = store
         self.index = index
         self.cache = cache
         self.compact_after_deleted = compact_after_deleted
-        self.group_commit_rows = group_commit_rows
-        self.group_commit_seconds = group_commit_seconds
-        self._clock = clock
+        self.group_commit_rows = policy.rows
+        self.group_commit_seconds = policy.seconds
+        self._clock = policy.clock
+        self._start_timer = policy.start_timer
         # One drain at a time per process: with one drainer rows are read, not claimed, so two
         # threads could apply an upsert after the delete that follows it. Other processes: on
         # SQLite the embedded index admits one opener; on PostgreSQL a process owning an
@@ -151,10 +186,12 @@ class Indexer:
         # Qdrant server drainers claim rows with SKIP LOCKED.
         self._draining = threading.Lock()
         # Group commit state, under `_draining`: ids applied and marked `applied_at`, not yet
-        # flushed; when the oldest of them was applied; the timer that flushes them.
+        # flushed; when the oldest of them was applied; the timer that flushes them, and how
+        # many were started (a timer that runs after it was replaced or cancelled does nothing).
         self._awaiting: set[int] = set()
         self._awaiting_since: float | None = None
-        self._timer: threading.Timer | None = None
+        self._timer: FlushTimer | None = None
+        self._timers_started = 0
         self._reclaimed = False
         self._closed = False
         self._made: EvidenceBatch | None = None  # the write this drain applies, if any (drain(made=))
@@ -281,15 +318,13 @@ class Indexer:
     def _arm_timer(self) -> None:
         if self._timer is not None or not self._awaiting or self._closed:
             return
-        timer = threading.Timer(self.group_commit_seconds, self._on_timer)
-        timer.daemon = True  # the process may end without close(): the next open replays
-        timer.name = "mnemo-group-commit"
-        self._timer = timer
-        timer.start()
+        self._timers_started += 1
+        started = self._timers_started
+        self._timer = self._start_timer(self.group_commit_seconds, lambda: self._on_timer(started))
 
-    def _on_timer(self) -> None:
+    def _on_timer(self, started: int) -> None:
         with self._draining:
-            if self._timer is not threading.current_thread():
+            if self._timer is None or started != self._timers_started:
                 return  # settled (or closed) meanwhile
             self._timer = None
             if self._closed:

@@ -54,7 +54,7 @@ from mnemo_sea.retrieval import (
 from mnemo_sea.retrieval.filters import evidence_filter
 from mnemo_sea.system.caches import Cache, MemoryCache, RedisCache, search_query_key
 from mnemo_sea.system.citations import Citation, CitationReport, check_citations
-from mnemo_sea.system.indexer import AppliedRow, DrainReport, Indexer, OnApplied
+from mnemo_sea.system.indexer import AppliedRow, DrainReport, GroupCommit, Indexer, OnApplied
 from mnemo_sea.system.operations import CheckCitationsOp, ContextOp, SearchOp
 from mnemo_sea.system.results import DeletionCheck, IngestReport, SearchHit, SearchResult, SearchResultStatus
 from mnemo_sea.system.settings import MnemoSettings
@@ -243,11 +243,14 @@ class Mnemo:
         *,
         sync_writes: bool = True,
         token_counter: TokenCounter | None = None,
+        group_commit: GroupCommit | None = None,
     ) -> None:
+        """`group_commit`: when deferred index flushes come (mnemo_sea/system/indexer.py); the
+        default is 64 rows or 1 s of the monotonic clock, the timer a thread."""
         self.archive = archive
         self.index = index
         self.cache = cache
-        self.indexer = Indexer(archive.store, index, cache)
+        self.indexer = Indexer(archive.store, index, cache, group_commit=group_commit)
         self.sync_writes = sync_writes
         self._token_counter = token_counter
         self._sole_drainer: SoleDrainer | None = None  # see from_settings
@@ -261,7 +264,9 @@ class Mnemo:
         return self._token_counter
 
     @classmethod
-    def open(cls, path: str | Path, *, embedder: Embedder | None = None) -> Mnemo:
+    def open(
+        cls, path: str | Path, *, embedder: Embedder | None = None, group_commit: GroupCommit | None = None
+    ) -> Mnemo:
         """The embedded default: a SQLite archive and a Qdrant Edge index under one data folder.
 
         A folder without an archive is initialised: the archive, its deployment key
@@ -285,7 +290,7 @@ class Mnemo:
         except BaseException:
             archive.close()
             raise
-        mnemo = cls(archive, index, MemoryCache())
+        mnemo = cls(archive, index, MemoryCache(), group_commit=group_commit)
         mnemo.sync()  # replay what a crash may have left pending
         return mnemo
 
@@ -296,6 +301,7 @@ class Mnemo:
         *,
         embedder: Embedder | None = None,
         sync_writes: bool = True,
+        group_commit: GroupCommit | None = None,
     ) -> Mnemo:
         """Server mode: the archive on PostgreSQL, the index on a Qdrant server, caches on Redis.
 
@@ -353,7 +359,7 @@ class Mnemo:
             archive.close()
             cache.close()
             raise
-        mnemo = cls(archive, index, cache, sync_writes=sync_writes)
+        mnemo = cls(archive, index, cache, sync_writes=sync_writes, group_commit=group_commit)
         mnemo._sole_drainer = sole
         if index.owned_by_this_process and sync_writes:
             # The only process that can apply the outbox to this index: replay what a crash

@@ -40,7 +40,7 @@ WORKER = Path(__file__).with_name("_workers.py")
 SESSION = "crash"
 UPFRONT_RESULTS = 100  # ~4 MB of originals before the first kill
 RUNS = 12  # alternately killed from outside and from inside
-READY_TIMEOUT_S = 30.0
+READY_TIMEOUT_S = 120.0  # a start that takes longer hangs; a loaded machine starts in seconds
 
 
 def record_upfront(a: Archive, rng: random.Random) -> int:
@@ -100,7 +100,7 @@ def run_writers(url: str, tmp: Path, rng: random.Random) -> Counter[str]:
                 if not inside:
                     time.sleep(rng.uniform(0.05, 0.6))
                     proc.send_signal(signal.SIGKILL)
-                proc.wait(timeout=60)
+                proc.wait(timeout=120)
             finally:
                 if proc.poll() is None:
                     proc.kill()

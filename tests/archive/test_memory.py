@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from fakes import ManualWallClock
 from sqlalchemy import func, select
 
 from mnemo_sea.archive import (
@@ -153,12 +153,9 @@ def test_concurrent_corrections_of_one_fact_take_turns(archive: Archive, agent: 
 # ---- TTL -----------------------------------------------------------------------------------
 
 
-def wait_past(moment: datetime | None) -> None:
-    assert moment is not None
-    time.sleep(max(0.0, (moment - datetime.now(UTC)).total_seconds()) + 0.05)
-
-
-def test_ttl_hides_an_expired_fact_at_read_time(archive: Archive, agent: Principal) -> None:
+def test_ttl_hides_an_expired_fact_at_read_time(
+    archive: Archive, agent: Principal, wall_clock: ManualWallClock
+) -> None:
     fact = archive.remember(agent, "user-7", "mood", "hungry", "user_claim", ttl_seconds=0.3).fact
     assert fact.expires_at is not None and fact.expires_at == fact.created_at + timedelta(milliseconds=300)
     visible = archive.current(agent, "user-7", "mood")
@@ -175,7 +172,7 @@ def test_ttl_hides_an_expired_fact_at_read_time(archive: Archive, agent: Princip
     assert paris.expires_at is not None
     assert archive.current(agent, "user-7", "city", at=paris.expires_at) is None
 
-    wait_past(max(fact.expires_at, paris.expires_at))
+    wall_clock.past(max(fact.expires_at, paris.expires_at))
     assert archive.current(agent, "user-7", "mood") is None
     assert archive.current(agent, "user-7", "city") is None
     assert archive.facts(agent, "user-7") == []

@@ -5,10 +5,10 @@ precedence (a lower-ranked write never silently supersedes a higher-ranked curre
 from __future__ import annotations
 
 import json
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from fakes import ManualWallClock
 from sqlalchemy import select
 
 from mnemo_sea.archive import (
@@ -52,16 +52,11 @@ def memory_outbox(archive: Archive) -> list[tuple[str, str]]:
         return [(r.op, r.entity_ref) for r in rows]
 
 
-def wait_past(moment: datetime | None) -> None:
-    assert moment is not None
-    time.sleep(max(0.0, (moment - datetime.now(UTC)).total_seconds()) + 0.05)
-
-
 # ---- TTL: expired everywhere, then purged ----------------------------------------------------
 
 
 def test_an_expired_fact_reads_expired_and_the_purge_deletes_it(
-    archive: Archive, agent: Principal, admin: Principal
+    archive: Archive, agent: Principal, admin: Principal, wall_clock: ManualWallClock
 ) -> None:
     ttl = 0.3
     archive.remember(agent, "user-7", "city", "Berlin", "user_claim")  # no TTL: kept as history
@@ -69,7 +64,7 @@ def test_an_expired_fact_reads_expired_and_the_purge_deletes_it(
     mood = archive.remember(agent, "user-7", "mood", "hungry-marker-91c2", "user_claim", ttl_seconds=ttl).fact
     lasting = archive.remember(agent, "user-7", "diet", "vegan", "user_claim", ttl_seconds=86_400).fact
     assert paris.status == "active"
-    wait_past(max(paris.expires_at, mood.expires_at))  # type: ignore[type-var]
+    wall_clock.past(max(paris.expires_at, mood.expires_at))  # type: ignore[type-var]
 
     # Expired is shown as expired, not active, before any purge ran.
     assert [(f.value, f.status) for f in archive.memory_history(agent, "user-7", "city")] == [
@@ -239,7 +234,9 @@ def test_derived_from_must_name_a_source_the_caller_can_read(
 # ---- provenance precedence -------------------------------------------------------------------
 
 
-def test_a_user_claim_does_not_silently_supersede_a_user_correction(archive: Archive, db_url: str) -> None:
+def test_a_user_claim_does_not_silently_supersede_a_user_correction(
+    archive: Archive, db_url: str, wall_clock: ManualWallClock
+) -> None:
     me = user("user-7")
     archive.remember(me, "user-7", "timezone", "UTC", "user_claim")
     corrected = archive.remember(me, "user-7", "timezone", "Asia/Shanghai", "user_correction").fact
@@ -278,7 +275,7 @@ def test_a_user_claim_does_not_silently_supersede_a_user_correction(archive: Arc
 
     # An expired higher-ranked fact is no longer current: it does not block a new value.
     archive.remember(me, "user-7", "mood", "tired", "user_correction", ttl_seconds=0.2)
-    time.sleep(0.25)
+    wall_clock.advance(0.25)
     after = archive.remember(me, "user-7", "mood", "fine", "user_claim")
     assert after.persisted and after.fact.version == 2
 

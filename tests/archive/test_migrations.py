@@ -17,7 +17,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -261,18 +260,25 @@ def test_first_open_of_a_sqlite_file_waits_for_a_busy_writer(tmp_path: Path) -> 
         writer.execute("CREATE TABLE early (a INTEGER)")  # a rollback-journal file ...
         writer.execute("BEGIN IMMEDIATE")
         writer.execute("INSERT INTO early VALUES (1)")  # ... with a write in progress
-        release = threading.Timer(0.5, lambda: writer.execute("COMMIT"))
+        committed = threading.Event()
+
+        def commit() -> None:
+            writer.execute("COMMIT")
+            committed.set()
+
+        release = threading.Timer(0.5, commit)
         release.start()
-        started = time.monotonic()
         a = Archive.open(str(path))
         try:
-            waited = time.monotonic() - started
+            # It waited for the writer rather than racing past it: the commit came first (an
+            # order, not a duration, so a slow machine cannot fail it).
+            returned_after_commit = committed.is_set()
             assert a.record(AGENT, "s1", "t", "x").result_id == "r1"
             with a.store.read() as conn:
                 assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         finally:
             a.close()
         release.join()
-        assert waited >= 0.4  # it waited for the writer rather than racing past it
+        assert returned_after_commit
     finally:
         writer.close()

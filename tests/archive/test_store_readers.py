@@ -98,11 +98,11 @@ def test_closing_the_archive_closes_every_reader(db_file: Path) -> None:
         read(archive, pointers)
         seen.append(reader_of_this_thread(archive))
         opened.set()
-        closed.wait(10)
+        closed.wait(120)  # set by the test; the bound only ends a hang
 
     worker = threading.Thread(target=reads_then_waits)
     worker.start()
-    assert opened.wait(10)
+    assert opened.wait(120)
     read(archive, pointers)
     seen.append(reader_of_this_thread(archive))
     assert not any(is_closed(c) for c in seen)
@@ -220,13 +220,13 @@ def test_postgresql_keeps_at_most_the_limit_of_readers_and_reads_beyond_it_throu
 
         def reads_then_waits() -> None:  # every thread alive at once, each keeping its reader
             answers.append(read(archive, pointers))
-            all_read.wait(20)
-            done.wait(20)
+            all_read.wait(120)  # bounds a hang only
+            done.wait(120)
 
         workers = [threading.Thread(target=reads_then_waits) for _ in range(threads)]
         for w in workers:
             w.start()
-        all_read.wait(20)
+        all_read.wait(120)
         try:
             assert answers == [["text 1"]] * threads
             readers = archive.store._readers

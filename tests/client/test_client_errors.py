@@ -43,7 +43,7 @@ def test_404_is_not_found_with_the_request_id_the_server_logged(tenant: Tenant) 
     assert err.value.detail["what"] == "evidence" and err.value.code == "not_found"
     assert re.fullmatch(r"[0-9a-f]{32}", err.value.request_id or "")
     # The access line is written once the answer is sent: it may come a moment after it.
-    wait_until(lambda: tenant.served.logged(err.value.request_id or "") == [404], 10, "the access log line")
+    wait_until(lambda: tenant.served.logged(err.value.request_id or "") == [404], 120, "the access log line")
 
 
 def test_another_tenants_record_is_the_same_not_found(tenant: Tenant, served: Served) -> None:

@@ -80,7 +80,7 @@ def stub_server() -> Iterator[Stub]:
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
-        wait_until(lambda: server.started, 30, "the stub server")
+        wait_until(lambda: server.started, 120, "the stub server")
         yield stub
     finally:
         server.should_exit = True

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from fakes import ManualWallClock
 from typer.testing import CliRunner
 
 from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
@@ -144,11 +145,10 @@ def test_an_index_without_validity_is_dropped_at_hydration_and_repaired_by_fsck(
     assert found(mnemo, "memory", at.middle) == [("memory:u-1/pet", 1, "pet: okapi named Mimi")]
 
 
-def test_a_fact_with_a_ttl_answers_until_its_expiry(mnemo: Mnemo) -> None:
+def test_a_fact_with_a_ttl_answers_until_its_expiry(mnemo: Mnemo, wall_clock: ManualWallClock) -> None:
     written = mnemo.remember(AGENT, "u-2", "stock", "okapi food: 3 bags", "tool_fact", ttl_seconds=0.4)
     assert written.fact.expires_at is not None
-    while datetime.now(UTC) <= written.fact.expires_at:
-        time.sleep(0.05)
+    wall_clock.past(written.fact.expires_at)
     before_expiry = written.fact.expires_at - timedelta(seconds=0.1)
     assert found(mnemo, "memory", before_expiry) == [("memory:u-2/stock", 1, "stock: okapi food: 3 bags")]
     assert found(mnemo, "memory", written.fact.expires_at) == []

@@ -13,7 +13,6 @@ then, after `delete_session`, finds it nowhere, and `verify_deleted` also reads 
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import redis
-from fakes import HashingEmbedder
+from fakes import HashingEmbedder, ManualWallClock
 from leftovers import files_holding, new_marker, scan_database
 
 from mnemo_sea.archive import ArchiveTarget, EvidenceInput, NotFound, Principal, Role, Sensitivity
@@ -205,7 +204,7 @@ def _remember_twice(m: Mnemo, owner: str, key: str, first: str, second: str) -> 
 
 @pytest.mark.parametrize("how", ["forget", "purge"])
 def test_forgotten_and_purged_memory_leaves_no_byte_in_tables_or_files(
-    embedded: tuple[Mnemo, Path], how: str
+    embedded: tuple[Mnemo, Path], how: str, wall_clock: ManualWallClock
 ) -> None:
     m, folder = embedded
     old, new = new_marker(), new_marker()
@@ -215,7 +214,7 @@ def test_forgotten_and_purged_memory_leaves_no_byte_in_tables_or_files(
         gone = [old, new]
     else:  # the expired first version goes, the second (no TTL) stays current
         m.remember(AGENT, "u-1", "pet", f"dog {old}", provenance="user_claim", ttl_seconds=1)
-        time.sleep(1.1)
+        wall_clock.advance(1.1)
         m.remember(AGENT, "u-1", "pet", f"cat {new}", provenance="user_claim")
         found = m.purge_expired(ADMIN)
         assert found is not None

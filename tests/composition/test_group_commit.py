@@ -3,7 +3,10 @@ only after the flush that follows it (64 rows, 1 s, sync, close, or a deletion),
 archive and on PostgreSQL (the process owning an embedded index is its only drainer).
 
 Each test reads the outbox table itself, not only the reports: `applied_at` set and `done_at`
-empty while a row awaits the flush, both the other way round once it is done.
+empty while a row awaits the flush, both the other way round once it is done. The group commit's
+clock and timers are a `ManualClock` given at construction: no flush comes because the machine
+was slow (a timer started by the first write runs only when a test advances the clock); one test
+runs the real thread timer, and bounds only a hang.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fakes import HashingEmbedder
+from fakes import HashingEmbedder, ManualClock
 from sqlalchemy import select
 
 from mnemo_sea.archive import ArchiveTarget, Principal, Role, Sensitivity
@@ -22,32 +25,30 @@ from mnemo_sea.archive import schema as t
 from mnemo_sea.archive.errors import OutboxOwned
 from mnemo_sea.archive.outbox import backlog, pending_count
 from mnemo_sea.retrieval.edge_backend import EdgeIndex
+from mnemo_sea.system.indexer import GROUP_COMMIT_SECONDS, GroupCommit
 from mnemo_sea.system.mnemo import Mnemo
 from mnemo_sea.system.settings import MnemoSettings
 
 AGENT = Principal("gc", "agent", frozenset({Role.AGENT, Role.ADMIN}), Sensitivity.RESTRICTED)
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres+edge", marks=pytest.mark.postgres)])
-def mnemo(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Mnemo]:
+def mnemo(request: pytest.FixtureRequest, tmp_path: Path, clock: ManualClock) -> Iterator[Mnemo]:
     """The embedded default, and PostgreSQL with an embedded index: this process owns the
-    index either way, so it is the only drainer and the group commit applies to both."""
+    index either way, so it is the only drainer and the group commit applies to both. Timed
+    by `clock`: its timer never runs unless a test advances it."""
     if request.param == "sqlite":
-        m = Mnemo.open(tmp_path / "data", embedder=HashingEmbedder())
+        m = Mnemo.open(tmp_path / "data", embedder=HashingEmbedder(), group_commit=clock.group_commit())
     else:
         settings = MnemoSettings(
             database_url=request.getfixturevalue("pg_migrated_url"), index_path=tmp_path / "index"
         )
-        m = Mnemo.from_settings(settings, embedder=HashingEmbedder())
-    m.indexer.group_commit_seconds = 3600.0  # the timer never fires unless a test says so
+        m = Mnemo.from_settings(settings, embedder=HashingEmbedder(), group_commit=clock.group_commit())
     try:
         yield m
     finally:
@@ -88,30 +89,58 @@ def test_the_row_bound_forces_the_flush(mnemo: Mnemo) -> None:
     assert all(done for _, _, done in _rows(mnemo))
 
 
-def test_a_write_after_the_time_bound_flushes_what_waited(mnemo: Mnemo) -> None:
-    clock = FakeClock()
-    mnemo.indexer._clock = clock
+def test_a_write_after_the_time_bound_flushes_what_waited(mnemo: Mnemo, clock: ManualClock) -> None:
     _archive_one(mnemo, "s1", "first note")
     first = {i for i, _, _ in _rows(mnemo)}
-    clock.now += mnemo.indexer.group_commit_seconds  # as long as a row may wait
+    # As long as a row may wait, and the timer has not run yet (a busy process): the next
+    # write's own pass sees the bound passed and flushes.
+    clock.now += GROUP_COMMIT_SECONDS
     _archive_one(mnemo, "s1", "second note")
     assert all(done for _, _, done in _rows(mnemo)) and first
+    assert mnemo.indexer.awaiting_flush == 0 and clock.armed == 0  # its timer cancelled
 
 
-def test_the_timer_flushes_without_another_write(mnemo: Mnemo) -> None:
-    mnemo.indexer.group_commit_seconds = 0.05
+def test_the_timer_flushes_without_another_write(mnemo: Mnemo, clock: ManualClock) -> None:
+    _archive_one(mnemo, "s1", "timed note")
+    assert clock.armed == 1
+    clock.advance(GROUP_COMMIT_SECONDS / 2)
+    assert mnemo.indexer.awaiting_flush == 2  # not yet due
+    assert all(applied and not done for _, applied, done in _rows(mnemo))
+    clock.advance(GROUP_COMMIT_SECONDS / 2)
+    assert mnemo.indexer.awaiting_flush == 0 and clock.armed == 0
+    assert all(not applied and done for _, applied, done in _rows(mnemo))
+
+
+def test_a_timer_that_runs_after_its_rows_were_flushed_does_nothing(mnemo: Mnemo, clock: ManualClock) -> None:
+    """A real timer may already be running when a pass settles its rows (it waits for the
+    drain's lock): it must not flush rows a later write left awaiting before their time."""
+    _archive_one(mnemo, "s1", "first note")
+    (stale,) = [t for t in clock._timers if not t.cancelled]
+    mnemo.sync()
+    _archive_one(mnemo, "s1", "second note")
+    stale.action()  # as if it ran at last
+    assert mnemo.indexer.awaiting_flush == 2
+    assert sum(applied and not done for _, applied, done in _rows(mnemo)) == 2
+
+
+def test_the_thread_timer_flushes_without_another_write(tmp_path: Path) -> None:
+    """The real timer (a thread): waited for with an event, the bound only ends a hang."""
+    m = Mnemo.open(tmp_path / "data", embedder=HashingEmbedder(), group_commit=GroupCommit(seconds=0.05))
     flushed = threading.Event()
-    settle = mnemo.indexer._settle
+    settle = m.indexer._settle
 
     def watched(*args: object, **kw: object) -> int:
         out = settle(*args, **kw)  # type: ignore[arg-type]
         flushed.set()
         return out
 
-    mnemo.indexer._settle = watched  # type: ignore[method-assign]
-    _archive_one(mnemo, "s1", "timed note")
-    assert flushed.wait(30), "the group-commit timer never flushed"
-    assert all(done for _, _, done in _rows(mnemo))
+    try:
+        m.indexer._settle = watched  # type: ignore[method-assign]
+        _archive_one(m, "s1", "timed note")
+        assert flushed.wait(120), "the group-commit timer never flushed"
+        assert all(done for _, _, done in _rows(m))
+    finally:
+        m.close()
 
 
 def test_a_deletion_is_never_deferred_and_settles_what_waited(mnemo: Mnemo) -> None:
@@ -139,10 +168,11 @@ def test_a_qdrant_server_index_keeps_flushing_every_pass(pg_migrated_url: str) -
 
 def test_close_settles_and_the_next_open_has_nothing_to_replay(tmp_path: Path) -> None:
     folder = tmp_path / "data"
-    with Mnemo.open(folder, embedder=HashingEmbedder()) as m:
-        m.indexer.group_commit_seconds = 3600.0
+    clock = ManualClock()
+    with Mnemo.open(folder, embedder=HashingEmbedder(), group_commit=clock.group_commit()) as m:
         _archive_one(m, "s1", "closing note")
         assert m.indexer.awaiting_flush == 2
+    assert clock.armed == 0  # close cancelled the timer: the rows were flushed by close itself
     with Mnemo.open(folder, embedder=HashingEmbedder()) as m:
         assert all(not applied and done for _, applied, done in _rows(m))
         assert len(m.search(AGENT, "closing note", mode="bm25").hits) == 1
@@ -167,17 +197,22 @@ def test_a_second_process_with_its_own_embedded_index_is_refused(
     """The group commit on PostgreSQL relies on one drainer: a second deployment process with an
     embedded index of its own (another MNEMO_INDEX_PATH, another host) would apply rows to an
     index the first never sees and reset the first one's unflushed rows. It is refused at start,
-    and may start once the first has closed (or died: the server drops its session's lock)."""
+    and may start once the first has closed (or died: the server drops its session's lock).
+    The first one's timer cannot run meanwhile (a manual clock): the rows it holds stay awaiting
+    however long the refused start takes."""
+    clock = ManualClock()
     first = Mnemo.from_settings(
-        MnemoSettings(database_url=pg_migrated_url, index_path=tmp_path / "one"), embedder=HashingEmbedder()
+        MnemoSettings(database_url=pg_migrated_url, index_path=tmp_path / "one"),
+        embedder=HashingEmbedder(),
+        group_commit=clock.group_commit(),
     )
     second = MnemoSettings(database_url=pg_migrated_url, index_path=tmp_path / "two")
     try:
         _archive_one(first, "s1", "held by the first")
         with pytest.raises(OutboxOwned, match="one such process per database"):
             Mnemo.from_settings(second, embedder=HashingEmbedder())
-        assert first.indexer.awaiting_flush == 2  # the refused opener reclaimed nothing
-        assert all(applied and not done for _, applied, done in _rows(first))
+        assert first.indexer.awaiting_flush == 2 and clock.armed == 1
+        assert all(applied and not done for _, applied, done in _rows(first))  # none reclaimed
     finally:
         first.close()
     with Mnemo.from_settings(second, embedder=HashingEmbedder()) as m:

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 
-from fakes import HashingEmbedder
+from fakes import HashingEmbedder, ManualWallClock
 from sqlalchemy import select
 
 from mnemo_sea.archive import Principal, Role, Sensitivity
@@ -43,12 +42,14 @@ def memory_hits(mnemo: Mnemo) -> list[str]:
     return [h.evidence_id for h in mnemo.search(AGENT, f"gate code {MARKER}", kinds=["memory"]).hits]
 
 
-def test_purge_removes_an_expired_fact_from_archive_index_and_caches(mnemo: Mnemo) -> None:
+def test_purge_removes_an_expired_fact_from_archive_index_and_caches(
+    mnemo: Mnemo, wall_clock: ManualWallClock
+) -> None:
     fact = mnemo.remember(AGENT, "owner-1", "gate", MARKER, "user_claim", ttl_seconds=1.5).fact
     assert memory_hits(mnemo) == ["memory:owner-1/gate"]  # also caches the search's pointers
     assert points(mnemo, "owner-1", "gate") > 0
     assert fact.expires_at is not None
-    time.sleep(max(0.0, (fact.expires_at - datetime.now(UTC)).total_seconds()) + 0.05)
+    wall_clock.past(fact.expires_at)
 
     # Expired: out of search (even from the cached pointers) before any purge ran.
     assert memory_hits(mnemo) == []
@@ -105,25 +106,27 @@ def test_the_worker_purges_on_its_schedule() -> None:
     assert purges == []
 
 
-def test_a_running_worker_forgets_an_expired_fact(tmp_path: Path) -> None:
+def test_a_running_worker_forgets_an_expired_fact(tmp_path: Path, wall_clock: ManualWallClock) -> None:
     mnemo = Mnemo.open(tmp_path / "data", embedder=HashingEmbedder())
     mnemo.sync_writes = False  # as in server mode: the worker applies the outbox
     stop = threading.Event()
     try:
-        mnemo.remember(AGENT, "owner-1", "gate", MARKER, "user_claim", ttl_seconds=0.2)
+        gate = mnemo.remember(AGENT, "owner-1", "gate", MARKER, "user_claim", ttl_seconds=0.2).fact
         mnemo.remember(AGENT, "owner-1", "name", "Ada", "user_claim")
+        wall_clock.past(gate.expires_at)  # expired before the worker's first pass, which purges
         stats: list[object] = []
         thread = threading.Thread(
             target=lambda: stats.append(run_worker(mnemo, stop, poll_seconds=0.02, purge_seconds=0.05))
         )
         thread.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 120  # bounds a hang: the first pass purges
         while time.monotonic() < deadline and (
             mnemo.memory_history(AGENT, "owner-1", "gate") or points(mnemo, "owner-1", "gate")
         ):
             time.sleep(0.05)
         stop.set()
-        thread.join(10)
+        thread.join(120)
+        assert not thread.is_alive(), "the worker did not stop"
         assert mnemo.memory_history(AGENT, "owner-1", "gate") == []
         assert points(mnemo, "owner-1", "gate") == 0
         assert archive_holds(mnemo, MARKER) == []

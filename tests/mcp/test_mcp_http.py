@@ -28,7 +28,7 @@ def url(mnemo: Mnemo) -> Iterator[str]:
     server = uvicorn.Server(uvicorn.Config(http_app(mnemo), host="127.0.0.1", port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 120  # bounds a hang, not a speed
     while not server.started:
         assert time.monotonic() < deadline and thread.is_alive(), "the HTTP server did not start"
         time.sleep(0.02)

@@ -4,13 +4,13 @@ delete like a deletion (with a receipt /v1/deletions/verify proves)."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
+from fakes import ManualWallClock
 from rest_helpers import Api, assert_problem
 
 
-def test_memory_conflict_derived_from_expiry_purge_and_forget(api: Api) -> None:
+def test_memory_conflict_derived_from_expiry_purge_and_forget(api: Api, wall_clock: ManualWallClock) -> None:
     agent, admin = api.headers("agent"), api.headers("admin", clearance="restricted")
 
     def remember(value: str, provenance: str, **extra: Any) -> Any:
@@ -31,7 +31,7 @@ def test_memory_conflict_derived_from_expiry_purge_and_forget(api: Api) -> None:
         "ttl_seconds": 0.3,
     }
     assert api.client.post("/v1/memory", json=short, headers=agent).status_code == 200
-    time.sleep(0.4)
+    wall_clock.advance(0.4)
     history = api.client.get("/v1/memory/alice/history", params={"key": "mood"}, headers=agent).json()
     assert [f["status"] for f in history["items"]] == ["expired"]
     assert_problem(api.client.get("/v1/memory/alice", params={"key": "mood"}, headers=agent), 404)

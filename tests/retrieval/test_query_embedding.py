@@ -41,7 +41,7 @@ class CountingEmbedder:
 
     def embed_queries(self, texts: Sequence[str]) -> NDArray[np.float32]:
         if self.gate is not None:
-            self.gate.wait(5)
+            self.gate.wait(120)  # opened by the test once every caller queued; bounds a hang
         self.calls.append(list(texts))
         result: NDArray[np.float32] = self.inner.embed_queries(texts)
         return result
@@ -101,7 +101,7 @@ def test_micro_batched_rows_equal_single_rows(embedder: Any) -> None:
     threads = [threading.Thread(target=ask, args=(q,)) for q in QUERIES]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 120
     while queries.batcher is not None and queries.batcher.queries + _queued(queries.batcher) < len(QUERIES):
         assert time.monotonic() < deadline, "the callers never queued"
         time.sleep(0.001)  # until every caller has queued (the gate holds the worker)
