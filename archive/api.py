@@ -75,6 +75,17 @@ from .store import ArchiveStore, key_file_of, open_store, sqlite_file_of
 from .tool_results import ToolResult
 
 T = TypeVar("T")
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first bytes of every SQLite database file
+
+
+def _is_sqlite_database(path: Path) -> bool:
+    # An existing archive, as opposed to a directory or a file that is no database (open_store
+    # reports those as StoreUnavailable / StoreCorrupt, which is the truer error for them).
+    try:
+        with path.open("rb") as f:
+            return f.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
 
 
 def _remove_new_archive(database: Path, side_files: list[Path], key_file: Path) -> None:
@@ -115,7 +126,7 @@ class Archive:
         database = sqlite_file_of(url) if receipt_key is None else None
         key_file = key_file_of(url) if database is not None else None
         if database is not None and key_file is not None and database.exists():
-            if not key_file.exists() and not allow_missing_key:
+            if _is_sqlite_database(database) and not key_file.exists() and not allow_missing_key:
                 raise ReceiptKeyMissing(str(key_file))
             return cls(open_store(url, policy))
         if database is None or key_file is None:
