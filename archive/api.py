@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 from . import deletion, deployment_key, evidence, hits, memory, sessions, summaries, task_state
@@ -26,7 +27,15 @@ from .audit import (
     make_anchor,
     verify_chain,
 )
-from .errors import ArchiveError, BatchRejected, Forbidden, IntegrityError, TargetStatus, TaskStateRejected
+from .errors import (
+    ArchiveError,
+    BatchRejected,
+    Forbidden,
+    IntegrityError,
+    ReceiptKeyMissing,
+    TargetStatus,
+    TaskStateRejected,
+)
 from .operations import (
     ArchiveResultsOp,
     ArchiveTarget,
@@ -66,6 +75,24 @@ from .store import ArchiveStore, key_file_of, open_store, sqlite_file_of
 from .tool_results import ToolResult
 
 T = TypeVar("T")
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first bytes of every SQLite database file
+
+
+def _is_sqlite_database(path: Path) -> bool:
+    # An existing archive, as opposed to a directory or a file that is no database (open_store
+    # reports those as StoreUnavailable / StoreCorrupt, which is the truer error for them).
+    try:
+        with path.open("rb") as f:
+            return f.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def _remove_new_archive(database: Path, side_files: list[Path], key_file: Path) -> None:
+    # Only after this call created the key (so the database did not exist before it either):
+    # the half-made archive goes with its key, and the folder is as it was.
+    for path in (database, *side_files, key_file):
+        path.unlink(missing_ok=True)
 
 
 class Archive:
@@ -76,32 +103,52 @@ class Archive:
 
     @classmethod
     def open(
-        cls, url: str, policy: ArchivePolicy = DEFAULT_POLICY, *, receipt_key: ReceiptKey | None = None
+        cls,
+        url: str,
+        policy: ArchivePolicy = DEFAULT_POLICY,
+        *,
+        receipt_key: ReceiptKey | None = None,
+        allow_missing_key: bool = False,
     ) -> Archive:
         """Open a SQLite file (a path or sqlite URL) or a PostgreSQL URL, migrating it.
 
         `receipt_key` signs deletion receipts and audit anchors; without it a SQLite archive
         uses the key file beside it and any other database a key of this process only (see
         `open_store`). A SQLite file that does not exist yet is a new archive: its key file is
-        created first, then the database, then the creation is audited (deployment_key.py).
-        An existing one whose key file is gone opens, and raises ReceiptKeyMissing wherever the
-        key is needed (Mnemo.open asks for it at once).
-        Raises StoreUnavailable when the new key cannot be written (nothing is created then).
+        created first, then the database, then the creation is audited (deployment_key.py); if
+        any of that fails, the files this call created are removed, so the next open starts
+        the folder afresh instead of finding an archive without its key.
+        An existing SQLite file whose key file is gone raises ReceiptKeyMissing before the
+        database is opened (nothing migrated, nothing written), unless `allow_missing_key`:
+        only the rotation that replaces the lost key opens it so. Raises StoreUnavailable
+        when the new key cannot be written (nothing is created then).
         """
         database = sqlite_file_of(url) if receipt_key is None else None
-        key_file = key_file_of(url) if database is not None and not database.exists() else None
-        created = None if key_file is None else deployment_key.create_key_file(key_file)
+        key_file = key_file_of(url) if database is not None else None
+        if database is not None and key_file is not None and database.exists():
+            if _is_sqlite_database(database) and not key_file.exists() and not allow_missing_key:
+                raise ReceiptKeyMissing(str(key_file))
+            return cls(open_store(url, policy))
+        if database is None or key_file is None:
+            return cls(open_store(url, policy, receipt_key=receipt_key))
+        # A new archive. Which of its files were there before this call: only the others are
+        # removed if the first open fails (SQLite creates the file, and maybe its -wal and -shm,
+        # before the migration that may fail).
+        side_files = [database.with_name(database.name + suffix) for suffix in ("-wal", "-shm")]
+        existed = {path for path in side_files if path.exists()}
+        created = deployment_key.create_key_file(key_file)
         try:
-            store = open_store(url, policy, receipt_key=receipt_key)
+            store = open_store(url, policy)
         except BaseException:
-            if created is not None and key_file is not None:
-                key_file.unlink(missing_ok=True)  # no archive was made: its key goes with it
+            if created is not None:
+                _remove_new_archive(database, [p for p in side_files if p not in existed], key_file)
             raise
-        if created is not None and key_file is not None:
+        if created is not None:
             try:
                 deployment_key.record_created(store, created, key_file)
             except BaseException:
                 store.dispose()
+                _remove_new_archive(database, [p for p in side_files if p not in existed], key_file)
                 raise
         return cls(store)
 
@@ -130,6 +177,10 @@ class Archive:
             fields = [p["field"] for p in e.problems if p["problem"] == "evidence_forbidden"]
             if fields:
                 self._audit(principal, "denied", target, {"action": action, "fields": fields})
+            raise
+        except ReceiptKeyMissing:
+            # The deployment's key is gone, not this tenant's data: nothing of theirs was
+            # checked or changed, so their chain gets no event (the error says so).
             raise
         except IntegrityError as e:
             self._audit(principal, "integrity_failure", target, {"action": action, **e.detail})

@@ -5,10 +5,12 @@ invariants:
 
 - It is created when its archive is (`init_key`, which `Archive.open` runs on a database file
   that did not exist yet): the first open of a new folder is its `init`. The key is written
-  before the database, so a folder never holds an archive that had no key.
-- An existing archive whose key file is gone is refused (`ReceiptKeyMissing`, from the store's
-  `receipt_key`), never given a new key: that one would reject every earlier receipt and anchor
-  as another deployment's.
+  before the database, so a folder never holds an archive that had no key; a first open that
+  fails removes the files it made, key included, so the folder is new again.
+- An existing archive whose key file is gone is refused (`ReceiptKeyMissing`: by `Archive.open`
+  before the database is opened, or by the store's `receipt_key` if the file goes while open),
+  never given a new key: that one would reject every earlier receipt and anchor as another
+  deployment's. The refusal writes no audit event.
 - `rotate_key` replaces the key on purpose and keeps the replaced one for verifying only, so
   what it signed still verifies.
 - Each creation and rotation is an audit event of the deployment's own chain (`DEPLOYMENT_CHAIN`,

@@ -469,9 +469,9 @@ def _refuse_retracted(
     if any(not s.ok for s in statuses):
         raise RetractedContent(
             statuses,
-            "a retraction stands until the content changes; to bring retracted text back on purpose, "
-            "store it again with reactivate (CLI: ingest --reactivate), or leave those records out "
-            "(CLI: ingest --partial)",
+            "a retraction stands until the content changes: store other content for those records, "
+            "leave them out (CLI: ingest --partial), or re-activate the retracted text deliberately "
+            "(CLI: ingest --reactivate; Python: reactivate=True in Mnemo.ingest)",
         )
 
 

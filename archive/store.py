@@ -434,7 +434,11 @@ def open_store(
         engine=engine, policy=policy, receipt_key_path=key_path, given_receipt_key=receipt_key
     )
     if migrate:
-        upgrade(store)
+        try:
+            upgrade(store)
+        except BaseException:
+            store.dispose()  # no connection outlives a store that was never handed out
+            raise
     return store
 
 

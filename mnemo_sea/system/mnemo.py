@@ -276,12 +276,11 @@ class Mnemo:
         """
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
-        archive = Archive.open(str(folder / ARCHIVE_FILE))
+        archive = Archive.open(str(folder / ARCHIVE_FILE))  # a lost key: ReceiptKeyMissing here
         try:
-            # The key is read now, not at the first deletion: a lost key is reported when the
-            # folder is opened. A key file this process cannot read (its permissions) still
-            # lets the folder open for reading; deletions then fail closed. (ReceiptKeyMissing is
-            # an IntegrityError: it is raised.)
+            # The key is read now, not at the first deletion: a key file this process cannot
+            # read (its permissions) still lets the folder open for reading; deletions then
+            # fail closed.
             try:
                 archive.store.receipt_key  # noqa: B018
             except StoreUnavailable as e:

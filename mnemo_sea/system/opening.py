@@ -79,7 +79,8 @@ def rotate_receipt_key(settings: MnemoSettings) -> Rotation:
                 f"{settings.data_dir} holds no archive: `mnemo-sea init` creates one, with its key",
             )
         path = settings.data_dir / RECEIPT_KEY_FILE
-        archive = Archive.open(str(settings.data_dir / ARCHIVE_FILE))
+        # The one opening of a folder whose key may be lost: the rotation replaces it.
+        archive = Archive.open(str(settings.data_dir / ARCHIVE_FILE), allow_missing_key=True)
     try:
         return rotate_key(archive.store, path)
     finally:

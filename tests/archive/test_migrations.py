@@ -30,7 +30,7 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Column, MetaData, String, create_engine, inspect, select, text
 
-from mnemo_sea.archive import Archive
+from mnemo_sea.archive import Archive, ReceiptKey
 from mnemo_sea.archive import schema as t
 from mnemo_sea.archive.store import SCHEMA_HEAD, open_store, upgrade
 
@@ -121,7 +121,8 @@ def test_upgrading_a_0003_database_adds_the_task_state_tables_and_keeps_its_rows
     finally:
         engine.dispose()
     assert stamped_revisions(db_url) == ["0003"]
-    a = Archive.open(db_url)  # migrates to the head
+    # A file made outside Archive.open has no key file beside it (that is refused): given one.
+    a = Archive.open(db_url, receipt_key=ReceiptKey.ephemeral())  # migrates to the head
     try:
         assert a.update_task_state(AGENT, "old", goal="carry on").version == 1
     finally:
@@ -268,7 +269,8 @@ def test_first_open_of_a_sqlite_file_waits_for_a_busy_writer(tmp_path: Path) -> 
 
         release = threading.Timer(0.5, commit)
         release.start()
-        a = Archive.open(str(path))
+        # The file exists without a key file (made above, not by Archive.open): given a key.
+        a = Archive.open(str(path), receipt_key=ReceiptKey.ephemeral())
         try:
             # It waited for the writer rather than racing past it: the commit came first (an
             # order, not a duration, so a slow machine cannot fail it).

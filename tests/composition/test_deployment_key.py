@@ -1,12 +1,14 @@
 """The deployment key (receipt.key) is made once with its archive, audited, rotated only on
 purpose with the old key kept for verification, and never made up again when it is lost: an
-existing folder without it is refused (Python and CLI) with nothing written."""
+existing folder without it is refused (Python and CLI) with nothing written, not even an audit
+event; a first open that fails leaves the folder new again."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,11 @@ from mnemo_sea.archive import (
     ReceiptKeyMissing,
     Role,
     Sensitivity,
+    StoreUnavailable,
+    deployment_key,
 )
+from mnemo_sea.archive import store as store_module
+from mnemo_sea.archive.store import ArchiveStore
 from mnemo_sea.cli.app import app as cli_app
 from mnemo_sea.system.hashing_embedder import HashingEmbedder
 from mnemo_sea.system.mnemo import Mnemo
@@ -88,18 +94,107 @@ def test_a_lost_key_is_refused_on_an_existing_folder_and_nothing_is_written(tmp_
     assert not (folder / "receipt.key").exists()  # never made up again
     assert audit_rows(folder) == before
 
-    # The archive alone opens (key management needs it) but signs and verifies nothing.
-    archive = Archive.open(str(folder / "archive.db"))
+
+def folder_state(folder: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file of the folder: its bytes and modification time."""
+    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def test_the_archive_alone_refuses_a_lost_key_before_opening_the_database(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    with Mnemo.open(folder, embedder=HashingEmbedder()):
+        pass
+    (folder / "receipt.key").unlink()
+    before = folder_state(folder)
+
+    with pytest.raises(ReceiptKeyMissing) as lost:
+        Archive.open(str(folder / "archive.db"))
+    assert lost.value.detail["key_file"] == str(folder / "receipt.key")
+    # Raw state: not a byte of the folder changed (no migration ran, no -wal was made).
+    assert folder_state(folder) == before
+
+
+def test_cli_commands_on_the_archive_alone_refuse_a_lost_key_and_write_nothing(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    with Mnemo.open(folder, embedder=HashingEmbedder()):
+        pass
+    (folder / "receipt.key").unlink()
+    before = folder_state(folder)
+    env = {"MNEMO_DATABASE_URL": None, "MNEMO_DATA_DIR": None}
+    admin = ["--tenant", "clinic-a", "--subject", "admin-1", "--role", "admin", "--clearance", "restricted"]
+    runner = CliRunner()
+    for argv in (
+        ["keys", "create", "--tenant", "clinic-a", "--subject", "bot", "--role", "agent"],
+        ["audit", "anchor", "--out", str(tmp_path / "anchor.json"), *admin],
+        ["audit", "verify", *admin],
+    ):
+        refused = runner.invoke(cli_app, [*argv, "--data-dir", str(folder)], env=env)
+        assert refused.exit_code == 7, (argv, refused.output)
+        assert "is missing" in refused.stderr and "Traceback" not in refused.output
+    assert folder_state(folder) == before
+    assert not (tmp_path / "anchor.json").exists()
+
+
+def test_a_key_lost_while_open_writes_nothing_to_the_tenants_audit_chain(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    with Mnemo.open(folder, embedder=HashingEmbedder()) as m:
+        m.ingest(AGENT, [EvidenceInput(evidence_id=f"kb:{i}", body=f"doc {i}", source="doc") for i in (1, 2)])
+        m.record(AGENT, "s1", "search", "a result", owner="person-1")
+        receipt = m.delete_evidence(ADMIN, "kb:1")
+    archive = Archive.open(str(folder / "archive.db"))  # reads its key at the first signature
     try:
-        archive.put_evidence(AGENT, EvidenceInput(evidence_id="kb:2", body="kept", source="doc"))
-        with pytest.raises(ReceiptKeyMissing):
-            archive.delete_evidence(ADMIN, "kb:2")
-        with pytest.raises(ReceiptKeyMissing):
-            archive.audit_anchor(ADMIN)
+        (folder / "receipt.key").unlink()
+        before = audit_rows(folder)
+        refusals: dict[str, Callable[[], object]] = {
+            "delete_evidence": lambda: archive.delete_evidence(ADMIN, "kb:2"),
+            "delete_session": lambda: archive.delete_session(ADMIN, "s1"),
+            "delete_owner": lambda: archive.delete_owner(ADMIN, "person-1"),
+            "audit_anchor": lambda: archive.audit_anchor(ADMIN),
+            "verify_deleted": lambda: archive.verify_deleted(ADMIN, receipt),
+        }
+        for name, call in refusals.items():
+            with pytest.raises(ReceiptKeyMissing):
+                call()
+            # Raw state: the refusal ("Nothing was changed") adds no event to the tenant's chain.
+            assert audit_rows(folder) == before, name
         assert archive.get_evidence(AGENT, "kb:2")[0].evidence_id == "kb:2"  # the deletion rolled back
     finally:
         archive.close()
     assert not (folder / "receipt.key").exists()
+
+
+@pytest.mark.parametrize("failing", ["migration", "audit"])
+def test_a_failed_first_open_leaves_a_folder_that_opens_next_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    seen: list[str] = []
+
+    def migration_fails(store: ArchiveStore) -> None:
+        with store.engine.begin() as conn:  # SQLite has made the file (and its -wal) by now
+            conn.exec_driver_sql("CREATE TABLE half_made (x INTEGER)")
+        seen.extend(p.name for p in folder.iterdir())
+        raise StoreUnavailable("the disk is full")
+
+    def audit_fails(*_args: object) -> int:
+        seen.extend(p.name for p in folder.iterdir())
+        raise StoreUnavailable("the disk is full")
+
+    if failing == "migration":
+        monkeypatch.setattr(store_module, "upgrade", migration_fails)
+    else:
+        monkeypatch.setattr(deployment_key, "record_created", audit_fails)
+    with pytest.raises(StoreUnavailable):
+        Mnemo.open(folder, embedder=HashingEmbedder())
+    assert {"archive.db", "receipt.key"} <= set(seen)  # the failure came after both were made
+    # Raw state: the files that first open made are gone, so the folder is new again.
+    assert list(folder.iterdir()) == []
+
+    monkeypatch.undo()
+    with Mnemo.open(folder, embedder=HashingEmbedder()) as m:
+        key_id = m.archive.store.receipt_key.key_id
+    assert [e[2:4] for e in key_events(folder)] == [("receipt_key_create", f"receipt_key:{key_id}")]
 
 
 def test_the_cli_refuses_a_folder_whose_key_is_lost(tmp_path: Path) -> None:

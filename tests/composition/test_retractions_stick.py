@@ -50,8 +50,12 @@ def test_ingesting_retracted_content_again_is_refused_and_stores_nothing(tmp_pat
             ("kb:dose", "retracted"),
         ]
         assert refused.value.code == "retracted_content"
-        with pytest.raises(RetractedContent):  # one record at a time too
+        with pytest.raises(RetractedContent) as single:  # one record at a time too
             m.put_evidence(AGENT, doc("kb:dose", "Amoxicillin 50 mg/kg"))
+        # The way back is named where it exists (put_evidence, REST and MCP have no such field).
+        message = single.value.message
+        assert "ingest --reactivate" in message and "reactivate=True in Mnemo.ingest" in message
+        assert "store it again with reactivate" not in message
         assert "kb:dose" not in {h.evidence_id for h in m.search(AGENT, "amoxicillin").hits}
     assert versions(folder, "kb:dose") == [(1, "retracted")]
     assert versions(folder, "kb:new") == []  # the batch is all or nothing
