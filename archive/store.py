@@ -76,9 +76,17 @@ def sqlite_file_of(url: str) -> Path | None:
     if "://" not in url:
         url = sqlite_url(url)
     parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite" and parsed.database and parsed.database != ":memory:":
-        return Path(parsed.database)
-    return None
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return None
+    database = parsed.database
+    if database.startswith("file:"):
+        # A URI filename (`?uri=true`): its path is between `file:` and the query, and a
+        # `mode=memory` or `:memory:` one has no file.
+        path, _, query = database[len("file:") :].partition("?")
+        if not path or path == ":memory:" or "mode=memory" in query:
+            return None
+        return Path(path)
+    return Path(database)
 
 
 @dataclass
@@ -278,10 +286,8 @@ class ArchiveStore:
     @property
     def log_path(self) -> Path | None:
         """The SQLite write-ahead log file beside the database file; None for other databases."""
-        database = self.engine.url.database
-        if not self.is_sqlite or not database or database == ":memory:" or database.startswith("file:"):
-            return None
-        return Path(f"{database}-wal")
+        database = sqlite_file_of(self.engine.url.render_as_string(hide_password=False))
+        return None if database is None else Path(f"{database}-wal")
 
     def empty_log(self, wait_ms: int = CHECKPOINT_WAIT_MS) -> bool:
         """Copy SQLite's write-ahead log into the database file and truncate it to no bytes
@@ -325,7 +331,8 @@ class ArchiveStore:
         finally:
             conn.close()
         # Busy with an empty log (a writer that has written nothing yet): nothing is left in it.
-        return int(busy) == 0 or self.log_bytes() == 0
+        # Where the log's file is unknown, only SQLite's own answer counts.
+        return int(busy) == 0 or (self.log_path is not None and self.log_bytes() == 0)
 
     def log_bytes(self) -> int:
         """The size of the write-ahead log file as it is on disk (0 when there is none)."""

@@ -5,9 +5,10 @@ ASGI app); `mnemo-sea serve` opens it from settings and closes it on shutdown. E
 plain functions, run in the thread pool in one hop per request (rest/threads.py): the archive
 and index calls they make block. A request waits for a slot of its tenant first, so that no
 tenant holds the whole pool (rest/admission.py). Authentication answers keys it verified within
-MNEMO_KEY_CACHE_SECONDS on the event loop (rest/auth.py); the keys it reads from the table and
-the readiness probe run on threads of their own (`state.probe_lane`), which no tenant's
-requests can fill.
+MNEMO_KEY_CACHE_SECONDS on the event loop (rest/auth.py); the keys it reads from the table
+(`state.key_lane`) and the readiness probe and metrics (`state.probe_lane`) run on threads of
+their own, which no tenant's requests can fill, and a flood of unknown keys fills only the
+first: a probe whose key was verified lately never waits behind it.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ def create_app(
     app.state.verified_keys = VerifiedKeys(cfg.key_cache_seconds)
     app.state.admission = TenantAdmission(cfg.api_threads, cfg.tenant_threads, cfg.api_tenant_queue)
     app.state.probe_lane = anyio.CapacityLimiter(PROBE_THREADS)
+    app.state.key_lane = anyio.CapacityLimiter(PROBE_THREADS)
     problems.install(app)
     # Inside the observing middleware (added after it), so a 413 carries the request id and is logged.
     app.add_middleware(BodyLimit, max_bytes=cfg.max_request_bytes)

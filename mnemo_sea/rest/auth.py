@@ -49,7 +49,7 @@ async def caller(
     principal = cached_principal(presented, keys)
     if principal is None:
         store = request.app.state.mnemo.archive.store
-        lane = request.app.state.probe_lane
+        lane = request.app.state.key_lane
         principal = await anyio.to_thread.run_sync(
             functools.partial(authenticate, store, presented, cache=keys), limiter=lane
         )

@@ -148,3 +148,27 @@ def test_the_erasure_state_is_not_signed_so_every_receipt_verifies(
     for state in ("done", "pending_reader"):
         edited = DeletionReceipt(**{**receipt.__dict__, "erasure": state})
         assert archive.verify_deleted(admin, edited) == []
+
+
+def test_an_archive_opened_by_a_uri_filename_reads_its_own_log(
+    tmp_path: Path, agent: Principal, admin: Principal
+) -> None:
+    """A SQLite URL naming its file as a URI (`file:…?uri=true`) still finds the log beside it:
+    with the log's path unknown, a checkpoint a reader held would have read as done (no file, no
+    bytes) and the receipt would have said `erasure: done` over the text in the log."""
+    db_file = tmp_path / "data" / "archive.db"
+    db_file.parent.mkdir()
+    Archive.open(str(db_file)).close()  # the folder's key and database, made as a new folder is
+    archive = Archive.open(f"sqlite+pysqlite:///file:{db_file}?uri=true")
+    try:
+        assert archive.store.log_path == db_file.with_name("archive.db-wal")
+        marker = new_marker()
+        in_both_files(archive, agent, db_file, marker)
+        with SnapshotReader(db_file) as reader:
+            receipt = archive.delete_evidence(admin, "ev-1")
+            assert receipt.erasure == "pending_reader"
+            reader.release()
+            assert archive.verify_deleted(admin, receipt) == []
+        assert files_holding(db_file.parent, marker) == []
+    finally:
+        archive.close()

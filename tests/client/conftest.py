@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from client_helpers import MAX_REQUEST_BYTES, Served, Tenant
+from client_helpers import MAX_REQUEST_BYTES, Served, Tampering, Tenant
 from stores import REDIS_URL, create_database, delete_prefix, drop_database, require_postgres, require_redis
 
 from mnemo_sea.archive import Archive
@@ -74,6 +74,16 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 @pytest.fixture(params=["sync", "async"])
 def tenant(request: pytest.FixtureRequest, served: Served) -> Iterator[Tenant]:
     made = Tenant(served, request.param)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+@pytest.fixture
+def tampering() -> Iterator[Tampering]:
+    """A man in the middle: forwards each request to the served API and alters its answer."""
+    made = Tampering()
     try:
         yield made
     finally:

@@ -12,7 +12,7 @@ both run each test (`tenant`).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,15 +70,6 @@ def session(tenant: Tenant) -> str:
     archived = clean.record(name, "logs.search", "the archived original")
     clean.archive_results(name, [(archived.result_id, "set aside")])
     return name
-
-
-@pytest.fixture
-def tampering() -> Iterator[Tampering]:
-    made = Tampering()
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 def _through(tenant: Tenant, tampering: Tampering) -> Any:

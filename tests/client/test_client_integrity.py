@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -32,15 +32,6 @@ def _altered(answer: dict[str, Any]) -> list[dict[str, Any]]:
 def _replaying(answer: dict[str, Any]) -> MnemoClient:
     transport = httpx.MockTransport(lambda request: httpx.Response(200, json=answer))
     return MnemoClient("http://mnemo.invalid", api_key="k", transport=transport)
-
-
-@pytest.fixture
-def tampering() -> Iterator[Tampering]:
-    made = Tampering()
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 def test_an_altered_recovered_original_is_refused(served: Served) -> None:

@@ -327,3 +327,56 @@ def test_the_request_pooled_endpoints_take_for_admission_is_no_parameter_of_the_
     named = {p["name"] for item in paths.values() for op in item.values() for p in op.get("parameters", ())}
     assert "pooled_request" not in named and "request" not in named
     assert "requestBody" in paths["/v1/search"]["post"]
+
+
+def test_readiness_with_a_verified_key_never_waits_behind_a_flood_of_unknown_keys(
+    flooded: tuple[FastAPI, HeldWork, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys not verified lately are read from the key table on threads of their own; while a
+    flood of them holds every one of those threads, a probe whose key was verified is answered."""
+    import mnemo_sea.rest.auth as auth
+
+    app, _, keys = flooded
+    mnemo: Mnemo = app.state.mnemo
+    unverified = [
+        create_key(mnemo.archive.store, tenant_id="flood", subject=f"bot-{i}", roles=["agent"])[0]
+        for i in range(4)
+    ]
+    lookups_held = threading.Event()
+    lane_full = threading.Event()
+    started: list[str] = []
+    real = auth.authenticate
+
+    def held_lookup(store: Any, presented: str, **kw: Any) -> Any:
+        started.append(presented)
+        if len(started) == app.state.key_lane.total_tokens:
+            lane_full.set()
+        lookups_held.wait(HANG_GUARD_S)  # bounds a hang only: released below
+        return real(store, presented, **kw)
+
+    monkeypatch.setattr(auth, "authenticate", held_lookup)
+    answers: list[int] = []
+
+    async def main() -> None:
+        async with _client(app) as http, anyio.create_task_group() as tg:
+
+            async def unknown(key: str) -> None:
+                headers = {"Authorization": f"Bearer {key}"}
+                answers.append((await http.get("/v1/health/ready", headers=headers)).status_code)
+
+            try:
+                for key in unverified:  # more than the lane's threads: two run, two wait for one
+                    tg.start_soon(unknown, key)
+                assert await anyio.to_thread.run_sync(lane_full.wait, HANG_GUARD_S)
+                await anyio.wait_all_tasks_blocked()
+                assert len(started) == app.state.key_lane.total_tokens == 2
+                ready = await http.get(
+                    "/v1/health/ready", headers={"Authorization": f"Bearer {keys['other']}"}
+                )
+                assert ready.status_code == 200 and ready.json()["status"] == "ready", ready.text
+                assert answers == []  # the flood's lookups are still held
+            finally:
+                lookups_held.set()
+        assert answers == [200] * 4
+
+    run(main)
