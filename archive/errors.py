@@ -54,6 +54,26 @@ class InvalidInput(ArchiveError):
         self.problem = self.detail.get("problem", "")
 
 
+class JsonTooDeep(InvalidInput):
+    """User JSON nests arrays and objects deeper than `limit` levels (a whole document:
+    mnemo_sea.system.json_text; a field: limits.JsonCap);
+    nothing was done with it. `field` names where it came from (a file, a line, an option)."""
+
+    code = "json_too_deep"
+    limit: int
+
+    def __init__(self, where: str, limit: int) -> None:
+        super().__init__(
+            where,
+            f"JSON nested deeper than {limit} levels of arrays and objects; flatten it",
+            limit=limit,
+        )
+
+    def _restore(self) -> None:
+        super()._restore()
+        self.limit = int(self.detail.get("limit", 0))
+
+
 class InvalidBatch(InvalidInput):
     """Items of a batch are invalid; nothing was stored. `problems` names each item and why."""
 

@@ -16,6 +16,7 @@ Lengths are in characters (`len` of the text), except `CONTENT_BYTES` and `ARGUM
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,7 +24,7 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
-from .errors import ContentTooLarge
+from .errors import ContentTooLarge, InvalidInput, JsonTooDeep
 
 # ---- identifiers and references --------------------------------------------------------------
 ID_CHARS = 128  # tenant, subject, session, owner: the identifier pattern's length
@@ -63,65 +64,105 @@ TOOL_DEFINITION_CHARS = 100_000  # one tool definition (its canonical JSON, or i
 TOOLS_CHARS = 1_000_000  # every tool definition of one context together
 CITATIONS = 1_000  # citations of one answer
 QUOTE_CHARS = 20_000
-# Levels of nested arrays and objects, the one limit for every JSON a caller hands in: a whole
-# document (a body, a file, a line; mnemo_sea.system.json_text) and an object field in it
-# (arguments, tool definitions). Tool schemas and arguments are a handful of levels deep.
+# Levels of nested arrays and objects (json_depth_over: `[]` and `{}` are 1, `{"a": [1]}` is 2, a
+# scalar 0), the one depth every JSON field a caller hands in may have (arguments, tool
+# definitions; tool schemas and arguments are a handful of levels deep). A whole document (a
+# REST body, an MCP call's arguments object, a file, a line; mnemo_sea.system.json_text) wraps
+# its fields in a few levels of its own, so it is allowed a fixed allowance more: a field at
+# JSON_DEPTH is accepted on every surface, whether it is the whole document (Python, the CLI's
+# `--arguments`) or sits inside one (a REST body, MCP arguments).
 JSON_DEPTH = 64
+DOCUMENT_JSON_DEPTH = JSON_DEPTH + 4
 
 # A sensitivity or enum name is capped by its vocabulary; these only bound what a parser reads.
 NAME_CHARS = 32
 
 
-def json_size(value: object, limit: int, depth: int = JSON_DEPTH) -> int | None:
-    """The length of `value`'s compact JSON text (strings counted unescaped), or None as soon as
-    it is known to exceed `limit` characters or nest deeper than `depth`: the walk stops there,
-    so measuring costs at most about `limit` steps whatever the value's size."""
+def _measure(value: object, limit: int, depth: int) -> tuple[int | None, bool]:
+    """(the length of `value`'s compact JSON text, or None once it is known to exceed `limit`
+    characters or nest deeper than `depth`; whether it was the nesting). One walk, one count of
+    depth (JSON_DEPTH's): a container is one level deeper than the container holding it, the
+    outermost is level 1, a scalar adds none. It stops at the first excess, so it costs at most
+    about `limit` steps whatever the value's size."""
     size = 0
-    stack: list[tuple[object, int]] = [(value, 0)]
+    stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         item, level = stack.pop()
-        if level > depth:
-            return None
         if isinstance(item, str):
             size += len(item) + 2
-        elif isinstance(item, Mapping):
+        elif isinstance(item, Mapping | list | tuple):
+            if level > depth:
+                return None, True
             size += 2 + max(len(item) - 1, 0)
             if size > limit:  # before iterating: len() of a huge object is free, its items not
-                return None
-            for key, inner in item.items():
-                size += len(str(key)) + 3
-                stack.append((inner, level + 1))
-        elif isinstance(item, list | tuple):
-            size += 2 + max(len(item) - 1, 0)
-            if size > limit:
-                return None
-            stack.extend((inner, level + 1) for inner in item)
+                return None, False
+            if isinstance(item, Mapping):
+                for key, inner in item.items():
+                    size += len(str(key)) + 3
+                    stack.append((inner, level + 1))
+            else:
+                stack.extend((inner, level + 1) for inner in item)
         elif item is None or isinstance(item, bool):
             size += 4 if item is None or item else 5
         else:
             size += len(repr(item))
         if size > limit:
-            return None
-    return size
+            return None, False
+    return size, False
+
+
+def json_size(value: object, limit: int, depth: int = JSON_DEPTH) -> int | None:
+    """The length of `value`'s compact JSON text (strings counted unescaped), or None as soon as
+    it is known to exceed `limit` characters or nest deeper than `depth` levels (counted as
+    json_depth_over counts them): the walk stops there, so measuring costs at most about `limit`
+    steps whatever the value's size."""
+    return _measure(value, limit, depth)[0]
+
+
+def json_depth_over(value: object, limit: int = JSON_DEPTH) -> bool:
+    """Whether `value` (what json.loads returns) nests arrays and objects deeper than `limit`
+    levels: `[]` and `{}` are 1, `{"a": [1]}` is 2, a scalar is 0. The same walk as json_size
+    (without a size limit), iterative, so a value of any depth is measured without recursing."""
+    return _measure(value, sys.maxsize, limit)[1]
 
 
 class JsonCap:
     """Field metadata: a JSON value (object, list or text) of at most `chars` characters of
-    compact JSON, nested at most JSON_DEPTH deep. Checked before pydantic validates the value
-    (a 422 naming the field), and published as `x-max-json-chars`."""
+    compact JSON, nested at most JSON_DEPTH levels. Checked before pydantic validates the value
+    (a 422 naming the field: `json_too_large` with the character limit, or `json_too_deep` with
+    JSON_DEPTH), and published as `x-max-json-chars`."""
 
     def __init__(self, chars: int) -> None:
         self.chars = chars
 
-    def problem(self, value: object) -> str | None:
-        if json_size(value, self.chars) is None:
-            return f"is over {self.chars} characters as JSON, or nested over {JSON_DEPTH} deep"
+    def problem(self, value: object) -> tuple[str, str, int] | None:
+        """None when `value` is within the cap; else (error code, what is wrong, the limit)."""
+        size, too_deep = _measure(value, self.chars, JSON_DEPTH)
+        if too_deep:
+            return (
+                JsonTooDeep.code,
+                f"JSON nested deeper than {JSON_DEPTH} levels of arrays and objects; flatten it",
+                JSON_DEPTH,
+            )
+        if size is None:
+            return "json_too_large", f"is over {self.chars} characters as JSON", self.chars
         return None
+
+    def check(self, field: str, value: object) -> None:
+        """Raise JsonTooDeep or InvalidInput (naming `field` and the limit) past the cap."""
+        problem = self.problem(value)
+        if problem is None:
+            return
+        code, message, limit = problem
+        if code == JsonTooDeep.code:
+            raise JsonTooDeep(field, limit)
+        raise InvalidInput(field, message, limit=limit)
 
     def _check(self, value: Any) -> Any:
         problem = self.problem(value)
         if problem is not None:
-            raise PydanticCustomError("json_too_large", problem, {"limit": self.chars})
+            code, message, limit = problem
+            raise PydanticCustomError(code, message, {"limit": limit})
         return value
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:

@@ -164,11 +164,7 @@ def _check_value(field: str, kind: Any, metadata: tuple[object, ...], value: obj
                     f"is {len(value)} {_unit(value)}; at most {rule.max_length}",
                     limit=rule.max_length,
                 )
-        elif isinstance(rule, JsonCap):
-            problem = rule.problem(value)
-            if problem is not None:
-                raise InvalidInput(field, problem, limit=rule.chars)
-        elif isinstance(rule, ContentCap):
+        elif isinstance(rule, JsonCap | ContentCap):
             rule.check(field, value)
     if kind is None or value is None:
         return

@@ -389,15 +389,18 @@ def release_kind(previous: TaskState | None, item: str) -> str | None:
 def _definite_listings(previous: TaskState | None, proposal: Proposal) -> dict[str, str]:
     """Where the proposal lists each text in a definite list (the field of its first listing):
     `constraints[i]`, or `confirmed[i].fact` of a fact that does not name that text in
-    `resolves`. A constraint the previous version already held is no new listing (a state
-    written before this rule could hold an item in both lists; it is released as a constraint)."""
+    `resolves`. A constraint, or a confirmed fact with the same evidence, the previous version
+    already held is no new listing: a state written before this rule could hold an item both as
+    open and as definite, and carrying it over unchanged must not refuse every later write (it
+    is released as a constraint, or dropped as a fact, as usual)."""
     held = set(previous.constraints) if previous is not None else set()
+    held_claims = {(c.fact, c.evidence_id) for c in previous.confirmed} if previous is not None else set()
     found: dict[str, str] = {}
     for i, item in enumerate(proposal.constraints):
         if item not in held:
             found.setdefault(item, f"constraints[{i}]")
     for claim in proposal.confirmed:
-        if claim.resolves != claim.fact:
+        if claim.resolves != claim.fact and (claim.fact, claim.evidence_id) not in held_claims:
             found.setdefault(claim.fact, f"confirmed[{claim.index}].fact")
     return found
 

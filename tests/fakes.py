@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -85,15 +86,21 @@ class ManualWallClock:
 
     def __init__(self, start: datetime | None = None) -> None:
         self.now = start or datetime.now(UTC)
+        # The system reads its clock from many threads (REST's pool, the indexer): each reading
+        # must move it, so no two threads are ever handed the same moment.
+        self._lock = threading.Lock()
 
     def __call__(self) -> datetime:
-        self.now += self.TICK
-        return self.now
+        with self._lock:
+            self.now += self.TICK
+            return self.now
 
     def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
+        with self._lock:
+            self.now += timedelta(seconds=seconds)
 
     def past(self, moment: datetime | None) -> None:
         """Move just past `moment` (an expiry), as a wait until then would."""
         assert moment is not None
-        self.now = max(self.now, moment) + timedelta(milliseconds=1)
+        with self._lock:
+            self.now = max(self.now, moment) + timedelta(milliseconds=1)

@@ -120,7 +120,7 @@ def _api_problem(request: Request, exc: Exception) -> JSONResponse:
     return problem_response(request, exc.status, exc.code, exc.detail, exc.extra)
 
 
-_OVER_CAP = frozenset({"string_too_long", "too_long", "bytes_too_long", "json_too_large"})
+_OVER_CAP = frozenset({"string_too_long", "too_long", "bytes_too_long", "json_too_large", "json_too_deep"})
 
 
 def _validation(request: Request, exc: Exception) -> JSONResponse:

@@ -8,7 +8,10 @@ by its code (the REST client rebuilds problem answers that way).
 
 from __future__ import annotations
 
-from mnemo_sea.archive import InvalidInput, StoreUnavailable
+from mnemo_sea.archive import StoreUnavailable
+
+# Defined in the archive, whose field caps (limits.JsonCap) raise it too; named here as before.
+from mnemo_sea.archive.errors import JsonTooDeep
 
 
 class CacheUnavailable(StoreUnavailable):
@@ -19,25 +22,6 @@ class CacheUnavailable(StoreUnavailable):
     """
 
     code = "cache_unavailable"
-
-
-class JsonTooDeep(InvalidInput):
-    """User JSON nests arrays and objects deeper than `limit` levels (mnemo_sea.system.json_text);
-    nothing was done with it. `field` names where it came from (a file, a line, an option)."""
-
-    code = "json_too_deep"
-    limit: int
-
-    def __init__(self, where: str, limit: int) -> None:
-        super().__init__(
-            where,
-            f"JSON nested deeper than {limit} levels of arrays and objects; flatten it",
-            limit=limit,
-        )
-
-    def _restore(self) -> None:
-        super()._restore()
-        self.limit = int(self.detail.get("limit", 0))
 
 
 class TooManyRequests(StoreUnavailable):

@@ -3,10 +3,12 @@
 Python's `json` recurses once per nested array or object, so a few kilobytes of `[[[[...` end
 in a RecursionError, and a document nested just below that still breaks whatever walks it next
 (serialising an answer, copying arguments). Every surface therefore parses user JSON here and
-refuses anything nested deeper than MAX_JSON_DEPTH levels with `JsonTooDeep`, a typed
+refuses a document nested deeper than MAX_JSON_DEPTH levels with `JsonTooDeep`, a typed
 InvalidInput (exit 2, REST 422, MCP invalid_input) that names where the JSON came from and the
-limit. No document the system itself accepts needs more: tool arguments, JSON schemas of tool
-definitions and task-state updates are a handful of levels deep.
+limit. That is the field limit (archive/limits.py JSON_DEPTH, which the records' JsonCap fields
+enforce, `json_too_deep` naming JSON_DEPTH) plus a fixed allowance for the levels a document
+wraps its fields in. No document the system itself accepts needs more: tool arguments, JSON
+schemas of tool definitions and task-state updates are a handful of levels deep.
 """
 
 from __future__ import annotations
@@ -14,27 +16,23 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mnemo_sea.archive.limits import JSON_DEPTH
+from mnemo_sea.archive.limits import DOCUMENT_JSON_DEPTH, JSON_DEPTH, json_depth_over
 from mnemo_sea.system.errors import JsonTooDeep
 
-__all__ = ["MAX_JSON_DEPTH", "JsonTooDeep", "check_json_depth", "json_depth_over", "parse_json"]
+__all__ = [
+    "JSON_DEPTH",
+    "MAX_JSON_DEPTH",
+    "JsonTooDeep",
+    "check_json_depth",
+    "json_depth_over",
+    "parse_json",
+]
 
-# Levels of nested arrays and objects: `[]` and `{}` are 1, `{"a": [1]}` is 2, a scalar is 0.
-# The archive's one limit (archive/limits.py), so a document and an object field in it agree.
-MAX_JSON_DEPTH = JSON_DEPTH
-
-
-def json_depth_over(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether `value` (what json.loads returns) nests arrays and objects deeper than `limit`.
-    Iterative, so a value of any depth is measured without recursing."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        children = node.values() if isinstance(node, dict) else node
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
+# A whole document's limit: the archive's field limit (JSON_DEPTH) and a fixed allowance for the
+# levels a body or an MCP call wraps its fields in (archive/limits.py DOCUMENT_JSON_DEPTH), so a
+# field at its limit is accepted whether it is the whole document or sits inside one. Depth is
+# counted by the archive's one walk (limits.json_depth_over): `[]` and `{}` are 1, a scalar 0.
+MAX_JSON_DEPTH = DOCUMENT_JSON_DEPTH
 
 
 def check_json_depth(value: Any, where: str, limit: int = MAX_JSON_DEPTH) -> Any:

@@ -160,7 +160,8 @@ class DeletionCheck:
     index_leftovers: tuple[str, ...]
     pending_outbox: int
     # Whether the archive's files may still hold the deleted bytes: "pending_reader" while
-    # another connection holds SQLite's write-ahead log (erasure_detail says what it holds).
+    # another connection holds SQLite's write-ahead log (erasure_detail says what it holds),
+    # "pending" when the step that empties them failed (the store unreachable).
     erasure: ErasureState = "done"
     erasure_detail: str = ""
 
@@ -172,10 +173,14 @@ class DeletionCheck:
     def status(self) -> DeletionStatus:
         """ "ok": nothing is left anywhere; "pending_reader": nothing is left but the bytes in the
         archive's write-ahead log, which a reader holds (they go once it lets go: check again);
-        "incomplete": something else is left (the leftovers say what)."""
+        "incomplete": something else is left (the leftovers say what), or the files may still
+        hold the bytes because emptying them failed (`erasure` "pending": no reader to wait
+        for, the store itself failed; the next deletion retries it)."""
         if self.archive_leftovers or self.index_leftovers or self.pending_outbox:
             return "incomplete"
-        return "ok" if self.erasure == "done" else "pending_reader"
+        if self.erasure == "done":
+            return "ok"
+        return "pending_reader" if self.erasure == "pending_reader" else "incomplete"
 
 
 __all__ = [

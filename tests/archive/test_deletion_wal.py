@@ -112,6 +112,7 @@ def test_this_processes_own_readers_never_hold_the_log(
     in_both_files(archive, agent, db_file, marker)
     done, finish = threading.Event(), threading.Event()
     read: list[bytes | str | None] = []
+    released: list[bool] = []
 
     def read_in_another_thread() -> None:
         try:
@@ -120,7 +121,8 @@ def test_this_processes_own_readers_never_hold_the_log(
             read.extend([content, *(h.snippet for h in archive.read_hits(agent, [pointer], None) if h)])
         finally:
             done.set()
-        finish.wait()
+        # Bounded, so a test that never releases the worker fails instead of hanging the run.
+        released.append(finish.wait(timeout=120))
 
     worker = threading.Thread(target=read_in_another_thread)
     worker.start()
@@ -133,7 +135,9 @@ def test_this_processes_own_readers_never_hold_the_log(
         assert files_holding(db_file.parent, marker) == []
     finally:
         finish.set()
-        worker.join()
+        worker.join(timeout=120)
+    # A hang guard, not a speed check: the worker was released and ended.
+    assert not worker.is_alive() and released == [True]
 
 
 def test_the_erasure_state_is_not_signed_so_every_receipt_verifies(

@@ -1219,6 +1219,42 @@ def test_an_open_item_restated_as_a_confirmed_fact_or_a_pending_one_as_a_constra
     assert state.version == 2
 
 
+def test_a_stored_fact_equal_to_an_open_item_carried_over_unchanged_is_accepted(
+    archive: Archive, agent: Principal
+) -> None:
+    """A version the rules before open_item_made_definite accepted: a confirmed fact whose text is
+    also still unresolved. Keeping that fact unchanged is no new definite listing (as a held
+    constraint is not); a new fact of that text, or the same text on other evidence, still is."""
+    first_state(archive, agent)
+    with archive.store.write() as conn:  # the old rules' state, written into the stored body
+        body = bodies(archive)[1]
+        body["unresolved"] = [UNKNOWN, "the order has shipped"]
+        conn.execute(
+            update(t.task_states).where(t.task_states.c.version == 1).values(body_json=json.dumps(body))
+        )
+    shipped = {"fact": "the order has shipped", "evidence_id": "order:O-1042"}
+    state = archive.update_task_state(
+        agent,
+        S,
+        goal=GOAL,
+        confirmed=[shipped],
+        unresolved=[UNKNOWN, "the order has shipped"],
+        constraints=[NO_REFUND],
+    )
+    assert state.version == 2 and sorted(bodies(archive)) == [1, 2]  # stored, read raw
+    put(archive, agent, "order:O-1043", "status: shipped")
+    other = {"fact": "the order has shipped", "evidence_id": "order:O-1043"}
+    problems = rejected(
+        archive,
+        agent,
+        goal=GOAL,
+        confirmed=[shipped, other],
+        unresolved=[UNKNOWN, "the order has shipped"],
+        constraints=[NO_REFUND],
+    )
+    assert ("confirmed[1].fact", "open_item_made_definite") in codes(problems)
+
+
 @pytest.mark.postgres
 def test_a_writer_racing_the_cascade_s_new_version_is_told_to_read_again(
     pg_migrated_url: str, agent: Principal

@@ -102,6 +102,49 @@ def test_a_deep_jsonl_line_is_named_by_its_line_and_nothing_is_loaded(
     assert _rows(folder) == before
 
 
+def test_arguments_at_the_field_limit_are_recorded_and_one_more_is_json_too_deep(folder: Path) -> None:
+    # `--arguments` is the whole document and the field at once: the field limit decides.
+    from mnemo_sea.archive.limits import JSON_DEPTH
+
+    def arguments(levels: int) -> str:
+        return '{"a": ' + nested(levels - 1) + "}"
+
+    before = _rows(folder)["tool_results"]
+    ok = cli(
+        "session",
+        "record",
+        "s-args",
+        "t",
+        "--content",
+        "x",
+        "--arguments",
+        arguments(JSON_DEPTH),
+        "--data-dir",
+        folder,
+        *AGENT,
+        "--json",
+    )
+    assert ok.exit_code == 0, (ok.stdout, ok.stderr)
+    over = cli(
+        "session",
+        "record",
+        "s-args",
+        "t",
+        "--content",
+        "x",
+        "--arguments",
+        arguments(JSON_DEPTH + 1),
+        "--data-dir",
+        folder,
+        *AGENT,
+        "--json",
+    )
+    assert over.exit_code == 2, (over.stdout, over.stderr)
+    error = json.loads(over.stdout)["error"]
+    assert error["code"] == "json_too_deep" and error["detail"]["limit"] == JSON_DEPTH, error
+    assert _rows(folder)["tool_results"] == before + 1  # only the one at the limit stored
+
+
 def test_the_limit_is_exact_and_the_parser_never_recurses_past_it() -> None:
     from mnemo_sea.archive import InvalidInput
     from mnemo_sea.system.json_text import MAX_JSON_DEPTH, JsonTooDeep, parse_json

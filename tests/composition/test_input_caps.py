@@ -212,6 +212,55 @@ def test_measuring_a_json_value_stops_at_the_cap() -> None:
     assert limits.json_size({"a": "x" * 20}, 10) is None
 
 
+def _nested_lists(levels: int) -> Any:
+    value: Any = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def _nested_objects(levels: int) -> Any:
+    value: Any = {"leaf": 1}
+    for _ in range(levels - 1):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize("nest", [_nested_lists, _nested_objects])
+def test_a_field_and_a_document_count_json_depth_alike(nest: Any) -> None:
+    # One definition of depth (`[]`/`{}` are 1, a scalar 0): the field cap (json_size, JsonCap)
+    # and the document check (json_text.json_depth_over) accept and refuse the same values.
+    from mnemo_sea.system.json_text import json_depth_over
+
+    at, over = nest(limits.JSON_DEPTH), nest(limits.JSON_DEPTH + 1)
+    assert limits.json_size(at, 10_000) is not None and not json_depth_over(at, limits.JSON_DEPTH)
+    assert limits.json_size(over, 10_000) is None and json_depth_over(over, limits.JSON_DEPTH)
+    assert not json_depth_over(1, 0) and limits.json_size(1, 10, depth=0) == 1  # a scalar is 0 levels
+    assert json_depth_over([], 0) and limits.json_size([], 10, depth=0) is None  # `[]` is 1
+
+
+def test_tool_arguments_at_the_field_limit_pass_and_one_level_more_is_json_too_deep() -> None:
+    from mnemo_sea.system.errors import JsonTooDeep
+
+    check_caps(archive_ops.RecordOp, {"arguments": _nested_objects(limits.JSON_DEPTH)})
+    with pytest.raises(JsonTooDeep) as e:
+        check_caps(archive_ops.RecordOp, {"arguments": _nested_objects(limits.JSON_DEPTH + 1)})
+    assert (e.value.field, e.value.limit, e.value.code) == ("arguments", limits.JSON_DEPTH, "json_too_deep")
+    # The same field over pydantic (REST and MCP validate the records so): the same code and limit.
+    with pytest.raises(ValidationError) as v:
+        archive_ops.RecordOp.model_validate(
+            {"tool_name": "t", "content": "x", "arguments": _nested_objects(limits.JSON_DEPTH + 1)}
+        )
+    [error] = v.value.errors()
+    assert (error["type"], error["ctx"]["limit"]) == ("json_too_deep", limits.JSON_DEPTH)
+
+
+def test_a_document_is_allowed_a_fixed_allowance_above_the_field_limit() -> None:
+    from mnemo_sea.system.json_text import MAX_JSON_DEPTH
+
+    assert MAX_JSON_DEPTH == limits.DOCUMENT_JSON_DEPTH > limits.JSON_DEPTH
+
+
 # ---- the audit's repro: megabytes of tool definitions --------------------------------------------------
 
 # The audit's payload, smaller: three megabytes of tool text (the cap of all of them together

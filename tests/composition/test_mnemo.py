@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,13 @@ def test_a_deleted_record_is_unreachable_everywhere(mnemo: Mnemo) -> None:
     receipt = mnemo.delete_evidence(CLINIC_ADMIN, "note:1")
     check = mnemo.verify_deleted(CLINIC_ADMIN, receipt)
     assert check.ok, check
+    # The files' erasure decides the rest: a reader holding the log is pending on it; a step that
+    # failed outright ("pending") waits on no reader, so it is incomplete, never pending_reader.
+    statuses = {
+        e: dataclasses.replace(check, erasure=e).status for e in ("done", "pending_reader", "pending")
+    }
+    assert statuses == {"done": "ok", "pending_reader": "pending_reader", "pending": "incomplete"}
+    assert not dataclasses.replace(check, erasure="pending").ok
     for mode in ("hybrid", "bm25", "dense"):
         assert all(h.evidence_id != "note:1" for h in mnemo.search(CLINIC, "sea freight", mode=mode).hits)
 

@@ -364,6 +364,38 @@ def test_record_result_retried_with_its_idempotency_key_records_once(mnemo: Mnem
     assert len(mnemo.archive.list_results(CLINIC, session_id)) == 1
 
 
+def test_tool_arguments_at_the_field_limit_are_recorded_over_mcp(mnemo: Mnemo, session_id: str) -> None:
+    # The call's arguments object wraps the field a level deeper; the document allowance covers
+    # it, so arguments Python accepts (JSON_DEPTH levels) are accepted here too, one more are not.
+    from mnemo_sea.archive.limits import JSON_DEPTH
+
+    def arguments(levels: int) -> dict[str, Any]:
+        deep: Any = []
+        for _ in range(levels - 2):
+            deep = [deep]
+        return {"a": deep}  # `levels` deep: the object and the arrays in it
+
+    answers: list[dict[str, Any]] = []
+
+    async def body(client: Client) -> None:
+        for levels in (JSON_DEPTH, JSON_DEPTH + 1):
+            call = {
+                "session_id": session_id,
+                "tool_name": "t",
+                "content": "x",
+                "arguments": arguments(levels),
+            }
+            answers.append(payload(await client.call_tool("record_result", call)))
+
+    with_client(mnemo, CLINIC, body)
+    at_limit, over = answers
+    assert "error" not in at_limit, at_limit
+    assert over["error"] == "invalid_input" and f"deeper than {JSON_DEPTH} levels" in str(over["problems"]), (
+        over
+    )
+    assert len(mnemo.archive.list_results(CLINIC, session_id)) == 1
+
+
 def test_arguments_nested_past_the_limit_are_refused_and_nothing_is_recorded(
     mnemo: Mnemo, session_id: str
 ) -> None:

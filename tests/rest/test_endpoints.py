@@ -828,11 +828,27 @@ def test_a_body_nested_past_the_limit_is_a_422_naming_it_and_nothing_is_stored(a
     with api.mnemo.archive.store.read() as conn:  # raw state: nothing of any of them stored
         for table in (t.tool_results, t.evidence):
             assert conn.execute(select(table).where(table.c.tenant_id == api.tenant)).first() is None
-    # At the limit (the body, its arguments and the arrays in them), the route judges it, as before.
-    at_limit = _nested(MAX_JSON_DEPTH - 2)
-    body = '{"tool_name": "t", "content": "x", "arguments": {"a": ' + at_limit + "}}"
-    response = api.client.post("/v1/sessions/s-deep/results", content=body, headers=headers)
+
+
+def test_a_field_at_its_depth_limit_is_accepted_in_a_body_and_one_more_is_json_too_deep(api: Api) -> None:
+    # The field limit is the one Python and the CLI apply (JSON_DEPTH); the body around it gets
+    # its own allowance (DOCUMENT_JSON_DEPTH), so the same arguments are accepted on every surface.
+    from mnemo_sea.archive.limits import JSON_DEPTH
+
+    headers = {**api.headers("agent"), "Content-Type": "application/json"}
+
+    def body(levels: int) -> str:  # `arguments` nested `levels` deep: its object and the arrays in it
+        return '{"tool_name": "t", "content": "x", "arguments": {"a": ' + _nested(levels - 1) + "}}"
+
+    response = api.client.post("/v1/sessions/s-deep/results", content=body(JSON_DEPTH), headers=headers)
     assert response.status_code == 201, response.text[:300]
+    response = api.client.post("/v1/sessions/s-deep/results", content=body(JSON_DEPTH + 1), headers=headers)
+    problem = assert_problem(response, 422, "invalid_request")
+    [error] = problem["errors"]
+    assert (error["loc"][-1], error["type"], error["limit"]) == ("arguments", "json_too_deep", JSON_DEPTH)
+    with api.mnemo.archive.store.read() as conn:  # raw state: only the one at the limit stored
+        rows = conn.execute(select(t.tool_results).where(t.tool_results.c.tenant_id == api.tenant)).all()
+    assert len(rows) == 1
 
 
 NUL_PROBES = [
