@@ -74,6 +74,9 @@ class Operation:
     retyped: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
+# Retracted content comes back only on purpose: in Python and through `ingest --reactivate`, where
+# a load of files meets a retraction; a REST or MCP write of it is refused (409).
+REACTIVATE = "stores content equal to a retracted version as current again, deliberately"
 RECEIPT_OUT = {"receipt_out": "where to write the deletion receipt: a file is the CLI's way to keep it"}
 
 OPERATIONS = (
@@ -297,7 +300,13 @@ OPERATIONS = (
         None,
         None,  # `ingest` loads files and folders in batches: system/bulk_ingest.py
         idempotent=True,
-        extra={"mnemo": {"progress": "a Python callback reporting progress"}},
+        extra={
+            "mnemo": {
+                "progress": "a Python callback reporting progress",
+                "reactivate": REACTIVATE,
+            },
+            "archive": {"reactivate": REACTIVATE},
+        },
     ),
 )
 
