@@ -158,6 +158,86 @@ def test_retry_after_is_the_tenants_backlog_over_its_share_times_its_mean_hold()
     run(main)
 
 
+async def charged(admission: TenantAdmission, tenant: str, cpu_s: float) -> None:
+    """One request of `tenant` whose work took `cpu_s` CPU seconds."""
+    async with admission.slot(tenant) as turn:
+        turn.cpu_s = cpu_s
+
+
+def test_a_tenant_over_its_part_of_the_cpu_runs_one_request_at_a_time_while_another_is_there() -> None:
+    """The 1-client repro: a flood's two threads took two thirds of the one core, and a light
+    tenant's search p99 grew 11x. Threads were free; the heavy tenant must still wait."""
+    now = [0.0]
+
+    async def main() -> None:
+        admission = TenantAdmission(slots=4, per_tenant=2, queue=4, clock=lambda: now[0])
+        await charged(admission, "heavy", 0.5)
+        await charged(admission, "light", 0.01)
+        work = Work(admission)
+        async with anyio.create_task_group() as tg:
+            for name in ("h0", "h1"):
+                tg.start_soon(work.request, "heavy", name)
+            await anyio.wait_all_tasks_blocked()
+            # Two of the four threads are free, yet the heavy tenant runs one request.
+            assert admission.load("heavy") == TenantLoad(running=1, waiting=1)
+            for name in ("l0", "l1"):  # the light tenant runs up to its share of two
+                tg.start_soon(work.request, "light", name)
+            await anyio.wait_all_tasks_blocked()
+            assert admission.load("light") == TenantLoad(running=2, waiting=0)
+            assert work.entered == ["h0", "l0", "l1"]
+            work.release("h0")  # its own request ended: the next one takes its place
+            await anyio.wait_all_tasks_blocked()
+            assert work.entered == ["h0", "l0", "l1", "h1"]
+            assert admission.load("heavy") == TenantLoad(running=1, waiting=0)
+            work.release("h1", "l0", "l1")
+        assert admission.running == 0
+
+    run(main)
+
+
+def test_alone_a_heavy_tenant_runs_up_to_its_share_and_its_cpu_halves_every_half_life() -> None:
+    now = [0.0]
+
+    async def main() -> None:
+        admission = TenantAdmission(
+            slots=4, per_tenant=2, queue=4, clock=lambda: now[0], half_life_s=1.0, present_s=2.0
+        )
+        await charged(admission, "heavy", 0.5)
+        await charged(admission, "light", 0.01)
+        now[0] += 1.0
+        assert admission.recent_cpu_s("heavy") == pytest.approx(0.25)
+        now[0] += 1.5  # the light tenant was last seen 2.5 s ago: gone
+        work = Work(admission)
+        async with anyio.create_task_group() as tg:
+            for name in ("h0", "h1", "h2"):
+                tg.start_soon(work.request, "heavy", name)
+            await anyio.wait_all_tasks_blocked()
+            assert admission.load("heavy") == TenantLoad(running=2, waiting=1)
+            assert admission.recent_cpu_s("light") == 0.0
+            work.release("h0", "h1", "h2")
+
+    run(main)
+
+
+def test_a_tenant_under_its_part_of_the_cpu_is_not_held_back_by_the_others_presence() -> None:
+    now = [0.0]
+
+    async def main() -> None:
+        admission = TenantAdmission(slots=4, per_tenant=2, queue=4, clock=lambda: now[0])
+        await charged(admission, "a", 0.2)
+        await charged(admission, "b", 0.2)  # equal parts: each may run its share
+        work = Work(admission)
+        async with anyio.create_task_group() as tg:
+            for tenant in ("a", "b"):
+                for i in range(2):
+                    tg.start_soon(work.request, tenant, f"{tenant}{i}")
+            await anyio.wait_all_tasks_blocked()
+            assert admission.load("a") == admission.load("b") == TenantLoad(running=2, waiting=0)
+            work.release("a0", "a1", "b0", "b1")
+
+    run(main)
+
+
 def test_the_share_is_at_most_the_pool_and_the_settings_default_to_half_of_it() -> None:
     assert TenantAdmission(slots=2, per_tenant=8, queue=0).per_tenant == 2
     assert MnemoSettings().tenant_threads == 2
@@ -177,9 +257,13 @@ class HeldWork:
     def __init__(self) -> None:
         self.released: dict[str, threading.Event] = {}
         self.done: list[str] = []
+        self.all_released = False
 
     def gate(self, tenant: str) -> threading.Event:
-        return self.released.setdefault(tenant, threading.Event())
+        event = self.released.setdefault(tenant, threading.Event())
+        if self.all_released:  # a request admitted after a failed assertion must not hang the test
+            event.set()
+        return event
 
     def router(self) -> APIRouter:
         router = APIRouter(route_class=PooledRoute)
@@ -193,6 +277,7 @@ class HeldWork:
         return router
 
     def release_all(self) -> None:
+        self.all_released = True
         for event in self.released.values():
             event.set()
 
@@ -317,6 +402,29 @@ def test_readiness_answers_while_the_tenants_hold_every_thread_of_the_pool(
         assert answers == {"flood": [200, 200], "third": [200, 200], "other": [200]}
 
     run(main)
+
+
+def test_a_pooled_endpoint_charges_the_cpu_of_its_thread_to_the_callers_tenant(
+    flooded: tuple[FastAPI, HeldWork, dict[str, str]],
+) -> None:
+    app, work, keys = flooded
+    work.release_all()
+    work.gate("other").set()
+
+    async def main() -> None:
+        async with _client(app) as http:
+            for _ in range(3):
+                answer = await http.post(
+                    "/v1/search",
+                    json={"query": "refund policy"},
+                    headers={"Authorization": f"Bearer {keys['other']}"},
+                )
+                assert answer.status_code == 200, answer.text
+
+    assert app.state.admission.recent_cpu_s("other") == 0.0
+    run(main)
+    assert app.state.admission.recent_cpu_s("other") > 0.0
+    assert app.state.admission.recent_cpu_s("flood") == 0.0
 
 
 def test_the_request_pooled_endpoints_take_for_admission_is_no_parameter_of_the_api(
