@@ -77,6 +77,15 @@ DOCUMENT_JSON_DEPTH = JSON_DEPTH + 4
 # A sensitivity or enum name is capped by its vocabulary; these only bound what a parser reads.
 NAME_CHARS = 32
 
+# The JSON values (counted as json_values_over counts them) one request body may hold: parsing
+# costs by the value, and a body of `[],[],...` within the byte limit held a parser for seconds.
+# Each value takes at least two characters (`0,`), so the capped fields of the largest body, a
+# context's tool definitions (TOOLS_CHARS), hold at most half that many, and the rest of any
+# body far fewer than the allowance added.
+BODY_JSON_VALUES = TOOLS_CHARS // 2 + 10_000
+# Bytes scanned at a time by json_values_over, which stops at the first block past the limit.
+_VALUES_BLOCK = 1 << 20
+
 
 def _measure(value: object, limit: int, depth: int) -> tuple[int | None, bool]:
     """(the length of `value`'s compact JSON text, or None once it is known to exceed `limit`
@@ -124,6 +133,31 @@ def json_depth_over(value: object, limit: int = JSON_DEPTH) -> bool:
     levels: `[]` and `{}` are 1, `{"a": [1]}` is 2, a scalar is 0. The same walk as json_size
     (without a size limit), iterative, so a value of any depth is measured without recursing."""
     return _measure(value, sys.maxsize, limit)[1]
+
+
+def json_values_over(text: bytes, limit: int, *, block: int = _VALUES_BLOCK) -> bool:
+    """Whether the JSON `text` holds more than `limit` values, counted, without parsing it, as its
+    commas and opening brackets outside strings (a value more than its commas, per container).
+
+    A scan of the bytes, not a parse: first an upper bound (the same characters inside strings
+    too), and only when that is over the limit the exact count, a block at a time so that it
+    stops soon after the limit. Escaped backslashes and quotes are removed first, so every
+    remaining quote opens or closes a string. Text that is not JSON is counted all the same:
+    its parser refuses it afterwards."""
+    if text.count(b",") + text.count(b"[") + text.count(b"{") <= limit:
+        return False
+    bare = text.replace(b"\\\\", b"").replace(b'\\"', b"")
+    count = 0
+    in_string = False
+    for start in range(0, len(bare), block):
+        pieces = bare[start : start + block].split(b'"')
+        outside = b"".join(pieces[1::2] if in_string else pieces[::2])
+        count += outside.count(b",") + outside.count(b"[") + outside.count(b"{")
+        if count > limit:
+            return True
+        if len(pieces) % 2 == 0:  # an odd number of quotes: the block ends on the other side
+            in_string = not in_string
+    return False
 
 
 class JsonCap:

@@ -42,7 +42,28 @@ async def caller(
     bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
     header: Annotated[str | None, Security(_header)],
 ) -> Principal:
-    presented = bearer.credentials if bearer is not None else header
+    known: Principal | None = getattr(request.state, "principal", None)
+    if known is not None:  # verified before the body was read (rest/json_bodies.py)
+        return known
+    return await verified_caller(request, bearer.credentials if bearer is not None else header)
+
+
+def presented_key(request: Request) -> str | None:
+    """The key a request presents, read as the `caller` dependency's header schemes read it."""
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and credentials:
+        return credentials
+    return request.headers.get("x-api-key")
+
+
+async def authenticate_request(request: Request) -> Principal:
+    """The principal of the key `request` presents, verified as the `caller` dependency does."""
+    return await verified_caller(request, presented_key(request))
+
+
+async def verified_caller(request: Request, presented: str | None) -> Principal:
+    """The principal of `presented` (Unauthenticated when none or unknown), left on the request
+    state for the access log, the pool's admission and the `caller` dependency."""
     if not presented:
         raise Unauthenticated("an API key is required: send Authorization: Bearer <key>")
     keys: VerifiedKeys = request.app.state.verified_keys
@@ -56,6 +77,7 @@ async def caller(
     # For the access log (never the key itself) and the tenant's turn in the pool.
     request.state.tenant_id = principal.tenant_id
     request.state.subject = principal.subject
+    request.state.principal = principal
     return principal
 
 

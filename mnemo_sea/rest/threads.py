@@ -8,8 +8,9 @@ makes each plain endpoint a coroutine that awaits the function in the pool, so t
 work takes one hop and the answer is validated and encoded on the event loop.
 
 Before the hop, the request waits for a slot of its caller's tenant (rest/admission.py, the
-app's `state.admission`), so one tenant's requests never hold the whole pool; the tenant is the
-one the authentication dependency left on the request state (rest/auth.py). A request without
+app's `state.admission`), so one tenant's requests never hold the whole pool, and the CPU time
+the endpoint took on its thread is charged to that tenant; the tenant is the one the
+authentication dependency left on the request state (rest/auth.py). A request without
 an authenticated tenant (no pooled endpoint of this API) goes straight to the pool.
 """
 
@@ -21,10 +22,12 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import Request
+from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
-from mnemo_sea.rest.admission import TenantAdmission
+from mnemo_sea.rest.admission import TenantAdmission, charged
+from mnemo_sea.rest.auth import authenticate_request, caller
 from mnemo_sea.rest.json_bodies import RouteHandler, depth_checked
 
 # The parameter `pooled` adds for the request when the endpoint takes none of its own.
@@ -50,8 +53,8 @@ def pooled(endpoint: Callable[..., Any]) -> Callable[..., Coroutine[Any, Any, An
         tenant: str | None = getattr(request.state, "tenant_id", None)
         if admission is None or tenant is None:
             return await run_in_threadpool(endpoint, *args, **kwargs)
-        async with admission.slot(tenant):
-            return await run_in_threadpool(endpoint, *args, **kwargs)
+        async with admission.slot(tenant) as turn:
+            return await run_in_threadpool(charged, turn, endpoint, *args, **kwargs)
 
     run.__signature__ = signature  # type: ignore[attr-defined]
     return run
@@ -66,5 +69,11 @@ class PooledRoute(APIRoute):
         super().__init__(path, endpoint, **kwargs)
 
     def get_route_handler(self) -> RouteHandler:
-        # Every body through the one JSON parser and its depth limit (rest/json_bodies.py).
-        return depth_checked(super().get_route_handler())
+        # Every body through the one JSON parser and its limits, after the key when the route
+        # needs one (rest/json_bodies.py).
+        needs_key = _depends_on(self.dependant, caller)
+        return depth_checked(super().get_route_handler(), authenticate_request if needs_key else None)
+
+
+def _depends_on(dependant: Dependant, call: Callable[..., Any]) -> bool:
+    return any(d.call is call or _depends_on(d, call) for d in dependant.dependencies)
