@@ -79,10 +79,10 @@ NAME_CHARS = 32
 
 # The JSON values (counted as json_values_over counts them) one request body may hold: parsing
 # costs by the value, and a body of `[],[],...` within the byte limit held a parser for seconds.
-# Each value takes at least two characters (`0,`), so the capped fields of the largest body, a
-# context's tool definitions (TOOLS_CHARS), hold at most half that many, and the rest of any
-# body far fewer than the allowance added.
-BODY_JSON_VALUES = TOOLS_CHARS // 2 + 10_000
+# Counted values take at least three characters for two (`[],`: a bracket and a comma), so the
+# capped fields of the largest body, a context's tool definitions (TOOLS_CHARS), hold at most
+# two thirds that many, and the rest of any body far fewer than the allowance added.
+BODY_JSON_VALUES = TOOLS_CHARS * 2 // 3 + 10_000
 # Bytes scanned at a time by json_values_over, which stops at the first block past the limit.
 _VALUES_BLOCK = 1 << 20
 

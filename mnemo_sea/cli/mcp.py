@@ -110,6 +110,7 @@ def run(
 
     from mnemo_sea.archive.api_keys import authenticate
     from mnemo_sea.mcp import build_server, fixed_principal, serve_http, serve_stdio
+    from mnemo_sea.rest.admission import admission_of
     from mnemo_sea.system.opening import open_mnemo
 
     # Check the principal options before the (slow) open, so a typo fails at once.
@@ -120,7 +121,10 @@ def run(
     mnemo = open_mnemo(settings)
     try:
         if transport is Transport.HTTP:
-            serve_http(mnemo, host=host, port=port, max_request_bytes=settings.max_request_bytes)
+            shares = admission_of(settings)
+            serve_http(
+                mnemo, host=host, port=port, max_request_bytes=settings.max_request_bytes, admission=shares
+            )
             return
         if principal is None:
             assert api_key is not None

@@ -19,7 +19,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mnemo_sea.archive import Principal
 from mnemo_sea.archive.api_keys import Unauthenticated, authenticate
 from mnemo_sea.archive.store import ArchiveStore
-from mnemo_sea.rest.limits import BodyLimit
+from mnemo_sea.rest.admission import TenantAdmission, admission_of
+from mnemo_sea.rest.limits import BodyLimit, JsonValueLimit
 from mnemo_sea.rest.observability import RequestIds
 from mnemo_sea.rest.problems import domain_problem
 from mnemo_sea.system.mnemo import Mnemo
@@ -85,19 +86,24 @@ def http_app(
     host: str = "127.0.0.1",
     path: str = MCP_PATH,
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+    admission: TenantAdmission | None = None,
 ) -> ASGIApp:
     """The streamable-HTTP MCP app at `path`, behind API-key authentication and the same request
-    body limit as the REST API (413 above `max_request_bytes`); every answer, a 401 or 413
-    problem included, carries its request id (X-Request-ID, echoed when the client sent one).
+    body limits as the REST API (413 above `max_request_bytes`, or past BODY_JSON_VALUES values,
+    checked after the key); every answer, a 401 or 413 problem included, carries its request id
+    (X-Request-ID, echoed when the client sent one). Tool calls take turns by tenant in
+    `admission` (by default, the REST API's default shares: `admission_of(MnemoSettings())`).
 
     `host` is where it will listen: on a loopback address the SDK also refuses requests whose
     Host or Origin header is not loopback (DNS-rebinding protection).
     """
-    server = build_server(mnemo, request_principal)
+    shares = admission if admission is not None else admission_of(MnemoSettings())
+    server = build_server(mnemo, request_principal, shares)
     app = server.streamable_http_app(
         streamable_http_path=path, stateless_http=True, json_response=True, host=host
     )
-    return RequestIds(BodyLimit(BearerKeys(app, mnemo.archive.store), max_request_bytes))
+    keyed = BearerKeys(JsonValueLimit(app), mnemo.archive.store)
+    return RequestIds(BodyLimit(keyed, max_request_bytes))
 
 
 def serve_http(
@@ -107,9 +113,10 @@ def serve_http(
     port: int,
     path: str = MCP_PATH,
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+    admission: TenantAdmission | None = None,
 ) -> None:
     """Serve streamable HTTP until interrupted (SIGINT/SIGTERM)."""
     import uvicorn
 
-    app = http_app(mnemo, host=host, path=path, max_request_bytes=max_request_bytes)
+    app = http_app(mnemo, host=host, path=path, max_request_bytes=max_request_bytes, admission=admission)
     uvicorn.run(app, host=host, port=port, log_level="info")

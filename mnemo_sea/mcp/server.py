@@ -5,6 +5,11 @@ configured principal (`fixed_principal`), HTTP as the principal of each request'
 (`mnemo_sea.mcp.http`). A call validates its arguments against the tool's model, runs the
 `Mnemo` call in a worker thread (the archive and index are synchronous) and answers through
 `results`, so every outcome is a tool result: never a protocol error, never a traceback.
+
+Given a `TenantAdmission` (HTTP, where many keys share one process), a call first waits for a
+turn of its principal's tenant, as a REST request does (rest/admission.py), and its CPU is
+charged to that tenant: one tenant's calls never hold every thread, and a tenant past its line
+gets a `too_many_requests` tool error with `retry_after`, nothing done.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from mcp_types import (
 
 from mnemo_sea import __version__
 from mnemo_sea.archive import Principal
+from mnemo_sea.rest.admission import TenantAdmission, charged
 from mnemo_sea.system.json_text import check_json_depth
 from mnemo_sea.system.mnemo import Mnemo
 
@@ -58,8 +64,11 @@ def _published(tool: AgentTool[Any]) -> Tool:
     )
 
 
-def build_server(mnemo: Mnemo, principal_of: PrincipalOf) -> Server[dict[str, Any]]:
-    """An MCP server exposing `TOOLS` over `mnemo`, each call run as `principal_of(ctx)`."""
+def build_server(
+    mnemo: Mnemo, principal_of: PrincipalOf, admission: TenantAdmission | None = None
+) -> Server[dict[str, Any]]:
+    """An MCP server exposing `TOOLS` over `mnemo`, each call run as `principal_of(ctx)`, in a
+    turn of its tenant when `admission` is given."""
     by_name = {tool.name: tool for tool in TOOLS}
     listed = [_published(tool) for tool in TOOLS]
 
@@ -75,7 +84,13 @@ def build_server(mnemo: Mnemo, principal_of: PrincipalOf) -> Server[dict[str, An
             # The SDK's parser stops near 200 levels; the system's one limit is lower (json_text).
             raw = check_json_depth(params.arguments or {}, "arguments")
             arguments = tool.inputs.model_validate(raw)
-            payload = await anyio.to_thread.run_sync(tool.run, mnemo, principal, arguments)
+            if admission is None:
+                payload = await anyio.to_thread.run_sync(tool.run, mnemo, principal, arguments)
+            else:
+                async with admission.slot(principal.tenant_id) as turn:
+                    payload = await anyio.to_thread.run_sync(
+                        charged, turn, tool.run, mnemo, principal, arguments
+                    )
         except Exception as e:  # noqa: BLE001 - the boundary: every failure becomes a tool error result
             return from_exception(e, tool.name)
         return success(payload)

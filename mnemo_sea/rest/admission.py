@@ -51,6 +51,7 @@ from typing import Any, TypeVar
 import anyio
 
 from mnemo_sea.system.errors import TooManyRequests
+from mnemo_sea.system.settings import MnemoSettings
 
 T = TypeVar("T")
 
@@ -152,8 +153,10 @@ class TenantAdmission:
     def recent_cpu_s(self, tenant: str) -> float:
         """The CPU seconds of `tenant`'s requests, each halved every half-life since it ended
         (0 for a tenant not present)."""
+        now = self._clock()
+        self._present(now)
         usage = self._usage.get(tenant)
-        return 0.0 if usage is None else self._decayed(usage, self._clock())
+        return 0.0 if usage is None else self._decayed(usage, now)
 
     @property
     def running(self) -> int:
@@ -166,7 +169,10 @@ class TenantAdmission:
         sets the CPU seconds its work took on the Turn it gets; the tenant is charged them."""
         state = self._tenants.setdefault(tenant, _Tenant())
         self._seen(tenant)
-        if not state.waiting and self._running < self.slots and self._may_run(tenant, state):
+        if self._ring and self._running < self.slots:
+            self._dispatch()  # the waiting may run now that others left: they go first
+        free = not state.waiting and self._running < self.slots
+        if free and self._may_run(tenant, state, self._mean_cpu() if state.running else None):
             self._grant(state)
         else:
             await self._wait(tenant, state)
@@ -191,7 +197,12 @@ class TenantAdmission:
         state.waiting.append(waiter)
         self._ring.setdefault(tenant, None)
         try:
-            await waiter.event.wait()
+            while not waiter.event.is_set():
+                # Whether a tenant may run more changes with time too (the others leave, its
+                # CPU decays), not only when a slot frees: look again now and then.
+                with anyio.move_on_after(self._present_s):
+                    await waiter.event.wait()
+                self._dispatch()
         except BaseException:
             if waiter.granted:
                 self._release(tenant, state)
@@ -211,7 +222,9 @@ class TenantAdmission:
     def _retry_after(self, tenant: str, state: _Tenant) -> int:
         backlog = state.running + len(state.waiting)
         mean = self._mean_hold_s.get(tenant, _FIRST_HOLD_S)
-        seconds = math.ceil(backlog / self.per_tenant * mean)
+        # A tenant over its part of the CPU runs one request at a time, not its share.
+        drains = self.per_tenant if self._within_cpu(tenant, self._mean_cpu()) else 1
+        seconds = math.ceil(backlog / drains * mean)
         low, high = _RETRY_AFTER_S
         return max(low, min(high, seconds))
 
@@ -227,8 +240,9 @@ class TenantAdmission:
 
     def _dispatch(self) -> None:
         """Grant free slots to waiting requests, round-robin over the tenants that may run one more."""
+        mean = self._mean_cpu()
         while self._running < self.slots:
-            chosen = next((t for t in self._ring if self._may_run(t, self._tenants[t])), None)
+            chosen = next((t for t in self._ring if self._may_run(t, self._tenants[t], mean)), None)
             if chosen is None:
                 return
             state = self._tenants[chosen]
@@ -241,21 +255,26 @@ class TenantAdmission:
             else:
                 del self._ring[chosen]
 
-    def _may_run(self, tenant: str, state: _Tenant) -> bool:
+    def _may_run(self, tenant: str, state: _Tenant, mean_cpu: float | None) -> bool:
         """Whether one more request of `tenant` may run now (a free slot aside): its first always,
         more up to its share while it has used no more than an equal part of the present
-        tenants' CPU."""
+        tenants' CPU (`mean_cpu`, from _mean_cpu)."""
         if state.running == 0:
             return True
-        if state.running >= self.per_tenant:
-            return False
+        return state.running < self.per_tenant and self._within_cpu(tenant, mean_cpu)
+
+    def _within_cpu(self, tenant: str, mean_cpu: float | None) -> bool:
+        usage = self._usage.get(tenant)
+        return mean_cpu is None or usage is None or self._decayed(usage, self._clock()) <= mean_cpu
+
+    def _mean_cpu(self) -> float | None:
+        """The mean of the present tenants' CPU seconds; None when fewer than two are present
+        (alone, a tenant has no one to share with)."""
         now = self._clock()
         present = self._present(now)
         if len(present) < 2:
-            return True
-        total = sum(self._decayed(u, now) for u in present)
-        mine = self._usage.get(tenant)
-        return mine is None or self._decayed(mine, now) * len(present) <= total
+            return None
+        return sum(self._decayed(u, now) for u in present) / len(present)
 
     def _present(self, now: float) -> list[_Usage]:
         """The usage of the tenants present: in the service, or seen within `present_s`. Those
@@ -273,6 +292,7 @@ class TenantAdmission:
 
     def _seen(self, tenant: str) -> None:
         now = self._clock()
+        self._present(now)  # forgets the tenants gone, whatever path the requests take
         usage = self._usage.pop(tenant, None) or _Usage(at=now)
         usage.seen = now
         self._usage[tenant] = usage
@@ -291,3 +311,9 @@ class TenantAdmission:
         # Bounded by the tenants active right now, not by every tenant ever seen.
         if state.running == 0 and not state.waiting and self._tenants.get(tenant) is state:
             del self._tenants[tenant]
+
+
+def admission_of(settings: MnemoSettings) -> TenantAdmission:
+    """The shares the settings give: MNEMO_API_THREADS slots, MNEMO_API_TENANT_THREADS a tenant,
+    MNEMO_API_TENANT_QUEUE waiting."""
+    return TenantAdmission(settings.api_threads, settings.tenant_threads, settings.api_tenant_queue)

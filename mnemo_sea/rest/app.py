@@ -24,7 +24,7 @@ from fastapi.openapi.utils import get_openapi
 
 from mnemo_sea.archive.verified_keys import VerifiedKeys
 from mnemo_sea.rest import observability, problems
-from mnemo_sea.rest.admission import TenantAdmission
+from mnemo_sea.rest.admission import admission_of
 from mnemo_sea.rest.limits import BodyLimit
 from mnemo_sea.rest.routes import admin, deletion, evidence, health, memory, search, sessions, summaries
 from mnemo_sea.system.mnemo import Mnemo
@@ -75,7 +75,7 @@ def create_app(
     app.state.settings = cfg
     app.state.metrics = observability.Metrics(mnemo)
     app.state.verified_keys = VerifiedKeys(cfg.key_cache_seconds)
-    app.state.admission = TenantAdmission(cfg.api_threads, cfg.tenant_threads, cfg.api_tenant_queue)
+    app.state.admission = admission_of(cfg)
     app.state.probe_lane = anyio.CapacityLimiter(PROBE_THREADS)
     app.state.key_lane = anyio.CapacityLimiter(PROBE_THREADS)
     problems.install(app)

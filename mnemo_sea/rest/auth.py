@@ -48,17 +48,16 @@ async def caller(
     return await verified_caller(request, bearer.credentials if bearer is not None else header)
 
 
-def presented_key(request: Request) -> str | None:
-    """The key a request presents, read as the `caller` dependency's header schemes read it."""
-    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and credentials:
-        return credentials
-    return request.headers.get("x-api-key")
-
-
-async def authenticate_request(request: Request) -> Principal:
-    """The principal of the key `request` presents, verified as the `caller` dependency does."""
-    return await verified_caller(request, presented_key(request))
+async def authenticate_request(request: Request) -> Principal | None:
+    """The principal of the key `request` presents, verified as the `caller` dependency does
+    (the same header schemes), before the body is read (rest/json_bodies.py). None when the app
+    replaced `caller` (FastAPI's dependency_overrides): its stand-in decides, in the route."""
+    if caller in request.app.dependency_overrides:
+        return None
+    bearer = await _bearer(request)
+    return await verified_caller(
+        request, bearer.credentials if bearer is not None else await _header(request)
+    )
 
 
 async def verified_caller(request: Request, presented: str | None) -> Principal:

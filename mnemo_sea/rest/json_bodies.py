@@ -14,14 +14,17 @@ in `json.loads` and 77 s in the depth check. Now, on a route that needs a key:
   byte of the body is read;
 - a body with more than BODY_JSON_VALUES values (archive/limits.py) is refused with 413
   before it is parsed: counting them is a scan of the bytes (`json_values_over`), and the
-  records' own caps admit far fewer, so no valid request is near it;
-- a body over INLINE_PARSE_BYTES is parsed in the thread pool, in a turn of the caller's
-  tenant (rest/admission.py), so its CPU is the tenant's and the loop keeps serving the others.
+  records' own caps admit no more than that; a body that is not UTF-8 is no JSON here
+  (json.loads would read UTF-16, which the scan cannot count);
+- a body over INLINE_PARSE_BYTES or INLINE_PARSE_VALUES is parsed in the thread pool, in a
+  turn of the caller's tenant (rest/admission.py), so its CPU is the tenant's and it waits its
+  turn. json.loads holds the GIL while it runs: the value cap, not the thread, bounds how long
+  (about 0.3 s at the cap).
 """
 
 from __future__ import annotations
 
-import contextlib
+import json
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -32,23 +35,31 @@ from starlette.responses import Response
 
 from mnemo_sea.archive.limits import BODY_JSON_VALUES, json_values_over
 from mnemo_sea.rest.admission import TenantAdmission, charged
+from mnemo_sea.rest.limits import TOO_MANY_VALUES
 from mnemo_sea.system.json_text import parse_json
 
 RouteHandler = Callable[[Request], Coroutine[Any, Any, Response]]
 # Verifies the request's key (raising Unauthenticated), leaving its tenant on the request state.
 Authenticate = Callable[[Request], Awaitable[object]]
 
-# Bodies up to this size are parsed on the event loop: a thread hop costs more than they do.
+# Bodies up to this size and count of values are parsed on the event loop: a thread hop costs
+# more than they do (json.loads of 2,000 values is tens of microseconds).
 INLINE_PARSE_BYTES = 256 * 1024
+INLINE_PARSE_VALUES = 2_000
 
 
 class JsonBodyRequest(Request):
-    """A request whose JSON body is parsed once, by `parse_json` (JsonTooDeep past the limit)."""
+    """A request whose JSON body is parsed once: by `_parse` before the route, or here by
+    `parse_json` (JsonTooDeep past the limit); a parse that failed fails again the same way."""
+
+    _outcome: Any
 
     async def json(self) -> Any:
-        if not hasattr(self, "_json"):
-            self._json = parse_json(await self.body(), "body")
-        return self._json
+        if not hasattr(self, "_outcome"):
+            self._outcome = _parsed(await self.body())
+        if isinstance(self._outcome, Exception):
+            raise self._outcome
+        return self._outcome
 
 
 def _json_content(content_type: str | None) -> bool:
@@ -60,41 +71,46 @@ def _json_content(content_type: str | None) -> bool:
 
 
 def _parsed(body: bytes) -> Any:
-    """The body's JSON; ValueError (not JSON, not UTF-8) is FastAPI's to answer, as it always was."""
-    with contextlib.suppress(ValueError):
+    """The body's JSON, or the ValueError that says why it is none (not JSON, not UTF-8), which
+    FastAPI answers as it always did. JsonTooDeep is raised: the problem handlers answer it."""
+    # json.loads takes UTF-16 and UTF-32 too, which the value count's byte scan cannot read
+    # (RFC 8259: JSON between systems is UTF-8).
+    if json.detect_encoding(body) not in ("utf-8", "utf-8-sig"):
+        return json.JSONDecodeError("the body is not UTF-8", "", 0)
+    try:
         return parse_json(body, "body")
-    return None
+    except ValueError as e:
+        return e
 
 
 async def _parse(request: JsonBodyRequest, body: bytes) -> None:
     if json_values_over(body, BODY_JSON_VALUES):
-        raise HTTPException(
-            413, f"the request body holds more than {BODY_JSON_VALUES} JSON values; send less per request"
-        )
+        raise HTTPException(413, TOO_MANY_VALUES)
     admission: TenantAdmission | None = getattr(request.app.state, "admission", None)
     tenant: str | None = getattr(request.state, "tenant_id", None)
-    if len(body) <= INLINE_PARSE_BYTES or admission is None or tenant is None:
-        parsed = _parsed(body)
+    small = len(body) <= INLINE_PARSE_BYTES and not json_values_over(body, INLINE_PARSE_VALUES)
+    if small or admission is None or tenant is None:
+        request._outcome = _parsed(body)
     else:
         async with admission.slot(tenant) as turn:
-            parsed = await run_in_threadpool(charged, turn, _parsed, body)
-    if parsed is not None:
-        request._json = parsed
+            request._outcome = await run_in_threadpool(charged, turn, _parsed, body)
 
 
 def depth_checked(handler: RouteHandler, authenticate: Authenticate | None = None) -> RouteHandler:
     """`handler` run on a JsonBodyRequest whose body, when JSON, was parsed (and its nesting
-    checked) before it, after `authenticate` when the route needs a key: JsonTooDeep,
-    Unauthenticated and the 413 raised from here reach the app's problem handlers."""
+    checked) before it, after `authenticate` when the route needs a key (whatever the body's
+    type: FastAPI reads every body before the key check): JsonTooDeep, Unauthenticated and the
+    413 raised from here reach the app's problem handlers."""
 
     async def run(request: Request) -> Response:
         checked = JsonBodyRequest(request.scope, request.receive)
-        if _json_content(checked.headers.get("content-type")) and _may_have_body(checked):
+        if _may_have_body(checked):
             if authenticate is not None:
                 await authenticate(checked)
-            body = await checked.body()
-            if body:
-                await _parse(checked, body)
+            if _json_content(checked.headers.get("content-type")):
+                body = await checked.body()
+                if body:
+                    await _parse(checked, body)
         return await handler(checked)
 
     return run

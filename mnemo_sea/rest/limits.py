@@ -1,4 +1,4 @@
-"""The request body limit: 413 as problem+json, before a byte of an oversized body is read.
+"""The request body limits: 413 as problem+json, before an oversized body is read or parsed.
 
 Starlette's own limiter (FastAPI's `max_body_size`) replaces whatever the app answered to a
 request whose Content-Length is over the limit with a plain-text 413, without the request id
@@ -13,7 +13,11 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mnemo_sea.archive.limits import BODY_JSON_VALUES, json_values_over
 from mnemo_sea.rest.problems import problem_response
+
+# What a body past BODY_JSON_VALUES is told, on REST (rest/json_bodies.py) and MCP (below).
+TOO_MANY_VALUES = f"the request body holds more than {BODY_JSON_VALUES} JSON values; send less per request"
 
 
 class BodyLimit:
@@ -53,3 +57,48 @@ class BodyLimit:
             return message
 
         await self.app(scope, counted, send)
+
+
+class JsonValueLimit:
+    """ASGI middleware for an app that parses its own bodies (the MCP SDK's): a body of more than
+    BODY_JSON_VALUES JSON values gets a 413 `request_too_large` problem before the app sees it.
+    It reads the whole body (put it behind BodyLimit, and behind the key check: an anonymous
+    caller's body is never read) and hands the app the same bytes."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        try:
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":  # the client went away: nothing to serve
+                    return
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    break
+        except HTTPException as e:  # BodyLimit's count of a body sent without Content-Length
+            await problem_response(Request(scope), e.status_code, "request_too_large", e.detail)(
+                scope, receive, send
+            )
+            return
+        body = b"".join(chunks)
+        if json_values_over(body, BODY_JSON_VALUES):
+            extra = {"limit": BODY_JSON_VALUES}
+            response = problem_response(Request(scope), 413, "request_too_large", TOO_MANY_VALUES, extra)
+            await response(scope, receive, send)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)

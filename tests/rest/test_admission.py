@@ -219,6 +219,69 @@ def test_alone_a_heavy_tenant_runs_up_to_its_share_and_its_cpu_halves_every_half
     run(main)
 
 
+def test_the_waiting_of_a_heavy_tenant_run_once_the_others_are_gone_without_a_release() -> None:
+    """Whether a tenant may run more changes with time (the others leave), not only when a slot
+    frees: a new request, or the waiters' own look now and then, lets the waiting run."""
+    now = [0.0]
+
+    async def main() -> None:
+        admission = TenantAdmission(slots=4, per_tenant=2, queue=4, clock=lambda: now[0], present_s=0.05)
+        await charged(admission, "heavy", 0.5)
+        await charged(admission, "light", 0.01)
+        work = Work(admission)
+        entered = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            for name in ("h0", "h1"):
+                tg.start_soon(work.request, "heavy", name)
+            await anyio.wait_all_tasks_blocked()
+            assert admission.load("heavy") == TenantLoad(running=1, waiting=1)
+            now[0] += 60.0  # the light tenant is long gone; h0 still runs, nothing was released
+
+            async def watch() -> None:
+                while "h1" not in work.entered:
+                    await anyio.sleep(0.01)
+                entered.set()
+
+            tg.start_soon(watch)
+            await entered.wait()  # the waiter's own look granted it (the hang guard bounds this)
+            assert admission.load("heavy") == TenantLoad(running=2, waiting=0)
+            work.release("h0", "h1")
+
+            # The same with a new request as the trigger: it lets the waiting one go first.
+            await charged(admission, "light", 0.0)
+            await charged(admission, "heavy", 5.0)
+            for name in ("h2", "h3"):
+                tg.start_soon(work.request, "heavy", name)
+            await anyio.wait_all_tasks_blocked()
+            now[0] += 60.0
+            tg.start_soon(work.request, "heavy", "h4")
+            await anyio.wait_all_tasks_blocked()
+            assert work.entered[-2:] == ["h2", "h3"]  # the one that waited, not the newcomer
+            assert admission.load("heavy") == TenantLoad(running=2, waiting=1)
+            work.release("h2", "h3", "h4")
+
+    run(main)
+
+
+def test_a_heavy_tenants_retry_after_counts_one_request_at_a_time() -> None:
+    now = [0.0]
+
+    async def main() -> None:
+        admission = TenantAdmission(slots=4, per_tenant=2, queue=1, clock=lambda: now[0])
+        await charged(admission, "heavy", 0.5)
+        await charged(admission, "light", 0.01)
+        work = Work(admission)
+        async with anyio.create_task_group() as tg:
+            for name in ("h0", "h1", "h2"):  # one runs, one waits, the third is refused
+                tg.start_soon(work.request, "heavy", name)
+            await anyio.wait_all_tasks_blocked()
+            # A backlog of 2 drained one at a time, each holding the first guess of 1 s.
+            assert [e.retry_after for e in work.refused] == [2]
+            work.release("h0", "h1", "h2")
+
+    run(main)
+
+
 def test_a_tenant_under_its_part_of_the_cpu_is_not_held_back_by_the_others_presence() -> None:
     now = [0.0]
 

@@ -10,6 +10,7 @@ it took: nothing here reads a clock.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from fastapi.testclient import TestClient
 from rest_helpers import Api, assert_problem
 from starlette.types import Message, Receive, Scope, Send
 
-from mnemo_sea.archive.limits import BODY_JSON_VALUES
+from mnemo_sea.archive.limits import BODY_JSON_VALUES, TOOLS_CHARS, json_values_over
 from mnemo_sea.rest import json_bodies
 
 JSON = {"Content-Type": "application/json"}
@@ -77,6 +78,37 @@ def test_a_body_without_a_valid_key_is_refused_before_a_byte_of_it_is_read(
     answer = client.post("/v1/search", content=body, headers={**JSON, **api.headers("agent")})
     assert_problem(answer, 422)
     assert watch.pulled == len(body) and len(parses) == 1
+
+
+def test_a_body_of_any_type_without_a_key_is_refused_before_it_is_read(api: Api, parses: list[bool]) -> None:
+    watch = BodyWatch(api)
+    client = TestClient(watch)
+    for content_type in ("text/plain", "application/octet-stream", "multipart/form-data; boundary=x"):
+        answer = client.post("/v1/search", content=b"x" * 100_000, headers={"Content-Type": content_type})
+        assert_problem(answer, 401, "unauthenticated")
+    assert watch.pulled == 0 and parses == []
+
+
+def test_a_body_that_is_not_utf8_json_is_refused_unparsed(api: Api) -> None:
+    """json.loads reads UTF-16 and UTF-32 too, where the value count's byte scan would be blind:
+    such a body is no JSON here (RFC 8259), whatever it holds."""
+    agent = {**JSON, **api.headers("agent")}
+    for encoding in ("utf-16-le", "utf-16", "utf-32"):
+        body = json.dumps({"query": "dose"}).encode(encoding)
+        assert_problem(api.client.post("/v1/search", content=body, headers=agent), 422)
+    assert api.client.post("/v1/search", json={"query": "dose"}, headers=agent).status_code == 200
+
+
+def test_the_largest_body_the_field_caps_admit_is_under_the_value_limit(api: Api) -> None:
+    """Ten tool definitions of `[]`s, the densest JSON there is, filling TOOLS_CHARS."""
+    per_tool = (TOOLS_CHARS // 10 - 10) // 3
+    tools = [{"a": [[]] * per_tool} for _ in range(10)]
+    body = json.dumps({"budget_tokens": 1000, "tools": tools}, separators=(",", ":")).encode()
+    assert not json_values_over(body, BODY_JSON_VALUES)
+    answer = api.client.post(
+        "/v1/sessions/s-max/context", content=body, headers={**JSON, **api.headers("agent")}
+    )
+    assert answer.status_code in (200, 404), answer.text[:500]  # within every cap: not 413, not 422
 
 
 def test_a_body_of_more_json_values_than_the_limit_is_413_before_it_is_parsed(
