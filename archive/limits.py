@@ -62,6 +62,10 @@ INSTRUCTIONS_CHARS = 1_000_000
 TOOLS = 256  # tool definitions in one context
 TOOL_DEFINITION_CHARS = 100_000  # one tool definition (its canonical JSON, or its text)
 TOOLS_CHARS = 1_000_000  # every tool definition of one context together
+# JSON values (as json_values_over counts them) of every tool definition together: walking and
+# validating a value costs by the value, and 1,000,000 characters of `[]` are 666,666 of them,
+# seconds of work; a large real tool set (128 tools of 200-value schemas) is 26,000.
+TOOLS_VALUES = 50_000
 CITATIONS = 1_000  # citations of one answer
 QUOTE_CHARS = 20_000
 # Levels of nested arrays and objects (json_depth_over: `[]` and `{}` are 1, `{"a": [1]}` is 2, a
@@ -79,21 +83,26 @@ NAME_CHARS = 32
 
 # The JSON values (counted as json_values_over counts them) one request body may hold: parsing
 # costs by the value, and a body of `[],[],...` within the byte limit held a parser for seconds.
-# Counted values take at least three characters for two (`[],`: a bracket and a comma), so the
-# capped fields of the largest body, a context's tool definitions (TOOLS_CHARS), hold at most
-# two thirds that many, and the rest of any body far fewer than the allowance added.
-BODY_JSON_VALUES = TOOLS_CHARS * 2 // 3 + 10_000
+# The most any body's capped fields admit: a context's tools (TOOLS_VALUES), or a result's
+# arguments (counted values take at least three characters for two, `[],`, so ARGUMENTS_BYTES
+# hold at most two thirds that many: 43,690); the rest of any body is far under the allowance.
+BODY_JSON_VALUES = TOOLS_VALUES + 10_000
 # Bytes scanned at a time by json_values_over, which stops at the first block past the limit.
 _VALUES_BLOCK = 1 << 20
 
 
-def _measure(value: object, limit: int, depth: int) -> tuple[int | None, bool]:
+def _measure(
+    value: object, limit: int, depth: int, values: int = sys.maxsize
+) -> tuple[int | None, str | None]:
     """(the length of `value`'s compact JSON text, or None once it is known to exceed `limit`
-    characters or nest deeper than `depth`; whether it was the nesting). One walk, one count of
-    depth (JSON_DEPTH's): a container is one level deeper than the container holding it, the
-    outermost is level 1, a scalar adds none. It stops at the first excess, so it costs at most
-    about `limit` steps whatever the value's size."""
+    characters, nest deeper than `depth` or hold more than `values` values; which of "chars",
+    "depth" or "values" it was). One walk, one count of depth (JSON_DEPTH's): a container is one
+    level deeper than the container holding it, the outermost is level 1, a scalar adds none;
+    one count of values (json_values_over's: each container's opening bracket and its commas).
+    It stops at the first excess, so it costs at most about min(`limit`, `values`) steps
+    whatever the value's size."""
     size = 0
+    count = 0
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         item, level = stack.pop()
@@ -101,10 +110,13 @@ def _measure(value: object, limit: int, depth: int) -> tuple[int | None, bool]:
             size += len(item) + 2
         elif isinstance(item, Mapping | list | tuple):
             if level > depth:
-                return None, True
+                return None, "depth"
             size += 2 + max(len(item) - 1, 0)
+            count += 1 + max(len(item) - 1, 0)
             if size > limit:  # before iterating: len() of a huge object is free, its items not
-                return None, False
+                return None, "chars"
+            if count > values:
+                return None, "values"
             if isinstance(item, Mapping):
                 for key, inner in item.items():
                     size += len(str(key)) + 3
@@ -116,8 +128,8 @@ def _measure(value: object, limit: int, depth: int) -> tuple[int | None, bool]:
         else:
             size += len(repr(item))
         if size > limit:
-            return None, False
-    return size, False
+            return None, "chars"
+    return size, None
 
 
 def json_size(value: object, limit: int, depth: int = JSON_DEPTH) -> int | None:
@@ -132,7 +144,7 @@ def json_depth_over(value: object, limit: int = JSON_DEPTH) -> bool:
     """Whether `value` (what json.loads returns) nests arrays and objects deeper than `limit`
     levels: `[]` and `{}` are 1, `{"a": [1]}` is 2, a scalar is 0. The same walk as json_size
     (without a size limit), iterative, so a value of any depth is measured without recursing."""
-    return _measure(value, sys.maxsize, limit)[1]
+    return _measure(value, sys.maxsize, limit)[1] == "depth"
 
 
 def json_values_over(text: bytes, limit: int, *, block: int = _VALUES_BLOCK) -> bool:
@@ -162,17 +174,22 @@ def json_values_over(text: bytes, limit: int, *, block: int = _VALUES_BLOCK) -> 
 
 class JsonCap:
     """Field metadata: a JSON value (object, list or text) of at most `chars` characters of
-    compact JSON, nested at most JSON_DEPTH levels. Checked before pydantic validates the value
-    (a 422 naming the field: `json_too_large` with the character limit, or `json_too_deep` with
-    JSON_DEPTH), and published as `x-max-json-chars`."""
+    compact JSON and, when given, at most `values` JSON values, nested at most JSON_DEPTH
+    levels. Checked before pydantic validates the value (a 422 naming the field:
+    `json_too_large` with the character or value limit, or `json_too_deep` with JSON_DEPTH), and
+    published as `x-max-json-chars` (and `x-max-json-values`)."""
 
-    def __init__(self, chars: int) -> None:
+    def __init__(self, chars: int, *, values: int | None = None) -> None:
         self.chars = chars
+        self.values = values
 
     def problem(self, value: object) -> tuple[str, str, int] | None:
         """None when `value` is within the cap; else (error code, what is wrong, the limit)."""
-        size, too_deep = _measure(value, self.chars, JSON_DEPTH)
-        if too_deep:
+        values = sys.maxsize if self.values is None else self.values
+        size, over = _measure(value, self.chars, JSON_DEPTH, values)
+        if over == "values":
+            return "json_too_large", f"holds more than {values} JSON values", values
+        if over == "depth":
             return (
                 JsonTooDeep.code,
                 f"JSON nested deeper than {JSON_DEPTH} levels of arrays and objects; flatten it",
@@ -207,6 +224,8 @@ class JsonCap:
     ) -> JsonSchemaValue:
         out = handler(schema)
         out["x-max-json-chars"] = self.chars
+        if self.values is not None:
+            out["x-max-json-values"] = self.values
         return out
 
 

@@ -20,7 +20,9 @@ SearchModeName = Literal["hybrid", "bm25", "dense"]
 # One tool definition (an object, or its text) and the list of them: each capped, and all of
 # them together, before anything is rendered or counted.
 ToolDefinition = Annotated[dict[str, Any] | str, JsonCap(cap.TOOL_DEFINITION_CHARS)]
-ToolDefinitions = Annotated[list[ToolDefinition], Field(max_length=cap.TOOLS), JsonCap(cap.TOOLS_CHARS)]
+ToolDefinitions = Annotated[
+    list[ToolDefinition], Field(max_length=cap.TOOLS), JsonCap(cap.TOOLS_CHARS, values=cap.TOOLS_VALUES)
+]
 
 _KINDS = (
     "knowledge (documents), tool_result (notes of archived results), memory (remembered facts), "

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo_sea.archive.limits import json_values_over
+from mnemo_sea.archive.limits import JsonCap, json_values_over
 
 # Strings rich in what a scan could mistake for structure: quotes, backslashes, commas, brackets.
 tricky = st.text(alphabet=st.sampled_from(list('"\\,[]{}:a \u00e9\u4e2d')), max_size=12)
@@ -43,3 +43,13 @@ def test_structure_inside_strings_is_not_counted() -> None:
     assert not json_values_over(text, 1)
     ten = b"[" + b",".join([b"[]"] * 10) + b"]"  # 11 brackets and 9 commas
     assert json_values_over(ten, 19) and not json_values_over(ten, 20)
+
+
+@given(values)
+def test_a_fields_value_cap_counts_as_the_body_scan_does(value: Any) -> None:
+    """JsonCap(values=n) walks the parsed value; json_values_over scans its text: one count."""
+    n = counted(value)
+    assert JsonCap(10**9, values=n).problem(value) is None
+    if n > 0:
+        problem = JsonCap(10**9, values=n - 1).problem(value)
+        assert problem is not None and problem[0] == "json_too_large" and problem[2] == n - 1

@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from rest_helpers import Api, assert_problem
 from starlette.types import Message, Receive, Scope, Send
 
-from mnemo_sea.archive.limits import BODY_JSON_VALUES, TOOLS_CHARS, json_values_over
+from mnemo_sea.archive.limits import BODY_JSON_VALUES, TOOLS_VALUES, json_values_over
 from mnemo_sea.rest import json_bodies
 
 JSON = {"Content-Type": "application/json"}
@@ -69,7 +69,7 @@ def test_a_body_without_a_valid_key_is_refused_before_a_byte_of_it_is_read(
 ) -> None:
     watch = BodyWatch(api)
     client = TestClient(watch)
-    body = containers(100_000)
+    body = containers(20_000)
     for headers in (JSON, {**JSON, "Authorization": "Bearer msk_not-a-key"}, {**JSON, "X-API-Key": "nope"}):
         assert_problem(client.post("/v1/search", content=body, headers=headers), 401, "unauthenticated")
     assert watch.pulled == 0 and parses == []
@@ -99,16 +99,32 @@ def test_a_body_that_is_not_utf8_json_is_refused_unparsed(api: Api) -> None:
     assert api.client.post("/v1/search", json={"query": "dose"}, headers=agent).status_code == 200
 
 
-def test_the_largest_body_the_field_caps_admit_is_under_the_value_limit(api: Api) -> None:
-    """Ten tool definitions of `[]`s, the densest JSON there is, filling TOOLS_CHARS."""
-    per_tool = (TOOLS_CHARS // 10 - 10) // 3
-    tools = [{"a": [[]] * per_tool} for _ in range(10)]
-    body = json.dumps({"budget_tokens": 1000, "tools": tools}, separators=(",", ":")).encode()
-    assert not json_values_over(body, BODY_JSON_VALUES)
-    answer = api.client.post(
-        "/v1/sessions/s-max/context", content=body, headers={**JSON, **api.headers("agent")}
-    )
+def test_the_largest_tools_the_caps_admit_pass_under_the_body_limit_and_one_more_value_is_422(
+    api: Api,
+) -> None:
+    """Tool definitions of `[]`s, the densest JSON there is: TOOLS_VALUES of them are accepted
+    (the body is under BODY_JSON_VALUES), one more is the field's 422, naming the limit."""
+    agent = {**JSON, **api.headers("agent")}
+
+    def body(extra: int) -> bytes:
+        # Ten tools {"a": [[], ...]} of k `[]`s each hold 20 + 2 x (the sum of k) values.
+        k = (TOOLS_VALUES - 20) // 20
+        tools = [{"a": [[]] * (k + (extra if i == 0 else 0))} for i in range(10)]
+        assert 20 + 2 * (10 * k + extra) == TOOLS_VALUES + 2 * extra
+        return json.dumps({"budget_tokens": 1000, "tools": tools}, separators=(",", ":")).encode()
+
+    at_cap = body(0)
+    assert not json_values_over(at_cap, BODY_JSON_VALUES)
+    answer = api.client.post("/v1/sessions/s-max/context", content=at_cap, headers=agent)
     assert answer.status_code in (200, 404), answer.text[:500]  # within every cap: not 413, not 422
+    over = api.client.post("/v1/sessions/s-max/context", content=body(1), headers=agent)
+    problem = assert_problem(over, 422)
+    (error,) = problem["errors"]
+    assert (error["loc"], error["type"], error["limit"]) == (
+        ["body", "tools"],
+        "json_too_large",
+        TOOLS_VALUES,
+    )
 
 
 def test_a_body_of_more_json_values_than_the_limit_is_413_before_it_is_parsed(
