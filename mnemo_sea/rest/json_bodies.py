@@ -33,6 +33,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from mnemo_sea.archive import InvalidInput
 from mnemo_sea.archive.limits import BODY_JSON_VALUES, json_values_over
 from mnemo_sea.rest.admission import TenantAdmission, charged
 from mnemo_sea.rest.limits import TOO_MANY_VALUES
@@ -71,12 +72,14 @@ def _json_content(content_type: str | None) -> bool:
 
 
 def _parsed(body: bytes) -> Any:
-    """The body's JSON, or the ValueError that says why it is none (not JSON, not UTF-8), which
-    FastAPI answers as it always did. JsonTooDeep is raised: the problem handlers answer it."""
+    """The body's JSON, or the ValueError that says why it is none (not JSON, invalid UTF-8),
+    which FastAPI answers as it always did. JsonTooDeep, and InvalidInput for a body in UTF-16
+    or UTF-32, are raised: the problem handlers answer them (422, saying what is wrong)."""
     # json.loads takes UTF-16 and UTF-32 too, which the value count's byte scan cannot read
     # (RFC 8259: JSON between systems is UTF-8).
-    if json.detect_encoding(body) not in ("utf-8", "utf-8-sig"):
-        return json.JSONDecodeError("the body is not UTF-8", "", 0)
+    encoding = json.detect_encoding(body)
+    if encoding not in ("utf-8", "utf-8-sig"):
+        raise InvalidInput("body", f"JSON must be sent as UTF-8 (RFC 8259), not {encoding.upper()}")
     try:
         return parse_json(body, "body")
     except ValueError as e:

@@ -95,7 +95,10 @@ def test_a_body_that_is_not_utf8_json_is_refused_unparsed(api: Api) -> None:
     agent = {**JSON, **api.headers("agent")}
     for encoding in ("utf-16-le", "utf-16", "utf-32"):
         body = json.dumps({"query": "dose"}).encode(encoding)
-        assert_problem(api.client.post("/v1/search", content=body, headers=agent), 422)
+        problem = assert_problem(
+            api.client.post("/v1/search", content=body, headers=agent), 422, "invalid_input"
+        )
+        assert "UTF-8" in problem["detail"] and problem["field"] == "body", problem
     assert api.client.post("/v1/search", json={"query": "dose"}, headers=agent).status_code == 200
 
 
