@@ -12,9 +12,9 @@ if __name__ != "mnemo_sea.archive":
     )
 
 
-from .api import Archive
-from .audit import AuditAnchor, AuditEvent, AuditReport
-from .errors import (
+from mnemo_sea.archive.api import Archive
+from mnemo_sea.archive.rules import limits
+from mnemo_sea.archive.rules.errors import (
     ArchiveConflict,
     ArchiveError,
     BatchRejected,
@@ -36,10 +36,10 @@ from .errors import (
     TaskStateRejected,
     Unauthenticated,
 )
-from .operations import ArchiveTarget, EvidenceInput
-from .policy import ArchivePolicy
-from .principal import Principal, Role, Sensitivity
-from .records import (
+from mnemo_sea.archive.rules.operations import ArchiveTarget, EvidenceInput
+from mnemo_sea.archive.rules.policy import ArchivePolicy
+from mnemo_sea.archive.rules.principal import Principal, Role, Sensitivity
+from mnemo_sea.archive.rules.records import (
     ArchiveReceipt,
     ConfirmedFact,
     DeletionReceipt,
@@ -53,9 +53,10 @@ from .records import (
     Summary,
     TaskState,
 )
-from .refs import SourceRef
-from .signing import ReceiptKey
-from .tool_results import ToolResult
+from mnemo_sea.archive.rules.refs import SourceRef
+from mnemo_sea.archive.rules.tool_results import ToolResult
+from mnemo_sea.archive.storage.audit import AuditAnchor, AuditEvent, AuditReport
+from mnemo_sea.archive.storage.signing import ReceiptKey
 
 __all__ = [
     "Archive",
@@ -103,4 +104,5 @@ __all__ = [
     "TaskStateRejected",
     "ToolResult",
     "Unauthenticated",
+    "limits",
 ]

@@ -16,18 +16,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import deletion, deployment_key, evidence, hits, memory, sessions, summaries, task_state
-from .audit import (
-    AuditAnchor,
-    AuditEvent,
-    AuditReport,
-    append_event,
-    check_anchor,
-    list_events,
-    make_anchor,
-    verify_chain,
-)
-from .errors import (
+from mnemo_sea.archive import deletion, hits
+from mnemo_sea.archive.features import evidence, memory, sessions, summaries, task_state
+from mnemo_sea.archive.rules.errors import (
     ArchiveError,
     BatchRejected,
     Forbidden,
@@ -36,7 +27,7 @@ from .errors import (
     TargetStatus,
     TaskStateRejected,
 )
-from .operations import (
+from mnemo_sea.archive.rules.operations import (
     ArchiveResultsOp,
     ArchiveTarget,
     Clearance,
@@ -54,10 +45,9 @@ from .operations import (
     UpdateTaskStateOp,
     check_caps,
 )
-from .policy import DEFAULT_POLICY, ArchivePolicy
-from .principal import Principal, Role, Sensitivity
-from .receipts import receipt_anchor
-from .records import (
+from mnemo_sea.archive.rules.policy import DEFAULT_POLICY, ArchivePolicy
+from mnemo_sea.archive.rules.principal import Principal, Role, Sensitivity
+from mnemo_sea.archive.rules.records import (
     ArchiveReceipt,
     ConfirmedFact,
     DeletionReceipt,
@@ -70,9 +60,21 @@ from .records import (
     Summary,
     TaskState,
 )
-from .signing import ReceiptKey
-from .store import ArchiveStore, key_file_of, open_store, sqlite_file_of
-from .tool_results import ToolResult
+from mnemo_sea.archive.rules.tool_results import ToolResult
+from mnemo_sea.archive.storage import deployment_key
+from mnemo_sea.archive.storage.audit import (
+    AuditAnchor,
+    AuditEvent,
+    AuditReport,
+    append_event,
+    check_anchor,
+    list_events,
+    make_anchor,
+    verify_chain,
+)
+from mnemo_sea.archive.storage.receipts import receipt_anchor
+from mnemo_sea.archive.storage.signing import ReceiptKey
+from mnemo_sea.archive.storage.store import ArchiveStore, key_file_of, open_store, sqlite_file_of
 
 T = TypeVar("T")
 SQLITE_HEADER = b"SQLite format 3\x00"  # the first bytes of every SQLite database file
@@ -457,7 +459,7 @@ class Archive:
             principal,
             "forget",
             f"memory:{owner}/{key}",
-            lambda: memory.forget(self.store, principal, owner, key, idempotency_key=idempotency_key),
+            lambda: deletion.forget(self.store, principal, owner, key, idempotency_key=idempotency_key),
         )
 
     def purge_expired(self, principal: Principal, *, now: datetime | None = None) -> DeletionReceipt | None:
@@ -465,13 +467,13 @@ class Archive:
             principal,
             "purge_expired",
             "memory:expired",
-            lambda: memory.purge_expired(self.store, principal, now=now),
+            lambda: deletion.purge_expired(self.store, principal, now=now),
         )
 
     def purge_expired_everywhere(self, *, now: datetime | None = None) -> list[DeletionReceipt]:
         """The scheduled TTL purge over every tenant (the deployment's housekeeping: no caller
         principal; each tenant's purge is audited in that tenant as memory.PURGE_SUBJECT)."""
-        return memory.purge_expired_everywhere(self.store, now=now)
+        return deletion.purge_expired_everywhere(self.store, now=now)
 
     # ---- summaries ---------------------------------------------------------------------------
 

@@ -34,24 +34,32 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Column, ColumnElement, Connection, delete, or_, select, tuple_, update
+from sqlalchemy import Column, ColumnElement, Connection, and_, delete, or_, select, tuple_, update
 
-from . import schema as t
-from .audit import append_event, event_hash
-from .blobs import delete_unreferenced
-from .clock import utcnow
-from .errors import NotFound, StoreUnavailable
-from .evidence import lock_chain
-from .idempotency import KeyedRequest, keyed, previous_reply, save_reply
-from .outbox import Entity, enqueue, holding, scrub
-from .principal import Principal, Role, check_identifier
-from .receipts import check_receipt, sign_receipt
-from .records import DeletionReceipt, ErasureState
-from .refs import check_evidence_id, evidence_ref, memory_ref, session_prefix
-from .store import ArchiveStore
-from .task_state import cited_refs, deleted_ref
-from .task_state_cascade import Reopened, rewrite_session
-from .tool_results import result_id
+from mnemo_sea.archive.rules.checks import aware
+from mnemo_sea.archive.rules.clock import utcnow
+from mnemo_sea.archive.rules.errors import ArchiveError, InvalidInput, NotFound, StoreUnavailable
+from mnemo_sea.archive.rules.in_force import expired_clause
+from mnemo_sea.archive.rules.principal import Principal, Role, Sensitivity, check_identifier
+from mnemo_sea.archive.rules.records import DeletionReceipt, ErasureState
+from mnemo_sea.archive.rules.refs import (
+    MEMORY_KEY,
+    check_evidence_id,
+    evidence_ref,
+    memory_ref,
+    session_prefix,
+)
+from mnemo_sea.archive.rules.task_state_rules import cited_refs, deleted_ref
+from mnemo_sea.archive.rules.tool_results import result_id
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage.audit import append_event, event_hash
+from mnemo_sea.archive.storage.blobs import delete_unreferenced
+from mnemo_sea.archive.storage.idempotency import KeyedRequest, keyed, previous_reply, save_reply
+from mnemo_sea.archive.storage.locks import lock_chain
+from mnemo_sea.archive.storage.outbox import Entity, enqueue, holding, scrub
+from mnemo_sea.archive.storage.receipts import check_receipt, sign_receipt
+from mnemo_sea.archive.storage.store import ArchiveStore
+from mnemo_sea.archive.task_state_cascade import Reopened, rewrite_session
 
 log = logging.getLogger(__name__)
 
@@ -755,3 +763,103 @@ def _task_state_leftovers(
         if any(deleted_ref(ref, refs, sessions) for ref in cited_refs(row.body_json)):
             left.append(f"task state {row.session_id}@{row.version} still holds a fact citing deleted data")
     return left
+
+
+# Who the worker's scheduled purge acts as in each tenant's audit log.
+# ---- forgetting memory: the TTL purge and forget ------------------------------------------------
+
+PURGE_SUBJECT = "system:ttl-purge"
+
+
+def purge_expired(
+    store: ArchiveStore, principal: Principal, *, now: datetime | None = None
+) -> DeletionReceipt | None:
+    """Delete every version of the tenant's memory whose expiry has passed (by `now`, default the
+    time of the call), current or superseded: a TTL says the value is to be forgotten. Versions
+    without an expiry stay, superseded or not. Returns the receipt, or None when nothing had
+    expired (then nothing is written, not even an audit event). Admin only, like a deletion."""
+    principal.require(Role.ADMIN, "purging expired memory")
+    when = aware("now", now) or utcnow()
+    tenant = principal.tenant_id
+    lapsed = expired_clause(t.memory_facts.c.expires_at, when)
+    with store.write() as conn:
+        chains = [
+            (r.owner, r.key)
+            for r in conn.execute(
+                select(t.memory_facts.c.owner, t.memory_facts.c.key)
+                .where(t.memory_facts.c.tenant_id == tenant, lapsed)
+                .distinct()
+            )
+        ]
+        if not chains:
+            return None
+        # The condition is evaluated again after the chain locks: a version written meanwhile
+        # is judged by its own expiry.
+        receipt = delete_memory_versions(conn, store, principal, "memory:expired", chains, lapsed)
+    return None if receipt is None else erased(store, receipt)
+
+
+def purge_expired_everywhere(store: ArchiveStore, *, now: datetime | None = None) -> list[DeletionReceipt]:
+    """The scheduled purge: `purge_expired` in every tenant that holds an expired version, each
+    in its own transaction and audited in that tenant as PURGE_SUBJECT. A tenant whose purge
+    fails (other than an outage, raised at once) is logged and skipped so the others are purged;
+    then the first such error is raised for the caller to report."""
+    when = aware("now", now) or utcnow()
+    with store.read() as conn:
+        tenants = sorted(
+            r.tenant_id
+            for r in conn.execute(
+                select(t.memory_facts.c.tenant_id)
+                .where(expired_clause(t.memory_facts.c.expires_at, when))
+                .distinct()
+            )
+        )
+    receipts: list[DeletionReceipt] = []
+    failed: list[tuple[str, ArchiveError]] = []
+    for tenant in tenants:
+        system = Principal(tenant, PURGE_SUBJECT, frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
+        try:
+            receipt = purge_expired(store, system, now=when)
+        except StoreUnavailable:
+            raise  # an outage: every tenant would fail alike; the caller waits it out
+        except ArchiveError as e:  # this tenant's problem (say, a broken audit chain): the rest go on
+            log.error("TTL purge of tenant %s failed: %s", tenant, e.message)
+            failed.append((tenant, e))
+            continue
+        if receipt is not None:
+            receipts.append(receipt)
+    if failed:
+        # After the others were purged; the caller logs and counts it and retries next time.
+        raise failed[0][1]
+    return receipts
+
+
+def forget(
+    store: ArchiveStore, principal: Principal, owner: str, key: str, *, idempotency_key: str | None = None
+) -> DeletionReceipt:
+    """Delete every version of the owner's fact for `key` (a user asking to be forgotten on one
+    point), like a deletion: rows, index points, cached searches, an audit event, a receipt.
+
+    Whoever may remember the fact may forget it: the owner themselves, agents and admins.
+    NotFound when the fact has no version. With an idempotency key a retry returns the first
+    receipt and deletes nothing more.
+    """
+    principal.require(Role.READER, "forgetting a memory fact")
+    check_identifier("owner", owner)
+    principal.require_owner(owner, "forgetting a memory fact")
+    if not isinstance(key, str) or not MEMORY_KEY.fullmatch(key):
+        raise InvalidInput("key", f"{key!r} is not a memory key (letters, digits, . _ : / -; max 100)")
+    request = keyed(principal, idempotency_key, "forget", {"owner": owner, "key": key})
+    with store.write() as conn:
+        previous = previous_reply(conn, request)
+        condition = and_(t.memory_facts.c.owner == owner, t.memory_facts.c.key == key)
+        receipt = (
+            replayed_receipt(previous)
+            if previous is not None
+            else delete_memory_versions(
+                conn, store, principal, f"memory:{owner}/{key}", [(owner, key)], condition, request
+            )
+        )
+        if receipt is None:
+            raise NotFound("memory fact", f"{owner}/{key}")
+    return erased(store, receipt)  # after the commit: a checkpoint waits for writers

@@ -32,25 +32,30 @@ from typing import Any, NamedTuple, Protocol
 
 from sqlalchemy import Connection, Integer, Select, String, bindparam, column, select, tuple_, values
 
-from . import schema as t
-from .blobs import verified
-from .clock import aware, utcnow
-from .errors import IntegrityError, InvalidInput
-from .in_force import evidence_answers_at, evidence_answers_now, in_force, memory_answers_at
-from .internal_reads import archived_notes
-from .memory import MEMORY_SENSITIVITY, fact_from_row
-from .prepared import PreparedSelect, prepared_select
-from .principal import Principal, Role
-from .refs import (
+from mnemo_sea.archive.rules.checks import aware
+from mnemo_sea.archive.rules.clock import utcnow
+from mnemo_sea.archive.rules.errors import IntegrityError, InvalidInput
+from mnemo_sea.archive.rules.in_force import (
+    evidence_answers_at,
+    evidence_answers_now,
+    in_force,
+    memory_answers_at,
+)
+from mnemo_sea.archive.rules.principal import Principal, Role
+from mnemo_sea.archive.rules.records import MEMORY_SENSITIVITY
+from mnemo_sea.archive.rules.refs import (
     EVIDENCE_REF_PREFIX,
     SUMMARY_PREFIX,
     MemoryIndexId,
     ResultIndexId,
     parse_index_id,
 )
-from .store import ArchiveStore
-from .summaries import summary_from_row
-from .tool_results import parse_result_id
+from mnemo_sea.archive.rules.tool_results import parse_result_id
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage.blobs import verified
+from mnemo_sea.archive.storage.rows import archived_notes, fact_from_row, summary_from_row
+from mnemo_sea.archive.storage.statements import PreparedSelect, prepared_select
+from mnemo_sea.archive.storage.store import ArchiveStore
 
 
 class PointsToHit(Protocol):
@@ -198,13 +203,6 @@ def _cut(p: PointsToHit, found: _Readable | None) -> HitText | None:
     return HitText(found.text[p.start : p.end], found.locator, found.label)
 
 
-def _may_read(principal: Principal, sensitivity: int, owner: str | None) -> bool:
-    """The clearance and owner rules every archive read applies (principal.py), for data of one
-    owner (None: no owner). A stored level outside the scale is readable by no one. Called for
-    every hit of every search, so it builds nothing."""
-    return 0 <= sensitivity <= principal.clearance and (owner is None or principal.may_act_for(owner))
-
-
 class _EvidenceTimes(NamedTuple):
     """The columns of an evidence row the in-force rule reads (in_force.EvidenceTimes)."""
 
@@ -323,7 +321,7 @@ def _read_evidence(
     now = utcnow()  # one moment for every hit of the search
     for row in rows:
         evidence_id, version, locator, sha256, sensitivity, owner, content = row[:7]
-        if not _may_read(principal, sensitivity, owner):
+        if not principal.may_read(sensitivity, owner):
             continue
         if at is None:
             if not evidence_answers_now(row[7], row[8], row[9], now):
@@ -348,7 +346,7 @@ def _read_notes(
     out: dict[_Target, _Readable] = {}
     # The system's unchecked read of notes, checked here for the caller.
     for note in archived_notes(conn, tenant, [(x.session_id, x.result_no) for x in wanted]):
-        if not _may_read(principal, note.sensitivity, note.owner):
+        if not principal.may_read(note.sensitivity, note.owner):
             continue
         if at is not None and not in_force(note.archived_at, None, at):
             continue  # the note exists from its archiving on
@@ -371,7 +369,7 @@ def _read_facts(
     out: dict[_Target, _Readable] = {}
     for row in rows:
         fact = fact_from_row(row)
-        if not _may_read(principal, MEMORY_SENSITIVITY, fact.owner):
+        if not principal.may_read(MEMORY_SENSITIVITY, fact.owner):
             continue
         if not memory_answers_at(fact, row.ended_at, at):
             continue
@@ -405,8 +403,8 @@ def _read_summaries(
         summary = summary_from_row(row, sorted(sources.get(row.summary_id, [])))
         # A summary repeats its sources: it is the caller's to read only if every source is.
         whose = [owner for ref in summary.derived_from for owner in owners.get(ref, ())]
-        if not _may_read(principal, summary.sensitivity, None) or not all(
-            _may_read(principal, summary.sensitivity, owner) for owner in whose
+        if not principal.may_read(summary.sensitivity, None) or not all(
+            principal.may_read(summary.sensitivity, owner) for owner in whose
         ):
             continue
         if at is not None and not in_force(summary.created_at, None, at):

@@ -8,33 +8,24 @@ access-checked `Archive.read_hits` (hits.py) instead.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 
-from sqlalchemy import Connection, select, tuple_
+from sqlalchemy import Connection, select
 
-from . import schema as t
-from .blobs import read_blob, sha256_hex, verified
-from .evidence import to_record, version_row, versions_with_content
-from .memory import fact_from_row
-from .records import EvidenceRecord, MemoryFact, Summary
-from .summaries import summary_from_row
-from .tool_results import parse_result_id, result_id
-
-
-@dataclass(frozen=True)
-class ArchivedNote:
-    """An archived tool result as the index sees it: the note is searchable, the original is not."""
-
-    session_id: str
-    result_id: str
-    tool_name: str
-    note: str
-    sensitivity: int
-    owner: str
-    content_sha256: str
-    archived_at: datetime  # when the note was written: `as_of` searches find it from then on
+from mnemo_sea.archive.rules.records import EvidenceRecord, MemoryFact, Summary
+from mnemo_sea.archive.rules.tool_results import parse_result_id, result_id
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage.blobs import read_blob, sha256_hex, verified
+from mnemo_sea.archive.storage.rows import (
+    ArchivedNote,
+    archived_notes,
+    fact_from_row,
+    summary_from_row,
+    to_record,
+    version_row,
+    versions_with_content,
+)
 
 
 def evidence_version(
@@ -65,58 +56,6 @@ def evidence_versions(
 def archived_note(conn: Connection, tenant_id: str, session_id: str, rid: str) -> ArchivedNote | None:
     found = archived_notes(conn, tenant_id, [(session_id, parse_result_id(rid))])
     return found[0] if found else None
-
-
-def archived_notes(
-    conn: Connection, tenant_id: str, results: Iterable[tuple[str, int]]
-) -> list[ArchivedNote]:
-    """The notes of these archived results, by (session id, result number), in one statement;
-    results not archived, or of sessions deleted since, are absent."""
-    keys = sorted(set(results))
-    if not keys:
-        return []
-    rows = conn.execute(
-        select(
-            t.tool_results.c.session_id,
-            t.tool_results.c.result_no,
-            t.tool_results.c.tool_name,
-            t.tool_results.c.sensitivity,
-            t.tool_results.c.blob_sha256,
-            t.archive_entries.c.note,
-            t.archive_entries.c.archived_at,
-            t.sessions.c.owner,
-        )
-        .select_from(
-            t.tool_results.join(
-                t.archive_entries,
-                (t.archive_entries.c.tenant_id == t.tool_results.c.tenant_id)
-                & (t.archive_entries.c.session_id == t.tool_results.c.session_id)
-                & (t.archive_entries.c.result_no == t.tool_results.c.result_no),
-            ).join(
-                t.sessions,
-                (t.sessions.c.tenant_id == t.tool_results.c.tenant_id)
-                & (t.sessions.c.session_id == t.tool_results.c.session_id),
-            )
-        )
-        .where(
-            t.tool_results.c.tenant_id == tenant_id,
-            tuple_(t.tool_results.c.session_id, t.tool_results.c.result_no).in_(keys),
-            t.sessions.c.deleted_at.is_(None),
-        )
-    )
-    return [
-        ArchivedNote(
-            row.session_id,
-            result_id(row.result_no),
-            row.tool_name,
-            row.note,
-            row.sensitivity,
-            row.owner,
-            row.blob_sha256,
-            row.archived_at,
-        )
-        for row in rows
-    ]
 
 
 def memory_version(

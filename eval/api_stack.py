@@ -32,7 +32,7 @@ import psycopg
 import redis
 
 from mnemo_sea.archive import Archive
-from mnemo_sea.archive.api_keys import create_key
+from mnemo_sea.archive.features.api_keys import create_key
 
 LOOPBACK = "127.0.0.1"
 # Server mode needs a deployment key (it signs deletion receipts); benchmarks use a fixed one.

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from mnemo_sea.archive.api_keys import authenticate
+from mnemo_sea.archive.features.api_keys import authenticate
 from mnemo_sea.system.mnemo import Mnemo
 
 from .api_clients import (

@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 
 from mnemo_sea.archive import EvidenceInput
-from mnemo_sea.archive.api_keys import authenticate
+from mnemo_sea.archive.features.api_keys import authenticate
 
 from .api_clients import (
     DEFAULT_MIX,

@@ -18,8 +18,8 @@ from hypothesis import settings
 from stores import create_database, drop_database, require_postgres
 
 from mnemo_sea.archive import Archive
-from mnemo_sea.archive import clock as archive_clock
-from mnemo_sea.archive.store import open_store
+from mnemo_sea.archive.rules import clock as archive_clock
+from mnemo_sea.archive.storage.store import open_store
 
 # Server mode refuses to start without a deployment key (it signs deletion receipts); every
 # server-mode test and the service subprocesses they start share this one.

@@ -78,7 +78,7 @@ class ManualClock:
 
 
 class ManualWallClock:
-    """The system's wall clock (mnemo_sea.archive.clock) as a test drives it: it starts at the
+    """The system's wall clock (mnemo_sea.archive.rules.clock) as a test drives it: it starts at the
     real time, moves 1 µs at each reading (so successive writes stay distinct and ordered, as on
     any machine) and jumps only by `advance`; how fast the machine runs never moves it."""
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from mnemo_sea.archive.prepared import PreparedSelect
-from mnemo_sea.archive.store import ArchiveStore
+from mnemo_sea.archive.storage.statements import PreparedSelect
+from mnemo_sea.archive.storage.store import ArchiveStore
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from alembic import context
 
-from mnemo_sea.archive.schema import metadata
+from mnemo_sea.archive.storage.schema import metadata
 
 connection = context.config.attributes.get("connection")
 if connection is None:
-    raise RuntimeError("run migrations through mnemo_sea.archive.store.upgrade(), which passes a connection")
+    raise RuntimeError(
+        "run migrations through mnemo_sea.archive.storage.store.upgrade(): it passes a connection"
+    )
 
 context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
 with context.begin_transaction():

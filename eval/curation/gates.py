@@ -33,7 +33,7 @@ from mnemo_sea.archive import (
     Sensitivity,
     StoreUnavailable,
 )
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.system.hashing_embedder import HashingEmbedder
 from mnemo_sea.system.mnemo import Mnemo
 

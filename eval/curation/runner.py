@@ -56,8 +56,8 @@ from mnemo_sea.archive import (
     TaskStateRejected,
     ToolResult,
 )
-from mnemo_sea.archive.envelope import escape_text, render_live
-from mnemo_sea.archive.refs import RESULT_PREFIX
+from mnemo_sea.archive.rules.refs import RESULT_PREFIX
+from mnemo_sea.archive.rules.tool_results import escape_text, render_live
 from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, TokenCounter
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS, assemble
 from mnemo_sea.context.gather import cited_conflicts, gather

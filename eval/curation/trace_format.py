@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any, get_args
 
 from mnemo_sea.archive import InvalidInput
-from mnemo_sea.archive.errors import ArchiveError
-from mnemo_sea.archive.policy import DEFAULT_PROTECTED_CLASSES, check_policy_class
-from mnemo_sea.archive.principal import check_identifier
-from mnemo_sea.archive.refs import DERIVED_ID_PREFIXES, check_evidence_id
+from mnemo_sea.archive.rules.errors import ArchiveError
+from mnemo_sea.archive.rules.policy import DEFAULT_PROTECTED_CLASSES, check_policy_class
+from mnemo_sea.archive.rules.principal import check_identifier
+from mnemo_sea.archive.rules.refs import DERIVED_ID_PREFIXES, check_evidence_id
 
 from .generators import check_generated, original
 from .trace import (

@@ -108,7 +108,7 @@ def run(
     """Open the system from the settings and serve until the client leaves or the process is stopped."""
     import anyio
 
-    from mnemo_sea.archive.api_keys import authenticate
+    from mnemo_sea.archive.features.api_keys import authenticate
     from mnemo_sea.mcp import build_server, fixed_principal, serve_http, serve_stdio
     from mnemo_sea.rest.admission import admission_of
     from mnemo_sea.system.opening import open_mnemo

@@ -85,7 +85,7 @@ def keys_create(
     as_json: JsonOpt = False,
 ) -> None:
     """Create a key and print it once (`api_key`); only its hash is stored."""
-    from mnemo_sea.archive.api_keys import create_key
+    from mnemo_sea.archive.features.api_keys import create_key
     from mnemo_sea.system.opening import open_archive
 
     with guard(as_json):
@@ -106,7 +106,7 @@ def keys_list(
     as_json: JsonOpt = False,
 ) -> None:
     """List keys (never their secrets), revoked ones included: one line each, a JSON array with --json."""
-    from mnemo_sea.archive.api_keys import list_keys
+    from mnemo_sea.archive.features.api_keys import list_keys
     from mnemo_sea.system.opening import open_archive
 
     with guard(as_json):
@@ -134,7 +134,7 @@ def keys_revoke(
     as_json: JsonOpt = False,
 ) -> None:
     """Revoke a key: requests with it get 401 from now on."""
-    from mnemo_sea.archive.api_keys import revoke_key
+    from mnemo_sea.archive.features.api_keys import revoke_key
     from mnemo_sea.system.opening import open_archive
 
     with guard(as_json):

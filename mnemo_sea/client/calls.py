@@ -48,7 +48,7 @@ from mnemo_sea.archive import (
     TaskState,
     ToolResult,
 )
-from mnemo_sea.archive.operations import Clearance, ProvenanceName, TextOrBytes
+from mnemo_sea.archive.rules.operations import Clearance, ProvenanceName, TextOrBytes
 from mnemo_sea.client.answers import (
     an_object,
     expected_hash,

@@ -2,7 +2,7 @@
 
 The live view is the text an agent puts before its model, so an altered one is the answer that
 matters most (a tool output rewritten into instructions). Each item's `rendered` is made again
-here, the archive's way (mnemo_sea.archive.envelope), from the item's own result:
+here, the archive's way (mnemo_sea.archive.rules.tool_results), from the item's own result:
 
 - an archived result: its stub, exactly (call, note, how to recover);
 - a result above the reader's clearance (served without its hash): the withheld stub, exactly;
@@ -19,8 +19,8 @@ from __future__ import annotations
 import hashlib
 
 from mnemo_sea.archive import ToolResult
-from mnemo_sea.archive.envelope import escape_text, render_live, render_stub, render_withheld
-from mnemo_sea.archive.records import LiveItem
+from mnemo_sea.archive.rules.records import LiveItem
+from mnemo_sea.archive.rules.tool_results import escape_text, render_live, render_stub, render_withheld
 
 # Stands for the body while the rest of an envelope is rendered: no envelope holds a NUL.
 _BODY = "\x00body\x00"

@@ -12,8 +12,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mnemo_sea.archive import Archive, Forbidden, InvalidInput, MemoryFact, NotFound, Principal, limits
-from mnemo_sea.archive.records import TaskState
-from mnemo_sea.archive.refs import EVIDENCE_REF_PREFIX, IndexId, MemoryIndexId, ResultIndexId, parse_index_id
+from mnemo_sea.archive.rules.records import TaskState
+from mnemo_sea.archive.rules.refs import (
+    EVIDENCE_REF_PREFIX,
+    IndexId,
+    MemoryIndexId,
+    ResultIndexId,
+    parse_index_id,
+)
 
 from . import render
 from .material import (

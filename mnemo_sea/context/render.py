@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from mnemo_sea.archive import InvalidInput, MemoryFact
-from mnemo_sea.archive.envelope import escape_attr, escape_text
-from mnemo_sea.archive.records import TaskState
+from mnemo_sea.archive.rules.records import TaskState
+from mnemo_sea.archive.rules.tool_results import escape_attr, escape_text
 
 from .material import CitedVersionConflict, EvidenceItem, MemoryDisagreement
 

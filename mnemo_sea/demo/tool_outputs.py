@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta, timezone
 
 from mnemo_sea.archive import InvalidInput
-from mnemo_sea.archive.principal import check_identifier
+from mnemo_sea.archive.rules.principal import check_identifier
 
 _CST = timezone(timedelta(hours=8))
 

@@ -17,8 +17,8 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mnemo_sea.archive import Principal
-from mnemo_sea.archive.api_keys import Unauthenticated, authenticate
-from mnemo_sea.archive.store import ArchiveStore
+from mnemo_sea.archive.features.api_keys import Unauthenticated, authenticate
+from mnemo_sea.archive.storage.store import ArchiveStore
 from mnemo_sea.rest.admission import TenantAdmission, admission_of
 from mnemo_sea.rest.limits import BodyLimit, JsonValueLimit
 from mnemo_sea.rest.observability import RequestIds

@@ -24,8 +24,8 @@ from fastapi import Depends, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from mnemo_sea.archive import Principal, Role
-from mnemo_sea.archive.api_keys import Unauthenticated, authenticate, cached_principal
-from mnemo_sea.archive.verified_keys import VerifiedKeys
+from mnemo_sea.archive.features.api_keys import Unauthenticated, authenticate, cached_principal
+from mnemo_sea.archive.storage.verified_keys import VerifiedKeys
 from mnemo_sea.system.mnemo import Mnemo
 
 _bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer msk_...`")

@@ -34,7 +34,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from mnemo_sea.archive import InvalidInput
-from mnemo_sea.archive.limits import BODY_JSON_VALUES, json_values_over
+from mnemo_sea.archive.rules.limits import BODY_JSON_VALUES, json_values_over
 from mnemo_sea.rest.admission import TenantAdmission, charged
 from mnemo_sea.rest.limits import TOO_MANY_VALUES
 from mnemo_sea.system.json_text import parse_json

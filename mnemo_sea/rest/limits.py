@@ -13,7 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mnemo_sea.archive.limits import BODY_JSON_VALUES, json_values_over
+from mnemo_sea.archive.rules.limits import BODY_JSON_VALUES, json_values_over
 from mnemo_sea.rest.problems import problem_response
 
 # What a body past BODY_JSON_VALUES is told, on REST (rest/json_bodies.py) and MCP (below).

@@ -1,6 +1,6 @@
 """Request and response bodies of the REST API (pydantic: they are the OpenAPI schema).
 
-Request bodies are the operation records of mnemo_sea.archive.operations and
+Request bodies are the operation records of mnemo_sea.archive.rules.operations and
 mnemo_sea.system.operations, or compositions of them: the same fields, types and descriptions
 as the Python facade and the MCP tools, the session coming from the path and the idempotency key
 from the `Idempotency-Key` header. Only what HTTP itself needs is declared here: originals as
@@ -27,9 +27,9 @@ from mnemo_sea.archive import (
     Recovered,
     ToolResult,
 )
-from mnemo_sea.archive import limits as cap
-from mnemo_sea.archive.limits import ContentCap
-from mnemo_sea.archive.operations import ResultMetadata
+from mnemo_sea.archive.rules import limits as cap
+from mnemo_sea.archive.rules.limits import ContentCap
+from mnemo_sea.archive.rules.operations import ResultMetadata
 from mnemo_sea.context import AssembledContext
 from mnemo_sea.context.segments import Component, SegmentKind
 from mnemo_sea.system.citations import CitationCheck, CitationReport

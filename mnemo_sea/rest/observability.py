@@ -22,7 +22,7 @@ from prometheus_client.registry import Collector
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mnemo_sea.archive.outbox import awaiting_flush_count, backlog
+from mnemo_sea.archive.storage.outbox import awaiting_flush_count, backlog
 from mnemo_sea.system.mnemo import Mnemo
 
 access_log = logging.getLogger("mnemo_sea.access")

@@ -92,9 +92,10 @@ from mnemo_sea.archive import (
     Principal,
     limits,
 )
-from mnemo_sea.archive.clock import aware, utcnow
-from mnemo_sea.archive.in_force import in_force, valid_at
-from mnemo_sea.archive.refs import (
+from mnemo_sea.archive.rules.checks import aware
+from mnemo_sea.archive.rules.clock import utcnow
+from mnemo_sea.archive.rules.in_force import in_force, valid_at
+from mnemo_sea.archive.rules.refs import (
     SUMMARY_PREFIX,
     MemoryIndexId,
     ResultIndexId,

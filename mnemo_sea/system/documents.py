@@ -54,12 +54,12 @@ from pathlib import Path
 from typing import Any, cast
 
 from mnemo_sea.archive import ContentTooLarge, EvidenceInput, InvalidInput, Sensitivity
-from mnemo_sea.archive.envelope import is_textual
-from mnemo_sea.archive.evidence import STATEMENT_LIMIT
-from mnemo_sea.archive.principal import check_identifier
-from mnemo_sea.archive.records import EVIDENCE_KINDS, PROVENANCES, Provenance
-from mnemo_sea.archive.refs import EVIDENCE_ID, check_evidence_id
-from mnemo_sea.archive.sessions import check_media_type
+from mnemo_sea.archive.features.evidence import STATEMENT_LIMIT
+from mnemo_sea.archive.rules.checks import check_media_type
+from mnemo_sea.archive.rules.principal import check_identifier
+from mnemo_sea.archive.rules.records import EVIDENCE_KINDS, PROVENANCES, Provenance
+from mnemo_sea.archive.rules.refs import EVIDENCE_ID, check_evidence_id
+from mnemo_sea.archive.rules.tool_results import is_textual
 from mnemo_sea.system.json_text import JsonTooDeep, parse_json
 
 __all__ = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 from mnemo_sea.archive import StoreUnavailable
 
 # Defined in the archive, whose field caps (limits.JsonCap) raise it too; named here as before.
-from mnemo_sea.archive.errors import JsonTooDeep
+from mnemo_sea.archive.rules.errors import JsonTooDeep
 
 
 class CacheUnavailable(StoreUnavailable):

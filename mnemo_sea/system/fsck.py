@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mnemo_sea.archive import IntegrityError, internal_reads
-from mnemo_sea.archive.audit import verify_chain
-from mnemo_sea.archive.outbox import pending_count
-from mnemo_sea.archive.summaries import source_owner
+from mnemo_sea.archive.storage.audit import verify_chain
+from mnemo_sea.archive.storage.outbox import pending_count
+from mnemo_sea.archive.storage.sources import source_owner
 from mnemo_sea.retrieval import EvidenceDocument
 from mnemo_sea.retrieval.filters import FilterSpec, tenant_filter
 from mnemo_sea.system.indexer import evidence_document, memory_document, note_document, summary_document

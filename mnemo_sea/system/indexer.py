@@ -66,8 +66,9 @@ from mnemo_sea.archive import (
     Summary,
     internal_reads,
 )
-from mnemo_sea.archive.memory import MEMORY_SENSITIVITY
-from mnemo_sea.archive.outbox import (
+from mnemo_sea.archive.rules.records import MEMORY_SENSITIVITY
+from mnemo_sea.archive.rules.refs import ResultIndexId, memory_index_id, result_index_id
+from mnemo_sea.archive.storage.outbox import (
     OutboxItem,
     awaiting_flush_count,
     claim_pending,
@@ -77,14 +78,14 @@ from mnemo_sea.archive.outbox import (
     pending_count,
     reclaim_applied,
 )
-from mnemo_sea.archive.refs import ResultIndexId, memory_index_id, result_index_id
-from mnemo_sea.archive.store import ArchiveStore
-from mnemo_sea.archive.summaries import source_owner
+from mnemo_sea.archive.storage.rows import ArchivedNote
+from mnemo_sea.archive.storage.sources import source_owner
+from mnemo_sea.archive.storage.store import ArchiveStore
 from mnemo_sea.retrieval import EvidenceDocument, HybridIndex, IndexUnavailable, RetrievalError
 from mnemo_sea.system.caches import Cache
 
 if TYPE_CHECKING:
-    from mnemo_sea.archive.evidence import EvidenceBatch
+    from mnemo_sea.archive.features.evidence import EvidenceBatch
 
 log = logging.getLogger(__name__)
 
@@ -613,7 +614,7 @@ def evidence_document(tenant: str, record: EvidenceRecord, content: bytes) -> Ev
     )
 
 
-def note_document(tenant: str, note: internal_reads.ArchivedNote) -> EvidenceDocument:
+def note_document(tenant: str, note: ArchivedNote) -> EvidenceDocument:
     """An archived result's note, searchable `as_of` any time from its archiving on."""
     return EvidenceDocument(
         tenant_id=tenant,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mnemo_sea.archive.limits import DOCUMENT_JSON_DEPTH, JSON_DEPTH, json_depth_over
+from mnemo_sea.archive.rules.limits import DOCUMENT_JSON_DEPTH, JSON_DEPTH, json_depth_over
 from mnemo_sea.system.errors import JsonTooDeep
 
 __all__ = [

@@ -31,12 +31,13 @@ from mnemo_sea.archive import (
     Role,
     StoreUnavailable,
 )
-from mnemo_sea.archive.clock import aware, utcnow
-from mnemo_sea.archive.evidence import EvidenceBatch
+from mnemo_sea.archive.features.evidence import EvidenceBatch
 from mnemo_sea.archive.hits import HitText
-from mnemo_sea.archive.operations import check_caps
-from mnemo_sea.archive.outbox import SoleDrainer, claim_sole_drainer, pending_ids
-from mnemo_sea.archive.refs import ResultIndexId, memory_index_id
+from mnemo_sea.archive.rules.checks import aware
+from mnemo_sea.archive.rules.clock import utcnow
+from mnemo_sea.archive.rules.operations import check_caps
+from mnemo_sea.archive.rules.refs import ResultIndexId, memory_index_id
+from mnemo_sea.archive.storage.outbox import SoleDrainer, claim_sole_drainer, pending_ids
 from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, TokenCounter
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS, assemble
 from mnemo_sea.context.gather import check_instructions, gather, tool_texts

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from mnemo_sea.archive import Archive, InvalidInput, ReceiptKey
-from mnemo_sea.archive.deployment_key import Rotation, rotate_key
-from mnemo_sea.archive.store import RECEIPT_KEY_FILE
+from mnemo_sea.archive.storage.deployment_key import Rotation, rotate_key
+from mnemo_sea.archive.storage.store import RECEIPT_KEY_FILE
 from mnemo_sea.retrieval import Embedder
 from mnemo_sea.system.embedders import build_embedder
 from mnemo_sea.system.mnemo import ARCHIVE_FILE, Mnemo, settings_receipt_key

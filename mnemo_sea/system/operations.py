@@ -1,5 +1,5 @@
 """The system's own operations (search, context, citation checks, ingest), each one's inputs
-described once, as a typed record: the archive's operations are in mnemo_sea.archive.operations,
+described once, as a typed record: the archive's operations are in mnemo_sea.archive.rules.operations,
 and the same rules hold here (field names are every surface's names; the records are REST's
 bodies and MCP's tool inputs; descriptions teach a model the field).
 """
@@ -10,9 +10,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictInt
 
-from mnemo_sea.archive import limits as cap
-from mnemo_sea.archive.limits import JsonCap
-from mnemo_sea.archive.operations import EvidenceInput, IsoTime, KindName, Operation, Ref
+from mnemo_sea.archive.rules import limits as cap
+from mnemo_sea.archive.rules.limits import JsonCap
+from mnemo_sea.archive.rules.operations import EvidenceInput, IsoTime, KindName, Operation, Ref
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS
 
 SearchModeName = Literal["hybrid", "bm25", "dense"]

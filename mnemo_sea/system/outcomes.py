@@ -134,9 +134,14 @@ def answer(category: Category, code: str) -> Outcome:
     return Outcome(category, http_status, exit_code, code)
 
 
+def _errors_module(layer: str) -> str:
+    """The module of a layer's errors (the archive keeps its own on its ground floor, rules)."""
+    return "mnemo_sea.archive.rules.errors" if layer == "archive" else f"mnemo_sea.{layer}.errors"
+
+
 def row_class(layer: str, name: str) -> type[BaseException] | None:
     """The class a row names, or None while its layer's errors module is not loaded."""
-    module = sys.modules.get(f"mnemo_sea.{layer}.errors")
+    module = sys.modules.get(_errors_module(layer))
     found = getattr(module, name, None)
     return found if isinstance(found, type) and issubclass(found, BaseException) else None
 
@@ -170,7 +175,7 @@ def error_classes() -> dict[str, type[BaseException]]:
     """Every error class of the loaded `errors` modules of ERROR_LAYERS, by its stable code."""
     found: dict[str, type[BaseException]] = {}
     for layer in ERROR_LAYERS:
-        name = f"mnemo_sea.{layer}.errors"
+        name = _errors_module(layer)
         module = sys.modules.get(name)
         for value in vars(module).values() if module is not None else ():
             code = getattr(value, "code", None)
@@ -212,7 +217,7 @@ def error_class(code: str, http_status: int) -> type[BaseException]:
         return found
     general = general_class(category_of_status(http_status)) or general_class(Category.INTERNAL)
     if general is None:
-        raise LookupError("mnemo_sea.archive.errors is not loaded: no class can answer")
+        raise LookupError("mnemo_sea.archive.rules.errors is not loaded: no class can answer")
     return general
 
 

@@ -19,7 +19,7 @@ from mnemo_sea.archive import (
     Role,
     Sensitivity,
 )
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 
 
 def error_of(call: Callable[[], object]) -> ArchiveError:

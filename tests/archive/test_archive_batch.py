@@ -28,7 +28,7 @@ from mnemo_sea.archive import (
     Sensitivity,
     StateConflict,
 )
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 
 ALL_TABLES: tuple[Table, ...] = (
     t.sessions,

@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import delete, select, update
 
 from mnemo_sea.archive import Archive, EvidenceInput, Forbidden, Principal, Role, Sensitivity
-from mnemo_sea.archive import audit as audit_module
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import audit as audit_module
+from mnemo_sea.archive.storage import schema as t
 
 
 def build_history(archive: Archive, agent: Principal, admin: Principal) -> None:

@@ -36,8 +36,8 @@ from _workers import (
 from sqlalchemy import Table, select
 
 from mnemo_sea.archive import Archive
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.blobs import sha256_hex
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage.blobs import sha256_hex
 
 SPAWN = multiprocessing.get_context("spawn")
 RESULT_TIMEOUT_S = 120.0

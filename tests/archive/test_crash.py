@@ -33,8 +33,8 @@ from _workers import ADMIN, AGENT, CRASH_BATCH, TENANT
 from sqlalchemy import select
 
 from mnemo_sea.archive import Archive
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.blobs import sha256_hex
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage.blobs import sha256_hex
 
 WORKER = Path(__file__).with_name("_workers.py")
 SESSION = "crash"

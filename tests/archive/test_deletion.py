@@ -26,8 +26,8 @@ from mnemo_sea.archive import (
     StoreUnavailable,
 )
 from mnemo_sea.archive import deletion as deletion_module
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.blobs import put_blob
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage.blobs import put_blob
 
 
 def sha(text: str) -> str:

@@ -23,7 +23,7 @@ from snapshots import SnapshotReader
 
 from mnemo_sea.archive import Archive, DeletionReceipt, EvidenceInput, Principal
 from mnemo_sea.archive.hits import HitPointer
-from mnemo_sea.archive.receipts import receipt_payload
+from mnemo_sea.archive.storage.receipts import receipt_payload
 
 
 @pytest.fixture

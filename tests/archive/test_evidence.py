@@ -36,7 +36,7 @@ from mnemo_sea.archive import (
     Sensitivity,
     StateConflict,
 )
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 
 DAY = timedelta(days=1)
 TICK = timedelta(microseconds=1)

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import select
 
 from mnemo_sea.archive import Archive, EvidenceInput, EvidenceRecord, Principal, Role, Sensitivity
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 
 SEQUENTIAL = Principal("seq-tenant", "loader", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
 BATCHED = Principal("batch-tenant", "loader", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)

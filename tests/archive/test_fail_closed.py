@@ -31,8 +31,8 @@ from mnemo_sea.archive import (
     StoreCorrupt,
     StoreUnavailable,
 )
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive import store as store_module
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage import store as store_module
 
 Snapshot = dict[str, list[tuple[Any, ...]]]
 

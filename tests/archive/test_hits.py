@@ -19,9 +19,9 @@ from sqlalchemy import select, update
 from statements import statements_of
 
 from mnemo_sea.archive import Archive, EvidenceInput, Forbidden, Principal, Role, Sensitivity
-from mnemo_sea.archive import schema as t
 from mnemo_sea.archive.hits import HitPointer, HitText
-from mnemo_sea.archive.refs import memory_index_id, result_index_id
+from mnemo_sea.archive.rules.refs import memory_index_id, result_index_id
+from mnemo_sea.archive.storage import schema as t
 
 AGENT = Principal("clinic-a", "agent-1", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
 READER = Principal("clinic-a", "u-1", frozenset({Role.READER}), Sensitivity.INTERNAL)

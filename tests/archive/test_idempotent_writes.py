@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Table, func, select
 
-import mnemo_sea.archive.idempotency as idempotency
+import mnemo_sea.archive.storage.idempotency as idempotency
 from mnemo_sea.archive import (
     Archive,
     EvidenceInput,
@@ -28,7 +28,7 @@ from mnemo_sea.archive import (
     Role,
     Sensitivity,
 )
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 
 A = Principal("clinic-a", "ops-1", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
 B = Principal("shop-b", "ops-9", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo_sea.archive.in_force import (
+from mnemo_sea.archive.rules.in_force import (
     evidence_answers_at,
     expired,
     in_force,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo_sea.archive.refs import (
+from mnemo_sea.archive.rules.refs import (
     EVIDENCE_ID,
     SUMMARY_PREFIX,
     MemoryIndexId,

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo_sea.archive.limits import JsonCap, json_values_over
+from mnemo_sea.archive.rules.limits import JsonCap, json_values_over
 
 # Strings rich in what a scan could mistake for structure: quotes, backslashes, commas, brackets.
 tricky = st.text(alphabet=st.sampled_from(list('"\\,[]{}:a \u00e9\u4e2d')), max_size=12)

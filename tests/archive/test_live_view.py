@@ -24,7 +24,7 @@ from mnemo_sea.archive import (
     Role,
     Sensitivity,
 )
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 
 OPEN = re.compile(r"<context_result ([^<>]*)>")
 ENVELOPE = re.compile(r"<context_result ([^<>]*)>\n(.*?)\n</context_result>", re.DOTALL)

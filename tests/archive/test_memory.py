@@ -23,7 +23,7 @@ from mnemo_sea.archive import (
     Sensitivity,
     SourceRef,
 )
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 
 TICK = timedelta(microseconds=1)
 

@@ -23,8 +23,8 @@ from mnemo_sea.archive import (
     Sensitivity,
     StateConflict,
 )
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.memory import PURGE_SUBJECT
+from mnemo_sea.archive.deletion import PURGE_SUBJECT
+from mnemo_sea.archive.storage import schema as t
 
 
 def user(subject: str) -> Principal:
@@ -142,19 +142,19 @@ def test_the_scheduled_purge_covers_every_tenant_and_only_what_expired(
 def test_one_tenant_failing_its_purge_does_not_stop_the_others(
     archive: Archive, agent: Principal, other_tenant: Principal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mnemo_sea.archive import IntegrityError, memory
+    from mnemo_sea.archive import IntegrityError, deletion
 
     day = timedelta(days=1)
     archive.remember(agent, "user-7", "k", "a", "user_claim", ttl_seconds=day.total_seconds())
     archive.remember(other_tenant, "user-7", "k", "b", "user_claim", ttl_seconds=day.total_seconds())
-    purge = memory.purge_expired
+    purge = deletion.purge_expired
 
     def failing_for_clinic(store: object, principal: Principal, **kw: object) -> object:
         if principal.tenant_id == agent.tenant_id:  # sorted first: it must not block shop-b
             raise IntegrityError("audit chain of clinic-a is broken")
         return purge(store, principal, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(memory, "purge_expired", failing_for_clinic)
+    monkeypatch.setattr(deletion, "purge_expired", failing_for_clinic)
     with pytest.raises(IntegrityError):
         archive.purge_expired_everywhere(now=datetime.now(UTC) + 2 * day)
     assert archive.memory_history(other_tenant, "user-7", "k") == []

@@ -31,11 +31,11 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Column, MetaData, String, create_engine, inspect, select, text
 
 from mnemo_sea.archive import Archive, ReceiptKey
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.store import SCHEMA_HEAD, open_store, upgrade
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage.store import SCHEMA_HEAD, open_store, upgrade
 
 SPAWN = multiprocessing.get_context("spawn")
-MIGRATIONS = Path(t.__file__).with_name("migrations")
+MIGRATIONS = Path(t.__file__).parents[1] / "migrations"
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

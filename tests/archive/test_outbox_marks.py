@@ -6,8 +6,8 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from mnemo_sea.archive import Archive
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.outbox import _CHUNK, enqueue_many, mark_applied, mark_done, pending_ids
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage.outbox import _CHUNK, enqueue_many, mark_applied, mark_done, pending_ids
 
 
 def states(archive: Archive) -> dict[int, tuple[bool, bool, str]]:

@@ -13,9 +13,9 @@ from alembic.config import Config
 from sqlalchemy import create_engine, select
 
 from mnemo_sea.archive import Archive, ArchiveTarget, Principal
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.outbox import EMPTY_PAYLOAD, claim_pending, enqueue, mark_done
-from mnemo_sea.archive.store import open_store, upgrade
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage.outbox import EMPTY_PAYLOAD, claim_pending, enqueue, mark_done
+from mnemo_sea.archive.storage.store import open_store, upgrade
 
 
 def rows(archive: Archive) -> list[tuple[str, str, str, str, dict[str, object], bool]]:
@@ -62,7 +62,7 @@ def test_the_migration_empties_done_rows_of_older_versions(tmp_path: Path) -> No
     url = f"sqlite+pysqlite:///{tmp_path / 'old.db'}"
     store = open_store(url, migrate=False)
     cfg = Config()
-    cfg.set_main_option("script_location", str(Path(t.__file__).with_name("migrations")))
+    cfg.set_main_option("script_location", str(Path(t.__file__).parents[1] / "migrations"))
     with store.write() as conn:
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "0002")  # the schema before this change

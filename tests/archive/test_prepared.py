@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import Select, bindparam, select
 
 from mnemo_sea.archive import Archive, EvidenceInput, Principal, StoreUnavailable
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.prepared import PreparedInsert, PreparedSelect
-from mnemo_sea.archive.store import open_store
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage.statements import PreparedInsert, PreparedSelect
+from mnemo_sea.archive.storage.store import open_store
 
 
 def _statement() -> Select[Any]:

@@ -30,11 +30,11 @@ from mnemo_sea.archive import (
     ReceiptKey,
     Role,
 )
-from mnemo_sea.archive import audit as audit_module
 from mnemo_sea.archive import deletion as deletion_module
-from mnemo_sea.archive import receipts as receipts_module
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.api_keys import create_key, revoke_key
+from mnemo_sea.archive.features.api_keys import create_key, revoke_key
+from mnemo_sea.archive.storage import audit as audit_module
+from mnemo_sea.archive.storage import receipts as receipts_module
+from mnemo_sea.archive.storage import schema as t
 
 
 def deleted(archive: Archive, agent: Principal, admin: Principal, eid: str = "kb:1") -> DeletionReceipt:
@@ -334,7 +334,7 @@ def test_key_creation_and_revocation_are_audited_in_the_key_row_transaction(
     def broken(*args: Any, **kw: Any) -> int:
         raise RuntimeError("audit write failed")
 
-    monkeypatch.setattr("mnemo_sea.archive.api_keys.append_event", broken)
+    monkeypatch.setattr("mnemo_sea.archive.features.api_keys.append_event", broken)
     with pytest.raises(RuntimeError):
         create_key(archive.store, tenant_id="clinic-a", subject="other", roles=["agent"])
     with pytest.raises(RuntimeError):

@@ -26,7 +26,7 @@ from mnemo_sea.archive import (
     Sensitivity,
     StateConflict,
 )
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 
 T0 = datetime(2026, 3, 1, 9, 0, 12, 345678, tzinfo=UTC)
 TIME_SENSITIVE = ("price", "stock", "inventory", "availability", "approval_progress")

@@ -31,7 +31,7 @@ from mnemo_sea.archive import (
     Sensitivity,
     StateConflict,
 )
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 
 MAX_BATCH = 4
 MAX_NOTE = 40

@@ -131,7 +131,7 @@ def test_a_kept_reader_found_closed_is_replaced_and_the_read_answers(archive: Ar
 
 
 def test_a_failed_read_drops_its_reader_and_is_typed(archive: Archive) -> None:
-    from mnemo_sea.archive.prepared import PreparedSelect
+    from mnemo_sea.archive.storage.statements import PreparedSelect
 
     pointers = [pointer(archive, "doc-1", "text 1")]
     assert read(archive, pointers) == ["text 1"]
@@ -179,7 +179,7 @@ def test_a_postgresql_thread_reads_in_autocommit_on_a_connection_of_its_own(pg_m
     import psycopg
     from sqlalchemy import func, select
 
-    from mnemo_sea.archive import schema as t
+    from mnemo_sea.archive.storage import schema as t
 
     archive = Archive.open(pg_migrated_url)
     try:
@@ -209,7 +209,7 @@ def test_postgresql_keeps_at_most_the_limit_of_readers_and_reads_beyond_it_throu
 ) -> None:
     import psycopg
 
-    from mnemo_sea.archive.readers import PG_READER_LIMIT
+    from mnemo_sea.archive.storage.readers import PG_READER_LIMIT
 
     archive = Archive.open(pg_migrated_url)
     try:
@@ -287,8 +287,8 @@ def test_a_postgresql_connection_lost_during_a_read_is_store_unavailable(pg_migr
     """The connection dies under the statement, on the kept reader and again on the fresh one
     it is read on once more: the read fails as StoreUnavailable, the dead connection is not
     reused, and the next read answers. Through the pool too (a store keeping no readers)."""
-    from mnemo_sea.archive.prepared import PreparedSelect
-    from mnemo_sea.archive.readers import ThreadReaders
+    from mnemo_sea.archive.storage.readers import ThreadReaders
+    from mnemo_sea.archive.storage.statements import PreparedSelect
 
     archive = Archive.open(pg_migrated_url)
     try:
@@ -337,7 +337,7 @@ def test_a_connection_that_refuses_to_leave_autocommit_is_invalidated_not_raised
     """psycopg refuses to switch autocommit on a connection whose state is unknown (it broke
     under the statement): the statement's own error must stay the one raised, and the pool
     must not get that connection back for reuse."""
-    from mnemo_sea.archive.store import _leave_autocommit
+    from mnemo_sea.archive.storage.store import _leave_autocommit
 
     class Driver:
         closed = False
@@ -367,7 +367,7 @@ def test_a_connection_that_refuses_to_leave_autocommit_is_invalidated_not_raised
 
 
 def test_a_sqlite_file_is_read_through_a_memory_map_on_every_connection(archive: Archive) -> None:
-    from mnemo_sea.archive.store import SQLITE_MMAP_BYTES
+    from mnemo_sea.archive.storage.store import SQLITE_MMAP_BYTES
 
     p = pointer(archive, "doc-1", "potassium 4.1 mmol/L")
     assert archive.read_hits(AGENT, [p])[0] is not None  # this thread's reader is open now

@@ -20,7 +20,7 @@ from mnemo_sea.archive import (
     Sensitivity,
     SourceRef,
 )
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 
 
 def count(archive: Archive, table: Any) -> int:

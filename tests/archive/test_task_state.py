@@ -32,8 +32,8 @@ from mnemo_sea.archive import (
     TaskState,
     TaskStateRejected,
 )
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.task_state_rules import MAX_ITEMS, TEXT_LIMIT, check_update, parse_proposal
+from mnemo_sea.archive.rules.task_state_rules import MAX_ITEMS, TEXT_LIMIT, check_update, parse_proposal
+from mnemo_sea.archive.storage import schema as t
 
 S = "run-17"
 UNKNOWN = "logistics query timed out, delivery status unknown"
@@ -1264,7 +1264,7 @@ def test_a_writer_racing_the_cascade_s_new_version_is_told_to_read_again(
     gets StateConflict and nothing of it is stored."""
     from sqlalchemy import text
 
-    from mnemo_sea.archive.clock import utcnow
+    from mnemo_sea.archive.rules.clock import utcnow
     from mnemo_sea.archive.task_state_cascade import rewrite_session
 
     archive = Archive.open(pg_migrated_url)

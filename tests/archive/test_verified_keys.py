@@ -10,10 +10,10 @@ import pytest
 from sqlalchemy import event, update
 
 from mnemo_sea.archive import Archive, Principal, Role, Sensitivity, Unauthenticated
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.api_keys import authenticate, cached_principal, create_key, revoke_key
-from mnemo_sea.archive.clock import utcnow
-from mnemo_sea.archive.verified_keys import VerifiedKeys
+from mnemo_sea.archive.features.api_keys import authenticate, cached_principal, create_key, revoke_key
+from mnemo_sea.archive.rules.clock import utcnow
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage.verified_keys import VerifiedKeys
 
 TTL = 5.0
 

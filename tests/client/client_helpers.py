@@ -14,8 +14,8 @@ import httpx
 from sqlalchemy import Table, func, select
 
 from mnemo_sea.archive import Archive
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.api_keys import create_key
+from mnemo_sea.archive.features.api_keys import create_key
+from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.client import AsyncMnemoClient, MnemoClient, RetryPolicy
 from mnemo_sea.eval.api_stack import ApiServer
 

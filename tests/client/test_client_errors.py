@@ -26,7 +26,7 @@ from mnemo_sea.archive import (
     TaskStateRejected,
     Unauthenticated,
 )
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.client import ApiUnreachable, MnemoClient, RetryPolicy
 from mnemo_sea.context import ContextOverBudget
 from mnemo_sea.eval.api_stack import free_port, wait_until

@@ -25,7 +25,7 @@ from mnemo_sea.archive import (
     TaskState,
     ToolResult,
 )
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.client import Health
 from mnemo_sea.context import AssembledContext
 from mnemo_sea.system.citations import Citation, CitationReport

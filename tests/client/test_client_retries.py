@@ -23,7 +23,7 @@ import uvicorn
 from client_helpers import Tenant
 
 from mnemo_sea.archive import StoreUnavailable
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.client import ApiUnreachable, AsyncMnemoClient, MnemoClient, RetryPolicy
 from mnemo_sea.eval.api_stack import LOOPBACK, free_port, wait_until
 from mnemo_sea.retrieval import IndexUnavailable

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from client_helpers import Served
 
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -20,8 +20,8 @@ from sqlalchemy import func, select
 from typer.testing import CliRunner
 
 from mnemo_sea.archive import EvidenceInput, InvalidInput, Principal, Role, Sensitivity
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.refs import DERIVED_ID_PREFIXES, MEMORY_PREFIX, RESULT_PREFIX, SUMMARY_PREFIX
+from mnemo_sea.archive.rules.refs import DERIVED_ID_PREFIXES, MEMORY_PREFIX, RESULT_PREFIX, SUMMARY_PREFIX
+from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.cli.app import app as cli_app
 from mnemo_sea.system.citations import CitationCheck, check_answers, load_citations_jsonl
 from mnemo_sea.system.mnemo import Mnemo, SearchHit

@@ -104,7 +104,7 @@ def test_a_deep_jsonl_line_is_named_by_its_line_and_nothing_is_loaded(
 
 def test_arguments_at_the_field_limit_are_recorded_and_one_more_is_json_too_deep(folder: Path) -> None:
     # `--arguments` is the whole document and the field at once: the field limit decides.
-    from mnemo_sea.archive.limits import JSON_DEPTH
+    from mnemo_sea.archive.rules.limits import JSON_DEPTH
 
     def arguments(levels: int) -> str:
         return '{"a": ' + nested(levels - 1) + "}"

@@ -9,7 +9,7 @@ from leftovers import new_marker, scan_database
 from sqlalchemy import func, select
 
 from mnemo_sea.archive import EvidenceInput, NotFound, Principal, Role, Sensitivity
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.context import ContextOverBudget
 from mnemo_sea.retrieval import IndexUnavailable
 from mnemo_sea.system.mnemo import Mnemo, SearchResult

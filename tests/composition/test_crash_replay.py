@@ -57,8 +57,8 @@ from fakes import HashingEmbedder
 from sqlalchemy import select
 
 from mnemo_sea.archive import ArchiveError
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.refs import ResultIndexId
+from mnemo_sea.archive.rules.refs import ResultIndexId
+from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.retrieval import AccessScope, SearchMode, SearchQuery
 from mnemo_sea.retrieval.filters import evidence_filter
 from mnemo_sea.system.fsck import run_fsck

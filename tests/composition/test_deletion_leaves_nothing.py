@@ -25,7 +25,7 @@ from leftovers import files_holding, new_marker, scan_database
 
 from mnemo_sea.archive import ArchiveTarget, EvidenceInput, NotFound, Principal, Role, Sensitivity
 from mnemo_sea.archive.deletion import verify_deleted
-from mnemo_sea.archive.outbox import scrub
+from mnemo_sea.archive.storage.outbox import scrub
 from mnemo_sea.retrieval.hybrid_index import CACHE_FILE
 from mnemo_sea.system.mnemo import ARCHIVE_FILE, INDEX_DIR, Mnemo
 from mnemo_sea.system.settings import MnemoSettings

@@ -23,10 +23,10 @@ from mnemo_sea.archive import (
     Role,
     Sensitivity,
     StoreUnavailable,
-    deployment_key,
 )
-from mnemo_sea.archive import store as store_module
-from mnemo_sea.archive.store import ArchiveStore
+from mnemo_sea.archive.storage import deployment_key
+from mnemo_sea.archive.storage import store as store_module
+from mnemo_sea.archive.storage.store import ArchiveStore
 from mnemo_sea.cli.app import app as cli_app
 from mnemo_sea.system.hashing_embedder import HashingEmbedder
 from mnemo_sea.system.mnemo import Mnemo

@@ -28,7 +28,7 @@ from mnemo_sea.archive import (
     Role,
     Sensitivity,
 )
-from mnemo_sea.archive.refs import check_evidence_id
+from mnemo_sea.archive.rules.refs import check_evidence_id
 from mnemo_sea.system.documents import (
     BinaryFile,
     FileTooLarge,

@@ -10,7 +10,7 @@ from fakes import HashingEmbedder
 from sqlalchemy import update
 
 from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.retrieval import EvidenceDocument
 from mnemo_sea.system.fsck import run_fsck
 from mnemo_sea.system.mnemo import Mnemo

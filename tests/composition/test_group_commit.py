@@ -21,9 +21,9 @@ from fakes import HashingEmbedder, ManualClock
 from sqlalchemy import select
 
 from mnemo_sea.archive import ArchiveTarget, Principal, Role, Sensitivity
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.errors import OutboxOwned
-from mnemo_sea.archive.outbox import backlog, pending_count
+from mnemo_sea.archive.rules.errors import OutboxOwned
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage.outbox import backlog, pending_count
 from mnemo_sea.retrieval.edge_backend import EdgeIndex
 from mnemo_sea.system.indexer import GROUP_COMMIT_SECONDS, GroupCommit
 from mnemo_sea.system.mnemo import Mnemo

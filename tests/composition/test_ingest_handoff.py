@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import select, update
 
 from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.retrieval.filters import tenant_filter
 from mnemo_sea.system.mnemo import Mnemo
 

@@ -27,9 +27,9 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 import mnemo_sea.context.render as render
 import mnemo_sea.system.mnemo as mnemo_module
 from mnemo_sea.archive import ContentTooLarge, InvalidInput, Principal, Role, Sensitivity, limits
-from mnemo_sea.archive import operations as archive_ops
-from mnemo_sea.archive.api_keys import create_key
-from mnemo_sea.archive.operations import check_caps
+from mnemo_sea.archive.features.api_keys import create_key
+from mnemo_sea.archive.rules import operations as archive_ops
+from mnemo_sea.archive.rules.operations import check_caps
 from mnemo_sea.mcp import build_server, fixed_principal
 from mnemo_sea.mcp.tools import TOOLS
 from mnemo_sea.rest.app import create_app
@@ -405,7 +405,7 @@ def test_mcp_tool_inputs_enforce_every_cap_of_their_record() -> None:
 
 
 def test_a_policy_may_lower_a_limit_never_raise_it() -> None:
-    from mnemo_sea.archive.policy import ArchivePolicy
+    from mnemo_sea.archive.rules.policy import ArchivePolicy
 
     assert ArchivePolicy(max_note_chars=10).max_note_chars == 10
     with pytest.raises(InvalidInput) as e:

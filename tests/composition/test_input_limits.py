@@ -10,8 +10,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from mnemo_sea.archive import EvidenceInput, InvalidInput, NotFound, Principal, Role, Sensitivity
-from mnemo_sea.archive.api_keys import create_key
-from mnemo_sea.archive.policy import ArchivePolicy
+from mnemo_sea.archive.features.api_keys import create_key
+from mnemo_sea.archive.rules.policy import ArchivePolicy
 from mnemo_sea.rest.app import create_app
 from mnemo_sea.system.mnemo import Mnemo
 

@@ -36,7 +36,7 @@ def test_another_tenants_backlog_is_invisible_to_fsck_and_deletion_checks(mnemo:
     # could issue one; an edited receipt is refused before any count: test_receipts.py).
     from dataclasses import replace
 
-    from mnemo_sea.archive.receipts import sign_receipt
+    from mnemo_sea.archive.storage.receipts import sign_receipt
 
     forged = sign_receipt(mnemo.archive.store.receipt_key, replace(receipt, outbox_ids=tuple(range(1, 100))))
     assert mnemo.verify_deleted(B_ADMIN, forged).pending_outbox == 0  # A's pending rows are not B's

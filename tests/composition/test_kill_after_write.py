@@ -30,7 +30,7 @@ from fakes import HashingEmbedder
 from sqlalchemy import select
 
 from mnemo_sea.archive import Principal, Role, Sensitivity
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.system.fsck import run_fsck
 from mnemo_sea.system.mnemo import ARCHIVE_FILE, INDEX_DIR, Mnemo
 from mnemo_sea.system.settings import MnemoSettings

@@ -13,8 +13,8 @@ from fakes import HashingEmbedder, ManualWallClock
 from sqlalchemy import select
 
 from mnemo_sea.archive import Principal, Role, Sensitivity
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.refs import memory_index_id
+from mnemo_sea.archive.rules.refs import memory_index_id
+from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.retrieval.filters import evidence_filter
 from mnemo_sea.system.indexer import DrainReport
 from mnemo_sea.system.mnemo import Mnemo

@@ -11,7 +11,7 @@ from sqlalchemy import update
 from statements import statements_of
 
 from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.demo.samples import load_sample_tenant
 from mnemo_sea.system.mnemo import Mnemo
 

@@ -35,7 +35,7 @@ from fakes import HashingEmbedder
 from pydantic import BaseModel, TypeAdapter
 
 from mnemo_sea.archive import Archive
-from mnemo_sea.archive import operations as ops
+from mnemo_sea.archive.rules import operations as ops
 from mnemo_sea.cli.app import app as cli_app
 from mnemo_sea.cli.context import UPDATE_FIELDS
 from mnemo_sea.client import AsyncMnemoClient, MnemoClient

@@ -44,8 +44,8 @@ from mnemo_sea.archive import (
     TaskStateRejected,
     Unauthenticated,
 )
-from mnemo_sea.archive.api_keys import Unauthenticated as UnauthenticatedOfApiKeys
-from mnemo_sea.archive.errors import OutboxOwned
+from mnemo_sea.archive.features.api_keys import Unauthenticated as UnauthenticatedOfApiKeys
+from mnemo_sea.archive.rules.errors import OutboxOwned
 from mnemo_sea.cli.output import as_cli_error, exit_code_of
 from mnemo_sea.client import ApiUnreachable, BadAnswer, InconsistentAnswer, MalformedAnswer
 from mnemo_sea.client.errors import error_of
@@ -290,7 +290,7 @@ def test_rest_answers_every_error_by_the_table() -> None:
 WIRE_ERRORS = [
     cls
     for cls in ERRORS
-    if cls.__module__ in {f"mnemo_sea.{layer}.errors" for layer in outcomes.ERROR_LAYERS}
+    if cls.__module__ in {outcomes._errors_module(layer) for layer in outcomes.ERROR_LAYERS}
 ]
 
 

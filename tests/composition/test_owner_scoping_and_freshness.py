@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import select
 
 from mnemo_sea.archive import EvidenceInput, Forbidden, InvalidInput, Principal, Role, Sensitivity
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.outbox import MAX_ATTEMPTS, enqueue
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage.outbox import MAX_ATTEMPTS, enqueue
 from mnemo_sea.retrieval import EvidenceDocument
 from mnemo_sea.system.caches import CacheUnavailable
 from mnemo_sea.system.fsck import run_fsck

@@ -32,7 +32,7 @@ from mnemo_sea.archive import (
     Role,
     Sensitivity,
 )
-from mnemo_sea.archive.policy import DEFAULT_POLICY
+from mnemo_sea.archive.rules.policy import DEFAULT_POLICY
 from mnemo_sea.demo.samples import (
     SAMPLE_TENANTS,
     expected_verdicts,

@@ -127,7 +127,7 @@ def test_background_workers_apply_the_outbox_once_each(
     import threading
     import time
 
-    from mnemo_sea.archive.outbox import pending_count
+    from mnemo_sea.archive.storage.outbox import pending_count
     from mnemo_sea.system.worker import run_worker
 
     settings = MnemoSettings(
@@ -179,7 +179,7 @@ def test_the_worker_command_drains_the_outbox_and_stops_on_sigterm(pg_migrated_u
     import time
 
     from mnemo_sea.archive import Archive
-    from mnemo_sea.archive.outbox import pending_count
+    from mnemo_sea.archive.storage.outbox import pending_count
 
     archive = Archive.open(pg_migrated_url)
     try:

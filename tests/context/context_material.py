@@ -6,8 +6,8 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from mnemo_sea.archive import Sensitivity, ToolResult
-from mnemo_sea.archive.envelope import render_live, render_stub, render_withheld
-from mnemo_sea.archive.records import ConfirmedFact, TaskState
+from mnemo_sea.archive.rules.records import ConfirmedFact, TaskState
+from mnemo_sea.archive.rules.tool_results import render_live, render_stub, render_withheld
 from mnemo_sea.context.material import ContextMaterial, EvidenceItem, HistoryItem
 
 T0 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo_sea.archive import InvalidInput, Sensitivity
-from mnemo_sea.archive.records import ConfirmedFact, MemoryFact
+from mnemo_sea.archive.rules.records import ConfirmedFact, MemoryFact
 from mnemo_sea.context import BpeCounter, CachedCounter, ContextOverBudget
 from mnemo_sea.context.assembler import assemble
 from mnemo_sea.context.gather import memory_disagreement

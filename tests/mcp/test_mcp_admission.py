@@ -9,8 +9,8 @@ from mcp import Client
 from mcp_helpers import CLINIC, SHOP, payload
 from starlette.testclient import TestClient
 
-from mnemo_sea.archive.api_keys import create_key
-from mnemo_sea.archive.limits import BODY_JSON_VALUES
+from mnemo_sea.archive.features.api_keys import create_key
+from mnemo_sea.archive.rules.limits import BODY_JSON_VALUES
 from mnemo_sea.mcp import build_server, fixed_principal, http_app
 from mnemo_sea.rest.admission import TenantAdmission, TenantLoad
 from mnemo_sea.system.mnemo import Mnemo

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 import mnemo_sea.mcp
 from mnemo_sea.archive import Archive
-from mnemo_sea.archive.api_keys import create_key
+from mnemo_sea.archive.features.api_keys import create_key
 from mnemo_sea.cli.mcp import register
 from mnemo_sea.system.mnemo import ARCHIVE_FILE
 

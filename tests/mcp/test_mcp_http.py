@@ -18,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_helpers import CLINIC, payload
 
 from mnemo_sea.archive import NotFound, Principal, Role
-from mnemo_sea.archive.api_keys import create_key, revoke_key
+from mnemo_sea.archive.features.api_keys import create_key, revoke_key
 from mnemo_sea.mcp import http_app
 from mnemo_sea.system.mnemo import Mnemo
 

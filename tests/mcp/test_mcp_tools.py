@@ -367,7 +367,7 @@ def test_record_result_retried_with_its_idempotency_key_records_once(mnemo: Mnem
 def test_tool_arguments_at_the_field_limit_are_recorded_over_mcp(mnemo: Mnemo, session_id: str) -> None:
     # The call's arguments object wraps the field a level deeper; the document allowance covers
     # it, so arguments Python accepts (JSON_DEPTH levels) are accepted here too, one more are not.
-    from mnemo_sea.archive.limits import JSON_DEPTH
+    from mnemo_sea.archive.rules.limits import JSON_DEPTH
 
     def arguments(levels: int) -> dict[str, Any]:
         deep: Any = []
@@ -401,7 +401,7 @@ def test_arguments_nested_past_the_limit_are_refused_and_nothing_is_recorded(
 ) -> None:
     from sqlalchemy import func, select
 
-    from mnemo_sea.archive import schema as t
+    from mnemo_sea.archive.storage import schema as t
     from mnemo_sea.system.json_text import MAX_JSON_DEPTH
 
     deep: Any = []

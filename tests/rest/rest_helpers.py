@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from mnemo_sea.archive.api_keys import create_key
+from mnemo_sea.archive.features.api_keys import create_key
 from mnemo_sea.system.mnemo import Mnemo
 
 PROBLEM_JSON = "application/problem+json"

@@ -19,8 +19,8 @@ import httpx
 import pytest
 from fastapi import APIRouter, FastAPI
 
-from mnemo_sea.archive.api_keys import create_key
-from mnemo_sea.archive.verified_keys import VerifiedKeys
+from mnemo_sea.archive.features.api_keys import create_key
+from mnemo_sea.archive.storage.verified_keys import VerifiedKeys
 from mnemo_sea.rest.admission import TenantAdmission, TenantLoad
 from mnemo_sea.rest.app import create_app
 from mnemo_sea.rest.auth import Caller

@@ -11,10 +11,10 @@ from rest_helpers import Api, assert_problem, evidence
 from sqlalchemy import select, update
 from typer.testing import CliRunner
 
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.api_keys import list_keys, revoke_key
-from mnemo_sea.archive.clock import utcnow
-from mnemo_sea.archive.verified_keys import VerifiedKeys
+from mnemo_sea.archive.features.api_keys import list_keys, revoke_key
+from mnemo_sea.archive.rules.clock import utcnow
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage.verified_keys import VerifiedKeys
 from mnemo_sea.cli.app import app as cli_app
 
 PROTECTED = [

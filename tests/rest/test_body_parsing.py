@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from rest_helpers import Api, assert_problem
 from starlette.types import Message, Receive, Scope, Send
 
-from mnemo_sea.archive.limits import BODY_JSON_VALUES, TOOLS_VALUES, json_values_over
+from mnemo_sea.archive.rules.limits import BODY_JSON_VALUES, TOOLS_VALUES, json_values_over
 from mnemo_sea.rest import json_bodies
 
 JSON = {"Content-Type": "application/json"}

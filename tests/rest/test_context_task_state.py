@@ -11,7 +11,7 @@ from rest_helpers import Api, assert_problem
 from sqlalchemy import func, select
 
 from mnemo_sea.archive import Principal, Role, Sensitivity
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 
 LOG = "GET /orders 200\n" * 400  # about 2,400 tokens: an archive candidate
 INSTRUCTIONS = "You are the shop's order assistant. Cite result ids."

@@ -16,8 +16,8 @@ from rest_helpers import Api, assert_problem, evidence
 from sqlalchemy import delete, event, select, update
 
 from mnemo_sea.archive import Archive, ArchivePolicy
-from mnemo_sea.archive import schema as t
-from mnemo_sea.archive.store import open_store
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage.store import open_store
 from mnemo_sea.rest.app import create_app
 from mnemo_sea.retrieval import IndexUnavailable
 from mnemo_sea.retrieval.points import point_id
@@ -813,7 +813,7 @@ def _nested(depth: int) -> str:
 
 @pytest.mark.parametrize("depth", [101, 300, 100_000])  # before: accepted; a 500; a generic 422
 def test_a_body_nested_past_the_limit_is_a_422_naming_it_and_nothing_is_stored(api: Api, depth: int) -> None:
-    from mnemo_sea.archive.limits import BODY_JSON_VALUES
+    from mnemo_sea.archive.rules.limits import BODY_JSON_VALUES
     from mnemo_sea.system.json_text import MAX_JSON_DEPTH
 
     headers = {**api.headers("agent"), "Content-Type": "application/json"}
@@ -839,7 +839,7 @@ def test_a_body_nested_past_the_limit_is_a_422_naming_it_and_nothing_is_stored(a
 def test_a_field_at_its_depth_limit_is_accepted_in_a_body_and_one_more_is_json_too_deep(api: Api) -> None:
     # The field limit is the one Python and the CLI apply (JSON_DEPTH); the body around it gets
     # its own allowance (DOCUMENT_JSON_DEPTH), so the same arguments are accepted on every surface.
-    from mnemo_sea.archive.limits import JSON_DEPTH
+    from mnemo_sea.archive.rules.limits import JSON_DEPTH
 
     headers = {**api.headers("agent"), "Content-Type": "application/json"}
 

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from rest_helpers import OPERATOR_TENANT, Api, assert_problem, evidence
 from sqlalchemy import func, select, update
 
-from mnemo_sea.archive import schema as t
+from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.rest.app import create_app
 from mnemo_sea.rest.observability import JsonFormatter
 from mnemo_sea.system.mnemo import Mnemo

@@ -33,7 +33,7 @@ from schemathesis.specs.openapi.checks import (
 from schemathesis.specs.openapi.converter import to_json_schema
 
 from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
-from mnemo_sea.archive.api_keys import create_key
+from mnemo_sea.archive.features.api_keys import create_key
 
 TENANT = "fuzzed"
 EXAMPLES = int(os.environ.get("MNEMO_SCHEMATHESIS_EXAMPLES", "20"))

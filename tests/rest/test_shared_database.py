@@ -19,7 +19,7 @@ from rest_helpers import evidence
 from stores import REDIS_URL
 
 from mnemo_sea.archive import Archive
-from mnemo_sea.archive.api_keys import create_key
+from mnemo_sea.archive.features.api_keys import create_key
 from mnemo_sea.rest.app import create_app
 from mnemo_sea.system.caches import RedisCache
 from mnemo_sea.system.hashing_embedder import HashingEmbedder

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from mnemo_sea.archive.api_keys import create_key
+from mnemo_sea.archive.features.api_keys import create_key
 from mnemo_sea.rest.app import create_app
 from mnemo_sea.system.hashing_embedder import HashingEmbedder
 from mnemo_sea.system.mnemo import Mnemo

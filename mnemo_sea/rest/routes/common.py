@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Header, Query
 
-from mnemo_sea.archive.limits import IDEMPOTENCY_KEY_CHARS
+from mnemo_sea.archive.rules.limits import IDEMPOTENCY_KEY_CHARS
 
 IdempotencyKey = Annotated[
     str | None,

@@ -1,0 +1,637 @@
+"""Evidence records with versions: a new version supersedes, never overwrites.
+
+Two time axes: `recorded_at`/`ended_at` say when a version was the archive's current one
+(transaction time); `valid_from`/`valid_until` say when its content holds in the world
+(valid time). `as_of=T` reads the version that was current at T and valid at T.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, bindparam, select, update
+
+from mnemo_sea.archive.rules import limits
+from mnemo_sea.archive.rules.checks import aware, check_media_type, content_bytes
+from mnemo_sea.archive.rules.clock import utcnow
+from mnemo_sea.archive.rules.errors import (
+    InvalidBatch,
+    InvalidInput,
+    NotFound,
+    RetractedContent,
+    StateConflict,
+    TargetStatus,
+)
+from mnemo_sea.archive.rules.in_force import evidence_answers_at
+from mnemo_sea.archive.rules.operations import EvidenceInput
+from mnemo_sea.archive.rules.principal import Principal, Role, Sensitivity, check_identifier
+from mnemo_sea.archive.rules.records import EVIDENCE_KINDS, EvidenceRecord, parse_provenance
+from mnemo_sea.archive.rules.refs import DERIVED_ID_PREFIXES, check_evidence_id
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage.audit import append_event
+from mnemo_sea.archive.storage.blobs import put_blobs, read_blob, sha256_hex
+from mnemo_sea.archive.storage.idempotency import KeyedRequest, keyed, previous_reply, save_reply
+from mnemo_sea.archive.storage.locks import lock_chain, lock_chains
+from mnemo_sea.archive.storage.outbox import Entity, Op, enqueue, enqueue_many
+from mnemo_sea.archive.storage.rows import to_record
+from mnemo_sea.archive.storage.statements import prepared_insert
+from mnemo_sea.archive.storage.store import ArchiveStore
+
+_TEXT_LIMITS = {"source": limits.SOURCE_CHARS, "scope": limits.SCOPE_CHARS, "locator": limits.LOCATOR_CHARS}
+STATEMENT_LIMIT = limits.STATEMENT_CHARS
+
+
+def _check_text(field: str, value: object, limit: int, *, required: bool) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(field, f"must be a string, got {type(value).__name__}")
+    if required and not value.strip():
+        raise InvalidInput(field, "must not be empty")
+    if len(value) > limit:
+        raise InvalidInput(field, f"is {len(value)} characters; the limit is {limit}")
+    if "\x00" in value:
+        raise InvalidInput(field, "must not contain NUL")
+    return value
+
+
+def _record_of(row: dict[str, Any], *, answer: bool = False) -> EvidenceRecord:
+    """`to_record` of a row this process holds as a dict (times aware UTC, as a read returns
+    them). `answer`: as the put that made the version current answered (active, not ended)."""
+    return EvidenceRecord(
+        evidence_id=row["evidence_id"],
+        version=row["version"],
+        kind=row["kind"],
+        source=row["source"],
+        scope=row["scope"],
+        locator=row["locator"],
+        statement=row["statement"],
+        media_type=row["media_type"],
+        content_sha256=row["blob_sha256"],
+        observed_at=row["observed_at"],
+        valid_from=row["valid_from"],
+        valid_until=row["valid_until"],
+        sensitivity=Sensitivity(row["sensitivity"]),
+        provenance=row["provenance"],
+        owner=row["owner"],
+        session_id=row["session_id"],
+        status="active" if answer else row["status"],
+        recorded_at=row["recorded_at"],
+        ended_at=None if answer else row["ended_at"],
+    )
+
+
+def index_payload(rec: EvidenceRecord) -> dict[str, Any]:
+    """The pointer and filter fields the index needs; never the text."""
+    return {
+        "evidence_id": rec.evidence_id,
+        "version": rec.version,
+        "kind": rec.kind,
+        "source": rec.source,
+        "scope": rec.scope,
+        "owner": rec.owner,
+        "sensitivity": int(rec.sensitivity),
+        "content_sha256": rec.content_sha256,
+        "valid_from": rec.valid_from.isoformat() if rec.valid_from else None,
+        "valid_until": rec.valid_until.isoformat() if rec.valid_until else None,
+    }
+
+
+def _versions(conn: Connection, tenant_id: str, evidence_id: str, *, lock: bool = False) -> list[Row[Any]]:
+    stmt = (
+        select(t.evidence)
+        .where(t.evidence.c.tenant_id == tenant_id, t.evidence.c.evidence_id == evidence_id)
+        .order_by(t.evidence.c.version)
+    )
+    if lock:
+        stmt = stmt.with_for_update()
+    return list(conn.execute(stmt))
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """An EvidenceInput after validation: everything the write needs, nothing left to check."""
+
+    evidence_id: str
+    data: bytes
+    media: str
+    fields: dict[str, Any]
+    observed_at: datetime | None
+    requested_id: str | None  # None when the id was generated
+
+    def request(self) -> dict[str, Any]:
+        """What the caller asked for, for an idempotency key: a generated id is not part of it."""
+        return {
+            **self.fields,
+            "evidence_id": self.requested_id,
+            "content_sha256": sha256_hex(self.data),
+            "observed_at": self.observed_at,
+        }
+
+
+def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> _Prepared:
+    # Only None asks for a generated id: an empty string is a caller bug, not a request for one.
+    evidence_id = check_evidence_id(
+        f"ev:{uuid.uuid4().hex}" if item.evidence_id is None else item.evidence_id
+    )
+    if evidence_id.startswith(DERIVED_ID_PREFIXES):
+        raise InvalidInput(
+            "evidence_id",
+            f"{evidence_id!r}: ids starting with {', '.join(DERIVED_ID_PREFIXES)} name archived results, "
+            "memory facts and summaries; choose another id",
+        )
+    source = _check_text("source", item.source, _TEXT_LIMITS["source"], required=True)
+    scope = _check_text("scope", item.scope, _TEXT_LIMITS["scope"], required=True)
+    locator = _check_text("locator", item.locator, _TEXT_LIMITS["locator"], required=False)
+    statement = (
+        None
+        if item.statement is None
+        else _check_text("statement", item.statement, STATEMENT_LIMIT, required=True)
+    )
+    data, media = content_bytes(item.body, item.media_type, store.policy.max_content_bytes)
+    check_media_type(media)
+    if item.kind not in EVIDENCE_KINDS:
+        raise InvalidInput("kind", f"{item.kind!r} is not one of {', '.join(EVIDENCE_KINDS)}")
+    parse_provenance(item.provenance)
+    level = Sensitivity.parse(item.sensitivity)
+    principal.require_clearance(level, "storing evidence of this sensitivity")
+    owner = check_identifier("owner", item.owner) if item.owner is not None else None
+    principal.require_owner(owner, "storing evidence")
+    session_id = check_identifier("session_id", item.session_id) if item.session_id is not None else None
+    valid_from = aware("valid_from", item.valid_from)
+    valid_until = aware("valid_until", item.valid_until)
+    if valid_from and valid_until and valid_until <= valid_from:
+        raise InvalidInput("valid_until", "must be later than valid_from")
+    fields = {
+        "kind": item.kind,
+        "source": source,
+        "scope": scope,
+        "locator": locator,
+        "statement": statement,
+        "media_type": media,
+        "valid_from": valid_from,
+        "valid_until": valid_until,
+        "sensitivity": int(level),
+        "provenance": item.provenance,
+        "owner": owner,
+        "session_id": session_id,
+    }
+    return _Prepared(
+        evidence_id, data, media, fields, aware("observed_at", item.observed_at), item.evidence_id
+    )
+
+
+_EVIDENCE_COLUMNS = tuple(c.key for c in t.evidence.columns)  # a new version's row gives every one
+_CHUNK = 400  # evidence ids per statement, under every backend's bound-parameter limit
+
+
+def _chains(
+    conn: Connection, tenant_id: str, ids: Sequence[str], *, lock: bool = False
+) -> dict[str, list[Row[Any]]]:
+    """Every version of each chain in `ids` (an id without versions is absent), oldest first."""
+    found: dict[str, list[Row[Any]]] = {}
+    for start in range(0, len(ids), _CHUNK):
+        stmt = (
+            select(t.evidence)
+            .where(
+                t.evidence.c.tenant_id == tenant_id, t.evidence.c.evidence_id.in_(ids[start : start + _CHUNK])
+            )
+            .order_by(t.evidence.c.evidence_id, t.evidence.c.version)
+        )
+        if lock:
+            stmt = stmt.with_for_update()
+        for row in conn.execute(stmt):
+            found.setdefault(row.evidence_id, []).append(row)
+    return found
+
+
+@dataclass(frozen=True)
+class EvidenceBatch:
+    """A committed evidence write: what each item answers, and every version the write made.
+
+    `made` maps (evidence id, version) to the version as it stood when the write committed (one
+    the same batch superseded again is superseded) and its original, whose sha256 the write
+    computed itself: what the indexer of this process would otherwise read straight back from
+    the archive. It is filled only once the transaction committed; a replayed idempotent call
+    made nothing. The outbox rows of the write still say what the index must do.
+    """
+
+    tenant_id: str
+    records: list[EvidenceRecord]
+    made: dict[tuple[str, int], tuple[EvidenceRecord, bytes]]
+
+
+def _write_batch(
+    conn: Connection, principal: Principal, prepared: Sequence[_Prepared], *, reactivate: bool = False
+) -> tuple[list[EvidenceRecord], dict[tuple[str, int], tuple[EvidenceRecord, bytes]]]:
+    """Store `prepared` in order in one transaction, as one `put` after another would; returns
+    what each item answers and the versions made (`EvidenceBatch`).
+
+    The version chains are read once (locked), then worked out in memory item by item: an item
+    supersedes the chain's active version, or is that version unchanged, and a later item of the
+    batch sees what the earlier ones did. Then a few multi-row statements write it all: blobs,
+    the superseded versions, the new versions (in their final state), and the outbox rows in the
+    order the items would have written them. Each record answers as the put that made (or found)
+    it current, even if a later item of the batch superseded it. Nothing is read back: the rows
+    are held as the database returns them (every time in UTC: `_prepare` converts them, as
+    schema.UTCDateTime would), so the answers, the outbox payloads and `made` are what a read
+    after the commit would give.
+    """
+    tenant = principal.tenant_id
+    ids = sorted({p.evidence_id for p in prepared})
+    lock_chains(conn, "evidence", tenant, ids)
+    chains = {
+        eid: [dict(r._mapping) for r in rows] for eid, rows in _chains(conn, tenant, ids, lock=True).items()
+    }
+    if not reactivate:
+        # Checked on the locked chains, before anything is written: a retraction made since a
+        # caller's own check (retracted_among) is honoured too.
+        _refuse_retracted(
+            [(p.evidence_id, sha256_hex(p.data)) for p in prepared],
+            {e: [(r["version"], r["status"], r["blob_sha256"]) for r in rows] for e, rows in chains.items()},
+        )
+    digests = put_blobs(conn, tenant, [(p.data, p.media) for p in prepared])
+    answers: list[dict[str, Any]] = []  # the row of the version each item answers with
+    superseded: list[dict[str, Any]] = []  # versions stored before this batch that it supersedes
+    inserted: list[tuple[dict[str, Any], bytes]] = []  # the versions made, with their originals
+    made: set[tuple[str, int]] = set()  # (evidence_id, version) of the versions this batch makes
+    # (op, entity, entity_ref, payload) in the order sequential puts write them; the payload of
+    # an upsert (None here) is made from the version as stored.
+    rows_out: list[tuple[Op, Entity, str, dict[str, Any] | None]] = []
+    for p, digest in zip(prepared, digests, strict=True):
+        # Stamped item by item, as sequential puts would be: a version superseded within the
+        # batch was current from its own stamp until the next item's.
+        now = utcnow()
+        chain = chains.setdefault(p.evidence_id, [])
+        current = next((v for v in chain if v["status"] == "active"), None)
+        fields = {**p.fields, "blob_sha256": digest}
+        if current is not None:
+            principal.require_owner(current["owner"], "superseding evidence")
+            if all(current[k] == v for k, v in fields.items()):
+                answers.append(current)
+                continue
+            current["status"], current["ended_at"] = "superseded", now
+            if (p.evidence_id, current["version"]) not in made:
+                superseded.append(current)
+            # Superseded versions stay in the index (status flipped) so `as_of` searches find them.
+            rows_out.append(
+                (
+                    "index_status",
+                    "evidence",
+                    f"{p.evidence_id}@{current['version']}",
+                    {
+                        "evidence_id": p.evidence_id,
+                        "version": current["version"],
+                        "status": "superseded",
+                        "content_sha256": current["blob_sha256"],
+                    },
+                )
+            )
+        version = (chain[-1]["version"] + 1) if chain else 1
+        row = {
+            "tenant_id": tenant,
+            "evidence_id": p.evidence_id,
+            "version": version,
+            "observed_at": p.observed_at or now,
+            "status": "active",
+            "recorded_at": now,
+            "recorded_by": principal.subject,
+            "ended_at": None,
+            **fields,
+        }
+        chain.append(row)
+        inserted.append((row, p.data))
+        made.add((p.evidence_id, version))
+        answers.append(row)
+        rows_out.append(("index_upsert", "evidence", f"{p.evidence_id}@{version}", None))
+        rows_out.append(("cache_purge", "tenant", tenant, {"reason": "evidence changed"}))
+    if superseded:
+        conn.execute(
+            update(t.evidence)
+            .where(
+                t.evidence.c.tenant_id == tenant,
+                t.evidence.c.evidence_id == bindparam("b_evidence_id"),
+                t.evidence.c.version == bindparam("b_version"),
+            )
+            .values(status="superseded", ended_at=bindparam("b_ended_at")),
+            [
+                {"b_evidence_id": v["evidence_id"], "b_version": v["version"], "b_ended_at": v["ended_at"]}
+                for v in superseded
+            ],
+        )
+    insert = prepared_insert("evidence", t.evidence.insert, _EVIDENCE_COLUMNS, conn.dialect)
+    insert.execute(conn, [row for row, _ in inserted])
+    # Each version made, in its final state (the rows were updated in place as the batch went).
+    versions = {(row["evidence_id"], row["version"]): (_record_of(row), data) for row, data in inserted}
+    enqueue_many(
+        conn,
+        [
+            (
+                tenant,
+                op,
+                entity,
+                ref,
+                index_payload(versions[_ref_key(ref)][0]) if payload is None else payload,
+            )
+            for op, entity, ref, payload in rows_out
+        ],
+    )
+    # A version still active answers as it is held in `versions`; others as they were made.
+    return [
+        versions[key][0]
+        if row["status"] == "active" and (key := (row["evidence_id"], row["version"])) in versions
+        else _record_of(row, answer=True)
+        for row in answers
+    ], versions
+
+
+def _retracted_version(versions: Sequence[tuple[int, str, str]], digest: str) -> int | None:
+    """The newest retracted version among (version, status, blob sha256) with this content;
+    None too when the active version has it (reactivated before: storing it again changes nothing)."""
+    if any(status == "active" and sha == digest for _, status, sha in versions):
+        return None
+    found = [v for v, status, sha in versions if status == "retracted" and sha == digest]
+    return max(found) if found else None
+
+
+def _retraction_statuses(
+    items: Sequence[tuple[str, str]], chains: dict[str, list[tuple[int, str, str]]]
+) -> list[TargetStatus]:
+    """For each (evidence id, content sha256): `ok`, or `retracted` when a retracted version of
+    that record holds exactly this content."""
+    statuses = []
+    for evidence_id, digest in items:
+        version = _retracted_version(chains.get(evidence_id, []), digest)
+        statuses.append(
+            TargetStatus(evidence_id, "ok", "")
+            if version is None
+            else TargetStatus(
+                evidence_id,
+                "retracted",
+                f"this content is version {version} of {evidence_id!r}, which was retracted",
+            )
+        )
+    return statuses
+
+
+def _refuse_retracted(
+    items: Sequence[tuple[str, str]], chains: dict[str, list[tuple[int, str, str]]]
+) -> None:
+    statuses = _retraction_statuses(items, chains)
+    if any(not s.ok for s in statuses):
+        raise RetractedContent(
+            statuses,
+            "a retraction stands until the content changes: store other content for those records, "
+            "leave them out (CLI: ingest --partial), or re-activate the retracted text deliberately "
+            "(CLI: ingest --reactivate; Python: reactivate=True in Mnemo.ingest)",
+        )
+
+
+def retracted_among(
+    store: ArchiveStore, principal: Principal, items: Sequence[EvidenceInput]
+) -> list[TargetStatus]:
+    """One TargetStatus per item (validated as a put would), in item order: `retracted` where the
+    item's content is that of a retracted version of its record (what a put would refuse with
+    RetractedContent), else `ok`. Reads only; raises InvalidBatch for invalid items."""
+    principal.require(Role.AGENT, "storing evidence")
+    prepared = _prepare_all(store, principal, items)
+    ids = sorted({p.evidence_id for p in prepared})
+    with store.read() as conn:
+        chains = {
+            eid: [(r.version, r.status, r.blob_sha256) for r in rows]
+            for eid, rows in _chains(conn, principal.tenant_id, ids).items()
+        }
+    return _retraction_statuses([(p.evidence_id, sha256_hex(p.data)) for p in prepared], chains)
+
+
+def _ref_key(ref: str) -> tuple[str, int]:
+    evidence_id, _, version = ref.rpartition("@")
+    return evidence_id, int(version)
+
+
+def put_evidence(
+    store: ArchiveStore,
+    principal: Principal,
+    item: EvidenceInput,
+    *,
+    idempotency_key: str | None = None,
+    reactivate: bool = False,
+) -> EvidenceRecord:
+    """Store a new version of an evidence record (version 1 for a new id).
+
+    The previous active version, if any, becomes superseded and stays readable. Storing
+    content and fields identical to the current version changes nothing and returns it.
+    Content equal to a retracted version of the record is refused (RetractedContent) unless
+    `reactivate`: then it is stored as a new active version.
+    With an idempotency key, repeating the same call returns the first call's record (NotFound
+    if it was deleted since) and stores nothing; reusing the key for another request raises
+    IdempotencyMismatch. An item without an evidence id is the same request on every retry.
+    """
+    principal.require(Role.AGENT, "storing evidence")
+    prepared = _prepare(store, principal, item)
+    request = keyed(principal, idempotency_key, "put_evidence", prepared.request())
+    return _put(store, principal, [prepared], request, reactivate=reactivate).records[0]
+
+
+def put_evidence_batch(
+    store: ArchiveStore,
+    principal: Principal,
+    items: Sequence[EvidenceInput],
+    *,
+    idempotency_key: str | None = None,
+    reactivate: bool = False,
+) -> EvidenceBatch:
+    """Store many records all or nothing: every item is validated first (InvalidBatch lists each
+    bad item with its index and problem), then one transaction writes them in order, so an id
+    that appears twice gets two versions. An idempotency key works as for `put_evidence`, over
+    the whole batch in its order. Items whose content is that of a retracted version of their
+    record reject the batch (RetractedContent marks each) unless `reactivate`, as for
+    `put_evidence`. Returns each item's record and the versions made (`EvidenceBatch`)."""
+    principal.require(Role.AGENT, "storing evidence")
+    if len(items) > store.policy.max_batch_size:
+        raise InvalidInput("items", f"{len(items)} items; at most {store.policy.max_batch_size} per batch")
+    prepared = _prepare_all(store, principal, items)
+    request = keyed(principal, idempotency_key, "put_evidence_batch", [p.request() for p in prepared])
+    return _put(store, principal, prepared, request, reactivate=reactivate)
+
+
+def _prepare_all(
+    store: ArchiveStore, principal: Principal, items: Sequence[EvidenceInput]
+) -> list[_Prepared]:
+    """Every item validated; InvalidBatch lists each bad one with its index and problem."""
+    prepared: list[_Prepared] = []
+    problems: list[dict[str, Any]] = []
+    for i, item in enumerate(items):
+        try:
+            prepared.append(_prepare(store, principal, item))
+        except InvalidInput as e:
+            problems.append(
+                {"index": i, "evidence_id": item.evidence_id, "field": e.field, "problem": e.problem}
+            )
+    if problems:
+        raise InvalidBatch(problems)
+    return prepared
+
+
+def _put(
+    store: ArchiveStore,
+    principal: Principal,
+    prepared: Sequence[_Prepared],
+    request: KeyedRequest | None,
+    *,
+    reactivate: bool = False,
+) -> EvidenceBatch:
+    with store.write() as conn:
+        previous = previous_reply(conn, request)
+        if previous is not None:
+            replayed = _stored(
+                conn, principal.tenant_id, [(eid, version) for eid, version in previous["records"]]
+            )
+            return EvidenceBatch(principal.tenant_id, replayed, {})
+        records, made = _write_batch(conn, principal, prepared, reactivate=reactivate)
+        save_reply(conn, request, {"records": [[r.evidence_id, r.version] for r in records]})
+    # Only now, past the commit, is what the batch made the archive's.
+    return EvidenceBatch(principal.tenant_id, records, made)
+
+
+def _stored(conn: Connection, tenant_id: str, refs: Sequence[tuple[str, int]]) -> list[EvidenceRecord]:
+    """The versions as a put first returned them (for a replay); NotFound for the first one gone."""
+    stored = {
+        (r.evidence_id, r.version): r
+        for rows in _chains(conn, tenant_id, sorted({e for e, _ in refs})).values()
+        for r in rows
+    }
+    found: list[EvidenceRecord] = []
+    for evidence_id, version in refs:
+        row = stored.get((evidence_id, version))
+        if row is None:
+            raise NotFound("evidence", f"{evidence_id}@{version}")
+        # A put answers with the version it made current; superseding it later is a later state.
+        found.append(replace(to_record(row), status="active", ended_at=None))
+    return found
+
+
+def retract(
+    store: ArchiveStore,
+    principal: Principal,
+    evidence_id: str,
+    reason: str,
+    *,
+    idempotency_key: str | None = None,
+) -> EvidenceRecord:
+    """Withdraw the current version: it stays in history but no longer answers queries.
+
+    With an idempotency key, repeating the same call returns the version the first call
+    retracted, as it is now, and changes nothing (NotFound if it was deleted since); reusing
+    the key for another request raises IdempotencyMismatch.
+    """
+    principal.require(Role.AGENT, "retracting evidence")
+    check_evidence_id(evidence_id)
+    _check_text("reason", reason, limits.REASON_CHARS, required=True)
+    tenant = principal.tenant_id
+    request = keyed(principal, idempotency_key, "retract", {"evidence_id": evidence_id, "reason": reason})
+    with store.write() as conn:
+        previous = previous_reply(conn, request)
+        lock_chain(conn, "evidence", tenant, evidence_id)
+        now = utcnow()
+        versions = _versions(conn, tenant, evidence_id, lock=True)
+        if not versions:
+            raise NotFound("evidence", evidence_id)
+        if previous is not None:
+            again = next((v for v in versions if v.version == previous["version"]), None)
+            if again is None:
+                raise NotFound("evidence", f"{evidence_id}@{previous['version']}")
+            principal.require_clearance(Sensitivity(again.sensitivity), f"retracting {evidence_id}")
+            return to_record(again)
+        current = next((v for v in versions if v.status == "active"), None)
+        if current is None:
+            raise StateConflict(
+                f"evidence {evidence_id!r} has no active version to retract", evidence_id=evidence_id
+            )
+        principal.require_clearance(Sensitivity(current.sensitivity), f"retracting {evidence_id}")
+        principal.require_owner(current.owner, "retracting evidence")
+        conn.execute(
+            update(t.evidence)
+            .where(
+                t.evidence.c.tenant_id == tenant,
+                t.evidence.c.evidence_id == evidence_id,
+                t.evidence.c.version == current.version,
+            )
+            .values(status="retracted", ended_at=now)
+        )
+        enqueue(
+            conn,
+            tenant,
+            "index_delete",
+            "evidence",
+            f"{evidence_id}@{current.version}",
+            {"evidence_id": evidence_id, "version": current.version, "content_sha256": current.blob_sha256},
+        )
+        enqueue(conn, tenant, "cache_purge", "tenant", tenant, {"reason": "evidence retracted"})
+        append_event(
+            conn,
+            tenant,
+            principal.subject,
+            "retract",
+            f"evidence:{evidence_id}@{current.version}",
+            {"reason": reason},
+        )
+        save_reply(conn, request, {"evidence_id": evidence_id, "version": current.version})
+        return next(
+            to_record(v) for v in _versions(conn, tenant, evidence_id) if v.version == current.version
+        )
+
+
+def _pick(versions: list[Row[Any]], version: int | None, as_of: datetime | None) -> Row[Any] | None:
+    if version is not None:
+        return next((v for v in versions if v.version == version), None)
+    if as_of is None:
+        return next((v for v in versions if v.status == "active"), None)
+    return next((v for v in reversed(versions) if evidence_answers_at(v, as_of)), None)
+
+
+def get_evidence(
+    store: ArchiveStore,
+    principal: Principal,
+    evidence_id: str,
+    *,
+    version: int | None = None,
+    as_of: datetime | None = None,
+    with_content: bool = False,
+) -> tuple[EvidenceRecord, bytes | None]:
+    """Read one version: a given `version`, the one in force `as_of`, or the active one.
+
+    With `with_content` the hash-verified original bytes come too. NotFound when no such
+    version exists for this tenant (a retracted record has no active version).
+    """
+    principal.require(Role.READER, "reading evidence")
+    check_evidence_id(evidence_id)
+    if version is not None and (not isinstance(version, int) or version < 1):
+        raise InvalidInput("version", "must be a positive integer")
+    when = aware("as_of", as_of)
+    with store.read() as conn:
+        row = _pick(_versions(conn, principal.tenant_id, evidence_id), version, when)
+        if row is None:
+            ref = evidence_id if version is None else f"{evidence_id}@{version}"
+            raise NotFound("evidence", ref if when is None else f"{ref} as of {when.isoformat()}")
+        rec = to_record(row)
+        principal.require_clearance(rec.sensitivity, f"reading {evidence_id}")
+        principal.require_owner(rec.owner, "reading evidence")
+        content = read_blob(conn, principal.tenant_id, rec.content_sha256) if with_content else None
+        return rec, content
+
+
+def evidence_history(store: ArchiveStore, principal: Principal, evidence_id: str) -> list[EvidenceRecord]:
+    """Every version, oldest first (metadata only)."""
+    principal.require(Role.READER, "reading evidence")
+    check_evidence_id(evidence_id)
+    with store.read() as conn:
+        records = [to_record(r) for r in _versions(conn, principal.tenant_id, evidence_id)]
+    if not records:
+        raise NotFound("evidence", evidence_id)
+    for rec in records:
+        principal.require_clearance(rec.sensitivity, f"reading {evidence_id}")
+        principal.require_owner(rec.owner, "reading evidence")
+    return records

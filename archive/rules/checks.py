@@ -1,0 +1,86 @@
+"""Checks of what a caller hands the archive, shared by the features and by the system's loaders:
+media types, content as bytes, tool names, aware datetimes. Pure: no database, no clock.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from datetime import UTC, datetime
+
+from mnemo_sea.archive.rules.errors import ContentTooLarge, InvalidInput
+
+_MEDIA_TYPE = re.compile(
+    r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(;[ -~]{0,200})?$"
+)
+# Characters a tool name must not hold: controls (C0 and C1), format characters (bidi
+# overrides, zero-width), lone surrogates (not encodable, so not storable) and line/paragraph
+# separators; any of them would let a name break or disguise the envelope it is shown in.
+_NAME_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+# The column widths of tool_results/blobs (storage.schema builds its columns from these): a longer
+# value must be a typed error on every backend (PostgreSQL would raise a driver error; SQLite
+# would store it silently).
+TOOL_NAME_COLUMN = 255
+MEDIA_TYPE_COLUMN = 255
+TEXT_MEDIA_TYPE = "text/plain; charset=utf-8"
+BINARY_MEDIA_TYPE = "application/octet-stream"
+
+
+def check_tool_name(value: object, limit: int) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput("tool_name", "must be a non-empty string")
+    limit = min(limit, TOOL_NAME_COLUMN)
+    if len(value) > limit:
+        raise InvalidInput("tool_name", f"is {len(value)} characters; the limit is {limit}")
+    if any(unicodedata.category(ch) in _NAME_FORBIDDEN_CATEGORIES for ch in value):
+        raise InvalidInput(
+            "tool_name", "must not contain control, format or line-separator characters, NUL or surrogates"
+        )
+    return value
+
+
+def check_media_type(value: object) -> str:
+    if (
+        not isinstance(value, str)
+        or len(value) > MEDIA_TYPE_COLUMN
+        or not _MEDIA_TYPE.fullmatch(value.lower())
+    ):
+        raise InvalidInput(
+            "media_type", f"{value!r} is not a media type like 'text/plain' or 'application/json'"
+        )
+    return value
+
+
+def content_bytes(content: object, media_type: str | None, limit: int) -> tuple[bytes, str]:
+    if isinstance(content, str):
+        try:
+            data = content.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InvalidInput(
+                "content",
+                f"is not valid Unicode text (lone surrogate at position {e.start}); pass bytes "
+                "for an original that is not text",
+            ) from None
+        media = TEXT_MEDIA_TYPE if media_type is None else media_type
+    elif isinstance(content, bytes | bytearray | memoryview):
+        data = bytes(content)
+        media = BINARY_MEDIA_TYPE if media_type is None else media_type
+    else:
+        raise InvalidInput("content", f"must be str or bytes, got {type(content).__name__}")
+    if len(data) > limit:
+        raise ContentTooLarge("content", len(data), limit)
+    return data, check_media_type(media)
+
+
+def aware(field: str, value: datetime | None) -> datetime | None:
+    """Reject naive datetimes: an archive that guesses time zones mis-orders evidence."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise InvalidInput(field, f"must be a datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInput(field, "must be time-zone aware (e.g. datetime.now(UTC))")
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # e.g. 9999-12-31T23:59-14:00 is past datetime.max in UTC
+        raise InvalidInput(field, f"{value.isoformat()} is out of range in UTC") from None

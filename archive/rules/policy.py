@@ -1,0 +1,92 @@
+"""What the archive may set aside, what goes stale, and the input limits.
+
+Policy classes are labels a caller puts on a tool result when it records it. Two sets
+decide behaviour:
+
+- protected classes are never archived away: they stay in the live context verbatim
+  (user-confirmed facts, prescription basis, approval records in a clinic);
+- time-sensitive classes are still recoverable, but a recovered copy is only what the
+  tool said at `observed_at`, so it carries a warning to re-query the live system.
+
+Policy decisions read only these typed fields, never the tool's text: tool output is data.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mnemo_sea.archive.rules import limits
+from mnemo_sea.archive.rules.errors import InvalidInput
+
+DEFAULT_PROTECTED_CLASSES = frozenset(
+    {"user_confirmed_fact", "prescription_basis", "approval_record", "vet_approval"}
+)
+DEFAULT_TIME_SENSITIVE_CLASSES = frozenset(
+    {"price", "stock", "inventory", "availability", "approval_progress"}
+)
+
+_POLICY_CLASS = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+MAX_LIST_LIMIT = 10_000  # the most rows one listing call returns
+
+
+def check_list_limit(limit: object) -> int:
+    """A listing's `limit`: an integer from 1 to MAX_LIST_LIMIT, else InvalidInput."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= MAX_LIST_LIMIT:
+        raise InvalidInput("limit", f"must be an integer from 1 to {MAX_LIST_LIMIT}, got {limit!r}")
+    return limit
+
+
+def check_policy_class(value: object) -> str:
+    if not isinstance(value, str) or not _POLICY_CLASS.fullmatch(value):
+        raise InvalidInput(
+            "policy_class", f"{value!r} is not a policy class (lower-case letters, digits, _; max 64)"
+        )
+    return value
+
+
+_CEILINGS = {
+    "max_content_bytes": limits.CONTENT_BYTES,
+    "max_note_chars": limits.NOTE_CHARS,
+    "max_tool_name_chars": limits.TOOL_NAME_CHARS,
+    "max_arguments_bytes": limits.ARGUMENTS_BYTES,
+    "max_batch_size": limits.BATCH_ITEMS,
+}
+
+
+@dataclass(frozen=True)
+class ArchivePolicy:
+    """Limits and classes; every field has a safe default and can be configured. A limit may be
+    set lower than its ceiling in limits.py (the records' caps, checked before any work), never
+    higher: a value the records refuse could never reach the archive."""
+
+    protected_classes: frozenset[str] = DEFAULT_PROTECTED_CLASSES
+    time_sensitive_classes: frozenset[str] = DEFAULT_TIME_SENSITIVE_CLASSES
+    max_content_bytes: int = limits.CONTENT_BYTES
+    max_note_chars: int = limits.NOTE_CHARS
+    max_tool_name_chars: int = limits.TOOL_NAME_CHARS
+    max_arguments_bytes: int = limits.ARGUMENTS_BYTES
+    max_batch_size: int = limits.BATCH_ITEMS
+    # Model inferences are candidates, not facts; they are persisted only if this is set.
+    persist_model_inferences: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("protected_classes", "time_sensitive_classes"):
+            values = frozenset(getattr(self, name))
+            for v in values:
+                check_policy_class(v)
+            object.__setattr__(self, name, values)
+        for name, ceiling in _CEILINGS.items():
+            if not 0 < getattr(self, name) <= ceiling:
+                raise InvalidInput(name, f"must be positive and at most {ceiling} (limits.py)")
+
+    def is_protected(self, policy_class: str) -> bool:
+        return policy_class in self.protected_classes
+
+    def is_time_sensitive(self, policy_class: str) -> bool:
+        return policy_class in self.time_sensitive_classes
+
+
+DEFAULT_POLICY = ArchivePolicy()

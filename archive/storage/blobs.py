@@ -1,0 +1,96 @@
+"""Content-addressed originals, per tenant. Every read re-checks the hash."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, and_, delete, exists, select
+
+from mnemo_sea.archive.rules.clock import utcnow
+from mnemo_sea.archive.rules.errors import IntegrityError
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage.upserts import insert_or_touch
+
+
+def sha256_hex(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
+
+
+def put_blob(conn: Connection, tenant_id: str, content: bytes, media_type: str) -> str:
+    """Store `content` once per tenant (idempotent); returns its sha256."""
+    return put_blobs(conn, tenant_id, [(content, media_type)])[0]
+
+
+def put_blobs(conn: Connection, tenant_id: str, originals: Sequence[tuple[bytes, str]]) -> list[str]:
+    """`put_blob` for many (content, media type) pairs in one statement; their sha256s, in order.
+
+    Content stored twice keeps the first media type, as consecutive `put_blob` calls would.
+    Rows are written in digest order, so two writers touching the same blobs lock them in the
+    same order (PostgreSQL row locks) and never deadlock.
+    """
+    digests = [sha256_hex(content) for content, _ in originals]
+    now = utcnow()
+    rows: dict[str, dict[str, Any]] = {}
+    for digest, (content, media_type) in zip(digests, originals, strict=True):
+        rows.setdefault(
+            digest,
+            {
+                "tenant_id": tenant_id,
+                "sha256": digest,
+                "size": len(content),
+                "media_type": media_type,
+                "content": content,
+                "created_at": now,
+            },
+        )
+    insert_or_touch(conn, t.blobs, [rows[d] for d in sorted(rows)], ["tenant_id", "sha256"], touch="size")
+    return digests
+
+
+def read_blob(conn: Connection, tenant_id: str, digest: str) -> bytes:
+    """Return the original bytes; raises IntegrityError if they no longer match their hash."""
+    row = conn.execute(
+        select(t.blobs.c.content).where(t.blobs.c.tenant_id == tenant_id, t.blobs.c.sha256 == digest)
+    ).first()
+    return verified(digest, None if row is None else row.content)
+
+
+def verified(digest: str, stored: bytes | None) -> bytes:
+    """`stored` (the blob column as read, None when the row is missing) if it hashes to `digest`;
+    IntegrityError otherwise. For reads that fetch the column themselves (batched reads)."""
+    if stored is None:
+        raise IntegrityError(f"original {digest[:12]}… is missing from the blob store", sha256=digest)
+    content = bytes(stored)
+    actual = sha256_hex(content)
+    if actual != digest:
+        raise IntegrityError(
+            f"original {digest[:12]}… fails its hash check (stored bytes hash to {actual[:12]}…); "
+            "it is not served",
+            sha256=digest,
+            actual_sha256=actual,
+        )
+    return content
+
+
+def delete_unreferenced(conn: Connection, tenant_id: str, digests: set[str]) -> list[str]:
+    """Delete those of `digests` that no tool result or evidence version references any more."""
+    if not digests:
+        return []
+    referenced_by_result = exists().where(
+        and_(t.tool_results.c.tenant_id == tenant_id, t.tool_results.c.blob_sha256 == t.blobs.c.sha256)
+    )
+    referenced_by_evidence = exists().where(
+        and_(t.evidence.c.tenant_id == tenant_id, t.evidence.c.blob_sha256 == t.blobs.c.sha256)
+    )
+    condition = and_(
+        t.blobs.c.tenant_id == tenant_id,
+        t.blobs.c.sha256.in_(sorted(digests)),
+        ~referenced_by_result,
+        ~referenced_by_evidence,
+    )
+    doomed = [r.sha256 for r in conn.execute(select(t.blobs.c.sha256).where(condition))]
+    if doomed:
+        conn.execute(delete(t.blobs).where(t.blobs.c.tenant_id == tenant_id, t.blobs.c.sha256.in_(doomed)))
+    return sorted(doomed)

@@ -1,0 +1,349 @@
+"""Outbox rows: what the index and caches must do, written in the same transaction as the change.
+
+The archive only writes them; the indexer in the composition root claims, applies and
+marks them done. Applying twice is harmless (deterministic point ids), so a crash between
+applying and marking only means a replay.
+
+A payload may carry content (an archived note, an evidence source), so no row keeps one
+longer than it is needed: marking a row done empties its payload and error, and a deletion
+empties the rows of what it deletes in its own transaction (`scrub`). Done rows themselves
+stay (they are the history of what was applied) but hold identifiers only.
+
+Group commit (embedded index): a row the indexer applied but whose effect the index has not
+flushed yet is marked `applied_at` (`mark_applied`, which empties it like `mark_done`): it is not
+claimed again and not counted as pending (it is applied), yet it is not done either. Only the
+flush makes it done; a crash before that leaves it not done, and `reclaim_applied` on the next
+open makes it pending again, to be replayed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import Any, Literal
+
+from sqlalchemy import Connection, func, or_, select, text, tuple_, update
+
+from mnemo_sea.archive.rules.clock import utcnow
+from mnemo_sea.archive.rules.errors import OutboxOwned
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage.statements import prepared_insert
+from mnemo_sea.archive.storage.store import ArchiveStore
+
+# index_status: a version stopped being current (superseded) but stays searchable `as_of` its time.
+Op = Literal["index_upsert", "index_status", "index_delete", "cache_purge"]
+Entity = Literal["evidence", "tool_result", "memory", "summary", "tenant"]
+
+
+@dataclass(frozen=True)
+class OutboxItem:
+    """A pending row as the indexer applies it. The payload is decoded on first use: most rows
+    (an upsert, a status change) re-read their target from the archive and never look at it."""
+
+    id: int
+    tenant_id: str
+    op: str
+    entity: str
+    entity_ref: str
+    payload_json: str
+    attempts: int
+
+    @cached_property
+    def payload(self) -> dict[str, Any]:
+        decoded: dict[str, Any] = json.loads(self.payload_json)
+        return decoded
+
+
+def enqueue(
+    conn: Connection,
+    tenant_id: str,
+    op: Op,
+    entity: Entity,
+    entity_ref: str,
+    payload: dict[str, Any] | None = None,
+) -> int:
+    result = conn.execute(
+        t.outbox.insert().values(
+            tenant_id=tenant_id,
+            op=op,
+            entity=entity,
+            entity_ref=entity_ref,
+            payload_json=json.dumps(payload or {}, ensure_ascii=False, sort_keys=True),
+            created_at=utcnow(),
+            attempts=0,
+        )
+    )
+    pk = result.inserted_primary_key
+    assert pk is not None
+    return int(pk[0])
+
+
+# json.dumps(..., ensure_ascii=False, sort_keys=True) without building an encoder per row.
+_encode_payload = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+_ENQUEUED = ("tenant_id", "op", "entity", "entity_ref", "payload_json", "created_at", "attempts")
+
+
+def enqueue_many(conn: Connection, rows: Sequence[tuple[str, Op, Entity, str, dict[str, Any]]]) -> None:
+    """`enqueue` for many (tenant, op, entity, entity_ref, payload) rows in one executemany; they
+    get increasing ids in the order given, so the indexer applies them in that order."""
+    if not rows:
+        return
+    now = utcnow()
+    insert = prepared_insert("outbox", t.outbox.insert, _ENQUEUED, conn.dialect)
+    insert.execute(
+        conn,
+        [
+            {
+                "tenant_id": tenant_id,
+                "op": op,
+                "entity": entity,
+                "entity_ref": entity_ref,
+                "payload_json": _encode_payload(payload),
+                "created_at": now,
+                "attempts": 0,
+            }
+            for tenant_id, op, entity, entity_ref, payload in rows
+        ],
+    )
+
+
+MAX_ATTEMPTS = 5
+
+
+def claim_pending(conn: Connection, limit: int = 100) -> list[OutboxItem]:
+    """Pending rows in order; on PostgreSQL rows locked by another drainer are skipped.
+
+    A row that failed MAX_ATTEMPTS times is no longer claimed, so one poison row cannot stall
+    the queue behind it; it stays pending (fsck reports it) until repaired.
+    """
+    o = t.outbox.c
+    stmt = (
+        # The columns an OutboxItem holds: the rest is NULL for a pending row, or not used.
+        select(o.id, o.tenant_id, o.op, o.entity, o.entity_ref, o.payload_json, o.attempts)
+        .where(_pending(None), o.attempts < MAX_ATTEMPTS)
+        .order_by(o.id)
+        .limit(limit)
+    )
+    if conn.dialect.name == "postgresql":
+        stmt = stmt.with_for_update(skip_locked=True)
+    return [OutboxItem(*row) for row in conn.execute(stmt)]
+
+
+EMPTY_PAYLOAD = "{}"
+# Rows that only re-read a target from the archive: once the target is deleted they have
+# nothing left to do (the indexer would skip them), while index_delete rows still must run.
+_REREADS = ("index_upsert", "index_status")
+_CHUNK = 400  # (entity, ref) pairs per statement, under every backend's bound-parameter limit
+
+
+def _id_runs(ids: Sequence[int]) -> list[tuple[int, int]]:
+    """`ids` as runs of consecutive integers (first, last), ascending: a drain pass marks the rows
+    it claimed in id order, so its ids are mostly one run, one condition instead of a long IN."""
+    runs: list[tuple[int, int]] = []
+    for i in sorted(set(ids)):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    return runs
+
+
+def _among(runs: Sequence[tuple[int, int]]) -> Any:
+    """Exactly the ids of `runs` (every integer from each first to its last)."""
+    return or_(*(t.outbox.c.id == lo if lo == hi else t.outbox.c.id.between(lo, hi) for lo, hi in runs))
+
+
+def _mark(conn: Connection, ids: Sequence[int], **values: Any) -> None:
+    """Set `values` on the rows of `ids` not done yet, in statements of at most _CHUNK ids' worth
+    of parameters."""
+    runs = _id_runs(ids)
+    for start in range(0, len(runs), _CHUNK // 2):
+        conn.execute(
+            update(t.outbox)
+            .where(_among(runs[start : start + _CHUNK // 2]), t.outbox.c.done_at.is_(None))
+            .values(**values)
+        )
+
+
+def mark_done(conn: Connection, ids: list[int]) -> None:
+    """Mark rows applied, emptying their payload and error: nothing reads them again, and a
+    payload may hold content that a later deletion would otherwise have to find. A row done
+    already (a deletion's `scrub` marks re-reads of what it deleted) keeps its time. `applied_at`
+    is cleared: it only ever marks a row awaiting the flush."""
+    _mark(conn, ids, done_at=utcnow(), payload_json=EMPTY_PAYLOAD, last_error=None, applied_at=None)
+
+
+def mark_applied(conn: Connection, ids: list[int]) -> None:
+    """Rows applied to an index that has not flushed them yet: emptied as `mark_done` empties
+    them (a replay re-reads its target from the archive, never the payload), no longer claimed
+    or counted as pending, but not done: `mark_done` follows the flush."""
+    _mark(conn, ids, applied_at=utcnow(), payload_json=EMPTY_PAYLOAD, last_error=None)
+
+
+def reclaim_applied(conn: Connection) -> int:
+    """Make rows applied but never flushed (the process ended first) pending again; returns
+    how many. Only an opener that owns the index may call it (the embedded index's lock)."""
+    result = conn.execute(
+        update(t.outbox)
+        .where(t.outbox.c.done_at.is_(None), t.outbox.c.applied_at.is_not(None))
+        .values(applied_at=None)
+    )
+    return int(result.rowcount or 0)
+
+
+def scrub(conn: Connection, tenant_id: str, targets: list[tuple[Entity, str]]) -> int:
+    """Empty the payload and error of every row about one of `targets` (entity, entity_ref),
+    in the deleting transaction; pending re-reads of them are marked done too. Returns the
+    rows changed.
+
+    Pending index_delete rows stay pending: they remove points. On PostgreSQL a row a drainer
+    holds locked right now is skipped instead of waited for: that drainer marks it done (which
+    empties it) or failed, and a failed re-read of a deleted target is done on its next try.
+    `verify_deleted` reports any row still holding something.
+    """
+    changed = 0
+    now = utcnow()
+    for start in range(0, len(targets), _CHUNK):
+        chunk = targets[start : start + _CHUNK]
+        about = (t.outbox.c.tenant_id == tenant_id) & tuple_(t.outbox.c.entity, t.outbox.c.entity_ref).in_(
+            chunk
+        )
+        holding = or_(t.outbox.c.payload_json != EMPTY_PAYLOAD, t.outbox.c.last_error.is_not(None))
+        reread = t.outbox.c.done_at.is_(None) & t.outbox.c.op.in_(_REREADS)
+        stmt = select(t.outbox.c.id).where(about, or_(holding, reread))
+        if conn.dialect.name == "postgresql":
+            stmt = stmt.with_for_update(skip_locked=True)
+        ids = [int(r.id) for r in conn.execute(stmt)]
+        if not ids:
+            continue
+        conn.execute(
+            update(t.outbox).where(t.outbox.c.id.in_(ids)).values(payload_json=EMPTY_PAYLOAD, last_error=None)
+        )
+        conn.execute(
+            update(t.outbox)
+            .where(t.outbox.c.id.in_(ids), t.outbox.c.done_at.is_(None), t.outbox.c.op.in_(_REREADS))
+            .values(done_at=now, applied_at=None)
+        )
+        changed += len(ids)
+    return changed
+
+
+def holding(
+    conn: Connection, tenant_id: str, targets: list[tuple[Entity, str]], written_by: datetime
+) -> list[str]:
+    """The rows about `targets` written by `written_by` that still hold a payload or an error,
+    or wait to re-read one (what `scrub` at that time should have left none of; rows written
+    later belong to records stored again under the same ids)."""
+    found: list[str] = []
+    for start in range(0, len(targets), _CHUNK):
+        chunk = targets[start : start + _CHUNK]
+        rows = conn.execute(
+            select(t.outbox.c.id, t.outbox.c.op, t.outbox.c.entity, t.outbox.c.entity_ref).where(
+                t.outbox.c.tenant_id == tenant_id,
+                tuple_(t.outbox.c.entity, t.outbox.c.entity_ref).in_(chunk),
+                t.outbox.c.created_at <= written_by,
+                or_(
+                    # A pending index_delete (the deletion's own) names ids only and must run.
+                    or_(t.outbox.c.done_at.is_not(None), t.outbox.c.op != "index_delete")
+                    & or_(t.outbox.c.payload_json != EMPTY_PAYLOAD, t.outbox.c.last_error.is_not(None)),
+                    t.outbox.c.done_at.is_(None) & t.outbox.c.op.in_(_REREADS),
+                ),
+            )
+        )
+        found += [f"outbox {r.id} ({r.op} {r.entity} {r.entity_ref})" for r in rows]
+    return found
+
+
+def mark_failed(conn: Connection, item_id: int, error: str, *, counts: bool = True) -> None:
+    """Keep the row pending with its error. `counts=False` for an outage (a store unreachable):
+    only a failure of the row itself brings it closer to being set aside after MAX_ATTEMPTS."""
+    values: dict[str, Any] = {"last_error": error[:2000]}
+    if counts:
+        values["attempts"] = t.outbox.c.attempts + 1
+    conn.execute(update(t.outbox).where(t.outbox.c.id == item_id).values(**values))
+
+
+def _pending(tenant_id: str | None) -> Any:
+    """Rows not yet applied (neither done nor applied awaiting a flush)."""
+    cond = t.outbox.c.done_at.is_(None) & t.outbox.c.applied_at.is_(None)
+    return cond if tenant_id is None else cond & (t.outbox.c.tenant_id == tenant_id)
+
+
+def pending_count(conn: Connection, tenant_id: str | None = None) -> int:
+    """Rows not yet applied: all of them, or one tenant's (what a tenant may be told). Rows
+    applied and awaiting the index's flush are not counted (see `awaiting_flush_count`)."""
+    return int(conn.execute(select(func.count()).where(_pending(tenant_id))).scalar_one())
+
+
+def awaiting_flush_count(conn: Connection) -> int:
+    """Rows applied to the index and visible to searches, not yet flushed (so not yet done)."""
+    cond = t.outbox.c.done_at.is_(None) & t.outbox.c.applied_at.is_not(None)
+    return int(conn.execute(select(func.count()).where(cond)).scalar_one())
+
+
+def pending_ids(conn: Connection, tenant_id: str | None = None) -> set[int]:
+    return {int(r.id) for r in conn.execute(select(t.outbox.c.id).where(_pending(tenant_id)))}
+
+
+def backlog(conn: Connection) -> tuple[int, datetime | None]:
+    """How many rows wait to be applied, and when the oldest of them was written (the lag).
+    Rows applied and awaiting the index's flush are applied: not part of the backlog."""
+    row = conn.execute(select(func.count(), func.min(t.outbox.c.created_at)).where(_pending(None))).one()
+    oldest = row[1]
+    if isinstance(oldest, str):  # should min() ever bypass the column type
+        oldest = datetime.fromisoformat(oldest)
+    if isinstance(oldest, datetime) and oldest.tzinfo is None:
+        oldest = oldest.replace(tzinfo=UTC)
+    return int(row[0]), oldest
+
+
+# The session-level advisory lock a sole drainer holds on PostgreSQL (cf. store._MIGRATION_LOCK).
+_SOLE_DRAINER_LOCK = 7_310_244_102
+
+
+@dataclass
+class SoleDrainer:
+    """This process's claim to be the only drainer of the outbox: on PostgreSQL a session
+    advisory lock on a connection of its own, held until `release()` or until the process
+    dies (the server drops a dead session's locks); nothing on SQLite, whose one drainer is
+    the process that opened the embedded index beside it."""
+
+    connection: Connection | None
+
+    def release(self) -> None:
+        """End the session that holds the lock (the server then drops it), rather than unlock
+        and hand the connection back to the pool: a failed unlock would leave a pooled session
+        holding it."""
+        if self.connection is not None:
+            conn, self.connection = self.connection, None
+            conn.invalidate()
+            conn.close()
+
+
+def claim_sole_drainer(store: ArchiveStore) -> SoleDrainer:
+    """Become the outbox's only drainer; OutboxOwned when another process is (on PostgreSQL,
+    the holder of the lock). A drainer that defers flushes and reclaims applied rows
+    (the indexer's group commit over an embedded index) must be the only one: a second would
+    apply rows to an index the first never sees and reset the first one's unflushed rows."""
+    if store.is_sqlite:
+        return SoleDrainer(None)
+    with store.read() as probe:  # typed errors (StoreUnavailable) if the server is unreachable
+        probe.execute(text("SELECT 1"))
+    conn = store.engine.connect()
+    try:
+        held = conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": _SOLE_DRAINER_LOCK}).scalar_one()
+        conn.commit()  # the lock is the session's, not the transaction's
+    except BaseException:
+        conn.close()
+        raise
+    if not held:
+        conn.close()
+        raise OutboxOwned(
+            "another process already applies this database's outbox to an embedded index of its "
+            "own (MNEMO_INDEX_PATH): one such process per database. Stop it, or use a Qdrant "
+            "server (MNEMO_QDRANT_URL), which several API processes and workers can share"
+        )
+    return SoleDrainer(conn)
