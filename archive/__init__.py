@@ -1,6 +1,9 @@
 """The archive layer: the source of truth for every original an agent read.
 
 Start with `Archive.open(path_or_url)` and a `Principal`; see `Archive` for the operations.
+This is the archive's public face: everything above the archive (the surfaces, context) imports
+from here, never a submodule; only mnemo_sea.system, which wires the store into the indexer,
+reaches further (a contract in pyproject.toml).
 """
 
 # This folder ships as mnemo_sea.archive (the link mnemo_sea/archive). Imported as `archive` from
@@ -13,6 +16,7 @@ if __name__ != "mnemo_sea.archive":
 
 
 from mnemo_sea.archive.api import Archive
+from mnemo_sea.archive.features.api_keys import ApiKeyInfo, cached_principal
 from mnemo_sea.archive.rules import limits
 from mnemo_sea.archive.rules.errors import (
     ArchiveConflict,
@@ -36,61 +40,128 @@ from mnemo_sea.archive.rules.errors import (
     TaskStateRejected,
     Unauthenticated,
 )
-from mnemo_sea.archive.rules.operations import ArchiveTarget, EvidenceInput
-from mnemo_sea.archive.rules.policy import ArchivePolicy
-from mnemo_sea.archive.rules.principal import Principal, Role, Sensitivity
+from mnemo_sea.archive.rules.operations import (
+    MAX_VERSION,
+    ArchiveResultsOp,
+    ArchiveTarget,
+    Clearance,
+    CreateSummaryOp,
+    EvidenceInput,
+    Idempotent,
+    InSession,
+    LiveViewOp,
+    ProvenanceName,
+    RecordOp,
+    RecoverOp,
+    RememberOp,
+    ResultMetadata,
+    RetractOp,
+    TaskStateOp,
+    TextOrBytes,
+    UpdateTaskStateOp,
+)
+from mnemo_sea.archive.rules.policy import DEFAULT_PROTECTED_CLASSES, ArchivePolicy, check_policy_class
+from mnemo_sea.archive.rules.principal import Principal, Role, Sensitivity, check_identifier
 from mnemo_sea.archive.rules.records import (
     ArchiveReceipt,
     ConfirmedFact,
     DeletionReceipt,
     ErasureState,
     EvidenceRecord,
+    LiveItem,
     LiveView,
     MemoryFact,
+    Provenance,
     Recovered,
     ReleasedItem,
     RememberOutcome,
     Summary,
     TaskState,
+    parse_provenance,
 )
-from mnemo_sea.archive.rules.refs import SourceRef
-from mnemo_sea.archive.rules.tool_results import ToolResult
+from mnemo_sea.archive.rules.refs import (
+    DERIVED_ID_PREFIXES,
+    EVIDENCE_REF_PREFIX,
+    RESULT_PREFIX,
+    IndexId,
+    MemoryIndexId,
+    ResultIndexId,
+    SourceRef,
+    check_evidence_id,
+    parse_index_id,
+)
+from mnemo_sea.archive.rules.tool_results import (
+    ToolResult,
+    escape_attr,
+    escape_text,
+    render_live,
+    render_stub,
+    render_withheld,
+)
 from mnemo_sea.archive.storage.audit import AuditAnchor, AuditEvent, AuditReport
+from mnemo_sea.archive.storage.outbox import OutboxBacklog
 from mnemo_sea.archive.storage.signing import ReceiptKey
+from mnemo_sea.archive.storage.store import PG_CONNECT_TIMEOUT_S
+from mnemo_sea.archive.storage.verified_keys import VerifiedKeys
 
 __all__ = [
+    "DEFAULT_PROTECTED_CLASSES",
+    "DERIVED_ID_PREFIXES",
+    "EVIDENCE_REF_PREFIX",
+    "MAX_VERSION",
+    "PG_CONNECT_TIMEOUT_S",
+    "RESULT_PREFIX",
+    "ApiKeyInfo",
     "Archive",
     "ArchiveConflict",
     "ArchiveError",
     "ArchivePolicy",
     "ArchiveReceipt",
+    "ArchiveResultsOp",
     "ArchiveTarget",
     "AuditAnchor",
     "AuditEvent",
     "AuditReport",
     "BatchRejected",
+    "Clearance",
     "ConfirmedFact",
     "ContentTooLarge",
+    "CreateSummaryOp",
     "DeletionReceipt",
     "ErasureState",
     "EvidenceInput",
     "EvidenceRecord",
     "Forbidden",
     "IdempotencyMismatch",
+    "Idempotent",
+    "InSession",
+    "IndexId",
     "IntegrityError",
     "InvalidBatch",
     "InvalidInput",
+    "LiveItem",
     "LiveView",
+    "LiveViewOp",
     "MemoryConflict",
     "MemoryFact",
+    "MemoryIndexId",
     "NotFound",
+    "OutboxBacklog",
     "Principal",
+    "Provenance",
+    "ProvenanceName",
     "ReceiptInvalid",
     "ReceiptKey",
     "ReceiptKeyMissing",
+    "RecordOp",
+    "RecoverOp",
     "Recovered",
     "ReleasedItem",
+    "RememberOp",
     "RememberOutcome",
+    "ResultIndexId",
+    "ResultMetadata",
+    "RetractOp",
     "RetractedContent",
     "Role",
     "Sensitivity",
@@ -101,8 +172,23 @@ __all__ = [
     "Summary",
     "TargetStatus",
     "TaskState",
+    "TaskStateOp",
     "TaskStateRejected",
+    "TextOrBytes",
     "ToolResult",
     "Unauthenticated",
+    "UpdateTaskStateOp",
+    "VerifiedKeys",
+    "cached_principal",
+    "check_evidence_id",
+    "check_identifier",
+    "check_policy_class",
+    "escape_attr",
+    "escape_text",
     "limits",
+    "parse_index_id",
+    "parse_provenance",
+    "render_live",
+    "render_stub",
+    "render_withheld",
 ]

@@ -11,13 +11,18 @@ anything else: a value over its cap is InvalidInput naming the field and the lim
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from sqlalchemy import text
+
 from mnemo_sea.archive import deletion, hits
-from mnemo_sea.archive.features import evidence, memory, sessions, summaries, task_state
+from mnemo_sea.archive.features import api_keys, evidence, memory, sessions, summaries, task_state
+from mnemo_sea.archive.features.api_keys import ApiKeyInfo
+from mnemo_sea.archive.internal_reads import InternalReads
 from mnemo_sea.archive.rules.errors import (
     ArchiveError,
     BatchRejected,
@@ -61,7 +66,7 @@ from mnemo_sea.archive.rules.records import (
     TaskState,
 )
 from mnemo_sea.archive.rules.tool_results import ToolResult
-from mnemo_sea.archive.storage import deployment_key
+from mnemo_sea.archive.storage import deployment_key, outbox
 from mnemo_sea.archive.storage.audit import (
     AuditAnchor,
     AuditEvent,
@@ -72,9 +77,11 @@ from mnemo_sea.archive.storage.audit import (
     make_anchor,
     verify_chain,
 )
+from mnemo_sea.archive.storage.outbox import OutboxBacklog
 from mnemo_sea.archive.storage.receipts import receipt_anchor
 from mnemo_sea.archive.storage.signing import ReceiptKey
 from mnemo_sea.archive.storage.store import ArchiveStore, key_file_of, open_store, sqlite_file_of
+from mnemo_sea.archive.storage.verified_keys import VerifiedKeys
 
 T = TypeVar("T")
 SQLITE_HEADER = b"SQLite format 3\x00"  # the first bytes of every SQLite database file
@@ -160,6 +167,67 @@ class Archive:
 
     def close(self) -> None:
         self.store.dispose()
+
+    # ---- doors for the service around the archive: health, the outbox, keys -------------------
+    # What a surface needs of the store is asked here, never by reaching into `store` (the system,
+    # which wires the store into the indexer, is the one exception; a contract keeps surfaces out
+    # of `archive.storage`).
+
+    @property
+    def receipt_key_id(self) -> str:
+        """The id of the key that signs this archive's receipts and anchors."""
+        return self.store.receipt_key.key_id
+
+    def ping(self) -> None:
+        """Reach the database with the cheapest statement. StoreUnavailable when it is down."""
+        with self.store.read() as conn:
+            conn.execute(text("SELECT 1"))
+
+    def outbox_backlog(self) -> OutboxBacklog:
+        """The outbox's rows not yet applied to the index and caches, the oldest one's time, and
+        the rows applied but not yet flushed (for metrics; never on behalf of a principal)."""
+        with self.store.read() as conn:
+            count, oldest = outbox.backlog(conn)
+            return OutboxBacklog(count, oldest, outbox.awaiting_flush_count(conn))
+
+    def pending_outbox_ids(self, tenant_id: str | None = None) -> set[int]:
+        """The ids of the outbox rows still to apply (of one tenant when given)."""
+        with self.store.read() as conn:
+            return outbox.pending_ids(conn, tenant_id)
+
+    @contextmanager
+    def internal_reads(self) -> Iterator[InternalReads]:
+        """Reads for the system's own components (the indexer, fsck) in one read transaction,
+        never on behalf of a principal: see internal_reads.py."""
+        with self.store.read() as conn:
+            yield InternalReads(conn)
+
+    def create_key(
+        self,
+        *,
+        tenant_id: str,
+        subject: str,
+        roles: Iterable[Role | str],
+        clearance: Sensitivity | str | int = Sensitivity.INTERNAL,
+        name: str = "",
+    ) -> tuple[str, ApiKeyInfo]:
+        """A new API key for this principal, by the operator: the key (shown once) and what is
+        stored (see api_keys.create_key)."""
+        return api_keys.create_key(
+            self.store, tenant_id=tenant_id, subject=subject, roles=roles, clearance=clearance, name=name
+        )
+
+    def list_keys(self, tenant_id: str | None = None) -> list[ApiKeyInfo]:
+        """Every key (of one tenant when given), oldest first, revoked ones included."""
+        return api_keys.list_keys(self.store, tenant_id)
+
+    def revoke_key(self, key_id: str) -> ApiKeyInfo:
+        """Revoke a key at once, by the operator (see api_keys.revoke_key)."""
+        return api_keys.revoke_key(self.store, key_id)
+
+    def authenticate(self, presented: str, *, cache: VerifiedKeys | None = None) -> Principal:
+        """The principal an API key maps to; Unauthenticated otherwise (see api_keys.authenticate)."""
+        return api_keys.authenticate(self.store, presented, cache=cache)
 
     def _guard(self, principal: Principal, action: str, target: str, fn: Callable[[], T]) -> T:
         try:

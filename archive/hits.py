@@ -7,11 +7,11 @@ it through the archive's other reads:
 
 - in the caller's tenant only (every statement is scoped by it), with the reader role;
 - clearance at least the record's sensitivity (an evidence version's, an archived result's, a
-  summary's; memory counts as `memory.MEMORY_SENSITIVITY`);
-- the owner rule of every read (`Principal.may_act_for`): a principal without the agent role
+  summary's; memory counts as `records.MEMORY_SENSITIVITY`);
+- the one access rule of every read (`Principal.may_read`): a principal without the agent role
   sees evidence without an owner or of its own, notes of sessions about itself, its own facts,
   and summaries only when every source is one it could read so;
-- answering at `as_of`, or now (archive/in_force.py): an archived result's note and a summary
+- answering at `as_of`, or now (archive/rules/in_force.py): an archived result's note and a summary
   from the moment they were written;
 - an evidence version is served only when its stored bytes hash to its recorded sha256 and that
   sha256 is the one the index holds (a corrupt original is reported by fsck, never shown).
@@ -414,7 +414,7 @@ def _read_summaries(
 
 
 def _source_owners(conn: Connection, tenant: str, refs: Sequence[str]) -> dict[str, set[str]]:
-    """The owners each source ref's data belongs to, as summaries.source_owner reads them (every
+    """The owners each source ref's data belongs to, as sources.source_owner reads them (every
     version of an evidence record; a result's session), in one statement per kind of source."""
     evidence_ids = {
         ref.removeprefix(EVIDENCE_REF_PREFIX) for ref in refs if ref.startswith(EVIDENCE_REF_PREFIX)

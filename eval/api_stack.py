@@ -32,7 +32,6 @@ import psycopg
 import redis
 
 from mnemo_sea.archive import Archive
-from mnemo_sea.archive.features.api_keys import create_key
 
 LOOPBACK = "127.0.0.1"
 # Server mode needs a deployment key (it signs deletion receipts); benchmarks use a fixed one.
@@ -135,7 +134,7 @@ def mint_keys(database_url: str, tenant: str, subjects: Sequence[str], roles: Se
     archive = Archive.open(database_url)
     try:
         return [
-            create_key(archive.store, tenant_id=tenant, subject=s, roles=list(roles), name="bench")[0]
+            archive.create_key(tenant_id=tenant, subject=s, roles=list(roles), name="bench")[0]
             for s in subjects
         ]
     finally:

@@ -16,7 +16,6 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from mnemo_sea.archive.features.api_keys import authenticate
 from mnemo_sea.system.mnemo import Mnemo
 
 from .api_clients import (
@@ -42,7 +41,7 @@ def run_facade(
     queries: str = "repeating",
 ) -> dict[str, Any]:
     """One in-process agent for `duration_s`: p50/p95/p99 and throughput per operation."""
-    principal = authenticate(mnemo.archive.store, api_key)
+    principal = mnemo.archive.authenticate(api_key)
     rng = random.Random(seed)
     weights = [(op, mix.get(op, 0.0)) for op in OPERATIONS]
     live: list[str] = []

@@ -39,7 +39,7 @@ from typing import Any
 import httpx
 from sqlalchemy import create_engine, text
 
-from mnemo_sea.archive.storage.store import PG_CONNECT_TIMEOUT_S
+from mnemo_sea.archive import PG_CONNECT_TIMEOUT_S
 
 from .api_clients import OPERATIONS, AgentClient, Call, Fleet, seed_evidence
 from .api_stack import (

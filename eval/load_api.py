@@ -32,7 +32,6 @@ from typing import Any
 import httpx
 
 from mnemo_sea.archive import EvidenceInput
-from mnemo_sea.archive.features.api_keys import authenticate
 
 from .api_clients import (
     DEFAULT_MIX,
@@ -133,7 +132,7 @@ def _facade_baseline(
         # Exactly these stores, whatever MNEMO_* this process itself was started with.
         mnemo = open_mnemo(MnemoSettings.model_validate({"data_dir": None, "qdrant_url": None, **given}))
         try:
-            principal = authenticate(mnemo.archive.store, key)
+            principal = mnemo.archive.authenticate(key)
             items = [
                 EvidenceInput(body=i["body"], source=i["source"], evidence_id=i["evidence_id"])
                 for i in seed_items(seed_docs)

@@ -35,12 +35,12 @@ from .embedding import Embedder, SentenceTransformerEmbedder
 from .embedding_cache import CachingEmbedder, EmbeddingCache, InMemoryEmbeddingCache, SqliteEmbeddingCache
 from .errors import InvalidDocument
 from .evidence import EvidenceDocument
-from .filters import evidence_filter, tenant_filter
+from .filters import FilterSpec, evidence_filter, tenant_filter
 from .ingest import PointEncoder, PreparedChunk
 from .lock import IndexLock
 from .onnx_embedder import OnnxEmbedder
 from .outcome import SearchOutcome
-from .points import point_id
+from .points import PointPayload, point_id
 from .query import AccessScope, SearchQuery
 from .query_embedding import QueryEmbedder
 from .search import Searcher
@@ -300,6 +300,16 @@ class HybridIndex:
     def count(self, tenant_id: str | None = None) -> int:
         """Points stored (for one tenant, or all)."""
         return self.backend.count(None if tenant_id is None else tenant_filter(tenant_id))
+
+    def count_matching(self, spec: FilterSpec) -> int:
+        """Points whose payload matches `spec` (a deletion's leftovers, say)."""
+        return self.backend.count(spec)
+
+    def points_matching(self, spec: FilterSpec) -> list[PointPayload]:
+        """The payload of every point matching `spec`, in no particular order (for the
+        consistency check, which compares them with the archive)."""
+        total = self.backend.count(spec)
+        return [payload for _pid, payload in self.backend.matching(spec, limit=total + 1)]
 
     # ----------------------------------------------------------------- lifecycle
 

@@ -1,7 +1,7 @@
 """Every statement an archive store runs, as the tests count and inspect them: those executed
 through SQLAlchemy (its `before_cursor_execute` event, BEGIN included on SQLite) and the
 prepared SELECTs that `ArchiveStore.select` runs on the driver's connection, which no
-SQLAlchemy event sees (archive/prepared.py)."""
+SQLAlchemy event sees (archive/storage/statements.py)."""
 
 from __future__ import annotations
 

@@ -324,4 +324,4 @@ def test_the_import_check_catches_a_crossing(tmp_path: Path) -> None:
         "mnemo_sea.retrieval.bm25",
         "mnemo_sea.retrieval.fields",
     }
-    assert "mnemo_sea.archive.storage.schema" in names
+    assert "mnemo_sea.archive.schema" in names

@@ -628,7 +628,7 @@ def task_state_history(store: ArchiveStore, principal: Principal, session_id: st
 def _repeats_another_owner(conn: Connection, principal: Principal, refs: Sequence[str | None]) -> bool:
     """Whether a version cites data of an owner the principal may not act for. Agents act for
     every owner; a user reading its own session must not find another owner's facts repeated in
-    it (the rule summaries keep: see summaries.source_owner)."""
+    it (the rule summaries keep: see sources.source_owner)."""
     if principal.has(Role.AGENT):
         return False
     cited = [r for r in refs if r is not None]

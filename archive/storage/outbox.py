@@ -288,6 +288,16 @@ def pending_ids(conn: Connection, tenant_id: str | None = None) -> set[int]:
     return {int(r.id) for r in conn.execute(select(t.outbox.c.id).where(_pending(tenant_id)))}
 
 
+@dataclass(frozen=True)
+class OutboxBacklog:
+    """What the metrics show of the outbox: rows still to apply, the oldest one's time, and rows
+    applied but not yet flushed (the group commit still to come)."""
+
+    pending: int
+    oldest: datetime | None
+    awaiting_flush: int
+
+
 def backlog(conn: Connection) -> tuple[int, datetime | None]:
     """How many rows wait to be applied, and when the oldest of them was written (the lag).
     Rows applied and awaiting the index's flush are applied: not part of the backlog."""

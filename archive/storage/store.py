@@ -6,7 +6,7 @@ Two transaction shapes, both failing closed:
   (`BEGIN IMMEDIATE`), so validation and the change it validates see the same state; on
   PostgreSQL, code takes row locks (`SELECT ... FOR UPDATE`) on what it changes.
 - `read()` opens a plain transaction.
-- `select()` runs one prepared statement (archive/prepared.py) without one: a single
+- `select()` runs one prepared statement (archive/storage/statements.py) without one: a single
   statement reads one snapshot, and search hydration runs one on every search.
 
 After a deletion, `reclaim` makes the removed rows unreadable below SQL too; on SQLite that is
@@ -149,9 +149,9 @@ class ArchiveStore:
             yield conn
 
     def select(self, prepared: PreparedSelect, values: Mapping[str, Any]) -> list[tuple[Any, ...]]:
-        """The rows of one prepared SELECT (archive/prepared.py), with no transaction of its own
+        """The rows of one prepared SELECT (archive/storage/statements.py), with no transaction of its own
         (one statement reads one snapshot): on this thread's reader connection
-        (archive/readers.py) where it has one, else on a pooled driver connection. A reader
+        (archive/storage/readers.py) where it has one, else on a pooled driver connection. A reader
         kept from before that turns out lost (the server restarted since) is replaced and the
         statement run once more. Fails as the transactions do: StoreUnavailable, StoreCorrupt."""
         parameters = prepared.parameters(values)

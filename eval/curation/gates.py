@@ -16,13 +16,14 @@ is a failed check with its reason, never a crash of the experiment.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Connection, create_engine, text
 
 from mnemo_sea.archive import (
     BatchRejected,
@@ -33,8 +34,8 @@ from mnemo_sea.archive import (
     Sensitivity,
     StoreUnavailable,
 )
-from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.system.hashing_embedder import HashingEmbedder
+from mnemo_sea.system.layout import ARCHIVE_FILE
 from mnemo_sea.system.mnemo import Mnemo
 
 from .arms import ARCHIVE_SCRIPTED, FULL, Arm
@@ -44,7 +45,10 @@ from .trace import Archive, Fault, Need, ToolCall, Trace
 TENANT = "gate-clinic"
 OTHER_TENANT = "gate-other"
 SESSION = "gate-s1"
-_TABLES = (t.tool_results, t.archive_entries, t.outbox, t.audit_events, t.blobs)
+# The tables an archive or recovery touches. The gates read them (and tamper with a blob) on a
+# connection of their own to the archive's SQLite file, as an outside auditor would: through
+# the stored schema, never through the archive's code.
+_TABLES = ("tool_results", "archive_entries", "outbox", "audit_events", "blobs")
 
 
 @dataclass(frozen=True)
@@ -77,17 +81,33 @@ def _admin(tenant: str = TENANT) -> Principal:
     return Principal(tenant, "admin", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
 
 
-def table_counts(mnemo: Mnemo) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Opened:
+    """A gate's fresh system and the path of its archive's database file."""
+
+    mnemo: Mnemo
+    database: Path
+
+
+@contextmanager
+def _raw(database: Path) -> Iterator[Connection]:
+    engine = create_engine(f"sqlite+pysqlite:///{database}")
+    try:
+        with engine.begin() as conn:
+            yield conn
+    finally:
+        engine.dispose()
+
+
+def table_counts(database: Path) -> dict[str, Any]:
     """Row counts of the tables an archive or recovery touches, and the results' states."""
-    with mnemo.archive.store.read() as conn:
+    with _raw(database) as conn:
         out: dict[str, Any] = {
-            table.name: conn.execute(select(func.count()).select_from(table)).scalar_one()
+            table: conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()  # noqa: S608 - fixed names
             for table in _TABLES
         }
         rows = conn.execute(
-            select(t.tool_results.c.tenant_id, t.tool_results.c.result_no, t.tool_results.c.state).order_by(
-                t.tool_results.c.tenant_id, t.tool_results.c.result_no
-            )
+            text("SELECT tenant_id, result_no, state FROM tool_results ORDER BY tenant_id, result_no")
         )
         out["states"] = [tuple(r) for r in rows]
     return out
@@ -100,14 +120,15 @@ def _session(mnemo: Mnemo) -> None:
     mnemo.archive_results(agent, SESSION, [("r1", "lab report: potassium"), ("r2", "owner contact notes")])
 
 
-def check_cross_tenant_recover(mnemo: Mnemo) -> GateCheck:
+def check_cross_tenant_recover(opened: Opened) -> GateCheck:
+    mnemo = opened.mnemo
     name = "cross_tenant_recover"
     _session(mnemo)
-    before = table_counts(mnemo)
+    before = table_counts(opened.database)
     try:
         got = mnemo.recover(_agent(OTHER_TENANT), SESSION, "r1")
     except NotFound:
-        after = table_counts(mnemo)
+        after = table_counts(opened.database)
         if after != before:
             return GateCheck(name, False, "refused with NotFound, but the tables changed")
         return GateCheck(
@@ -118,24 +139,24 @@ def check_cross_tenant_recover(mnemo: Mnemo) -> GateCheck:
     )
 
 
-def check_tampered_original(mnemo: Mnemo) -> GateCheck:
+def check_tampered_original(opened: Opened) -> GateCheck:
+    mnemo = opened.mnemo
     name = "tampered_original"
     _session(mnemo)
     agent = _agent()
     original = mnemo.archive.list_results(agent, SESSION)[0]
-    with mnemo.archive.store.write() as conn:
+    with _raw(opened.database) as conn:
         conn.execute(
-            update(t.blobs)
-            .where(t.blobs.c.tenant_id == TENANT, t.blobs.c.sha256 == original.content_sha256)
-            .values(content=b"potassium 9.9 mmol/L")
+            text("UPDATE blobs SET content = :content WHERE tenant_id = :tenant AND sha256 = :sha256"),
+            {"content": b"potassium 9.9 mmol/L", "tenant": TENANT, "sha256": original.content_sha256},
         )
-    before = table_counts(mnemo)
+    before = table_counts(opened.database)
     try:
         got = mnemo.recover(agent, SESSION, "r1")
     except IntegrityError:
         events = mnemo.archive.audit_events(_admin())
         audited = any(e.action == "integrity_failure" and e.target == f"session:{SESSION}/r1" for e in events)
-        after = table_counts(mnemo)
+        after = table_counts(opened.database)
         # The audit event is the one row the refusal may add.
         grown = after["audit_events"] == before["audit_events"] + 1
         same = {k: v for k, v in after.items() if k != "audit_events"} == {
@@ -151,23 +172,24 @@ def check_tampered_original(mnemo: Mnemo) -> GateCheck:
     return GateCheck(name, False, f"the tampered original was served ({got.content[:40]!r})")
 
 
-def check_bad_batch(mnemo: Mnemo) -> GateCheck:
+def check_bad_batch(opened: Opened) -> GateCheck:
+    mnemo = opened.mnemo
     name = "bad_batch"
     agent = _agent()
     mnemo.record(agent, SESSION, "lab.report", "potassium 4.1 mmol/L", owner="pet-7")
     mnemo.record(agent, SESSION, "notes", "owner prefers morning calls", owner="pet-7")
-    before = table_counts(mnemo)
+    before = table_counts(opened.database)
     try:
         mnemo.archive_results(agent, SESSION, [("r1", "lab report"), ("r9", "no such result")])
     except BatchRejected as e:
-        after = table_counts(mnemo)
+        after = table_counts(opened.database)
         if after != before:
             changed = sorted(k for k in after if after[k] != before[k])
             return GateCheck(name, False, f"the batch was rejected but changed {', '.join(changed)}")
         statuses = ", ".join(f"{s.result_id} {s.status}" for s in e.targets)
         return GateCheck(name, True, f"rejected whole ({statuses}); table counts unchanged")
     except Exception as e:  # noqa: BLE001 - any other outcome is a failed check, with its reason
-        after = table_counts(mnemo)
+        after = table_counts(opened.database)
         return GateCheck(
             name, False, f"raised {type(e).__name__} instead of BatchRejected; unchanged={after == before}"
         )
@@ -246,13 +268,13 @@ def check_store_down(work_dir: Path | None = None) -> GateCheck:
     )
 
 
-def _fresh(check: Callable[[Mnemo], GateCheck], name: str, work_dir: Path | None) -> GateCheck:
+def _fresh(check: Callable[[Opened], GateCheck], name: str, work_dir: Path | None) -> GateCheck:
     try:
         with (
             tempfile.TemporaryDirectory(dir=work_dir) as tmp,
             Mnemo.open(tmp, embedder=HashingEmbedder()) as m,
         ):
-            return check(m)
+            return check(Opened(m, Path(tmp) / ARCHIVE_FILE))
     except Exception as e:  # noqa: BLE001 - a crash of a check is its failure, with the reason
         return GateCheck(name, False, f"{type(e).__name__}: {e}")
 

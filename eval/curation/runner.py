@@ -42,6 +42,7 @@ from typing import Any
 from sqlalchemy import create_engine
 
 from mnemo_sea.archive import (
+    RESULT_PREFIX,
     ArchiveConflict,
     ArchiveError,
     BatchRejected,
@@ -55,9 +56,9 @@ from mnemo_sea.archive import (
     TaskState,
     TaskStateRejected,
     ToolResult,
+    escape_text,
+    render_live,
 )
-from mnemo_sea.archive.rules.refs import RESULT_PREFIX
-from mnemo_sea.archive.rules.tool_results import escape_text, render_live
 from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, TokenCounter
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS, assemble
 from mnemo_sea.context.gather import cited_conflicts, gather

@@ -26,11 +26,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, get_args
 
-from mnemo_sea.archive import InvalidInput
-from mnemo_sea.archive.rules.errors import ArchiveError
-from mnemo_sea.archive.rules.policy import DEFAULT_PROTECTED_CLASSES, check_policy_class
-from mnemo_sea.archive.rules.principal import check_identifier
-from mnemo_sea.archive.rules.refs import DERIVED_ID_PREFIXES, check_evidence_id
+from mnemo_sea.archive import (
+    DEFAULT_PROTECTED_CLASSES,
+    DERIVED_ID_PREFIXES,
+    ArchiveError,
+    InvalidInput,
+    check_evidence_id,
+    check_identifier,
+    check_policy_class,
+)
 
 from .generators import check_generated, original
 from .trace import (

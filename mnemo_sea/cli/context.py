@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from mnemo_sea.archive import TaskStateRejected
-from mnemo_sea.archive.rules.operations import UpdateTaskStateOp
+from mnemo_sea.archive import TaskStateRejected, UpdateTaskStateOp
 from mnemo_sea.cli.knowledge import KindsOpt
 from mnemo_sea.cli.output import CliError, JsonOpt, emit, shown
 from mnemo_sea.cli.receipt_files import read_json

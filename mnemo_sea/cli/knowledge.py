@@ -45,7 +45,7 @@ def init(target: Target, as_json: JsonOpt = False) -> None:
     existed = (folder / ARCHIVE_FILE).is_file()
     with open_mnemo(target, create=True) as mnemo:
         model_id = mnemo.index.embedder.model_id
-        key_id = mnemo.archive.store.receipt_key.key_id
+        key_id = mnemo.archive.receipt_key_id
     emit(
         {
             "data_dir": str(folder),

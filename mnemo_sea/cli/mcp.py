@@ -108,7 +108,6 @@ def run(
     """Open the system from the settings and serve until the client leaves or the process is stopped."""
     import anyio
 
-    from mnemo_sea.archive.features.api_keys import authenticate
     from mnemo_sea.mcp import build_server, fixed_principal, serve_http, serve_stdio
     from mnemo_sea.rest.admission import admission_of
     from mnemo_sea.system.opening import open_mnemo
@@ -128,7 +127,7 @@ def run(
             return
         if principal is None:
             assert api_key is not None
-            principal = authenticate(mnemo.archive.store, api_key)
+            principal = mnemo.archive.authenticate(api_key)
         anyio.run(serve_stdio, build_server(mnemo, fixed_principal(principal)))
     finally:
         mnemo.close()

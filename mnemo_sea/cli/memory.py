@@ -9,8 +9,8 @@ import typer
 
 from mnemo_sea.archive import (
     DeletionReceipt,
+    parse_provenance,
 )
-from mnemo_sea.archive.rules.records import parse_provenance
 from mnemo_sea.cli.output import EXIT_NOT_FOUND, CliError, JsonOpt, emit
 from mnemo_sea.cli.receipt_files import ReceiptOut, keep_receipt, receipt_to_dict
 from mnemo_sea.cli.target import (

@@ -85,14 +85,13 @@ def keys_create(
     as_json: JsonOpt = False,
 ) -> None:
     """Create a key and print it once (`api_key`); only its hash is stored."""
-    from mnemo_sea.archive.features.api_keys import create_key
     from mnemo_sea.system.opening import open_archive
 
     with guard(as_json):
         archive = open_archive(_settings(data_dir))
         try:
-            key, info = create_key(
-                archive.store, tenant_id=tenant, subject=subject, roles=role, clearance=clearance, name=name
+            key, info = archive.create_key(
+                tenant_id=tenant, subject=subject, roles=role, clearance=clearance, name=name
             )
         finally:
             archive.close()
@@ -106,13 +105,12 @@ def keys_list(
     as_json: JsonOpt = False,
 ) -> None:
     """List keys (never their secrets), revoked ones included: one line each, a JSON array with --json."""
-    from mnemo_sea.archive.features.api_keys import list_keys
     from mnemo_sea.system.opening import open_archive
 
     with guard(as_json):
         archive = open_archive(_settings(data_dir))
         try:
-            keys = list_keys(archive.store, tenant)
+            keys = archive.list_keys(tenant)
         finally:
             archive.close()
     if as_json:
@@ -134,13 +132,12 @@ def keys_revoke(
     as_json: JsonOpt = False,
 ) -> None:
     """Revoke a key: requests with it get 401 from now on."""
-    from mnemo_sea.archive.features.api_keys import revoke_key
     from mnemo_sea.system.opening import open_archive
 
     with guard(as_json):
         archive = open_archive(_settings(data_dir))
         try:
-            info = revoke_key(archive.store, key_id)
+            info = archive.revoke_key(key_id)
         finally:
             archive.close()
     emit(info.to_dict(), as_json)

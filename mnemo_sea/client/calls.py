@@ -32,6 +32,7 @@ from pydantic_core import PydanticSerializationError
 from mnemo_sea.archive import (
     ArchiveReceipt,
     ArchiveTarget,
+    Clearance,
     ConfirmedFact,
     DeletionReceipt,
     ErasureState,
@@ -40,15 +41,16 @@ from mnemo_sea.archive import (
     InvalidInput,
     LiveView,
     MemoryFact,
+    ProvenanceName,
     Recovered,
     ReleasedItem,
     RememberOutcome,
     Sensitivity,
     Summary,
     TaskState,
+    TextOrBytes,
     ToolResult,
 )
-from mnemo_sea.archive.rules.operations import Clearance, ProvenanceName, TextOrBytes
 from mnemo_sea.client.answers import (
     an_object,
     expected_hash,

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import hashlib
 
-from mnemo_sea.archive import ToolResult
-from mnemo_sea.archive.rules.records import LiveItem
-from mnemo_sea.archive.rules.tool_results import escape_text, render_live, render_stub, render_withheld
+from mnemo_sea.archive import LiveItem, ToolResult, escape_text, render_live, render_stub, render_withheld
 
 # Stands for the body while the rest of an envelope is rendered: no envelope holds a NUL.
 _BODY = "\x00body\x00"

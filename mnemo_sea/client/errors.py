@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 # Imported for their classes: error_class finds a code's class among the loaded error modules.
-import mnemo_sea.archive.rules.errors
+import mnemo_sea.archive
 import mnemo_sea.context.errors
 import mnemo_sea.retrieval.errors
 import mnemo_sea.system.errors  # noqa: F401

@@ -11,13 +11,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mnemo_sea.archive import Archive, Forbidden, InvalidInput, MemoryFact, NotFound, Principal, limits
-from mnemo_sea.archive.rules.records import TaskState
-from mnemo_sea.archive.rules.refs import (
+from mnemo_sea.archive import (
     EVIDENCE_REF_PREFIX,
+    Archive,
+    Forbidden,
     IndexId,
+    InvalidInput,
+    MemoryFact,
     MemoryIndexId,
+    NotFound,
+    Principal,
     ResultIndexId,
+    TaskState,
+    limits,
     parse_index_id,
 )
 

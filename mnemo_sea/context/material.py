@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mnemo_sea.archive import MemoryFact, ToolResult
-from mnemo_sea.archive.rules.records import TaskState
+from mnemo_sea.archive import MemoryFact, TaskState, ToolResult
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mnemo_sea.archive import InvalidInput, MemoryFact
-from mnemo_sea.archive.rules.records import TaskState
-from mnemo_sea.archive.rules.tool_results import escape_attr, escape_text
+from mnemo_sea.archive import InvalidInput, MemoryFact, TaskState, escape_attr, escape_text
 
 from .material import CitedVersionConflict, EvidenceItem, MemoryDisagreement
 

@@ -16,10 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from mnemo_sea.archive import InvalidInput
-from mnemo_sea.archive.rules.policy import check_policy_class
-from mnemo_sea.archive.rules.principal import check_identifier
-from mnemo_sea.archive.rules.records import Provenance, parse_provenance
+from mnemo_sea.archive import InvalidInput, Provenance, check_identifier, check_policy_class, parse_provenance
 from mnemo_sea.demo.tool_outputs import GENERATORS
 
 SCRIPT_FORMAT = "mnemo-sea/session-script/1"

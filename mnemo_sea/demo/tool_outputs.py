@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta, timezone
 
-from mnemo_sea.archive import InvalidInput
-from mnemo_sea.archive.rules.principal import check_identifier
+from mnemo_sea.archive import InvalidInput, check_identifier
 
 _CST = timezone(timedelta(hours=8))
 

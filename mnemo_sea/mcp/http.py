@@ -16,9 +16,7 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mnemo_sea.archive import Principal
-from mnemo_sea.archive.features.api_keys import Unauthenticated, authenticate
-from mnemo_sea.archive.storage.store import ArchiveStore
+from mnemo_sea.archive import Archive, Principal, Unauthenticated
 from mnemo_sea.rest.admission import TenantAdmission, admission_of
 from mnemo_sea.rest.limits import BodyLimit, JsonValueLimit
 from mnemo_sea.rest.observability import RequestIds
@@ -50,9 +48,9 @@ def bearer_key(scope: Scope) -> str:
 class BearerKeys:
     """ASGI middleware: authenticate each HTTP request's API key, or answer 401."""
 
-    def __init__(self, app: ASGIApp, store: ArchiveStore) -> None:
+    def __init__(self, app: ASGIApp, archive: Archive) -> None:
         self.app = app
-        self.store = store
+        self.archive = archive
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # lifespan: the SDK's session manager starts and stops here
@@ -60,7 +58,7 @@ class BearerKeys:
             return
         try:
             key = bearer_key(scope)
-            principal = await anyio.to_thread.run_sync(authenticate, self.store, key)
+            principal = await anyio.to_thread.run_sync(self.archive.authenticate, key)
         except Unauthenticated as e:
             # The REST API's answer, from the one outcome table: 401 problem+json.
             response = domain_problem(Request(scope), e)
@@ -102,7 +100,7 @@ def http_app(
     app = server.streamable_http_app(
         streamable_http_path=path, stateless_http=True, json_response=True, host=host
     )
-    keyed = BearerKeys(JsonValueLimit(app), mnemo.archive.store)
+    keyed = BearerKeys(JsonValueLimit(app), mnemo.archive)
     return RequestIds(BodyLimit(keyed, max_request_bytes))
 
 

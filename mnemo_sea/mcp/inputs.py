@@ -11,7 +11,7 @@ line of defence. Unknown fields are refused: a misspelt argument must not be sil
 
 from __future__ import annotations
 
-from mnemo_sea.archive.rules.operations import (
+from mnemo_sea.archive import (
     ArchiveResultsOp,
     Idempotent,
     InSession,

@@ -22,7 +22,7 @@ import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from mnemo_sea.archive.storage.verified_keys import VerifiedKeys
+from mnemo_sea.archive import VerifiedKeys
 from mnemo_sea.rest import observability, problems
 from mnemo_sea.rest.admission import admission_of
 from mnemo_sea.rest.limits import BodyLimit

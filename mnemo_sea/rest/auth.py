@@ -5,7 +5,7 @@ The tenant always comes from the key, never from a body or a query parameter.
 The dependencies here are coroutines on purpose: FastAPI runs a plain-function dependency in
 the thread pool, one hop per dependency per request. A key verified within the last
 MNEMO_KEY_CACHE_SECONDS is answered from the app's verified-key cache on the event loop
-without touching the database (archive/verified_keys.py says what that promises about
+without touching the database (archive/storage/verified_keys.py says what that promises about
 revocation); only a key the cache does not hold is read from the key table, on the app's
 probe lane (a few threads apart from the pool the tenants' requests share, rest/app.py), so a
 tenant that fills its share of the pool delays no one's key check.
@@ -23,9 +23,7 @@ import anyio.to_thread
 from fastapi import Depends, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
-from mnemo_sea.archive import Principal, Role
-from mnemo_sea.archive.features.api_keys import Unauthenticated, authenticate, cached_principal
-from mnemo_sea.archive.storage.verified_keys import VerifiedKeys
+from mnemo_sea.archive import Archive, Principal, Role, Unauthenticated, VerifiedKeys, cached_principal
 from mnemo_sea.system.mnemo import Mnemo
 
 _bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer msk_...`")
@@ -68,10 +66,10 @@ async def verified_caller(request: Request, presented: str | None) -> Principal:
     keys: VerifiedKeys = request.app.state.verified_keys
     principal = cached_principal(presented, keys)
     if principal is None:
-        store = request.app.state.mnemo.archive.store
+        archive: Archive = request.app.state.mnemo.archive
         lane = request.app.state.key_lane
         principal = await anyio.to_thread.run_sync(
-            functools.partial(authenticate, store, presented, cache=keys), limiter=lane
+            functools.partial(archive.authenticate, presented, cache=keys), limiter=lane
         )
     # For the access log (never the key itself) and the tenant's turn in the pool.
     request.state.tenant_id = principal.tenant_id

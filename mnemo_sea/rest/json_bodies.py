@@ -12,8 +12,8 @@ anonymous 40 MiB body of `[],[],...` held the loop, and so every tenant's reques
 in `json.loads` and 77 s in the depth check. Now, on a route that needs a key:
 - the key is verified from the headers first, so a caller without one gets its 401 before a
   byte of the body is read;
-- a body with more than BODY_JSON_VALUES values (archive/limits.py) is refused with 413
-  before it is parsed: counting them is a scan of the bytes (`json_values_over`), and the
+- a body with more than limits.BODY_JSON_VALUES values (archive/rules/limits.py) is refused with 413
+  before it is parsed: counting them is a scan of the bytes (`limits.json_values_over`), and the
   records' own caps admit no more than that; a body that is not UTF-8 is no JSON here
   (json.loads would read UTF-16, which the scan cannot count);
 - a body over INLINE_PARSE_BYTES or INLINE_PARSE_VALUES is parsed in the thread pool, in a
@@ -33,8 +33,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mnemo_sea.archive import InvalidInput
-from mnemo_sea.archive.rules.limits import BODY_JSON_VALUES, json_values_over
+from mnemo_sea.archive import InvalidInput, limits
 from mnemo_sea.rest.admission import TenantAdmission, charged
 from mnemo_sea.rest.limits import TOO_MANY_VALUES
 from mnemo_sea.system.json_text import parse_json
@@ -87,11 +86,11 @@ def _parsed(body: bytes) -> Any:
 
 
 async def _parse(request: JsonBodyRequest, body: bytes) -> None:
-    if json_values_over(body, BODY_JSON_VALUES):
+    if limits.json_values_over(body, limits.BODY_JSON_VALUES):
         raise HTTPException(413, TOO_MANY_VALUES)
     admission: TenantAdmission | None = getattr(request.app.state, "admission", None)
     tenant: str | None = getattr(request.state, "tenant_id", None)
-    small = len(body) <= INLINE_PARSE_BYTES and not json_values_over(body, INLINE_PARSE_VALUES)
+    small = len(body) <= INLINE_PARSE_BYTES and not limits.json_values_over(body, INLINE_PARSE_VALUES)
     if small or admission is None or tenant is None:
         request._outcome = _parsed(body)
     else:

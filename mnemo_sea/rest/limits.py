@@ -13,11 +13,13 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mnemo_sea.archive.rules.limits import BODY_JSON_VALUES, json_values_over
+from mnemo_sea.archive import limits
 from mnemo_sea.rest.problems import problem_response
 
-# What a body past BODY_JSON_VALUES is told, on REST (rest/json_bodies.py) and MCP (below).
-TOO_MANY_VALUES = f"the request body holds more than {BODY_JSON_VALUES} JSON values; send less per request"
+# What a body past limits.BODY_JSON_VALUES is told, on REST (rest/json_bodies.py) and MCP (below).
+TOO_MANY_VALUES = (
+    f"the request body holds more than {limits.BODY_JSON_VALUES} JSON values; send less per request"
+)
 
 
 class BodyLimit:
@@ -61,7 +63,7 @@ class BodyLimit:
 
 class JsonValueLimit:
     """ASGI middleware for an app that parses its own bodies (the MCP SDK's): a body of more than
-    BODY_JSON_VALUES JSON values gets a 413 `request_too_large` problem before the app sees it.
+    limits.BODY_JSON_VALUES JSON values gets a 413 `request_too_large` problem before the app sees it.
     It reads the whole body (put it behind BodyLimit, and behind the key check: an anonymous
     caller's body is never read) and hands the app the same bytes."""
 
@@ -87,8 +89,8 @@ class JsonValueLimit:
             )
             return
         body = b"".join(chunks)
-        if json_values_over(body, BODY_JSON_VALUES):
-            extra = {"limit": BODY_JSON_VALUES}
+        if limits.json_values_over(body, limits.BODY_JSON_VALUES):
+            extra = {"limit": limits.BODY_JSON_VALUES}
             response = problem_response(Request(scope), 413, "request_too_large", TOO_MANY_VALUES, extra)
             await response(scope, receive, send)
             return

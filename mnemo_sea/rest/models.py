@@ -25,11 +25,10 @@ from mnemo_sea.archive import (
     InvalidInput,
     LiveView,
     Recovered,
+    ResultMetadata,
     ToolResult,
 )
-from mnemo_sea.archive.rules import limits as cap
-from mnemo_sea.archive.rules.limits import ContentCap
-from mnemo_sea.archive.rules.operations import ResultMetadata
+from mnemo_sea.archive import limits as cap
 from mnemo_sea.context import AssembledContext
 from mnemo_sea.context.segments import Component, SegmentKind
 from mnemo_sea.system.citations import CitationCheck, CitationReport
@@ -45,10 +44,10 @@ class Content(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    content: Annotated[str, ContentCap(cap.CONTENT_BYTES)] | None = Field(
+    content: Annotated[str, cap.ContentCap(cap.CONTENT_BYTES)] | None = Field(
         None, description="the original as text (stored as UTF-8 bytes)"
     )
-    content_base64: Annotated[str, ContentCap(cap.CONTENT_BYTES, base64=True)] | None = Field(
+    content_base64: Annotated[str, cap.ContentCap(cap.CONTENT_BYTES, base64=True)] | None = Field(
         None, description="the original as base64, for binary data"
     )
 

@@ -22,7 +22,6 @@ from prometheus_client.registry import Collector
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mnemo_sea.archive.storage.outbox import awaiting_flush_count, backlog
 from mnemo_sea.system.mnemo import Mnemo
 
 access_log = logging.getLogger("mnemo_sea.access")
@@ -83,9 +82,8 @@ class ServiceCollector(Collector):
             "outbox rows applied to the index (searchable) whose flush, the group commit, is still to come",
         )
         try:
-            with self.mnemo.archive.store.read() as conn:
-                count, oldest = backlog(conn)
-                unflushed = awaiting_flush_count(conn)
+            outbox = self.mnemo.archive.outbox_backlog()
+            count, oldest, unflushed = outbox.pending, outbox.oldest, outbox.awaiting_flush
         except Exception:  # noqa: BLE001 - a scrape must not fail because the database is down
             count, oldest, unflushed = -1, None, -1
         pending.add_metric([], count)

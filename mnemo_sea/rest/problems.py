@@ -132,7 +132,7 @@ def _validation(request: Request, exc: Exception) -> JSONResponse:
             "msg": str(err.get("msg", "")),
             "type": err.get("type"),
         }
-        # A field over its size cap (archive/limits.py) says the cap, as InvalidInput's `limit`.
+        # A field over its size cap (archive/rules/limits.py) says the cap, as InvalidInput's `limit`.
         context = err.get("ctx") or {}
         limit = context.get("max_length", context.get("limit"))
         if isinstance(limit, int) and err.get("type") in _OVER_CAP:

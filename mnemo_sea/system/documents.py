@@ -100,7 +100,7 @@ JSONL_FIELDS = (
     "kind",
     "owner",
 )
-# The archive's limits for these columns (archive/evidence.py), checked here so that a bad line
+# The archive's limits for these columns (archive/features/evidence.py), checked here so that a bad line
 # is reported with its line number instead of failing later, one record at a time.
 _TEXT_LIMITS = {"source": 1024, "scope": 255, "locator": 1024, "statement": STATEMENT_LIMIT}
 _BOM = b"\xef\xbb\xbf"

@@ -12,10 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from mnemo_sea.archive import IntegrityError, internal_reads
-from mnemo_sea.archive.storage.audit import verify_chain
-from mnemo_sea.archive.storage.outbox import pending_count
-from mnemo_sea.archive.storage.sources import source_owner
+from mnemo_sea.archive import IntegrityError
 from mnemo_sea.retrieval import EvidenceDocument
 from mnemo_sea.retrieval.filters import FilterSpec, tenant_filter
 from mnemo_sea.system.indexer import evidence_document, memory_document, note_document, summary_document
@@ -60,10 +57,10 @@ def _expected(
     versions whose original fails its hash (reported as blob problems; their points are left)."""
     docs: list[EvidenceDocument] = []
     corrupt: set[tuple[str, int]] = set()
-    with mnemo.archive.store.read() as conn:
-        for evidence_id, version, _status, _sha in internal_reads.searchable_evidence(conn, tenant):
+    with mnemo.archive.internal_reads() as reads:
+        for evidence_id, version, _status, _sha in reads.searchable_evidence(tenant):
             try:
-                found = internal_reads.evidence_version(conn, tenant, evidence_id, version)
+                found = reads.evidence_version(tenant, evidence_id, version)
             except IntegrityError:
                 corrupt.add((evidence_id, version))
                 continue
@@ -71,18 +68,18 @@ def _expected(
                 doc = evidence_document(tenant, *found)
                 if doc is not None:
                     docs.append(doc)
-        for session_id, rid in internal_reads.archived_results(conn, tenant):
-            note = internal_reads.archived_note(conn, tenant, session_id, rid)
+        for session_id, rid in reads.archived_results(tenant):
+            note = reads.archived_note(tenant, session_id, rid)
             if note is not None:
                 docs.append(note_document(tenant, note))
-        for fact, ended_at in internal_reads.searchable_memory(conn, tenant):
+        for fact, ended_at in reads.searchable_memory(tenant):
             memory_doc = memory_document(tenant, fact, ended_at)
             if memory_doc is not None:
                 docs.append(memory_doc)
-        for summary_id in internal_reads.summary_ids(conn, tenant):
-            found_summary = internal_reads.summary(conn, tenant, summary_id)
+        for summary_id in reads.summary_ids(tenant):
+            found_summary = reads.summary(tenant, summary_id)
             if found_summary is not None:
-                owner = source_owner(conn, tenant, found_summary.derived_from)
+                owner = reads.source_owner(tenant, found_summary.derived_from)
                 docs.append(summary_document(tenant, found_summary, owner))
     return {(d.evidence_id, d.version): d for d in docs}, corrupt
 
@@ -107,9 +104,8 @@ def _fields(doc: EvidenceDocument) -> Fields:
 def _indexed(mnemo: Mnemo, tenant: str) -> dict[tuple[str, int], set[Fields]]:
     """(evidence id, version) -> the distinct field sets of the tenant's points."""
     spec = tenant_filter(tenant)
-    total = mnemo.index.backend.count(spec)
     out: dict[tuple[str, int], set[Fields]] = defaultdict(set)
-    for _pid, p in mnemo.index.backend.matching(spec, limit=total + 1):
+    for p in mnemo.index.points_matching(spec):
         out[(p.evidence_id, p.version)].add(
             (p.status, p.content_sha256, p.owner, p.sensitivity, p.valid_from, p.valid_until)
         )
@@ -118,9 +114,7 @@ def _indexed(mnemo: Mnemo, tenant: str) -> dict[tuple[str, int], set[Fields]]:
 
 def _index_tenants(mnemo: Mnemo) -> set[str]:
     """Tenants that have points, including any the archive no longer knows (their points are orphans)."""
-    everything = FilterSpec(())
-    total = mnemo.index.backend.count(everything)
-    return {p.tenant_id for _pid, p in mnemo.index.backend.matching(everything, limit=total + 1)}
+    return {p.tenant_id for p in mnemo.index.points_matching(FilterSpec(()))}
 
 
 def run_fsck(mnemo: Mnemo, *, repair: bool = False, tenant_id: str | None = None) -> FsckReport:
@@ -130,14 +124,12 @@ def run_fsck(mnemo: Mnemo, *, repair: bool = False, tenant_id: str | None = None
     repaired = 0
     if repair:
         repaired += mnemo.sync().applied
-    with mnemo.archive.store.read() as conn:
-        pending = pending_count(conn, tenant_id)
-        if tenant_id is None:
-            tenants = sorted(set(internal_reads.tenants(conn)) | _index_tenants(mnemo))
-        else:
-            tenants = [tenant_id]
-        blobs = list(internal_reads.blob_problems(conn, tenant_id))
-        chains = [verify_chain(conn, tenant) for tenant in tenants]
+    with mnemo.archive.internal_reads() as reads:
+        pending = reads.pending_count(tenant_id)
+        everyone = tenant_id is None
+        tenants = sorted(set(reads.tenants()) | _index_tenants(mnemo)) if everyone else [str(tenant_id)]
+        blobs = list(reads.blob_problems(tenant_id))
+        chains = [reads.audit_chain(tenant) for tenant in tenants]
     if pending:
         where = tenant_id or "*"
         problems.append(Problem("pending_outbox", where, "outbox", f"{pending} rows not yet applied", True))

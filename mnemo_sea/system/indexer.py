@@ -64,8 +64,8 @@ from mnemo_sea.archive import (
     MemoryFact,
     StoreUnavailable,
     Summary,
-    internal_reads,
 )
+from mnemo_sea.archive.internal_reads import InternalReads
 from mnemo_sea.archive.rules.records import MEMORY_SENSITIVITY
 from mnemo_sea.archive.rules.refs import ResultIndexId, memory_index_id, result_index_id
 from mnemo_sea.archive.storage.outbox import (
@@ -393,7 +393,7 @@ class Indexer:
             if wanted:
                 with self.store.read() as conn:
                     found = {
-                        tenant: internal_reads.evidence_versions(conn, tenant, sorted(keys))
+                        tenant: InternalReads(conn).evidence_versions(tenant, sorted(keys))
                         for tenant, keys in wanted.items()
                     }
             upserts: dict[tuple[str, str, int], int] = {}  # the key of each document -> its row id
@@ -495,7 +495,7 @@ class Indexer:
             if item.op == "index_delete":
                 self.index.delete(tenant, evidence_id, version)
             elif item.op == "index_status":
-                stored = internal_reads.evidence_version(conn, tenant, evidence_id, version)
+                stored = InternalReads(conn).evidence_version(tenant, evidence_id, version)
                 if stored is not None:
                     doc = evidence_document(tenant, *stored)
                     if doc is not None:
@@ -509,7 +509,7 @@ class Indexer:
                 self.index.delete(tenant, str(ResultIndexId.of_ref(item.entity_ref)))
             else:
                 result = ResultIndexId.of_ref(item.entity_ref)
-                note = internal_reads.archived_note(conn, tenant, result.session_id, result.result_id)
+                note = InternalReads(conn).archived_note(tenant, result.session_id, result.result_id)
                 if note is not None:
                     self.index.upsert([note_document(tenant, note)])
         elif item.entity == "memory":
@@ -522,7 +522,7 @@ class Indexer:
                 # index_upsert (a new version) and index_status (superseded): either way the
                 # archive's row says what the index holds now. A superseded version stays
                 # searchable `as_of` the time it was current, as superseded evidence does.
-                fact_row = internal_reads.memory_version(conn, tenant, owner, key, version)
+                fact_row = InternalReads(conn).memory_version(tenant, owner, key, version)
                 if fact_row is not None:
                     fact_doc = memory_document(tenant, *fact_row)
                     if fact_doc is None:
@@ -533,7 +533,7 @@ class Indexer:
             if item.op == "index_delete":
                 self.index.delete(tenant, item.entity_ref)
             else:
-                found = internal_reads.summary(conn, tenant, item.entity_ref)
+                found = InternalReads(conn).summary(tenant, item.entity_ref)
                 if found is not None:
                     summary_owner = source_owner(conn, tenant, found.derived_from)
                     self.index.upsert([summary_document(tenant, found, summary_owner)])
@@ -542,7 +542,7 @@ class Indexer:
         return 0
 
     def _upsert_evidence(self, conn: Connection, tenant: str, evidence_id: str, version: int) -> int:
-        found = internal_reads.evidence_version(conn, tenant, evidence_id, version)
+        found = InternalReads(conn).evidence_version(tenant, evidence_id, version)
         if found is None or found[0].status == "retracted":
             return 0  # deleted or withdrawn since; the row that did so removes what was indexed
         doc = evidence_document(tenant, *found)

@@ -5,7 +5,7 @@ in a RecursionError, and a document nested just below that still breaks whatever
 (serialising an answer, copying arguments). Every surface therefore parses user JSON here and
 refuses a document nested deeper than MAX_JSON_DEPTH levels with `JsonTooDeep`, a typed
 InvalidInput (exit 2, REST 422, MCP invalid_input) that names where the JSON came from and the
-limit. That is the field limit (archive/limits.py JSON_DEPTH, which the records' JsonCap fields
+limit. That is the field limit (archive/rules/limits.py JSON_DEPTH, which the records' JsonCap fields
 enforce, `json_too_deep` naming JSON_DEPTH) plus a fixed allowance for the levels a document
 wraps its fields in. No document the system itself accepts needs more: tool arguments, JSON
 schemas of tool definitions and task-state updates are a handful of levels deep.
@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 # A whole document's limit: the archive's field limit (JSON_DEPTH) and a fixed allowance for the
-# levels a body or an MCP call wraps its fields in (archive/limits.py DOCUMENT_JSON_DEPTH), so a
+# levels a body or an MCP call wraps its fields in (archive/rules/limits.py DOCUMENT_JSON_DEPTH), so a
 # field at its limit is accepted whether it is the whole document or sits inside one. Depth is
 # counted by the archive's one walk (limits.json_depth_over): `[]` and `{}` are 1, a scalar 0.
 MAX_JSON_DEPTH = DOCUMENT_JSON_DEPTH

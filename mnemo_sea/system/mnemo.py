@@ -37,7 +37,7 @@ from mnemo_sea.archive.rules.checks import aware
 from mnemo_sea.archive.rules.clock import utcnow
 from mnemo_sea.archive.rules.operations import check_caps
 from mnemo_sea.archive.rules.refs import ResultIndexId, memory_index_id
-from mnemo_sea.archive.storage.outbox import SoleDrainer, claim_sole_drainer, pending_ids
+from mnemo_sea.archive.storage.outbox import SoleDrainer, claim_sole_drainer
 from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, TokenCounter
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS, assemble
 from mnemo_sea.context.gather import check_instructions, gather, tool_texts
@@ -273,7 +273,7 @@ class Mnemo:
         A folder without an archive is initialised: the archive, its deployment key
         (`receipt.key`, audited) and the index are created. An existing archive whose key file
         is gone is refused with ReceiptKeyMissing before anything is written: a new key would
-        reject every receipt and anchor signed before (see archive/deployment_key.py).
+        reject every receipt and anchor signed before (see archive/storage/deployment_key.py).
         """
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
@@ -709,8 +709,7 @@ class Mnemo:
         deleted id, pending outbox rows."""
         archive = self.archive.check_deleted(principal, receipt)
         tenant = principal.tenant_id
-        with self.archive.store.read() as conn:
-            pending = len(pending_ids(conn, tenant) & set(receipt.outbox_ids))
+        pending = len(self.archive.pending_outbox_ids(tenant) & set(receipt.outbox_ids))
         # Evidence and memory points are counted per deleted version: a purge may delete some
         # versions of a fact and keep the rest, whose points are not leftovers.
         points: list[tuple[str, int | None]] = list(receipt.evidence_versions)
@@ -718,7 +717,7 @@ class Mnemo:
         points += [(str(ResultIndexId.of_ref(ref)), None) for ref in receipt.tool_results]
         points += [(summary_id, None) for summary_id in receipt.summaries]
         index_left = sorted(
-            {i for i, v in points if self.index.backend.count(evidence_filter(tenant, i, v)) > 0}
+            {i for i, v in points if self.index.count_matching(evidence_filter(tenant, i, v)) > 0}
         )
         return DeletionCheck(
             receipt, archive.leftovers, tuple(index_left), pending, archive.erasure, archive.erasure_detail

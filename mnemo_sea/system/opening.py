@@ -50,7 +50,7 @@ def open_archive(settings: MnemoSettings) -> Archive:
 
 def rotate_receipt_key(settings: MnemoSettings) -> Rotation:
     """Replace the deployment key by a new one, keeping the old one for verifying what it signed
-    (archive/deployment_key.py): the embedded folder's `receipt.key`, or in server mode the file
+    (archive/storage/deployment_key.py): the embedded folder's `receipt.key`, or in server mode the file
     MNEMO_RECEIPT_KEY_FILE names. Also the way on after a lost key: a new key is started (nothing
     the lost one signed verifies again). Running processes sign with the old key until restarted.
 

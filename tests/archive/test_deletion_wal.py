@@ -106,7 +106,7 @@ def test_the_erasure_owed_completes_once_the_reader_lets_go(
 def test_this_processes_own_readers_never_hold_the_log(
     archive: Archive, agent: Principal, admin: Principal, db_file: Path
 ) -> None:
-    """Reader connections kept per thread (archive/readers.py), here of this thread and of another
+    """Reader connections kept per thread (archive/storage/readers.py), here of this thread and of another
     one still alive, hold no snapshot between statements: the deletion's checkpoint empties the log."""
     marker = new_marker()
     in_both_files(archive, agent, db_file, marker)

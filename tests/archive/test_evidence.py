@@ -32,6 +32,7 @@ from mnemo_sea.archive import (
     InvalidInput,
     NotFound,
     Principal,
+    RetractedContent,
     Role,
     Sensitivity,
     StateConflict,
@@ -488,11 +489,17 @@ def test_version_chain_invariants(archive: Archive, agent: Principal, ops: list[
     eid = f"prop:{datetime.now(UTC).timestamp()}:{hashlib.sha256(repr(ops).encode()).hexdigest()[:8]}"
     bodies: list[str] = []
     active: str | None = None
+    retracted: set[str] = set()  # a retraction stands until the content changes
     for op in ops:
         if op == "retract":
             with pytest.raises(StateConflict if bodies else NotFound) if active is None else nullcontext():
                 archive.retract(agent, eid, "r")
+            if active is not None:
+                retracted.add(active)
             active = None
+        elif op in retracted and op != active:
+            with pytest.raises(RetractedContent):
+                archive.put_evidence(agent, EvidenceInput(evidence_id=eid, body=op, source="s"))
         else:
             archive.put_evidence(agent, EvidenceInput(evidence_id=eid, body=op, source="s"))
             if op != active:

@@ -1,4 +1,4 @@
-"""The one "does this version answer at t" rule (archive/in_force.py): half-open intervals on
+"""The one "does this version answer at t" rule (archive/rules/in_force.py): half-open intervals on
 both time axes, None as unbounded, and "now" read by the stored status."""
 
 from __future__ import annotations

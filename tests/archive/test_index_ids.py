@@ -1,4 +1,4 @@
-"""Index ids of what is not an evidence record (archive/refs.py): built and parsed in one place,
+"""Index ids of what is not an evidence record (archive/rules/refs.py): built and parsed in one place,
 so what the indexer writes is what search, citations and deletion checks take apart."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The Alembic migrations create exactly the schema the code declares, and opening is safe to race.
 
 - After `open_store` migrates a fresh database, Alembic's autogenerate comparison between the
-  database and `archive/schema.py` finds nothing (types, nullability, keys, indexes, server
+  database and `archive/storage/schema.py` finds nothing (types, nullability, keys, indexes, server
   defaults), on SQLite and PostgreSQL. A deliberately drifted copy of the metadata shows the
   comparison is not blind.
 - There is one migration head, and a migrated database is stamped with it.

@@ -1,4 +1,4 @@
-"""A prepared SELECT (archive/prepared.py) reads what SQLAlchemy would, on both backends, and
+"""A prepared SELECT (archive/storage/statements.py) reads what SQLAlchemy would, on both backends, and
 fails as the store's transactions do; a prepared INSERT stores what SQLAlchemy's would, in the
 caller's transaction."""
 

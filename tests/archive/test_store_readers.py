@@ -1,4 +1,4 @@
-"""The single SELECTs of an archive run on a reader connection per thread (archive/readers.py).
+"""The single SELECTs of an archive run on a reader connection per thread (archive/storage/readers.py).
 What must hold is checked on the connections themselves and, for PostgreSQL, on the server's
 own list of them: one per thread that read, closed when that thread ends, when the store is
 closed or collected, at most the limit on PostgreSQL, one that failed replaced by a fresh one,

@@ -43,7 +43,8 @@ from tiny_trace import LOGISTICS, PARAMS, T0, TINY
 from typer.testing import CliRunner
 
 from mnemo_sea.archive import Archive as ArchiveApi
-from mnemo_sea.archive import BatchRejected, Recovered, TargetStatus, sessions
+from mnemo_sea.archive import BatchRejected, Recovered, TargetStatus
+from mnemo_sea.archive.features import sessions
 from mnemo_sea.context import BpeCounter
 from mnemo_sea.eval.curation import gates, runner
 from mnemo_sea.eval.curation.arms import Arm, ArmParams, extract_note, parse_arms

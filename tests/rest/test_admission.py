@@ -19,6 +19,7 @@ import httpx
 import pytest
 from fastapi import APIRouter, FastAPI
 
+from mnemo_sea.archive import Archive
 from mnemo_sea.archive.features.api_keys import create_key
 from mnemo_sea.archive.storage.verified_keys import VerifiedKeys
 from mnemo_sea.rest.admission import TenantAdmission, TenantLoad
@@ -505,8 +506,6 @@ def test_readiness_with_a_verified_key_never_waits_behind_a_flood_of_unknown_key
 ) -> None:
     """Keys not verified lately are read from the key table on threads of their own; while a
     flood of them holds every one of those threads, a probe whose key was verified is answered."""
-    import mnemo_sea.rest.auth as auth
-
     app, _, keys = flooded
     mnemo: Mnemo = app.state.mnemo
     unverified = [
@@ -516,16 +515,16 @@ def test_readiness_with_a_verified_key_never_waits_behind_a_flood_of_unknown_key
     lookups_held = threading.Event()
     lane_full = threading.Event()
     started: list[str] = []
-    real = auth.authenticate
+    real = Archive.authenticate
 
-    def held_lookup(store: Any, presented: str, **kw: Any) -> Any:
+    def held_lookup(archive: Archive, presented: str, **kw: Any) -> Any:
         started.append(presented)
         if len(started) == app.state.key_lane.total_tokens:
             lane_full.set()
         lookups_held.wait(HANG_GUARD_S)  # bounds a hang only: released below
-        return real(store, presented, **kw)
+        return real(archive, presented, **kw)
 
-    monkeypatch.setattr(auth, "authenticate", held_lookup)
+    monkeypatch.setattr(Archive, "authenticate", held_lookup)
     answers: list[int] = []
 
     async def main() -> None:

@@ -6,13 +6,13 @@ from typing import Annotated
 
 from fastapi import Header, Query
 
-from mnemo_sea.archive.rules.limits import IDEMPOTENCY_KEY_CHARS
+from mnemo_sea.archive import limits
 
 IdempotencyKey = Annotated[
     str | None,
     Header(
         alias="Idempotency-Key",
-        max_length=IDEMPOTENCY_KEY_CHARS,
+        max_length=limits.IDEMPOTENCY_KEY_CHARS,
         description="repeat a write safely: the same key and body return the first answer; "
         "the same key with another body is a 409",
     ),

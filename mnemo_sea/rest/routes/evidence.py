@@ -7,8 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
-from mnemo_sea.archive import EvidenceInput, EvidenceRecord
-from mnemo_sea.archive.rules.operations import RetractOp
+from mnemo_sea.archive import EvidenceInput, EvidenceRecord, RetractOp
 from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.models import (
     EvidenceOut,

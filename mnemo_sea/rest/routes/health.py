@@ -16,7 +16,6 @@ import anyio.to_thread
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
-from sqlalchemy import text
 
 from mnemo_sea.archive import Forbidden, Principal
 from mnemo_sea.rest.auth import Admin, Caller, System
@@ -73,12 +72,8 @@ async def ready(request: Request, principal: Caller, mnemo: System) -> Ready:
 
 def _ready(request: Request, principal: Principal, mnemo: Mnemo) -> Ready:
 
-    def archive() -> None:
-        with mnemo.archive.store.read() as conn:
-            conn.execute(text("SELECT 1"))
-
     checks = {
-        "archive": _timed(archive),
+        "archive": _timed(mnemo.archive.ping),
         "index": _timed(lambda: mnemo.index.count(principal.tenant_id)),
         "cache": _timed(mnemo.cache.ping),
     }

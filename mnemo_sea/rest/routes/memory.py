@@ -7,8 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from mnemo_sea.archive import DeletionReceipt, MemoryFact, NotFound, RememberOutcome
-from mnemo_sea.archive.rules.operations import RememberOp
+from mnemo_sea.archive import DeletionReceipt, MemoryFact, NotFound, RememberOp, RememberOutcome
 from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.models import Page, page
 from mnemo_sea.rest.problems import responses

@@ -7,8 +7,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 
-from mnemo_sea.archive import ArchiveReceipt, TaskState, ToolResult
-from mnemo_sea.archive.rules.operations import MAX_VERSION, ArchiveResultsOp, UpdateTaskStateOp
+from mnemo_sea.archive import (
+    MAX_VERSION,
+    ArchiveReceipt,
+    ArchiveResultsOp,
+    TaskState,
+    ToolResult,
+    UpdateTaskStateOp,
+)
 from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.models import (
     ContextIn,

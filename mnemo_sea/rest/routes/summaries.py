@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
-from mnemo_sea.archive import Summary
-from mnemo_sea.archive.rules.operations import CreateSummaryOp
+from mnemo_sea.archive import CreateSummaryOp, Summary
 from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.problems import responses
 from mnemo_sea.rest.routes.common import IdempotencyKey
