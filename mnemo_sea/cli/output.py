@@ -51,9 +51,10 @@ from typer._click.core import Command, Context  # typer vendors click: these, no
 from typer._click.exceptions import UsageError
 from typer.core import TyperCommand, TyperGroup
 
+from mnemo_sea.errors import Category
 from mnemo_sea.system import outcomes
 from mnemo_sea.system.json_ready import json_ready
-from mnemo_sea.system.outcomes import Category, category_of, outcome_of
+from mnemo_sea.system.outcomes import category_of, outcome_of
 
 P = ParamSpec("P")
 

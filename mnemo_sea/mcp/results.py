@@ -19,9 +19,10 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import ValidationError
 
 from mnemo_sea.archive import ArchiveError
+from mnemo_sea.errors import Category
 from mnemo_sea.retrieval import RetrievalError
 from mnemo_sea.system.json_ready import json_ready
-from mnemo_sea.system.outcomes import UNEXPECTED_CODE, Category, outcome_of
+from mnemo_sea.system.outcomes import UNEXPECTED_CODE, mcp_category, outcome_of
 
 log = logging.getLogger("mnemo_sea.mcp")
 
@@ -50,7 +51,8 @@ def failure(
 ) -> CallToolResult:
     """An error result; `category` defaults to the caller's mistake (a bad call, an unknown tool)."""
     return _answer(
-        {"error": code, "category": category.value, "message": message, **json_ready(detail)}, is_error=True
+        {"error": code, "category": mcp_category(category), "message": message, **json_ready(detail)},
+        is_error=True,
     )
 
 
