@@ -44,23 +44,19 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec
+from typing import Annotated, Any, NoReturn, ParamSpec
 
 import typer
 from typer._click.core import Command, Context  # typer vendors click: these, not `click`'s
 from typer._click.exceptions import UsageError
 from typer.core import TyperCommand, TyperGroup
 
-from mnemo_sea.errors import Category
+from mnemo_sea.errors import Category, MnemoError
 from mnemo_sea.system import outcomes
 from mnemo_sea.system.json_ready import json_ready
-from mnemo_sea.system.outcomes import category_of, outcome_of
+from mnemo_sea.system.outcomes import outcome_of
 
 P = ParamSpec("P")
-
-if TYPE_CHECKING:
-    from mnemo_sea.archive import ArchiveError
-    from mnemo_sea.retrieval.errors import RetrievalError
 
 # The table's exit codes, by the names the commands use (defined once, in outcomes).
 EXIT_PROBLEMS = outcomes.EXIT_PROBLEMS
@@ -127,7 +123,7 @@ def exit_code_of(exc: BaseException) -> int:
     return outcome_of(exc).exit_code
 
 
-def _message(exc: ArchiveError | RetrievalError) -> str:
+def _message(exc: MnemoError) -> str:
     errors = _retrieval_errors()
     if errors is not None and isinstance(exc, errors.IndexConfigMismatch) and exc.field == "model_id":
         from mnemo_sea.system.hashing_embedder import HASHING_MODEL_ID
@@ -141,12 +137,9 @@ def as_cli_error(exc: Exception) -> CliError:
     """Any error as the CliError the CLI reports: its message, exit code, stable code, detail."""
     if isinstance(exc, CliError):
         return exc
-    if category_of(exc) is not None:
-        typed_exc: Any = exc
+    if isinstance(exc, MnemoError):
         outcome = outcome_of(exc)
-        return CliError(
-            _message(typed_exc), outcome.exit_code, code=outcome.code, detail=dict(typed_exc.detail)
-        )
+        return CliError(_message(exc), outcome.exit_code, code=outcome.code, detail=dict(exc.detail))
     if isinstance(exc, OSError):
         return CliError(f"{exc.filename or 'file'}: {exc.strerror or exc}", EXIT_UNAVAILABLE, code="os_error")
     return CliError(
@@ -174,7 +167,7 @@ def guard(as_json: bool = False) -> Iterator[None]:
     except (typer.Exit, typer.Abort, KeyboardInterrupt):
         raise
     except Exception as e:
-        typed = isinstance(e, CliError | OSError) or category_of(e) is not None
+        typed = isinstance(e, CliError | OSError | MnemoError)
         if not typed and os.environ.get("MNEMO_DEBUG") == "1":
             raise
         fail(as_cli_error(e), as_json)

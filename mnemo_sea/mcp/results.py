@@ -18,9 +18,7 @@ from typing import Any
 from mcp_types import CallToolResult, TextContent
 from pydantic import ValidationError
 
-from mnemo_sea.archive import ArchiveError
-from mnemo_sea.errors import Category
-from mnemo_sea.retrieval import RetrievalError
+from mnemo_sea.errors import Category, MnemoError
 from mnemo_sea.system.json_ready import json_ready
 from mnemo_sea.system.outcomes import UNEXPECTED_CODE, mcp_category, outcome_of
 
@@ -65,7 +63,7 @@ def _validation_problems(e: ValidationError) -> list[dict[str, str]]:
 
 def from_exception(exc: Exception, tool: str) -> CallToolResult:
     """The error result for anything a tool call raised; unexpected errors are logged, not shown."""
-    if isinstance(exc, ArchiveError | RetrievalError):
+    if isinstance(exc, MnemoError):
         outcome = outcome_of(exc)
         detail = exc.to_dict()
         detail.pop("code", None)

@@ -26,8 +26,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from mnemo_sea.archive import ArchiveError
-from mnemo_sea.retrieval import RetrievalError
+from mnemo_sea.errors import MnemoError
 from mnemo_sea.system.outcomes import outcome_of
 
 PROBLEM_JSON = "application/problem+json"
@@ -74,7 +73,7 @@ _TITLES = {
 }
 
 
-def status_of(exc: ArchiveError | RetrievalError) -> int:
+def status_of(exc: MnemoError) -> int:
     """The HTTP status of a typed error: its row of the one error table."""
     return outcome_of(exc).http_status
 
@@ -107,7 +106,7 @@ def problem_response(
 
 def domain_problem(request: Request, exc: Exception) -> JSONResponse:
     """The problem+json answer to a typed error (also used by the MCP transport's key check)."""
-    assert isinstance(exc, ArchiveError | RetrievalError)
+    assert isinstance(exc, MnemoError)
     status = status_of(exc)
     if status >= 500:
         log.warning("store problem", extra={"code": exc.code, "error": str(exc)})
@@ -165,8 +164,7 @@ def _unexpected(request: Request, exc: Exception) -> JSONResponse:
 
 
 def install(app: FastAPI) -> None:
-    app.add_exception_handler(ArchiveError, domain_problem)
-    app.add_exception_handler(RetrievalError, domain_problem)
+    app.add_exception_handler(MnemoError, domain_problem)
     app.add_exception_handler(ApiProblem, _api_problem)
     app.add_exception_handler(RequestValidationError, _validation)
     app.add_exception_handler(StarletteHTTPException, _http)

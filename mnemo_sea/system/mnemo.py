@@ -21,7 +21,6 @@ from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
 from mnemo_sea.archive import (
     Archive,
-    ArchiveError,
     DeletionReceipt,
     EvidenceInput,
     EvidenceRecord,
@@ -42,6 +41,7 @@ from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, Token
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS, assemble
 from mnemo_sea.context.gather import check_instructions, gather, tool_texts
 from mnemo_sea.context.material import EvidenceItem
+from mnemo_sea.errors import MnemoError
 from mnemo_sea.retrieval import (
     AccessScope,
     Embedder,
@@ -433,7 +433,7 @@ class Mnemo:
             return None
         try:
             return self._drain_all(on_applied, defer_flush=defer_flush, made=made)
-        except (ArchiveError, RetrievalError) as e:
+        except MnemoError as e:
             log.warning("outbox left pending after a committed write: %s", e)
             return None
 
