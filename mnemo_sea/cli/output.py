@@ -14,24 +14,11 @@ Reports go to stdout (JSON with `--json`), progress bars to stderr (only on a te
 user mistake and every typed error prints one line `error: ...` on stderr, never a traceback;
 with `--json` it is also printed on stdout as `{"error": {"code", "message", "exit_code",
 "detail"}}` (`code` is the typed error's stable code, `detail` its structured fields, e.g. the
-`targets` of a rejected batch). The exit code of a typed error comes from its category in the
-one error table, mnemo_sea.system.outcomes (where REST's statuses come from too); `exit_code_of`
-applies it, and `CliError` names a code for what only the CLI meets (a bad option, a check that
-found problems):
-
-    1  a check ran and found problems (fsck, verify-deleted), or an unexpected error
-    2  usage or input: bad option, missing/malformed/binary/oversize file, missing data folder,
-       an index built with another embedder, a rejected batch (nothing archived; REST 422), a
-       deletion receipt or audit anchor this deployment did not issue or whose audit event the
-       chain no longer holds (ReceiptInvalid, code `receipt_invalid`; REST 422), an unknown or
-       revoked API key (REST 401)
-    3  not found (including records of other tenants)
-    4  forbidden: role or clearance
-    5  conflict: state conflict (every target already archived, nothing to retract), reused
-       idempotency key (REST 409)
-    6  store unavailable: archive unreachable, index locked by another process (named), index down
-    7  integrity: corrupt archive file (StoreCorrupt, code `store_corrupt`), an original failing
-       its hash, a broken audit chain or one `audit verify --anchor` finds rewound or rewritten
+`targets` of a rejected batch). The exit code of a typed error is its category's in the one
+error table, mnemo_sea.system.outcomes (ANSWERS and the EXIT_* codes, where REST's statuses come
+from too; the codes are stated there, not here); `exit_code_of` applies it, and `CliError` names
+a code for what only the CLI meets (a bad option is EXIT_USAGE, a check that found problems
+EXIT_PROBLEMS); an OSError of a file the command reads or writes itself is EXIT_UNAVAILABLE.
 
 Set MNEMO_DEBUG=1 to get the traceback of an unexpected error instead of its one line.
 """

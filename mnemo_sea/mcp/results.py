@@ -4,9 +4,9 @@ A success carries its payload twice, as `structuredContent` and as JSON text for
 read only text. A failure is a tool result with `isError` and the JSON object
 `{"error": code, "category": ..., "message": ..., **detail}` (a rejected archive batch lists each
 target's status under `targets`), never a protocol error or a traceback: the model reads it and
-fixes its call. `error` is the error's stable code and `category` its kind (`invalid_input`,
-`not_found`, `forbidden`, `conflict`, `unavailable`: worth a retry later, ...), both from the one
-error table, mnemo_sea.system.outcomes. This is the one place exceptions become answers.
+fixes its call. `error` is the error's stable code and `category` its kind as the one error
+table, mnemo_sea.system.outcomes.ANSWERS, names it for MCP (`invalid_input`, `not_found`,
+`unavailable`: worth a retry later, ...). This is the one place exceptions become answers.
 """
 
 from __future__ import annotations
