@@ -1,46 +1,33 @@
 """Typed errors of the retrieval layer.
 
-Each error carries structured detail (`to_dict`) so the composition root can map it to a
-status code in one place without parsing messages. Search itself reports "no match",
-"forbidden" and "unavailable" as a `SearchOutcome` status; these exceptions are for calls
-that cannot even be attempted (bad input, a locked or mismatched index) and for writes,
-which must never half-succeed silently.
+Each error carries structured detail (`to_dict`) and its category (mnemo_sea.errors.Category),
+so the composition root answers it on every surface in one place without parsing messages.
+Search itself reports "no match", "forbidden" and "unavailable" as a `SearchOutcome` status;
+these exceptions are for calls that cannot even be attempted (bad input, a locked or mismatched
+index) and for writes, which must never half-succeed silently.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from mnemo_sea.errors import Category, MnemoError
 
 
-class RetrievalError(Exception):
-    """Base of every error the retrieval layer raises on purpose.
-
-    As with the archive's errors, `message` and `detail` are the whole error (`_restore` reads a
-    subclass's attributes from `detail`, so one rebuilt from `to_dict()` is the same), and
-    `request_id` names the REST request that answered it when it came over HTTP.
-    """
+class RetrievalError(MnemoError):
+    """Base of every error the retrieval layer raises on purpose: a MnemoError, as the archive's
+    errors are (message, detail, `_restore`, `to_dict`, `request_id` are the base's). Raised as
+    itself it is the index failing: unavailable, retry later."""
 
     code = "retrieval_error"
-    request_id: str | None = None
-
-    def __init__(self, message: str, **detail: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        self.detail: dict[str, Any] = detail
-        self._restore()
-
-    def _restore(self) -> None:
-        """Set the subclass's attributes from `self.detail` (nothing here)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, **self.detail}
+    category = Category.UNAVAILABLE
 
 
 class InvalidQuery(RetrievalError):
     """A search request is malformed: empty text, too long, a bad filter value, a bad limit."""
 
     code = "invalid_query"
+    category = Category.INVALID_INPUT
     field: str
     problem: str
 
@@ -56,6 +43,7 @@ class InvalidDocument(RetrievalError):
     """A document handed to the index is malformed; nothing of the batch was written."""
 
     code = "invalid_document"
+    category = Category.INVALID_INPUT
     field: str
     problem: str
     evidence_id: str | None
@@ -133,6 +121,7 @@ class IndexConfigMismatch(RetrievalError):
     """
 
     code = "index_config_mismatch"
+    category = Category.MISCONFIGURED
 
     def __init__(self, path: str, field: str, stored: object, requested: object) -> None:
         super().__init__(
@@ -153,9 +142,10 @@ class IndexConfigMismatch(RetrievalError):
 class ModelExportError(IndexUnavailable):
     """The model could not be exported to ONNX, or its export does not give the torch vectors.
     A deployment's fault (a damaged model package, a cache folder it cannot write), which
-    waiting does not mend: the error table answers it as misconfigured, not unavailable."""
+    waiting does not mend: its category is misconfigured, not its parent's unavailable."""
 
     code = "model_export_failed"
+    category = Category.MISCONFIGURED
 
     def __init__(self, reason: str) -> None:
         super().__init__("embedder", reason)

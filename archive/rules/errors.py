@@ -1,9 +1,9 @@
 """Typed errors of the archive layer.
 
 Every error carries structured detail so that a caller (the REST layer, the CLI, an agent)
-can say what was wrong without parsing a message. mnemo_sea.system.outcomes maps each class to
-the answer of every surface (HTTP status, exit code, MCP error) in one table; nothing here knows
-about HTTP.
+can say what was wrong without parsing a message, and its category (mnemo_sea.errors.Category),
+from which mnemo_sea.system.outcomes gives the answer of every surface (HTTP status, exit code,
+MCP error); nothing here knows about HTTP.
 """
 
 from __future__ import annotations
@@ -12,37 +12,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mnemo_sea.errors import Category, MnemoError
 
-class ArchiveError(Exception):
-    """Base of every error the archive raises on purpose.
 
-    `message` and `detail` are the whole error: the attributes a subclass offers (`field`,
-    `targets`, ...) are read from `detail` by `_restore`, so an error rebuilt from its
-    `to_dict()` (mnemo_sea.system.outcomes.rebuild, as the REST client does with a problem
-    answer) is the same error. `request_id` names the REST request that answered it, when it
-    came over HTTP (None in process).
-    """
+class ArchiveError(MnemoError):
+    """Base of every error the archive raises on purpose: a MnemoError (message, detail,
+    `_restore`, `to_dict`, `request_id` are the base's). Raised as itself it is an internal
+    error: no more specific category is known."""
 
     code = "archive_error"
-    request_id: str | None = None
-
-    def __init__(self, message: str, **detail: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        self.detail: dict[str, Any] = detail
-        self._restore()
-
-    def _restore(self) -> None:
-        """Set the subclass's attributes from `self.detail` (nothing here)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, **self.detail}
+    category = Category.INTERNAL
 
 
 class InvalidInput(ArchiveError):
     """A value the caller passed is malformed (bad id, empty note, NUL in a name, ...)."""
 
     code = "invalid_input"
+    category = Category.INVALID_INPUT
     field: str
     problem: str
 
@@ -116,6 +102,8 @@ class ContentTooLarge(InvalidInput):
     """Content exceeds the configured size limit; nothing was stored."""
 
     code = "content_too_large"
+    # An InvalidInput, but a size over the limit: 413, not 422.
+    category = Category.TOO_LARGE
     size: int
     limit: int
 
@@ -136,6 +124,7 @@ class NotFound(ArchiveError):
     """
 
     code = "not_found"
+    category = Category.NOT_FOUND
 
     def __init__(self, what: str, ref: str) -> None:
         super().__init__(f"{what} {ref!r} not found", what=what, ref=ref)
@@ -145,6 +134,7 @@ class Forbidden(ArchiveError):
     """The principal may not do this: a missing role or insufficient clearance."""
 
     code = "forbidden"
+    category = Category.FORBIDDEN
 
     def __init__(self, reason: str, **detail: Any) -> None:
         super().__init__(reason, **detail)
@@ -154,6 +144,7 @@ class StateConflict(ArchiveError):
     """The target exists but is in a state that forbids the operation (already archived, ...)."""
 
     code = "state_conflict"
+    category = Category.CONFLICT
 
 
 class MemoryConflict(StateConflict):
@@ -205,6 +196,7 @@ class BatchRejected(ArchiveError):
     """A batch was rejected whole: nothing changed. `targets` says why for each item."""
 
     code = "batch_rejected"
+    category = Category.INVALID_INPUT
 
     def __init__(self, targets: Sequence[TargetStatus], hint: str) -> None:
         bad = [t for t in targets if not t.ok]
@@ -227,6 +219,8 @@ class ArchiveConflict(BatchRejected, StateConflict):
     """Every rejected target was already archived (typically by a concurrent archiver)."""
 
     code = "archive_conflict"
+    # Both parents' categories differ: the target's state (archived) wins over the rejection.
+    category = Category.CONFLICT
 
 
 class RetractedContent(BatchRejected, StateConflict):
@@ -236,6 +230,8 @@ class RetractedContent(BatchRejected, StateConflict):
     version as always; bringing the retracted text back on purpose is the `reactivate` option."""
 
     code = "retracted_content"
+    # Both parents' categories differ: the record's state (retracted) wins over the rejection.
+    category = Category.CONFLICT
 
 
 class Unauthenticated(ArchiveError):
@@ -243,6 +239,7 @@ class Unauthenticated(ArchiveError):
     says which, never whether a key id exists."""
 
     code = "unauthenticated"
+    category = Category.UNAUTHENTICATED
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -255,6 +252,7 @@ class StoreUnavailable(ArchiveError):
     """The store could not be reached or failed mid-operation. Nothing was changed (fail closed)."""
 
     code = "store_unavailable"
+    category = Category.UNAVAILABLE
 
 
 class OutboxOwned(StoreUnavailable):
@@ -269,6 +267,7 @@ class IntegrityError(ArchiveError):
     """Stored bytes no longer match their recorded hash, or the audit chain is broken."""
 
     code = "integrity_error"
+    category = Category.INTEGRITY
 
 
 class StoreCorrupt(IntegrityError):
@@ -313,6 +312,8 @@ class ReceiptInvalid(IntegrityError):
     """
 
     code = "receipt_invalid"
+    # An IntegrityError, but of the client's document, not the store: invalid input.
+    category = Category.INVALID_INPUT
     check: str
 
     def __init__(self, check: str, message: str, **detail: Any) -> None:

@@ -1,6 +1,6 @@
 """The size limit of every input, named once.
 
-Every text, list and JSON object an operation takes (mnemo_sea/archive/operations.py,
+Every text, list and JSON object an operation takes (mnemo_sea/archive/rules/operations.py,
 mnemo_sea/system/operations.py) is capped by one of these names, so an input can never cost
 more than its cap in work: a value over it is refused before anything is tokenized, embedded
 or read from a database. The records carry the caps as field constraints (`max_length`,

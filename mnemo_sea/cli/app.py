@@ -96,8 +96,9 @@ def worker(
     except ValueError as e:
         with guard():
             raise CliError(" ".join(str(e).split())) from None
-    # Exit codes as every other command's: 2 bad settings, 6 a store down at start, and whatever
-    # the table says of an error the drain does not wait out (a corrupt store, say).
+    # Exit codes as every other command's, by the one error table (mnemo_sea.system.outcomes):
+    # bad settings are a usage error, a store down at start unavailable, and an error the drain
+    # does not wait out (a corrupt store, say) is answered by its category.
     with guard():
         mnemo = Mnemo.from_settings(settings, embedder=settings_embedder(settings), sync_writes=False)
         try:

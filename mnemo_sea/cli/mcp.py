@@ -10,9 +10,8 @@ as `serve` opens it: without `--embedder` an existing data folder keeps the embe
 was built with.
 
 stdout belongs to the protocol on stdio, so every problem is one line `error: ...` on stderr,
-with the exit codes of the other commands (mnemo_sea.cli.output, from the one error table):
-2 usage or input (including a bad API key), 4 forbidden, 6 a store or index unavailable or
-locked, 7 integrity, 1 anything else.
+with the exit codes of the other commands (mnemo_sea.cli.output, by the one error table in
+mnemo_sea.system.outcomes; a bad API key is an input mistake there, as any bad option value).
 """
 
 from __future__ import annotations

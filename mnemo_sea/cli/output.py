@@ -14,24 +14,11 @@ Reports go to stdout (JSON with `--json`), progress bars to stderr (only on a te
 user mistake and every typed error prints one line `error: ...` on stderr, never a traceback;
 with `--json` it is also printed on stdout as `{"error": {"code", "message", "exit_code",
 "detail"}}` (`code` is the typed error's stable code, `detail` its structured fields, e.g. the
-`targets` of a rejected batch). The exit code of a typed error comes from its category in the
-one error table, mnemo_sea.system.outcomes (where REST's statuses come from too); `exit_code_of`
-applies it, and `CliError` names a code for what only the CLI meets (a bad option, a check that
-found problems):
-
-    1  a check ran and found problems (fsck, verify-deleted), or an unexpected error
-    2  usage or input: bad option, missing/malformed/binary/oversize file, missing data folder,
-       an index built with another embedder, a rejected batch (nothing archived; REST 422), a
-       deletion receipt or audit anchor this deployment did not issue or whose audit event the
-       chain no longer holds (ReceiptInvalid, code `receipt_invalid`; REST 422), an unknown or
-       revoked API key (REST 401)
-    3  not found (including records of other tenants)
-    4  forbidden: role or clearance
-    5  conflict: state conflict (every target already archived, nothing to retract), reused
-       idempotency key (REST 409)
-    6  store unavailable: archive unreachable, index locked by another process (named), index down
-    7  integrity: corrupt archive file (StoreCorrupt, code `store_corrupt`), an original failing
-       its hash, a broken audit chain or one `audit verify --anchor` finds rewound or rewritten
+`targets` of a rejected batch). The exit code of a typed error is its category's in the one
+error table, mnemo_sea.system.outcomes (ANSWERS and the EXIT_* codes, where REST's statuses come
+from too; the codes are stated there, not here); `exit_code_of` applies it, and `CliError` names
+a code for what only the CLI meets (a bad option is EXIT_USAGE, a check that found problems
+EXIT_PROBLEMS); an OSError of a file the command reads or writes itself is EXIT_UNAVAILABLE.
 
 Set MNEMO_DEBUG=1 to get the traceback of an unexpected error instead of its one line.
 """
@@ -44,22 +31,19 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec
+from typing import Annotated, Any, NoReturn, ParamSpec
 
 import typer
 from typer._click.core import Command, Context  # typer vendors click: these, not `click`'s
 from typer._click.exceptions import UsageError
 from typer.core import TyperCommand, TyperGroup
 
+from mnemo_sea.errors import Category, MnemoError
 from mnemo_sea.system import outcomes
 from mnemo_sea.system.json_ready import json_ready
-from mnemo_sea.system.outcomes import Category, category_of, outcome_of
+from mnemo_sea.system.outcomes import outcome_of
 
 P = ParamSpec("P")
-
-if TYPE_CHECKING:
-    from mnemo_sea.archive import ArchiveError
-    from mnemo_sea.retrieval.errors import RetrievalError
 
 # The table's exit codes, by the names the commands use (defined once, in outcomes).
 EXIT_PROBLEMS = outcomes.EXIT_PROBLEMS
@@ -126,7 +110,7 @@ def exit_code_of(exc: BaseException) -> int:
     return outcome_of(exc).exit_code
 
 
-def _message(exc: ArchiveError | RetrievalError) -> str:
+def _message(exc: MnemoError) -> str:
     errors = _retrieval_errors()
     if errors is not None and isinstance(exc, errors.IndexConfigMismatch) and exc.field == "model_id":
         from mnemo_sea.system.hashing_embedder import HASHING_MODEL_ID
@@ -140,12 +124,9 @@ def as_cli_error(exc: Exception) -> CliError:
     """Any error as the CliError the CLI reports: its message, exit code, stable code, detail."""
     if isinstance(exc, CliError):
         return exc
-    if category_of(exc) is not None:
-        typed_exc: Any = exc
+    if isinstance(exc, MnemoError):
         outcome = outcome_of(exc)
-        return CliError(
-            _message(typed_exc), outcome.exit_code, code=outcome.code, detail=dict(typed_exc.detail)
-        )
+        return CliError(_message(exc), outcome.exit_code, code=outcome.code, detail=dict(exc.detail))
     if isinstance(exc, OSError):
         return CliError(f"{exc.filename or 'file'}: {exc.strerror or exc}", EXIT_UNAVAILABLE, code="os_error")
     return CliError(
@@ -173,7 +154,7 @@ def guard(as_json: bool = False) -> Iterator[None]:
     except (typer.Exit, typer.Abort, KeyboardInterrupt):
         raise
     except Exception as e:
-        typed = isinstance(e, CliError | OSError) or category_of(e) is not None
+        typed = isinstance(e, CliError | OSError | MnemoError)
         if not typed and os.environ.get("MNEMO_DEBUG") == "1":
             raise
         fail(as_cli_error(e), as_json)

@@ -1,8 +1,8 @@
 """Answers as errors: a problem+json answer becomes the typed error the server raised.
 
-The class comes from the one error table (mnemo_sea.system.outcomes.error_class: the class of
-the problem's `code` among the layers' error modules, or the most general class of the status's
-category for an answer without a class of its own, such as REST's `invalid_request`), and the
+The class comes from mnemo_sea.system.outcomes.error_class (the loaded error class of the
+problem's `code`, or the most general class of the status's category for an answer without a
+class of its own, such as REST's `invalid_request`), and the
 error is rebuilt from the problem's `detail` (its message) and extra members (its detail:
 `targets` of a rejected batch, `problems` of a refused task state, ...), so `except NotFound`
 and `err.targets` work as they do in process. The request id is attached as `request_id`.
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# Imported for their classes: error_class finds a code's class among the loaded error modules.
+# Imported for their classes: error_class finds a code's class among the loaded error classes.
 import mnemo_sea.archive
 import mnemo_sea.context.errors
 import mnemo_sea.retrieval.errors

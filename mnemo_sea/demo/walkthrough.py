@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mnemo_sea.archive import (
-    ArchiveError,
     BatchRejected,
     NotFound,
     Principal,
@@ -29,7 +28,8 @@ from mnemo_sea.archive import (
 )
 from mnemo_sea.context import ContextOverBudget
 from mnemo_sea.demo.samples import load_sample_citations, load_sample_tenant, load_session_script
-from mnemo_sea.retrieval import Embedder, RetrievalError
+from mnemo_sea.errors import MnemoError
+from mnemo_sea.retrieval import Embedder
 from mnemo_sea.system.fsck import run_fsck
 from mnemo_sea.system.mnemo import Mnemo
 
@@ -274,7 +274,7 @@ def _context_step(m: Mnemo, c: Checks, shop: Principal, session_id: str, ids: di
 def main(data_dir: Path | None = None, *, embedder: Embedder | None = None) -> int:
     try:
         ok = run(data_dir, embedder=embedder)
-    except (ArchiveError, RetrievalError) as e:
+    except MnemoError as e:
         print(f"FAIL: {e}")
         return 1
     print("PASS: mnemo-sea demo" if ok else "FAIL: mnemo-sea demo (see the failed checks above)")

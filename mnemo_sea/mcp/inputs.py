@@ -1,6 +1,6 @@
 """The typed arguments of each agent tool; their JSON Schemas are what `tools/list` publishes.
 
-Each tool's input is its operation's record (mnemo_sea/archive/operations.py,
+Each tool's input is its operation's record (mnemo_sea/archive/rules/operations.py,
 mnemo_sea/system/operations.py) plus what MCP has no path or header for: `session_id`
 (`InSession`) and `idempotency_key` (`Idempotent`). Nothing is declared here, so a tool's
 arguments are named and typed as the REST body, the CLI options and the `Mnemo` parameters of

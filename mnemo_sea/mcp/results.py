@@ -4,9 +4,9 @@ A success carries its payload twice, as `structuredContent` and as JSON text for
 read only text. A failure is a tool result with `isError` and the JSON object
 `{"error": code, "category": ..., "message": ..., **detail}` (a rejected archive batch lists each
 target's status under `targets`), never a protocol error or a traceback: the model reads it and
-fixes its call. `error` is the error's stable code and `category` its kind (`invalid_input`,
-`not_found`, `forbidden`, `conflict`, `unavailable`: worth a retry later, ...), both from the one
-error table, mnemo_sea.system.outcomes. This is the one place exceptions become answers.
+fixes its call. `error` is the error's stable code and `category` its kind as the one error
+table, mnemo_sea.system.outcomes.ANSWERS, names it for MCP (`invalid_input`, `not_found`,
+`unavailable`: worth a retry later, ...). This is the one place exceptions become answers.
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ from typing import Any
 from mcp_types import CallToolResult, TextContent
 from pydantic import ValidationError
 
-from mnemo_sea.archive import ArchiveError
-from mnemo_sea.retrieval import RetrievalError
+from mnemo_sea.errors import Category, MnemoError
 from mnemo_sea.system.json_ready import json_ready
-from mnemo_sea.system.outcomes import UNEXPECTED_CODE, Category, outcome_of
+from mnemo_sea.system.outcomes import UNEXPECTED_CODE, mcp_category, outcome_of
 
 log = logging.getLogger("mnemo_sea.mcp")
 
@@ -50,7 +49,8 @@ def failure(
 ) -> CallToolResult:
     """An error result; `category` defaults to the caller's mistake (a bad call, an unknown tool)."""
     return _answer(
-        {"error": code, "category": category.value, "message": message, **json_ready(detail)}, is_error=True
+        {"error": code, "category": mcp_category(category), "message": message, **json_ready(detail)},
+        is_error=True,
     )
 
 
@@ -63,7 +63,7 @@ def _validation_problems(e: ValidationError) -> list[dict[str, str]]:
 
 def from_exception(exc: Exception, tool: str) -> CallToolResult:
     """The error result for anything a tool call raised; unexpected errors are logged, not shown."""
-    if isinstance(exc, ArchiveError | RetrievalError):
+    if isinstance(exc, MnemoError):
         outcome = outcome_of(exc)
         detail = exc.to_dict()
         detail.pop("code", None)

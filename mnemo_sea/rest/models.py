@@ -6,7 +6,7 @@ as the Python facade and the MCP tools, the session coming from the path and the
 from the `Idempotency-Key` header. Only what HTTP itself needs is declared here: originals as
 text or base64 (`Content`) and `with_text` of the context. Records forbid unknown fields, so a
 misspelt field is a 422 rather than silently ignored. Every text, list and object of a body is
-capped (mnemo_sea/archive/limits.py) and every number and boolean is strict (`true` is not 1,
+capped (mnemo_sea/archive/rules/limits.py) and every number and boolean is strict (`true` is not 1,
 `"1000"` not 1000): a body over a cap or of a wrong type is refused before any work. Domain
 values the archive returns (frozen dataclasses) are used as response models directly.
 """

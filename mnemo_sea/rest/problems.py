@@ -1,12 +1,10 @@
 """The one place where errors become HTTP answers: RFC 9457 problem+json with honest codes.
 
-The status of every typed error comes from the one error table, mnemo_sea.system.outcomes
-(whose statuses were this module's): 404 not found or outside the caller's tenant (the same
-answer, so it is no oracle), 403 role or clearance, 409 state conflict, 413 too large, 422
-invalid input or a rejected batch (listing each target's status), 503 a store unavailable
-(nothing was written), 429 a tenant over its share of the service (rest/admission.py; nothing
-was done), 401 no valid key, 500 an integrity failure or a misconfigured index. Both 503 and 429
-carry Retry-After: 429 the seconds the refusal names (`retry_after`), 503 one.
+The status of every typed error is its category's in the one error table,
+mnemo_sea.system.outcomes.ANSWERS (whose statuses were this module's; a rejected batch lists
+each target's status, and a tenant over its share of the service, rest/admission.py, is its
+busy category). Both 503 and 429 carry Retry-After: 429 the seconds the refusal names
+(`retry_after`), 503 one.
 
 A deletion receipt or audit anchor that does not check out (ReceiptInvalid; `check` says which
 check failed: signature, key, or an audit event the chain no longer holds) is 422: the request
@@ -26,8 +24,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from mnemo_sea.archive import ArchiveError
-from mnemo_sea.retrieval import RetrievalError
+from mnemo_sea.errors import MnemoError
 from mnemo_sea.system.outcomes import outcome_of
 
 PROBLEM_JSON = "application/problem+json"
@@ -74,8 +71,8 @@ _TITLES = {
 }
 
 
-def status_of(exc: ArchiveError | RetrievalError) -> int:
-    """The HTTP status of a typed error: its row of the one error table."""
+def status_of(exc: MnemoError) -> int:
+    """The HTTP status of a typed error: its category's in the one error table."""
     return outcome_of(exc).http_status
 
 
@@ -107,7 +104,7 @@ def problem_response(
 
 def domain_problem(request: Request, exc: Exception) -> JSONResponse:
     """The problem+json answer to a typed error (also used by the MCP transport's key check)."""
-    assert isinstance(exc, ArchiveError | RetrievalError)
+    assert isinstance(exc, MnemoError)
     status = status_of(exc)
     if status >= 500:
         log.warning("store problem", extra={"code": exc.code, "error": str(exc)})
@@ -165,8 +162,7 @@ def _unexpected(request: Request, exc: Exception) -> JSONResponse:
 
 
 def install(app: FastAPI) -> None:
-    app.add_exception_handler(ArchiveError, domain_problem)
-    app.add_exception_handler(RetrievalError, domain_problem)
+    app.add_exception_handler(MnemoError, domain_problem)
     app.add_exception_handler(ApiProblem, _api_problem)
     app.add_exception_handler(RequestValidationError, _validation)
     app.add_exception_handler(StarletteHTTPException, _http)

@@ -13,7 +13,7 @@
     fsck             the consistency check of archive, blobs and index
     hashing_embedder a deterministic embedder for tests and offline runs
     json_ready       domain values as JSON-ready data for the surfaces that print or return them
-    outcomes         the one error table: each typed error's REST status, exit code and MCP error
+    outcomes         the one error table: each error category's REST status, exit code, MCP category
 
 Nothing here imports a surface (rest, mcp, cli) or eval; the import contract checks it.
 """

@@ -60,6 +60,7 @@ from mnemo_sea.archive.rules.principal import check_identifier
 from mnemo_sea.archive.rules.records import EVIDENCE_KINDS, PROVENANCES, Provenance
 from mnemo_sea.archive.rules.refs import EVIDENCE_ID, check_evidence_id
 from mnemo_sea.archive.rules.tool_results import is_textual
+from mnemo_sea.errors import Category
 from mnemo_sea.system.json_text import JsonTooDeep, parse_json
 
 __all__ = [
@@ -147,6 +148,9 @@ class BinaryFile(DocumentError):
 
 class FileTooLarge(ContentTooLarge, DocumentError):
     """A file is larger than `max_file_bytes`; nothing of it was read."""
+
+    # Its parents differ (too large, invalid input): the size decides, as for any ContentTooLarge.
+    category = Category.TOO_LARGE
 
     def __init__(self, path: str, size: int, limit: int) -> None:
         InvalidInput.__init__(

@@ -2,8 +2,9 @@
 deep, and a service that will not take a tenant's request now.
 
 Apart from the caches (which import the Redis client) so that every error class a surface can
-answer lives in a light `errors` module of its layer, where mnemo_sea.system.outcomes finds it
-by its code (the REST client rebuilds problem answers that way).
+answer lives in a light `errors` module of its layer, which the REST client imports cheaply:
+mnemo_sea.system.outcomes finds a problem answer's class by its code among the loaded error
+classes, and the client rebuilds the answer as that class.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from mnemo_sea.archive import StoreUnavailable
 
 # Defined in the archive, whose field caps (limits.JsonCap) raise it too; named here as before.
 from mnemo_sea.archive.rules.errors import JsonTooDeep
+from mnemo_sea.errors import Category
 
 
 class CacheUnavailable(StoreUnavailable):
     """The cache store could not be reached or failed; the operation may not have happened.
 
-    A subclass of the archive's `StoreUnavailable` so that every surface maps it like any
-    other unavailable store (503, "retry later") in the one place it maps errors.
+    A subclass of the archive's `StoreUnavailable`, whose category it keeps, so that every
+    surface answers it like any other unavailable store (503, "retry later").
     """
 
     code = "cache_unavailable"
@@ -31,11 +33,12 @@ class TooManyRequests(StoreUnavailable):
     `retry_after` seconds (REST: 429 with Retry-After).
 
     A StoreUnavailable, so code that retries an unavailable store later retries this too; its
-    own row of the error table answers it 429 rather than 503: the service is up, this tenant
-    is over its share.
+    own category (busy) answers it 429 rather than 503: the service is up, this tenant is over
+    its share.
     """
 
     code = "too_many_requests"
+    category = Category.BUSY
     retry_after: int
 
     def __init__(self, *, retry_after: int, running: int, waiting: int) -> None:

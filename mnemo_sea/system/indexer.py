@@ -59,7 +59,6 @@ from typing import TYPE_CHECKING, Protocol
 from sqlalchemy import Connection
 
 from mnemo_sea.archive import (
-    ArchiveError,
     EvidenceRecord,
     MemoryFact,
     StoreUnavailable,
@@ -81,6 +80,7 @@ from mnemo_sea.archive.storage.outbox import (
 from mnemo_sea.archive.storage.rows import ArchivedNote
 from mnemo_sea.archive.storage.sources import source_owner
 from mnemo_sea.archive.storage.store import ArchiveStore
+from mnemo_sea.errors import MnemoError
 from mnemo_sea.retrieval import EvidenceDocument, HybridIndex, IndexUnavailable, RetrievalError
 from mnemo_sea.system.caches import Cache
 
@@ -241,7 +241,7 @@ class Indexer:
                 self._timer = None
             try:
                 self._settle()
-            except (RetrievalError, ArchiveError) as e:
+            except MnemoError as e:
                 log.warning(
                     "closing with %d outbox rows not flushed (replayed at the next open): %s",
                     len(self._awaiting),
@@ -332,7 +332,7 @@ class Indexer:
                 return
             try:
                 self._settle()
-            except (RetrievalError, ArchiveError) as e:
+            except MnemoError as e:
                 # The rows stay applied, not done; the next pass (or close, or open) flushes.
                 log.warning("group-commit flush failed, retried by the next write or sync: %s", e)
 
@@ -425,7 +425,7 @@ class Indexer:
                     self.cache.purge_tenant(tenant)
                 else:
                     self.cache.bump_generation(tenant)
-        except (RetrievalError, ArchiveError, ValueError, KeyError) as e:
+        except (MnemoError, ValueError, KeyError) as e:
             log.info("a batch of %d outbox rows failed, applying them one by one: %s", len(run), e)
             return None
         # The index reports chunks embedded per call, not per document: the run's last upsert
@@ -468,7 +468,7 @@ class Indexer:
         try:
             with self.store.read() as conn:
                 return self._apply(conn, item)
-        except (RetrievalError, ArchiveError, ValueError, KeyError) as e:
+        except (MnemoError, ValueError, KeyError) as e:
             # A malformed or failing row stays pending with its error (and is retried up to
             # MAX_ATTEMPTS times); it never stops the rows behind it. An outage is not the
             # row's fault and does not count towards setting it aside.

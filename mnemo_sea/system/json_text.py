@@ -4,7 +4,7 @@ Python's `json` recurses once per nested array or object, so a few kilobytes of 
 in a RecursionError, and a document nested just below that still breaks whatever walks it next
 (serialising an answer, copying arguments). Every surface therefore parses user JSON here and
 refuses a document nested deeper than MAX_JSON_DEPTH levels with `JsonTooDeep`, a typed
-InvalidInput (exit 2, REST 422, MCP invalid_input) that names where the JSON came from and the
+InvalidInput (answered as invalid input on every surface) that names where the JSON came from and the
 limit. That is the field limit (archive/rules/limits.py JSON_DEPTH, which the records' JsonCap fields
 enforce, `json_too_deep` naming JSON_DEPTH) plus a fixed allowance for the levels a document
 wraps its fields in. No document the system itself accepts needs more: tool arguments, JSON

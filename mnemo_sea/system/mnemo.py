@@ -21,7 +21,6 @@ from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
 from mnemo_sea.archive import (
     Archive,
-    ArchiveError,
     DeletionReceipt,
     EvidenceInput,
     EvidenceRecord,
@@ -42,6 +41,7 @@ from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, Token
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS, assemble
 from mnemo_sea.context.gather import check_instructions, gather, tool_texts
 from mnemo_sea.context.material import EvidenceItem
+from mnemo_sea.errors import MnemoError
 from mnemo_sea.retrieval import (
     AccessScope,
     Embedder,
@@ -433,7 +433,7 @@ class Mnemo:
             return None
         try:
             return self._drain_all(on_applied, defer_flush=defer_flush, made=made)
-        except (ArchiveError, RetrievalError) as e:
+        except MnemoError as e:
             log.warning("outbox left pending after a committed write: %s", e)
             return None
 
@@ -514,7 +514,7 @@ class Mnemo:
 
         Hits come hydrated from the archive with the exact text of their span; a hit whose
         record is gone or not current is dropped (counted in `dropped`). Inputs over their caps
-        (mnemo_sea/archive/limits.py) raise InvalidInput before anything is embedded.
+        (mnemo_sea/archive/rules/limits.py) raise InvalidInput before anything is embedded.
         """
         check_caps(SearchOp, locals())
         principal.require(Role.READER, "searching")
@@ -582,7 +582,7 @@ class Mnemo:
 
     # ---- sessions ----------------------------------------------------------------------------
     # The archive's operations as they are: their parameters are the records' fields
-    # (mnemo_sea/archive/operations.py), declared once, on `Archive`. A result is indexed only
+    # (mnemo_sea/archive/rules/operations.py), declared once, on `Archive`. A result is indexed only
     # once it is archived with a note, so recording needs no sync.
 
     record = _archive_call(Archive.record)
@@ -616,7 +616,7 @@ class Mnemo:
         Raises InvalidInput (bad budget, instructions or tools), ContextOverBudget (the pinned
         part alone exceeds the budget), NotFound/Forbidden as `live_view`, and the search's
         errors (IndexUnavailable) when a query is given and the search cannot run. Inputs over
-        their caps (mnemo_sea/archive/limits.py: tool definitions, instructions...) raise
+        their caps (mnemo_sea/archive/rules/limits.py: tool definitions, instructions...) raise
         InvalidInput naming the field and the limit before anything is rendered or counted.
         """
         check_caps(ContextOp, locals())

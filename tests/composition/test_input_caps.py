@@ -1,4 +1,4 @@
-"""Every input of every operation has a size cap (mnemo_sea/archive/limits.py), enforced the
+"""Every input of every operation has a size cap (mnemo_sea/archive/rules/limits.py), enforced the
 same on every surface before any work: a value over it is refused (REST 422 naming the field, or
 413 for an original; MCP `invalid_input`/`too_large`; Python InvalidInput naming the field and
 the limit) before anything is rendered, tokenized, embedded or read from the archive.

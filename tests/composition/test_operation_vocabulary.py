@@ -1,6 +1,6 @@
 """One operation vocabulary: every surface names and types an operation's inputs as its record does.
 
-The reference for each operation is its record (mnemo_sea/archive/operations.py,
+The reference for each operation is its record (mnemo_sea/archive/rules/operations.py,
 mnemo_sea/system/operations.py). The test reads what each surface actually accepts:
 
 - Python: the `Mnemo` method's signature and the `Archive` method's (names, JSON types of the
