@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, cast
 
@@ -59,8 +58,11 @@ from mnemo_sea.archive.storage.store import ArchiveStore
 
 
 class PointsToHit(Protocol):
-    """What hydration reads of a hit pointer; `HitPointer` is one, and so is the facade's cached
-    pointer, which is passed as it is rather than copied into a HitPointer per hit."""
+    """What hydration reads of a hit the index answered: which version of what, the span of
+    its text, and the content hash the index holds (evidence versions; empty for the other
+    kinds). The one way a hit comes in: the index's own `Hit` is one (the archive does not
+    import the index, so it names the fields, not the type), and so is the facade's cached
+    `Pointer`; each is passed as it is, never copied into a type of the archive's."""
 
     @property
     def evidence_id(self) -> str: ...
@@ -76,21 +78,10 @@ class PointsToHit(Protocol):
     def content_sha256(self) -> str: ...
 
 
-@dataclass(frozen=True)
-class HitPointer:
-    """What the index answered for one hit: which version of what, the span of its text, and
-    the content hash the index holds (evidence versions; empty for the other kinds)."""
-
-    evidence_id: str
-    version: int
-    kind: str
-    start: int
-    end: int
-    content_sha256: str = ""
-
-
-class HitText(NamedTuple):
-    """A hit as the caller may see it: the exact text of its span, where it is, what it is."""
+class HydratedHit(NamedTuple):
+    """A hit as the caller may see it, read back from the archive: the exact, verified text of
+    its span (`snippet`), where it is (`locator`) and what it is (`label`). It holds only what
+    the archive knows; what the index knew (scores, ranks) stays with the hit it came from."""
 
     snippet: str
     locator: str
@@ -142,7 +133,7 @@ def read_hits(
     pointers: Sequence[PointsToHit],
     as_of: datetime | None,
     corrupt: list[tuple[str, IntegrityError]] | None = None,
-) -> list[HitText | None]:
+) -> list[HydratedHit | None]:
     """Each pointer's text as `principal` may read it at `as_of` (None: now), in order; None
     for a pointer the caller may not read, or that names nothing current (see the module
     docstring). Forbidden without the reader role; InvalidInput for a naive `as_of`.
@@ -197,10 +188,10 @@ def _target(p: PointsToHit) -> _Target | None:
     return _Evidence(p.evidence_id, p.version)
 
 
-def _cut(p: PointsToHit, found: _Readable | None) -> HitText | None:
+def _cut(p: PointsToHit, found: _Readable | None) -> HydratedHit | None:
     if found is None or (found.content_sha256 is not None and found.content_sha256 != p.content_sha256):
         return None
-    return HitText(found.text[p.start : p.end], found.locator, found.label)
+    return HydratedHit(found.text[p.start : p.end], found.locator, found.label)
 
 
 class _EvidenceRow(NamedTuple):
