@@ -365,7 +365,7 @@ class Archive:
 
     def read_hits(
         self, principal: Principal, pointers: Sequence[hits.PointsToHit], as_of: datetime | None = None
-    ) -> list[hits.HitText | None]:
+    ) -> list[hits.HydratedHit | None]:
         """The text of each hit an index answered, as `principal` may read it at `as_of` (None:
         now), in order; None where the caller may not read it or it is no longer current.
         Batched: a constant number of statements however many hits (see archive/hits.py). An

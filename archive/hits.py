@@ -26,9 +26,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, cast
 
 from sqlalchemy import Connection, Integer, Select, String, bindparam, column, select, tuple_, values
 
@@ -59,8 +58,11 @@ from mnemo_sea.archive.storage.store import ArchiveStore
 
 
 class PointsToHit(Protocol):
-    """What hydration reads of a hit pointer; `HitPointer` is one, and so is the facade's cached
-    pointer, which is passed as it is rather than copied into a HitPointer per hit."""
+    """What hydration reads of a hit the index answered: which version of what, the span of
+    its text, and the content hash the index holds (evidence versions; empty for the other
+    kinds). The one way a hit comes in: the index's own `Hit` is one (the archive does not
+    import the index, so it names the fields, not the type), and so is the facade's cached
+    `Pointer`; each is passed as it is, never copied into a type of the archive's."""
 
     @property
     def evidence_id(self) -> str: ...
@@ -76,21 +78,10 @@ class PointsToHit(Protocol):
     def content_sha256(self) -> str: ...
 
 
-@dataclass(frozen=True)
-class HitPointer:
-    """What the index answered for one hit: which version of what, the span of its text, and
-    the content hash the index holds (evidence versions; empty for the other kinds)."""
-
-    evidence_id: str
-    version: int
-    kind: str
-    start: int
-    end: int
-    content_sha256: str = ""
-
-
-class HitText(NamedTuple):
-    """A hit as the caller may see it: the exact text of its span, where it is, what it is."""
+class HydratedHit(NamedTuple):
+    """A hit as the caller may see it, read back from the archive: the exact, verified text of
+    its span (`snippet`), where it is (`locator`) and what it is (`label`). It holds only what
+    the archive knows; what the index knew (scores, ranks) stays with the hit it came from."""
 
     snippet: str
     locator: str
@@ -142,7 +133,7 @@ def read_hits(
     pointers: Sequence[PointsToHit],
     as_of: datetime | None,
     corrupt: list[tuple[str, IntegrityError]] | None = None,
-) -> list[HitText | None]:
+) -> list[HydratedHit | None]:
     """Each pointer's text as `principal` may read it at `as_of` (None: now), in order; None
     for a pointer the caller may not read, or that names nothing current (see the module
     docstring). Forbidden without the reader role; InvalidInput for a naive `as_of`.
@@ -197,15 +188,40 @@ def _target(p: PointsToHit) -> _Target | None:
     return _Evidence(p.evidence_id, p.version)
 
 
-def _cut(p: PointsToHit, found: _Readable | None) -> HitText | None:
+def _cut(p: PointsToHit, found: _Readable | None) -> HydratedHit | None:
     if found is None or (found.content_sha256 is not None and found.content_sha256 != p.content_sha256):
         return None
-    return HitText(found.text[p.start : p.end], found.locator, found.label)
+    return HydratedHit(found.text[p.start : p.end], found.locator, found.label)
 
 
-class _EvidenceTimes(NamedTuple):
-    """The columns of an evidence row the in-force rule reads (in_force.EvidenceTimes)."""
+class _EvidenceRow(NamedTuple):
+    """An evidence version as a search answering now reads it: only the columns the checks and
+    the text need, no record built per hit. The validity bounds come last; a search answering
+    now reads no transaction-time column, so it parses no timestamp it would not look at."""
 
+    evidence_id: str
+    version: int
+    locator: str
+    blob_sha256: str
+    sensitivity: int
+    owner: str | None
+    content: bytes | None  # None: the blob is missing (outer join), which `verified` refuses
+    status: str
+    valid_from: datetime | None
+    valid_until: datetime | None
+
+
+class _EvidenceRowAsOf(NamedTuple):
+    """`_EvidenceRow` and the transaction-time columns, read by a search `as_of` a moment
+    (in_force.EvidenceTimes)."""
+
+    evidence_id: str
+    version: int
+    locator: str
+    blob_sha256: str
+    sensitivity: int
+    owner: str | None
+    content: bytes | None
     status: str
     valid_from: datetime | None
     valid_until: datetime | None
@@ -213,9 +229,6 @@ class _EvidenceTimes(NamedTuple):
     ended_at: datetime | None
 
 
-# Read by position, in this order: a named access per field is Python-level work repeated for
-# every hit of every search. The time columns come last; a search answering now stops before
-# the transaction-time ones, so it parses no timestamp it would not look at.
 _EVIDENCE_COLUMNS = (
     t.evidence.c.evidence_id,
     t.evidence.c.version,
@@ -286,6 +299,7 @@ def _prepared(store: ArchiveStore, slots: int, *, as_of: bool) -> PreparedSelect
         f"hits.evidence/{slots}/{'as_of' if as_of else 'now'}",
         lambda: _evidence_statement(slots, as_of=as_of, dialect=dialect.name),
         dialect,
+        row=_EvidenceRowAsOf if as_of else _EvidenceRow,
     )
 
 
@@ -317,26 +331,30 @@ def _read_evidence(
     for (id_name, version_name), (evidence_id, version) in zip(_slot_names(slots), padded, strict=True):
         params[id_name] = evidence_id
         params[version_name] = version
-    rows = store.select(_prepared(store, slots, as_of=at is not None), params)
+    # Rows of `_EvidenceRowAsOf` when `at` is set, else of `_EvidenceRow` (`_prepared`).
+    rows = cast(
+        "list[_EvidenceRow | _EvidenceRowAsOf]",
+        store.select(_prepared(store, slots, as_of=at is not None), params),
+    )
     now = utcnow()  # one moment for every hit of the search
     for row in rows:
-        evidence_id, version, locator, sha256, sensitivity, owner, content = row[:7]
-        if not principal.may_read(sensitivity, owner):
+        if not principal.may_read(row.sensitivity, row.owner):
             continue
         if at is None:
-            if not evidence_answers_now(row[7], row[8], row[9], now):
+            if not evidence_answers_now(row.status, row.valid_from, row.valid_until, now):
                 continue
-        elif not evidence_answers_at(_EvidenceTimes(*row[7:12]), at):
+        elif not isinstance(row, _EvidenceRowAsOf) or not evidence_answers_at(row, at):
             continue
         try:
-            text = verified(sha256, content).decode("utf-8")
+            text = verified(row.blob_sha256, row.content).decode("utf-8")
         except IntegrityError as e:
             if corrupt is not None:  # never served; audited by the caller, reported by fsck
-                corrupt.append((f"evidence:{evidence_id}@{version}", e))
+                corrupt.append((f"evidence:{row.evidence_id}@{row.version}", e))
             continue
         except UnicodeDecodeError:
             continue  # a binary original is not searchable text: no index entry names it rightly
-        out[_Evidence(evidence_id, version)] = _Readable(text, locator, "evidence", sha256)
+        target = _Evidence(row.evidence_id, row.version)
+        out[target] = _Readable(text, row.locator, "evidence", row.blob_sha256)
     return out
 
 

@@ -766,11 +766,11 @@ def list_sessions(store: ArchiveStore, principal: Principal, *, limit: int = 100
         listed = [r.session_id for r in rows]
         counts: dict[tuple[str, str], int] = {}
         for row in conn.execute(
-            select(t.tool_results.c.session_id, t.tool_results.c.state, func.count())
+            select(t.tool_results.c.session_id, t.tool_results.c.state, func.count().label("results"))
             .where(t.tool_results.c.tenant_id == tenant, t.tool_results.c.session_id.in_(listed))
             .group_by(t.tool_results.c.session_id, t.tool_results.c.state)
         ):
-            counts[(row.session_id, row.state)] = row[2]
+            counts[(row.session_id, row.state)] = row.results
     return [
         SessionInfo(
             r.session_id,

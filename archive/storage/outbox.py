@@ -78,7 +78,7 @@ def enqueue(
     )
     pk = result.inserted_primary_key
     assert pk is not None
-    return int(pk[0])
+    return int(pk.id)
 
 
 # json.dumps(..., ensure_ascii=False, sort_keys=True) without building an encoder per row.
@@ -301,13 +301,14 @@ class OutboxBacklog:
 def backlog(conn: Connection) -> tuple[int, datetime | None]:
     """How many rows wait to be applied, and when the oldest of them was written (the lag).
     Rows applied and awaiting the index's flush are applied: not part of the backlog."""
-    row = conn.execute(select(func.count(), func.min(t.outbox.c.created_at)).where(_pending(None))).one()
-    oldest = row[1]
+    waiting = select(func.count().label("waiting"), func.min(t.outbox.c.created_at).label("oldest"))
+    row = conn.execute(waiting.where(_pending(None))).one()
+    oldest = row.oldest
     if isinstance(oldest, str):  # should min() ever bypass the column type
         oldest = datetime.fromisoformat(oldest)
     if isinstance(oldest, datetime) and oldest.tzinfo is None:
         oldest = oldest.replace(tzinfo=UTC)
-    return int(row[0]), oldest
+    return int(row.waiting), oldest
 
 
 # The session-level advisory lock a sole drainer holds on PostgreSQL (cf. store._MIGRATION_LOCK).

@@ -7,7 +7,10 @@ BEGIN and COMMIT of a transaction) cost three times what the database itself spe
 A `PreparedSelect` does that work once: it renders the statement to the dialect's SQL with
 its positional order, and keeps the bind and result processors of every parameter and
 column, so each run only maps the parameters, executes and applies the processors.
-The rows read are what `Connection.execute` would return, as plain tuples.
+The rows read are what `Connection.execute` would return, as plain tuples, or as the NamedTuple
+the caller names (`prepared_select(row=...)`, its fields checked once against the statement's
+column names), so that they are read by name: the driver's tuple becomes that NamedTuple in
+one C call per row (~0.1 us), and its fields are read as fast as by index.
 
 One statement needs no explicit transaction to be consistent: SQLite (its connections are in
 autocommit mode, store._sqlite_on_connect) and PostgreSQL both answer a single SELECT from one
@@ -23,7 +26,8 @@ transaction, with SQLAlchemy's events and error wrapping as for any other statem
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,9 +47,21 @@ class PreparedSelect:
     order: tuple[str, ...] | None
     binds: tuple[tuple[str, _Processor], ...]
     results: tuple[_Processor | None, ...]
+    # What each row becomes: a plain tuple, or `_as_row(RowType)` (see `of`).
+    row: Callable[[Iterable[Any]], tuple[Any, ...]] = tuple
 
     @classmethod
-    def of(cls, statement: Select[Any], dialect: Dialect) -> PreparedSelect:
+    def of(
+        cls, statement: Select[Any], dialect: Dialect, row: type[tuple[Any, ...]] = tuple
+    ) -> PreparedSelect:
+        """`statement` prepared for `dialect`; its rows as `row`, a NamedTuple whose fields are
+        the statement's column names in order (ValueError otherwise), or plain tuples."""
+        make: Callable[[Iterable[Any]], tuple[Any, ...]] = tuple
+        if row is not tuple:
+            names = tuple(column.key for column in statement.selected_columns)
+            if getattr(row, "_fields", None) != names:
+                raise ValueError(f"{row.__name__} does not name the columns {names}")
+            make = _as_row(row)
         compiled = statement.compile(dialect=dialect)
         if compiled.post_compile_params or compiled.literal_execute_params:
             # An expanding IN is rendered per execution; such a statement cannot be prepared.
@@ -60,7 +76,7 @@ class PreparedSelect:
             for column in statement.selected_columns
         )
         order = tuple(compiled.positiontup) if compiled.positiontup is not None else None
-        return cls(str(compiled), order, tuple(binds), results)
+        return cls(str(compiled), order, tuple(binds), results, make)
 
     def parameters(self, values: Mapping[str, Any]) -> Sequence[Any] | Mapping[str, Any]:
         """The driver's parameters for `values` (every name of the statement, unprocessed)."""
@@ -77,24 +93,32 @@ class PreparedSelect:
         (a NULL stays None without a call: SQLAlchemy's processors and schema.UTCDateTime all map
         None to None)."""
         columns = [(i, p) for i, p in enumerate(self.results) if p is not None]
+        make = self.row
         if not columns:
-            return [tuple(row) for row in rows]
+            return [make(row) for row in rows]
         out: list[tuple[Any, ...]] = []
         for row in rows:
             # Most processed columns are NULL (an evidence version's validity bounds usually
-            # are): such a row is kept as the driver gave it, without a copy.
+            # are): such a row is taken as the driver gave it, without a list of its values.
             for i, _ in columns:
                 if row[i] is not None:
                     break
             else:
-                out.append(tuple(row))
+                out.append(make(row))
                 continue
             values = list(row)
             for i, processor in columns:
                 if values[i] is not None:
                     values[i] = processor(values[i])
-            out.append(tuple(values))
+            out.append(make(values))
         return out
+
+
+def _as_row(row: type[tuple[Any, ...]]) -> Callable[[Iterable[Any]], tuple[Any, ...]]:
+    """A NamedTuple made of a row's values without its Python-level `__new__` (a third of the
+    time): `tuple.__new__` in C. The length needs no check per row: `of` matched the fields to
+    the statement's columns, and the driver returns one value per column."""
+    return functools.partial(tuple.__new__, row)
 
 
 @dataclass(frozen=True)
@@ -160,12 +184,15 @@ def _key(name: str, dialect: Dialect) -> tuple[str, str, str, str]:
     return (name, dialect.name, dialect.driver, dialect.paramstyle)
 
 
-def prepared_select(name: str, build: Callable[[], Select[Any]], dialect: Dialect) -> PreparedSelect:
-    """The SELECT `build()` makes, rendered once per `name` and kind of database."""
+def prepared_select(
+    name: str, build: Callable[[], Select[Any]], dialect: Dialect, row: type[tuple[Any, ...]] = tuple
+) -> PreparedSelect:
+    """The SELECT `build()` makes, rendered once per `name` and kind of database, its rows as
+    `row` (a NamedTuple of its columns: see `PreparedSelect.of`)."""
     key = _key(name, dialect)
     prepared = _SELECTS.get(key)
     if prepared is None:
-        prepared = _SELECTS[key] = PreparedSelect.of(build(), dialect)
+        prepared = _SELECTS[key] = PreparedSelect.of(build(), dialect, row)
     return prepared
 
 

@@ -324,7 +324,8 @@ class ArchiveStore:
                 # in one), with a wait of its own: the busy timeout is what it waits for readers.
                 cur.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
                 try:
-                    busy = cur.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                    # (busy, log frames, checkpointed frames): the driver's plain tuple
+                    busy, _log, _checkpointed = cur.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
                 finally:
                     cur.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
             finally:
@@ -536,7 +537,7 @@ SCHEMA_HEAD = "0005"
 def _at_head(store: ArchiveStore) -> bool:
     try:
         with store.read() as conn:
-            stamped = [row[0] for row in conn.execute(text("SELECT version_num FROM alembic_version"))]
+            stamped = [r.version_num for r in conn.execute(text("SELECT version_num FROM alembic_version"))]
     except (StoreUnavailable, sa_exc.ProgrammingError):
         return False  # no version table yet (a new database), or unreachable: alembic decides
     return stamped == [SCHEMA_HEAD]

@@ -31,7 +31,7 @@ from mnemo_sea.archive import (
     StoreUnavailable,
 )
 from mnemo_sea.archive.features.evidence import EvidenceBatch
-from mnemo_sea.archive.hits import HitText
+from mnemo_sea.archive.hits import HydratedHit
 from mnemo_sea.archive.rules.checks import aware
 from mnemo_sea.archive.rules.clock import utcnow
 from mnemo_sea.archive.rules.operations import check_caps
@@ -106,12 +106,17 @@ def _access_scope(principal: Principal) -> AccessScope:
 
 
 class Pointer(NamedTuple):
-    """What the index answered for one hit, without text: cacheable, hydrated on every use.
+    """The index's `Hit` as the search cache keeps it: the fields a search answer needs from
+    the index (the archive's `PointsToHit` and what `SearchHit` shows of scores and ranks),
+    without text, hydrated on every use, fresh or cached.
 
-    A tuple, cached as a JSON array of its fields in this order (`POINTER_FORMAT` is part of
-    every search's cache key, so a changed layout never reads an entry of the old one): each
-    search builds ten of these and encodes them, and a tuple is built and encoded several
-    times faster than a frozen dataclass of eleven fields and its dict."""
+    Not one more hit shape but the cache's row: a cached answer is read back without the index,
+    and a `Hit` cannot be rebuilt from it (no point id, chunk, owner, sensitivity or status,
+    which the facade never shows), so both paths hydrate this. A tuple, cached as a JSON array
+    of its fields in this order (`POINTER_FORMAT` is part of every search's cache key, so a
+    changed layout never reads an entry of the old one): each search builds ten of these and
+    encodes them, and a tuple is built and encoded several times faster than a frozen
+    dataclass of eleven fields and its dict."""
 
     evidence_id: str
     version: int
@@ -141,7 +146,7 @@ class Pointer(NamedTuple):
             hit.dense.rank if hit.dense else None,
         )
 
-    def hydrated(self, text: HitText) -> SearchHit:
+    def hydrated(self, text: HydratedHit) -> SearchHit:
         return SearchHit.built(
             self.evidence_id,
             self.version,
@@ -576,7 +581,7 @@ class Mnemo:
         """The hits the caller may read at `as_of` (None: now), with their text; the rest count as dropped.
         One access-checked, batched archive read (archive/hits.py): the index's own filters
         are not trusted to decide what the caller sees."""
-        read = self.archive.read_hits(principal, hits, as_of)  # a Pointer is a PointsToHit
+        read = self.archive.read_hits(principal, hits, as_of)  # a Pointer is a PointsToHit, passed as is
         out = [hit.hydrated(text) for hit, text in zip(hits, read, strict=True) if text is not None]
         return out, len(hits) - len(out)
 

@@ -18,11 +18,11 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from hits import index_hit
 from leftovers import files_holding, new_marker
 from snapshots import SnapshotReader
 
 from mnemo_sea.archive import Archive, DeletionReceipt, EvidenceInput, Principal
-from mnemo_sea.archive.hits import HitPointer
 from mnemo_sea.archive.storage.receipts import receipt_payload
 
 
@@ -50,7 +50,7 @@ def in_both_files(archive: Archive, agent: Principal, db_file: Path, marker: str
         assert raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone() == (0, 0, 0)
     second = put(agent, EvidenceInput(evidence_id="ev-1", body=f"second {marker}", source="doc"))
     assert first.version == 1
-    pointer = HitPointer(second.evidence_id, second.version, second.kind, 0, 6, second.content_sha256)
+    pointer = index_hit(second.evidence_id, second.version, second.kind, 0, 6, second.content_sha256)
     assert [h.snippet for h in archive.read_hits(agent, [pointer], None) if h] == ["second"]
     assert files_holding(db_file.parent, marker) == ["archive.db", "archive.db-wal"]
 
@@ -117,7 +117,7 @@ def test_this_processes_own_readers_never_hold_the_log(
     def read_in_another_thread() -> None:
         try:
             record, content = archive.get_evidence(agent, "ev-1", with_content=True)
-            pointer = HitPointer(record.evidence_id, record.version, record.kind, 0, 6, record.content_sha256)
+            pointer = index_hit(record.evidence_id, record.version, record.kind, 0, 6, record.content_sha256)
             read.extend([content, *(h.snippet for h in archive.read_hits(agent, [pointer], None) if h)])
         finally:
             done.set()

@@ -15,13 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hits import index_hit
 from sqlalchemy import select, update
 from statements import statements_of
 
 from mnemo_sea.archive import Archive, EvidenceInput, Forbidden, Principal, Role, Sensitivity
-from mnemo_sea.archive.hits import HitPointer, HitText
+from mnemo_sea.archive.hits import HydratedHit
 from mnemo_sea.archive.rules.refs import memory_index_id, result_index_id
 from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.retrieval.outcome import Hit
 
 AGENT = Principal("clinic-a", "agent-1", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
 READER = Principal("clinic-a", "u-1", frozenset({Role.READER}), Sensitivity.INTERNAL)
@@ -35,49 +37,49 @@ def tick() -> datetime:
     return moment
 
 
-def evidence(archive: Archive, principal: Principal, evidence_id: str, body: str, **kw: Any) -> HitPointer:
+def evidence(archive: Archive, principal: Principal, evidence_id: str, body: str, **kw: Any) -> Hit:
     rec = archive.put_evidence(
         principal, EvidenceInput(evidence_id=evidence_id, body=body, source="test", **kw)
     )
-    return HitPointer(rec.evidence_id, rec.version, rec.kind, 0, len(body), rec.content_sha256)
+    return index_hit(rec.evidence_id, rec.version, rec.kind, 0, len(body), rec.content_sha256)
 
 
-def note(archive: Archive, session_id: str, owner: str, text: str, **kw: Any) -> HitPointer:
+def note(archive: Archive, session_id: str, owner: str, text: str, **kw: Any) -> Hit:
     result = archive.record(AGENT, session_id, "lab.lookup", "raw lab output", owner=owner, **kw)
     archive.archive_results(AGENT, session_id, [(result.result_id, text)])
-    return HitPointer(result_index_id(session_id, result.result_id), 1, "tool_result", 0, len(text))
+    return index_hit(result_index_id(session_id, result.result_id), 1, "tool_result", 0, len(text))
 
 
-def fact(archive: Archive, owner: str, key: str, value: str, provenance: str = "user_claim") -> HitPointer:
+def fact(archive: Archive, owner: str, key: str, value: str, provenance: str = "user_claim") -> Hit:
     stored = archive.remember(AGENT, owner, key, value, provenance).fact
-    return HitPointer(memory_index_id(owner, key), stored.version, "memory", 0, len(key) + 2 + len(value))
+    return index_hit(memory_index_id(owner, key), stored.version, "memory", 0, len(key) + 2 + len(value))
 
 
-def summary(archive: Archive, text: str, derived_from: list[str]) -> HitPointer:
+def summary(archive: Archive, text: str, derived_from: list[str]) -> Hit:
     made = archive.create_summary(AGENT, text, derived_from)
-    return HitPointer(made.summary_id, 1, "summary", 0, len(text))
+    return index_hit(made.summary_id, 1, "summary", 0, len(text))
 
 
 @dataclass(frozen=True)
 class World:
-    readable: HitPointer  # what every case is compared with: the reader may read it
-    other_tenant: HitPointer
-    above_clearance: HitPointer
-    other_owner: HitPointer
-    retracted: HitPointer
-    superseded: HitPointer  # version 1 of a record rewritten at `rewritten`
+    readable: Hit  # what every case is compared with: the reader may read it
+    other_tenant: Hit
+    above_clearance: Hit
+    other_owner: Hit
+    retracted: Hit
+    superseded: Hit  # version 1 of a record rewritten at `rewritten`
     rewritten: datetime
-    rewrite: HitPointer  # its version 2
-    corrupt: HitPointer
-    own_note: HitPointer
-    other_owners_note: HitPointer
-    secret_note: HitPointer
-    own_fact: HitPointer
-    other_owners_fact: HitPointer
-    old_fact: HitPointer  # version 1, superseded after `still_fish`
+    rewrite: Hit  # its version 2
+    corrupt: Hit
+    own_note: Hit
+    other_owners_note: Hit
+    secret_note: Hit
+    own_fact: Hit
+    other_owners_fact: Hit
+    old_fact: Hit  # version 1, superseded after `still_fish`
     still_fish: datetime
-    open_summary: HitPointer
-    other_owners_summary: HitPointer
+    open_summary: Hit
+    other_owners_summary: Hit
 
 
 def build(archive: Archive) -> World:
@@ -132,8 +134,8 @@ def world(archive: Archive) -> World:
 
 
 def read_one(
-    archive: Archive, principal: Principal, pointer: HitPointer, as_of: datetime | None = None
-) -> HitText | None:
+    archive: Archive, principal: Principal, pointer: Hit, as_of: datetime | None = None
+) -> HydratedHit | None:
     [found] = archive.read_hits(principal, [pointer], as_of)
     return found
 
@@ -141,14 +143,16 @@ def read_one(
 def test_what_the_caller_may_read_comes_back_with_the_text_of_its_span(
     archive: Archive, world: World
 ) -> None:
-    assert read_one(archive, READER, world.readable) == HitText("open hours are nine to five", "", "evidence")
-    assert read_one(archive, READER, replace(world.readable, start=5, end=10)) == HitText(
+    assert read_one(archive, READER, world.readable) == HydratedHit(
+        "open hours are nine to five", "", "evidence"
+    )
+    assert read_one(archive, READER, replace(world.readable, start=5, end=10)) == HydratedHit(
         "hours", "", "evidence"
     )
-    assert read_one(archive, READER, world.own_note) == HitText(
+    assert read_one(archive, READER, world.own_note) == HydratedHit(
         "u-1's lab note", "s-u1/r1", "archived result note"
     )
-    assert read_one(archive, READER, world.own_fact) == HitText(
+    assert read_one(archive, READER, world.own_fact) == HydratedHit(
         "pet: a cat", "u-1/pet", "memory (user_claim)"
     )
     found = read_one(archive, READER, world.open_summary)
@@ -241,7 +245,7 @@ def test_the_caller_needs_the_reader_role(archive: Archive, world: World) -> Non
 
 
 def test_the_read_is_batched_whatever_the_number_of_hits(archive: Archive) -> None:
-    kinds: list[list[HitPointer]] = [[], [], [], []]
+    kinds: list[list[Hit]] = [[], [], [], []]
     for n in range(10):
         text = f"fact number {n}"
         kinds[0].append(evidence(archive, AGENT, f"doc:{n}", text, owner=f"u-{n}"))
@@ -249,7 +253,7 @@ def test_the_read_is_batched_whatever_the_number_of_hits(archive: Archive) -> No
         kinds[2].append(fact(archive, f"u-{n}", "pet", f"pet {n}"))
         kinds[3].append(summary(archive, f"summary {n}", [f"evidence:doc:{n}", f"result:s-{n}/r1"]))
 
-    def count(pointers: list[HitPointer]) -> int:
+    def count(pointers: list[Hit]) -> int:
         with statements_of(archive.store) as seen:
             found = archive.read_hits(AGENT, pointers, None)
         assert all(x is not None for x in found)

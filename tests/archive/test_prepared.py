@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -47,6 +47,35 @@ def test_rows_are_those_sqlalchemy_reads(archive: Archive, agent: Principal) -> 
     assert sorted(row[4] is None for row in rows) == [False, True, True]  # one superseded version
     other = dict(values, tenant="someone-else")
     assert archive.store.select(prepared, other) == []
+
+
+class _Row(NamedTuple):
+    evidence_id: str
+    version: int
+    sensitivity: int
+    recorded_at: datetime
+    ended_at: datetime | None
+    content: bytes
+
+
+def test_rows_are_read_by_name_as_the_named_tuple_given(archive: Archive, agent: Principal) -> None:
+    """`row=`: each row is that NamedTuple (equal to the plain tuple), processed alike; a
+    NamedTuple that does not name the statement's columns in order is refused at preparation."""
+    archive.put_evidence(agent, EvidenceInput(evidence_id="doc:0", body="first", source="t"))
+    values = {"tenant": agent.tenant_id, "a": "doc:0", "b": "doc:1"}
+    dialect = archive.store.engine.dialect
+    plain = archive.store.select(PreparedSelect.of(_statement(), dialect), values)
+    [row] = archive.store.select(PreparedSelect.of(_statement(), dialect, _Row), values)
+    assert type(row) is _Row and [row] == plain
+    assert (row.evidence_id, row.version, row.content) == ("doc:0", 1, b"first")
+    assert row.recorded_at.tzinfo is not None and row.ended_at is None
+
+    class Shifted(NamedTuple):
+        version: int
+        evidence_id: str
+
+    with pytest.raises(ValueError, match="does not name the columns"):
+        PreparedSelect.of(select(t.evidence.c.evidence_id, t.evidence.c.version), dialect, Shifted)
 
 
 def test_an_expanding_in_cannot_be_prepared(archive: Archive) -> None:

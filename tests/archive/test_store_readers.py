@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hits import index_hit
 
 from mnemo_sea.archive import Archive, EvidenceInput, Principal, Role, Sensitivity, StoreUnavailable
-from mnemo_sea.archive.hits import HitPointer
+from mnemo_sea.retrieval.outcome import Hit
 
 AGENT = Principal("clinic-a", "agent-1", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
 
@@ -54,12 +55,12 @@ def archive(db_file: Path) -> Iterator[Archive]:
         a.close()
 
 
-def pointer(archive: Archive, evidence_id: str, body: str) -> HitPointer:
+def pointer(archive: Archive, evidence_id: str, body: str) -> Hit:
     rec = archive.put_evidence(AGENT, EvidenceInput(evidence_id=evidence_id, body=body, source="test"))
-    return HitPointer(rec.evidence_id, rec.version, rec.kind, 0, len(body), rec.content_sha256)
+    return index_hit(rec.evidence_id, rec.version, rec.kind, 0, len(body), rec.content_sha256)
 
 
-def read(archive: Archive, pointers: list[HitPointer]) -> list[str]:
+def read(archive: Archive, pointers: list[Hit]) -> list[str]:
     return [h.snippet for h in archive.read_hits(AGENT, pointers, None) if h is not None]
 
 
