@@ -394,11 +394,6 @@ class Archive:
             lambda: evidence.put_evidence(self.store, principal, item, idempotency_key=idempotency_key),
         )
 
-    def put_evidence_batch(
-        self, principal: Principal, items: Sequence[EvidenceInput], *, idempotency_key: str | None = None
-    ) -> list[EvidenceRecord]:
-        return self.write_evidence_batch(principal, items, idempotency_key=idempotency_key).records
-
     def write_evidence_batch(
         self,
         principal: Principal,
@@ -407,8 +402,9 @@ class Archive:
         idempotency_key: str | None = None,
         reactivate: bool = False,
     ) -> evidence.EvidenceBatch:
-        """`put_evidence_batch`, also handing back every version the committed write made, with
-        its original (`EvidenceBatch.made`): the indexer of this process applies those without
+        """Store a batch of evidence all or nothing (each item as `put_evidence` would), handing
+        back the records and every version the committed write made, with its original
+        (`EvidenceBatch.made`): the indexer of this process applies those without
         reading them back. Content of a retracted version is refused (RetractedContent) unless
         `reactivate`."""
         return self._guard(

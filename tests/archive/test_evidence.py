@@ -530,11 +530,11 @@ def test_a_batch_is_stored_all_or_nothing_and_names_each_bad_item(archive: Archi
     bad = EvidenceInput(body="x", source="", evidence_id="b:2")
     worse = EvidenceInput(body="y", source="kb", evidence_id="b 3")
     with pytest.raises(InvalidBatch) as err:
-        archive.put_evidence_batch(agent, [good, bad, revised, worse])
+        archive.write_evidence_batch(agent, [good, bad, revised, worse])
     assert [(p["index"], p["field"]) for p in err.value.problems] == [(1, "source"), (3, "evidence_id")]
     with pytest.raises(NotFound):
         archive.get_evidence(agent, "b:1")
-    stored = archive.put_evidence_batch(agent, [good, revised])
+    stored = archive.write_evidence_batch(agent, [good, revised]).records
     assert [(r.evidence_id, r.version, r.status) for r in stored] == [
         ("b:1", 1, "active"),
         ("b:1", 2, "active"),

@@ -1,6 +1,6 @@
 """A batch stores exactly what the same items stored one call at a time would.
 
-`put_evidence_batch` writes a whole batch with multi-row statements and works out the version
+`write_evidence_batch` writes a whole batch with multi-row statements and works out the version
 chains in memory, so an id that appears several times in one batch (new versions, unchanged
 repeats, a body that comes back) and a re-ingest of the same batch must leave the same rows as
 sequential `put_evidence` calls: evidence versions, blobs, outbox rows in order, audit events.
@@ -86,8 +86,8 @@ def test_a_batch_stores_what_sequential_puts_store(archive: Archive) -> None:
         archive.retract(principal, "r", "withdrawn")
     returned["seq"] = [archive.put_evidence(SEQUENTIAL, i) for i in BATCH]
     returned["seq"] += [archive.put_evidence(SEQUENTIAL, i) for i in BATCH]  # a re-ingest
-    returned["batch"] = archive.put_evidence_batch(BATCHED, BATCH)
-    returned["batch"] += archive.put_evidence_batch(BATCHED, BATCH)
+    returned["batch"] = archive.write_evidence_batch(BATCHED, BATCH).records
+    returned["batch"] += archive.write_evidence_batch(BATCHED, BATCH).records
 
     assert record_view(returned["batch"]) == record_view(returned["seq"])
     # A put answers with the version it made (or found) current, even if the batch superseded it.

@@ -99,7 +99,7 @@ def put(body: str = "aspirin 100 mg", **kw: Any) -> Call:
 
 def put_batch(*bodies: str, evidence_id: str = "ev-batch") -> Call:
     items = [EvidenceInput(body=b, source="formulary.pdf", evidence_id=evidence_id) for b in bodies]
-    return lambda a, p, key: a.put_evidence_batch(p, items, idempotency_key=key)
+    return lambda a, p, key: a.write_evidence_batch(p, items, idempotency_key=key).records
 
 
 def remember(owner: str = "pat-7", key_: str = "allergy", value: str = "penicillin", **kw: Any) -> Call:

@@ -49,7 +49,7 @@ def test_a_batch_over_the_policy_limit_is_refused_whole(tmp_path: Path) -> None:
     try:
         items = [EvidenceInput(body=f"doc {i}", source="kb", evidence_id=f"d:{i}") for i in range(4)]
         with pytest.raises(InvalidInput, match="at most 3"):
-            archive.put_evidence_batch(A_AGENT, items)
+            archive.write_evidence_batch(A_AGENT, items)
         with pytest.raises(NotFound):  # nothing of the batch was stored
             archive.get_evidence(A_AGENT, "d:0")
     finally:

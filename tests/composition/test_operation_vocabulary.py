@@ -295,7 +295,7 @@ OPERATIONS = (
         "ingest",
         system_ops.IngestOp,
         "ingest",
-        "put_evidence_batch",
+        "write_evidence_batch",
         ("post", "/v1/evidence/batch"),
         None,
         None,  # `ingest` loads files and folders in batches: system/bulk_ingest.py
