@@ -65,6 +65,7 @@ from mnemo_sea.archive.rules.records import (
     Summary,
     TaskState,
 )
+from mnemo_sea.archive.rules.refs import memory_ref
 from mnemo_sea.archive.rules.tool_results import ToolResult
 from mnemo_sea.archive.storage import deployment_key, outbox
 from mnemo_sea.archive.storage.audit import (
@@ -484,7 +485,7 @@ class Archive:
         return self._guard(
             principal,
             "remember",
-            f"memory:{owner}/{key}",
+            memory_ref(owner, key),
             lambda: memory.remember(self.store, principal, op, idempotency_key=idempotency_key),
         )
 
@@ -495,7 +496,7 @@ class Archive:
         return self._guard(
             principal,
             "memory_current",
-            f"memory:{owner}/{key}",
+            memory_ref(owner, key),
             lambda: memory.current(self.store, principal, owner, key, at=at),
         )
 
@@ -504,7 +505,7 @@ class Archive:
         return self._guard(
             principal,
             "memory_history",
-            f"memory:{owner}/{key}",
+            memory_ref(owner, key),
             lambda: memory.history(self.store, principal, owner, key),
         )
 
@@ -522,7 +523,7 @@ class Archive:
         return self._guard(
             principal,
             "forget",
-            f"memory:{owner}/{key}",
+            memory_ref(owner, key),
             lambda: deletion.forget(self.store, principal, owner, key, idempotency_key=idempotency_key),
         )
 

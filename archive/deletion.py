@@ -857,7 +857,7 @@ def forget(
             replayed_receipt(previous)
             if previous is not None
             else delete_memory_versions(
-                conn, store, principal, f"memory:{owner}/{key}", [(owner, key)], condition, request
+                conn, store, principal, memory_ref(owner, key), [(owner, key)], condition, request
             )
         )
         if receipt is None:

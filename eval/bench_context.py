@@ -22,8 +22,8 @@ from mnemo_sea.archive import Principal, Role, Sensitivity
 from mnemo_sea.context import BpeCounter, CachedCounter
 from mnemo_sea.eval.curation.generators import generate
 from mnemo_sea.eval.curation.trace import Generated
-from mnemo_sea.system.hashing_embedder import HashingEmbedder
 from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
 STUB_OVERHEAD_TARGET = 60
 # The paper's size profile: three large results and 23 ordinary ones, 2.25 M characters in all.

@@ -6,7 +6,7 @@ hashing embedder, so the model is not the subject), interleaved write by write:
 - `record`: `Mnemo.record` of one tool result (archive only: a result is indexed once archived);
 - `archive`: `Mnemo.archive_results` of that result with a note: the SQL commit with its outbox
   rows, the note indexed (searchable when the call returns), the flush left to the group
-  commit (mnemo_sea/system/indexer.py), so a share of the calls pays the flush for the group;
+  commit (mnemo_sea/system/projection/indexer.py), so a share of the calls pays the flush for the group;
 - `archive_synced`: the same write followed by `Mnemo.sync()`, which flushes: what every
   archive cost before the group commit (one full flush per write);
 - `engine_upsert_flush`: `HybridIndex.upsert` of one document into a second embedded index plus
@@ -33,8 +33,8 @@ from typing import Any
 
 from mnemo_sea.archive import ArchiveTarget, Principal, Role, Sensitivity
 from mnemo_sea.retrieval import EvidenceDocument, HybridIndex
-from mnemo_sea.system.hashing_embedder import HashingEmbedder
 from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
 TARGET_MS = 50.0
 TENANT = "bench"

@@ -26,8 +26,8 @@ from typing import Any
 
 from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
 from mnemo_sea.retrieval import EvidenceDocument, HybridIndex
-from mnemo_sea.system.hashing_embedder import HashingEmbedder
 from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
 from .synthetic import build_corpus
 

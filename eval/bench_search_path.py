@@ -33,8 +33,8 @@ from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
 from mnemo_sea.eval.synthetic import build_corpus
 from mnemo_sea.retrieval import AccessScope, SearchQuery
 from mnemo_sea.system.caches import Cache, CacheStats
-from mnemo_sea.system.hashing_embedder import HashingEmbedder
 from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
 TARGETS = {"ratio_max": 1.3}
 DEFAULT_SIZES = (10_000, 100_000)  # the sizes issue 13 names

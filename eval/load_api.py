@@ -112,7 +112,7 @@ def _facade_baseline(
     database, Redis prefix and index of its own, seeded with the same records. (Reopening the
     API's own Edge index would not do: a reopened index flushes several times slower.)"""
     from mnemo_sea.system.opening import open_mnemo
-    from mnemo_sea.system.settings import MnemoSettings
+    from mnemo_sea.system.wiring.settings import MnemoSettings
 
     with (
         tempfile.TemporaryDirectory(prefix="mnemo-load-baseline-") as tmp,

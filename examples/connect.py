@@ -63,7 +63,7 @@ def connect(args: argparse.Namespace) -> Iterator[Any]:
 
     embedder = None
     if args.embedder == "hashing":
-        from mnemo_sea.system.hashing_embedder import HashingEmbedder
+        from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
         embedder = HashingEmbedder()
     with tempfile.TemporaryDirectory(prefix="mnemo-example-") as scratch:

@@ -12,8 +12,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mnemo_sea.retrieval import IndexUnavailable
-from mnemo_sea.system.hashing_embedder import HashingEmbedder as _Hashing
-from mnemo_sea.system.indexer import GroupCommit
+from mnemo_sea.system.projection.indexer import GroupCommit
+from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder as _Hashing
 
 
 class HashingEmbedder(_Hashing):

@@ -38,7 +38,7 @@ import yaml
 from dotenv import dotenv_values
 
 from mnemo_sea.cli.app import app as cli_app
-from mnemo_sea.system.settings import MnemoSettings
+from mnemo_sea.system.wiring.settings import MnemoSettings
 
 REPO = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = REPO / "docker-compose.yml"

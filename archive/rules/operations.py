@@ -4,7 +4,7 @@ LangGraph store's shape: small operation records and thin wrappers. A record's f
 every surface calls the operation's inputs. `Archive` and `Mnemo` take them as keyword
 parameters of the same names and types, REST's request bodies and MCP's tool inputs are these
 records (or compositions of them), and the CLI's options are named after them
-(tests/composition/test_operation_vocabulary.py compares every surface with the records). A
+(tests/system/test_operation_vocabulary.py compares every surface with the records). A
 record's JSON Schema is what REST and MCP publish. Its descriptions are written to teach a model
 how to fill each field.
 
@@ -99,7 +99,7 @@ class Operation(BaseModel):
     @classmethod
     def of_call(cls, arguments: Mapping[str, Any]) -> Self:
         """The record of a call to a thin wrapper, from its arguments (`locals()`): its
-        parameters are the record's fields (tests/composition/test_operation_vocabulary.py), the
+        parameters are the record's fields (tests/system/test_operation_vocabulary.py), the
         others (self, principal, the session, the idempotency key) are not. Built without
         pydantic's checks: the archive checks every value itself (typed errors naming the
         field), even values the annotations rule out. Only the size caps are checked here

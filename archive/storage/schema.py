@@ -279,7 +279,7 @@ outbox = Table(
     Column("attempts", Integer, nullable=False, default=0),
     Column("last_error", Text, nullable=True),
     # Set only while a row is applied to the embedded index and awaits its group-commit flush
-    # (mnemo_sea/system/indexer.py); cleared when it is done.
+    # (mnemo_sea/system/projection/indexer.py); cleared when it is done.
     Column("applied_at", UTCDateTime, nullable=True),
     Index("ix_outbox_pending", "done_at", "id"),
     # A deletion finds (and empties) the rows about its targets by this.

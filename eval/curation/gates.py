@@ -34,9 +34,9 @@ from mnemo_sea.archive import (
     Sensitivity,
     StoreUnavailable,
 )
-from mnemo_sea.system.hashing_embedder import HashingEmbedder
-from mnemo_sea.system.layout import ARCHIVE_FILE
 from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
+from mnemo_sea.system.wiring.layout import ARCHIVE_FILE
 
 from .arms import ARCHIVE_SCRIPTED, FULL, Arm
 from .runner import replay, store_unreachable

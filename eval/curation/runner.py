@@ -63,8 +63,8 @@ from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, Token
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS, assemble
 from mnemo_sea.context.gather import cited_conflicts, gather
 from mnemo_sea.context.material import ContextMaterial, EvidenceItem, HistoryItem
-from mnemo_sea.system.hashing_embedder import HashingEmbedder
 from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
 from .arms import (
     ARCHIVE_NO_NOTES,

@@ -76,7 +76,7 @@ def worker(
     """Server mode: apply the outbox to the index and caches until SIGTERM or Ctrl-C.
 
     Reads MNEMO_DATABASE_URL, MNEMO_QDRANT_URL, MNEMO_REDIS_URL, MNEMO_EMBEDDER (see
-    mnemo_sea.system.settings); run as many workers as you like against one database. Also deletes
+    mnemo_sea.system.wiring.settings); run as many workers as you like against one database. Also deletes
     expired memory facts every MNEMO_TTL_PURGE_SECONDS (default 300; 0: never). Prints its
     counts as JSON when it stops.
     """
@@ -85,7 +85,7 @@ def worker(
 
     from mnemo_sea.system.mnemo import Mnemo
     from mnemo_sea.system.opening import settings_embedder
-    from mnemo_sea.system.settings import MnemoSettings
+    from mnemo_sea.system.wiring.settings import MnemoSettings
     from mnemo_sea.system.worker import run_worker
 
     stop = threading.Event()

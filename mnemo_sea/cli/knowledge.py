@@ -24,7 +24,7 @@ from mnemo_sea.cli.output import (
     emit,
 )
 from mnemo_sea.cli.target import Target, add_command, open_mnemo, parse_as_of
-from mnemo_sea.system.layout import ARCHIVE_FILE, INDEX_DIR
+from mnemo_sea.system.wiring.layout import ARCHIVE_FILE, INDEX_DIR
 
 # `search --kinds` and `session context --kinds`: the records' `kinds`, one per option.
 KindsOpt = Annotated[
@@ -156,7 +156,7 @@ def ingest(
     If storing batch k fails (the store, not the input), batches before it stay stored and the
     report says which (exit code of the store's error).
     """
-    from mnemo_sea.system.bulk_ingest import ingest_in_batches
+    from mnemo_sea.cli.bulk_ingest import ingest_in_batches
     from mnemo_sea.system.documents import load_documents
 
     folder = target.folder()

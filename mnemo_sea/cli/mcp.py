@@ -5,7 +5,7 @@ given, else `--tenant/--subject/--role/--clearance` (env MNEMO_TENANT/MNEMO_SUBJ
 MNEMO_CLEARANCE). `--transport http` serves streamable HTTP at http://HOST:PORT/mcp, where every
 request must carry `Authorization: Bearer <api key>` and runs as that key's principal (the
 principal options are then unused). The system is opened from the settings (MNEMO_DATA_DIR for
-the embedded default, or MNEMO_DATABASE_URL + MNEMO_QDRANT_URL; see mnemo_sea.system.settings),
+the embedded default, or MNEMO_DATABASE_URL + MNEMO_QDRANT_URL; see mnemo_sea.system.wiring.settings),
 as `serve` opens it: without `--embedder` an existing data folder keeps the embedder its index
 was built with.
 

@@ -6,7 +6,7 @@ folder; the others refuse a folder that holds no archive.
 
 `--embedder default|hashing` (env MNEMO_EMBEDDER) picks the dense model: `default` is
 all-MiniLM-L6-v2, `hashing` the deterministic word-hashing embedder of
-mnemo_sea.system.hashing_embedder, meant for tests and offline smoke runs only. Without the option an
+mnemo_sea.system.wiring.hashing_embedder, meant for tests and offline smoke runs only. Without the option an
 existing folder keeps the embedder its index was built with (a new one gets `default`); asking
 for the other one is refused, since the stored vectors would not match.
 
@@ -113,7 +113,7 @@ def exit_code_of(exc: BaseException) -> int:
 def _message(exc: MnemoError) -> str:
     errors = _retrieval_errors()
     if errors is not None and isinstance(exc, errors.IndexConfigMismatch) and exc.field == "model_id":
-        from mnemo_sea.system.hashing_embedder import HASHING_MODEL_ID
+        from mnemo_sea.system.wiring.hashing_embedder import HASHING_MODEL_ID
 
         choice = "hashing" if exc.stored == HASHING_MODEL_ID else "default"
         return f"{exc.message} (this folder needs --embedder {choice})"

@@ -1,6 +1,6 @@
 """`mnemo-sea serve` (the REST API) and `mnemo-sea keys` (API keys for it and the MCP server).
 
-Both read the service settings (MNEMO_*, see mnemo_sea.system.settings): MNEMO_DATABASE_URL for
+Both read the service settings (MNEMO_*, see mnemo_sea.system.wiring.settings): MNEMO_DATABASE_URL for
 server mode, else the embedded data folder (`--data-dir` / MNEMO_DATA_DIR).
 """
 
@@ -14,7 +14,7 @@ import typer
 
 from mnemo_sea.cli.output import JsonOpt, emit, guard, shown
 from mnemo_sea.cli.target import embedder_choice
-from mnemo_sea.system.settings import MnemoSettings
+from mnemo_sea.system.wiring.settings import MnemoSettings
 
 keys_app = typer.Typer(
     no_args_is_help=True,

@@ -19,8 +19,8 @@ import typer
 
 from mnemo_sea.archive import InvalidInput, Principal, Role, Sensitivity, StoreCorrupt
 from mnemo_sea.cli.output import CliError, OneLineErrorsCommand, OneLineErrorsGroup, guard
-from mnemo_sea.system.embedders import EmbedderName, build_embedder, embedder_name, folder_embedder
-from mnemo_sea.system.layout import ARCHIVE_FILE
+from mnemo_sea.system.wiring.embedders import EmbedderName, build_embedder, embedder_name, folder_embedder
+from mnemo_sea.system.wiring.layout import ARCHIVE_FILE
 
 if TYPE_CHECKING:
     from mnemo_sea.archive import Archive

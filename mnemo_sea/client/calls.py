@@ -5,7 +5,7 @@ Each operation is a generator (a plan): it yields each Request it needs answered
 Reply, and returns the operation's result, so a list that pages is one plan of several
 requests, and the clients only send and wait (sync or async). Names and keyword parameters are
 the facade's (`Mnemo`, or `Archive` for the reads `Mnemo.archive` serves), without the
-principal: the API key says who calls. tests/composition/test_operation_vocabulary.py compares
+principal: the API key says who calls. tests/system/test_operation_vocabulary.py compares
 them with the operation records, as it does every surface.
 
 Results are the library's types, rebuilt from the JSON (SearchResult, EvidenceRecord, ToolResult,

@@ -22,7 +22,7 @@ from mnemo_sea.rest.limits import BodyLimit, JsonValueLimit
 from mnemo_sea.rest.observability import RequestIds
 from mnemo_sea.rest.problems import domain_problem
 from mnemo_sea.system.mnemo import Mnemo
-from mnemo_sea.system.settings import MnemoSettings
+from mnemo_sea.system.wiring.settings import MnemoSettings
 
 from .server import Context, build_server
 

@@ -51,7 +51,7 @@ from typing import Any, TypeVar
 import anyio
 
 from mnemo_sea.system.errors import TooManyRequests
-from mnemo_sea.system.settings import MnemoSettings
+from mnemo_sea.system.wiring.settings import MnemoSettings
 
 T = TypeVar("T")
 

@@ -28,7 +28,7 @@ from mnemo_sea.rest.admission import admission_of
 from mnemo_sea.rest.limits import BodyLimit
 from mnemo_sea.rest.routes import admin, deletion, evidence, health, memory, search, sessions, summaries
 from mnemo_sea.system.mnemo import Mnemo
-from mnemo_sea.system.settings import MnemoSettings
+from mnemo_sea.system.wiring.settings import MnemoSettings
 
 API_VERSION = "1.0.0"
 DESCRIPTION = """\

@@ -15,8 +15,13 @@ from typing import Any
 from mnemo_sea.archive import IntegrityError
 from mnemo_sea.retrieval import EvidenceDocument
 from mnemo_sea.retrieval.filters import FilterSpec, tenant_filter
-from mnemo_sea.system.indexer import evidence_document, memory_document, note_document, summary_document
 from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.projection.index_documents import (
+    evidence_document,
+    memory_document,
+    note_document,
+    summary_document,
+)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,6 @@ from mnemo_sea.archive import (
     EvidenceRecord,
     InvalidInput,
     Principal,
-    ReceiptKey,
     Role,
     StoreUnavailable,
 )
@@ -55,42 +54,13 @@ from mnemo_sea.retrieval import (
 from mnemo_sea.retrieval.filters import evidence_filter
 from mnemo_sea.system.caches import Cache, MemoryCache, RedisCache, search_query_key
 from mnemo_sea.system.citations import Citation, CitationReport, check_citations
-from mnemo_sea.system.indexer import AppliedRow, DrainReport, GroupCommit, Indexer, OnApplied
 from mnemo_sea.system.operations import CheckCitationsOp, ContextOp, SearchOp
+from mnemo_sea.system.projection.indexer import AppliedRow, DrainReport, GroupCommit, Indexer, OnApplied
 from mnemo_sea.system.results import DeletionCheck, IngestReport, SearchHit, SearchResult, SearchResultStatus
-from mnemo_sea.system.settings import MnemoSettings
+from mnemo_sea.system.wiring.layout import ARCHIVE_FILE, INDEX_DIR
+from mnemo_sea.system.wiring.settings import MnemoSettings, settings_receipt_key
 
 log = logging.getLogger(__name__)
-
-ARCHIVE_FILE = "archive.db"
-INDEX_DIR = "index"
-
-
-def settings_receipt_key(settings: MnemoSettings) -> ReceiptKey | None:
-    """The deployment key the settings name (MNEMO_RECEIPT_KEY or MNEMO_RECEIPT_KEY_FILE), or None.
-
-    Server mode only. Raises InvalidInput when both are set, the file does not exist or the key
-    is shorter than 32 characters; StoreUnavailable when the file cannot be read.
-    """
-    if settings.receipt_key is not None and settings.receipt_key_file is not None:
-        raise InvalidInput("settings", "set MNEMO_RECEIPT_KEY or MNEMO_RECEIPT_KEY_FILE, not both")
-    if settings.receipt_key is not None:
-        return ReceiptKey.from_text(settings.receipt_key.get_secret_value())
-    path = settings.receipt_key_file
-    if path is None:
-        return None
-    # Never created here (unlike the embedded default's receipt.key): a mistyped path or a
-    # volume not shared with the other nodes would give each process a key of its own, and
-    # they would reject each other's receipts and anchors.
-    if not path.exists():
-        shown = path if path.is_absolute() else f"{path} ({path.absolute()})"
-        raise InvalidInput(
-            "settings",
-            f"MNEMO_RECEIPT_KEY_FILE names {shown}, which does not exist; create it once and give "
-            f"every API process and worker the same file: `openssl rand -hex 32 > {path}; chmod 600 {path}`",
-            receipt_key_file=str(path),
-        )
-    return ReceiptKey.load(path)
 
 
 POINTER_FORMAT = 2  # the layout of a cached Pointer; 1 was a JSON object per hit
@@ -251,7 +221,7 @@ class Mnemo:
         token_counter: TokenCounter | None = None,
         group_commit: GroupCommit | None = None,
     ) -> None:
-        """`group_commit`: when deferred index flushes come (mnemo_sea/system/indexer.py); the
+        """`group_commit`: when deferred index flushes come (mnemo_sea/system/projection/indexer.py); the
         default is 64 rows or 1 s of the monotonic clock, the timer a thread."""
         self.archive = archive
         self.index = index
@@ -431,7 +401,7 @@ class Mnemo:
         fails now (index, cache, or the database right after the commit) must not turn it into
         an error: the rows stay pending for the next sync or the worker, and search hydrates
         from the archive meanwhile. The rows are searchable when this returns; the index's
-        flush may be left to the group commit (mnemo_sea/system/indexer.py), which marks them
+        flush may be left to the group commit (mnemo_sea/system/projection/indexer.py), which marks them
         done within GROUP_COMMIT_SECONDS, at `sync()` or at `close()`; `defer_flush=False`
         flushes before returning."""
         if not self.sync_writes:
@@ -704,8 +674,9 @@ class Mnemo:
     def compact_index(self) -> int:
         """Apply pending rows, then rewrite the embedded index with its live points only, so no
         byte of a deleted point stays in its files (deletions do it by themselves only once
-        enough points were deleted: see mnemo_sea/system/indexer.py); returns the points kept. Over a
-        Qdrant server it does nothing and returns 0 (the server vacuums by itself)."""
+        enough points were deleted: see mnemo_sea/system/projection/indexer.py); returns the
+        points kept. Over a Qdrant server it does nothing and returns 0 (the server vacuums by
+        itself)."""
         self.sync()
         return self.index.compact()
 

@@ -6,9 +6,10 @@ from mnemo_sea.archive import Archive, InvalidInput, ReceiptKey
 from mnemo_sea.archive.storage.deployment_key import Rotation, rotate_key
 from mnemo_sea.archive.storage.store import RECEIPT_KEY_FILE
 from mnemo_sea.retrieval import Embedder
-from mnemo_sea.system.embedders import build_embedder
-from mnemo_sea.system.mnemo import ARCHIVE_FILE, Mnemo, settings_receipt_key
-from mnemo_sea.system.settings import MnemoSettings
+from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.wiring.embedders import build_embedder
+from mnemo_sea.system.wiring.layout import ARCHIVE_FILE
+from mnemo_sea.system.wiring.settings import MnemoSettings, settings_receipt_key
 
 
 def settings_embedder(settings: MnemoSettings) -> Embedder | None:

@@ -16,7 +16,7 @@ from mnemo_sea.archive import DeletionReceipt, ErasureState, EvidenceRecord, For
 from mnemo_sea.retrieval.errors import IndexUnavailable
 
 if TYPE_CHECKING:
-    from mnemo_sea.system.indexer import DrainReport
+    from mnemo_sea.system.projection.indexer import DrainReport
 
 
 _new_object = object.__new__

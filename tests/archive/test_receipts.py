@@ -350,8 +350,8 @@ def test_a_folder_whose_key_cannot_be_written_is_not_initialised(
     """(As root, a read-only folder is still writable, so the failure is injected.) The key is
     written before the archive: a folder never holds an archive that never had a key."""
     from mnemo_sea.archive import StoreUnavailable
-    from mnemo_sea.system.hashing_embedder import HashingEmbedder
     from mnemo_sea.system.mnemo import Mnemo
+    from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
     def unwritable(path: Path) -> ReceiptKey:
         raise StoreUnavailable(f"receipt key {path} cannot be created: Read-only file system")

@@ -15,8 +15,8 @@ import pytest
 from mcp_helpers import AMOXICILLIN, CLINIC, SHOP
 
 from mnemo_sea.archive import EvidenceInput
-from mnemo_sea.system.hashing_embedder import HashingEmbedder
 from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
 
 @pytest.fixture(scope="session")

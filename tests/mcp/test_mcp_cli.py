@@ -17,7 +17,7 @@ import mnemo_sea.mcp
 from mnemo_sea.archive import Archive
 from mnemo_sea.archive.features.api_keys import create_key
 from mnemo_sea.cli.mcp import register
-from mnemo_sea.system.mnemo import ARCHIVE_FILE
+from mnemo_sea.system.wiring.layout import ARCHIVE_FILE
 
 
 @pytest.fixture
@@ -101,8 +101,8 @@ def test_without_an_embedder_option_the_folders_own_is_used_as_serve_does(
     app: typer.Typer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from mnemo_sea.archive import EvidenceInput, Principal, Role
-    from mnemo_sea.system.hashing_embedder import HashingEmbedder
     from mnemo_sea.system.mnemo import Mnemo
+    from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
     # A folder whose index was built with the hashing embedder; the default model would be refused.
     with Mnemo.open(tmp_path, embedder=HashingEmbedder()) as mnemo:

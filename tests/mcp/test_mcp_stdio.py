@@ -15,7 +15,7 @@ from mcp_helpers import payload
 
 from mnemo_sea.archive import Archive, NotFound, Principal, Role
 from mnemo_sea.mcp import TOOLS
-from mnemo_sea.system.mnemo import ARCHIVE_FILE
+from mnemo_sea.system.wiring.layout import ARCHIVE_FILE
 
 REPORT = "Radiograph 2024-05-02: thorax clear, no masses."
 

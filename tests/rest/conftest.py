@@ -24,9 +24,9 @@ from rest_helpers import OPERATOR_TENANT, Api, System
 from stores import REDIS_URL, create_database, delete_prefix, drop_database, require_redis
 
 from mnemo_sea.rest.app import create_app
-from mnemo_sea.system.hashing_embedder import HashingEmbedder
 from mnemo_sea.system.mnemo import Mnemo
-from mnemo_sea.system.settings import MnemoSettings
+from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
+from mnemo_sea.system.wiring.settings import MnemoSettings
 
 
 @pytest.fixture(scope="module")

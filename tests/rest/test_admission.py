@@ -27,9 +27,9 @@ from mnemo_sea.rest.app import create_app
 from mnemo_sea.rest.auth import Caller
 from mnemo_sea.rest.threads import PooledRoute
 from mnemo_sea.system.errors import TooManyRequests
-from mnemo_sea.system.hashing_embedder import HashingEmbedder
 from mnemo_sea.system.mnemo import Mnemo
-from mnemo_sea.system.settings import MnemoSettings
+from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
+from mnemo_sea.system.wiring.settings import MnemoSettings
 
 # A bound on a test that would otherwise hang if admission deadlocked; no assertion reads a clock.
 HANG_GUARD_S = 120

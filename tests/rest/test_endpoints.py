@@ -23,7 +23,7 @@ from mnemo_sea.retrieval import IndexUnavailable
 from mnemo_sea.retrieval.points import point_id
 from mnemo_sea.system.caches import MemoryCache, RedisCache
 from mnemo_sea.system.mnemo import Mnemo
-from mnemo_sea.system.settings import MnemoSettings
+from mnemo_sea.system.wiring.settings import MnemoSettings
 
 # ---- evidence ------------------------------------------------------------------------------------
 

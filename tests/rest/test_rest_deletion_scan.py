@@ -7,7 +7,7 @@ from __future__ import annotations
 from leftovers import files_holding, new_marker, scan_database
 from rest_helpers import Api
 
-from mnemo_sea.system.mnemo import ARCHIVE_FILE
+from mnemo_sea.system.wiring.layout import ARCHIVE_FILE
 
 
 def test_deleting_a_session_over_rest_leaves_no_byte_of_it(api: Api) -> None:

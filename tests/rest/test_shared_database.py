@@ -22,9 +22,9 @@ from mnemo_sea.archive import Archive
 from mnemo_sea.archive.features.api_keys import create_key
 from mnemo_sea.rest.app import create_app
 from mnemo_sea.system.caches import RedisCache
-from mnemo_sea.system.hashing_embedder import HashingEmbedder
 from mnemo_sea.system.mnemo import Mnemo
-from mnemo_sea.system.settings import MnemoSettings
+from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
+from mnemo_sea.system.wiring.settings import MnemoSettings
 from mnemo_sea.system.worker import run_worker
 
 pytestmark = pytest.mark.postgres

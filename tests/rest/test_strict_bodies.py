@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 
 from mnemo_sea.archive.features.api_keys import create_key
 from mnemo_sea.rest.app import create_app
-from mnemo_sea.system.hashing_embedder import HashingEmbedder
 from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
 # What each JSON type must refuse: the coercions pydantic's lax mode would make.
 WRONG = {

@@ -15,9 +15,9 @@ from pydantic import ValidationError
 
 from mnemo_sea.rest.app import create_app
 from mnemo_sea.rest.threads import PooledRoute
-from mnemo_sea.system.hashing_embedder import HashingEmbedder
 from mnemo_sea.system.mnemo import Mnemo
-from mnemo_sea.system.settings import MnemoSettings
+from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
+from mnemo_sea.system.wiring.settings import MnemoSettings
 
 
 def test_no_more_blocking_requests_run_at_once_than_the_setting_allows(tmp_path: Path) -> None:

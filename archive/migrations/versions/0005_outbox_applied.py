@@ -1,6 +1,6 @@
 """outbox: `applied_at`, rows applied to the embedded index but not yet flushed
 
-The embedded index (Qdrant Edge) is flushed by group commit (mnemo_sea/system/indexer.py): a row
+The embedded index (Qdrant Edge) is flushed by group commit (mnemo_sea/system/projection/indexer.py): a row
 applied to the index is marked `applied_at` and emptied of its payload at once, and marked done
 only once the index was flushed, which clears `applied_at` again. A row with `applied_at` but no
 `done_at` is not done: reopening the folder clears `applied_at` and applies it again (after a

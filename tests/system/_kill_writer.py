@@ -33,8 +33,9 @@ def main(data: Path, journal: Path, point: str, database_url: str | None) -> Non
     from fakes import HashingEmbedder
 
     from mnemo_sea.archive import ArchiveTarget, EvidenceInput, Principal, Role, Sensitivity
-    from mnemo_sea.system.mnemo import INDEX_DIR, Mnemo
-    from mnemo_sea.system.settings import MnemoSettings
+    from mnemo_sea.system.mnemo import Mnemo
+    from mnemo_sea.system.wiring.layout import INDEX_DIR
+    from mnemo_sea.system.wiring.settings import MnemoSettings
 
     principal = Principal(TENANT, "writer", frozenset({Role.AGENT, Role.ADMIN}), Sensitivity.RESTRICTED)
     fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -13,7 +13,7 @@ from mnemo_sea.archive import EvidenceInput, InvalidInput, Principal, Role, Sens
 from mnemo_sea.retrieval import IndexUnavailable
 from mnemo_sea.system.caches import CacheUnavailable, RedisCache
 from mnemo_sea.system.mnemo import Mnemo
-from mnemo_sea.system.settings import MnemoSettings
+from mnemo_sea.system.wiring.settings import MnemoSettings
 
 AGENT = Principal("shop", "investigator", frozenset({Role.AGENT}), Sensitivity.INTERNAL)
 ADMIN = Principal("shop", "admin", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
@@ -94,8 +94,8 @@ def test_server_mode_needs_one_shared_deployment_key(monkeypatch: pytest.MonkeyP
         with pytest.raises(InvalidInput, match=message):
             Mnemo.from_settings(MnemoSettings(**where, **extra), embedder=HashingEmbedder())
     assert not (tmp_path / "key").exists()
-    from mnemo_sea.system.mnemo import settings_receipt_key
     from mnemo_sea.system.opening import open_archive
+    from mnemo_sea.system.wiring.settings import settings_receipt_key
 
     # A missing key file is refused at start, by the API (from_settings) and by archive-only
     # commands alike, and never created: a mistyped path or an unshared volume would otherwise
@@ -250,7 +250,7 @@ def test_the_worker_waits_out_an_unavailable_store() -> None:
     import threading
     from types import SimpleNamespace
 
-    from mnemo_sea.system.indexer import DrainReport
+    from mnemo_sea.system.projection.indexer import DrainReport
     from mnemo_sea.system.worker import run_worker
 
     stop = threading.Event()
@@ -280,7 +280,7 @@ def test_a_failing_ttl_purge_is_logged_and_retried_while_the_worker_drains_on(
     from types import SimpleNamespace
 
     from mnemo_sea.archive import IntegrityError, MemoryConflict
-    from mnemo_sea.system.indexer import DrainReport
+    from mnemo_sea.system.projection.indexer import DrainReport
     from mnemo_sea.system.worker import run_worker
 
     now = [0.0]

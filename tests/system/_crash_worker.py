@@ -295,7 +295,8 @@ class Writer:
         from mnemo_sea.archive import Archive
         from mnemo_sea.retrieval import HybridIndex
         from mnemo_sea.system.caches import MemoryCache
-        from mnemo_sea.system.mnemo import ARCHIVE_FILE, INDEX_DIR, Mnemo
+        from mnemo_sea.system.mnemo import Mnemo
+        from mnemo_sea.system.wiring.layout import ARCHIVE_FILE, INDEX_DIR
 
         archive = Archive.open(str(data / ARCHIVE_FILE))
         index = HybridIndex.open(data / INDEX_DIR, embedder=HashingEmbedder())

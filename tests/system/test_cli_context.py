@@ -1,5 +1,5 @@
 """`mnemo-sea session context` and `session task-state show|set|history`, in-process (the same
-Typer app the process runs; tests/composition/test_cli_commands.py runs real processes): the
+Typer app the process runs; tests/system/test_cli_commands.py runs real processes): the
 accounting is `Mnemo.context`'s for the same folder, refusals exit 2 listing every problem with
 nothing stored, a stale version exits 5, another tenant's session 3."""
 
@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 
 from mnemo_sea.archive import Archive, Principal, Role, Sensitivity
 from mnemo_sea.cli.app import app
-from mnemo_sea.system.hashing_embedder import HashingEmbedder
-from mnemo_sea.system.mnemo import ARCHIVE_FILE, Mnemo
+from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
+from mnemo_sea.system.wiring.layout import ARCHIVE_FILE
 
 AGENT = ["--tenant", "clinic-a", "--subject", "agent-1", "--role", "agent"]
 PRINCIPAL = Principal("clinic-a", "agent-1", frozenset({Role.AGENT}), Sensitivity.INTERNAL)

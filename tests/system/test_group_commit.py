@@ -25,9 +25,9 @@ from mnemo_sea.archive.rules.errors import OutboxOwned
 from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.archive.storage.outbox import backlog, pending_count
 from mnemo_sea.retrieval.edge_backend import EdgeIndex
-from mnemo_sea.system.indexer import GROUP_COMMIT_SECONDS, GroupCommit
 from mnemo_sea.system.mnemo import Mnemo
-from mnemo_sea.system.settings import MnemoSettings
+from mnemo_sea.system.projection.indexer import GROUP_COMMIT_SECONDS, GroupCommit
+from mnemo_sea.system.wiring.settings import MnemoSettings
 
 AGENT = Principal("gc", "agent", frozenset({Role.AGENT, Role.ADMIN}), Sensitivity.RESTRICTED)
 

@@ -219,8 +219,8 @@ def test_forged_receipts_exit_2_like_rests_422_and_an_anchor_catches_a_rewound_a
 
     from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
     from mnemo_sea.cli.receipt_files import receipt_to_dict
-    from mnemo_sea.system.hashing_embedder import HashingEmbedder
     from mnemo_sea.system.mnemo import Mnemo
+    from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
     folder = tmp_path / "data"
     admin = Principal("clinic-a", "admin-1", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
@@ -362,7 +362,7 @@ def test_corrupt_archive_file_exit_7(tmp_path: Path) -> None:
 def test_locked_data_folder_names_the_holder_exit_6(data: Path) -> None:
     holder_code = (
         "import sys, time\n"
-        "from mnemo_sea.system.hashing_embedder import HashingEmbedder\n"
+        "from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder\n"
         "from mnemo_sea.system.mnemo import Mnemo\n"
         f"m = Mnemo.open({str(data)!r}, embedder=HashingEmbedder())\n"
         "print('ready', flush=True)\n"

@@ -25,8 +25,8 @@ from mnemo_sea.mcp.inputs import SearchEvidenceInput
 from mnemo_sea.mcp.tools import search_evidence
 from mnemo_sea.retrieval import EvidenceDocument
 from mnemo_sea.system.fsck import _expected, run_fsck
-from mnemo_sea.system.hashing_embedder import HashingEmbedder as PackageHashingEmbedder
 from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder as PackageHashingEmbedder
 
 AGENT = Principal("t-asof", "assistant", frozenset({Role.AGENT}), Sensitivity.INTERNAL)
 LONG_AGO = datetime(1971, 1, 1, tzinfo=UTC)

@@ -3,7 +3,7 @@ batch that says what stayed stored, media types of recorded files, JSON errors, 
 embedder, and the commands for sessions, evidence and summaries.
 
 In-process (the same functions and Typer app the `mnemo-sea` process runs) because each CLI
-subprocess pays ~2 s of imports; tests/composition/test_cli_commands.py runs the real processes.
+subprocess pays ~2 s of imports; tests/system/test_cli_commands.py runs the real processes.
 What these tests are about is imported inside them, so each fails on its own where it is missing.
 """
 
@@ -60,7 +60,7 @@ def small_batches(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mnemo]:
 def test_a_load_larger_than_a_batch_is_stored_in_batches_with_true_progress(
     small_batches: Mnemo, agent: Principal
 ) -> None:
-    from mnemo_sea.system.bulk_ingest import ingest_in_batches
+    from mnemo_sea.cli.bulk_ingest import ingest_in_batches
     from mnemo_sea.system.mnemo import IngestProgress
 
     seen: list[IngestProgress] = []
@@ -95,7 +95,7 @@ def test_a_load_larger_than_a_batch_is_stored_in_batches_with_true_progress(
 def test_a_batch_the_store_refuses_stops_the_load_and_says_what_stayed_stored(
     small_batches: Mnemo, agent: Principal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mnemo_sea.system.bulk_ingest import ingest_in_batches
+    from mnemo_sea.cli.bulk_ingest import ingest_in_batches
 
     calls = {"n": 0}
     real = Mnemo.ingest
@@ -150,7 +150,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_failed_batch_exits_with_the_stores_code_and_reports_the_stored_batches(
     folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mnemo_sea.system import bulk_ingest
+    from mnemo_sea.cli import bulk_ingest
 
     real_batches, real_ingest = bulk_ingest.ingest_in_batches, Mnemo.ingest
     monkeypatch.setattr(

@@ -1,5 +1,5 @@
 """`Mnemo.ingest` indexes the versions its write made without reading them back
-(`EvidenceBatch.made`, mnemo_sea/system/indexer.py): the index must hold exactly what a replay
+(`EvidenceBatch.made`, mnemo_sea/system/projection/indexer.py): the index must hold exactly what a replay
 from the archive writes, and a change committed between the write and its drain must win.
 
 Each test reads the index's stored points and the outbox table, not only the reports.

@@ -12,7 +12,8 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from mnemo_sea.system.embedders import EmbedderName
+from mnemo_sea.archive import InvalidInput, ReceiptKey
+from mnemo_sea.system.wiring.embedders import EmbedderName
 
 
 class MnemoSettings(BaseSettings):
@@ -98,3 +99,30 @@ class MnemoSettings(BaseSettings):
     @property
     def server_mode(self) -> bool:
         return self.database_url is not None
+
+
+def settings_receipt_key(settings: MnemoSettings) -> ReceiptKey | None:
+    """The deployment key the settings name (MNEMO_RECEIPT_KEY or MNEMO_RECEIPT_KEY_FILE), or None.
+
+    Server mode only. Raises InvalidInput when both are set, the file does not exist or the key
+    is shorter than 32 characters; StoreUnavailable when the file cannot be read.
+    """
+    if settings.receipt_key is not None and settings.receipt_key_file is not None:
+        raise InvalidInput("settings", "set MNEMO_RECEIPT_KEY or MNEMO_RECEIPT_KEY_FILE, not both")
+    if settings.receipt_key is not None:
+        return ReceiptKey.from_text(settings.receipt_key.get_secret_value())
+    path = settings.receipt_key_file
+    if path is None:
+        return None
+    # Never created here (unlike the embedded default's receipt.key): a mistyped path or a
+    # volume not shared with the other nodes would give each process a key of its own, and
+    # they would reject each other's receipts and anchors.
+    if not path.exists():
+        shown = path if path.is_absolute() else f"{path} ({path.absolute()})"
+        raise InvalidInput(
+            "settings",
+            f"MNEMO_RECEIPT_KEY_FILE names {shown}, which does not exist; create it once and give "
+            f"every API process and worker the same file: `openssl rand -hex 32 > {path}; chmod 600 {path}`",
+            receipt_key_file=str(path),
+        )
+    return ReceiptKey.load(path)

@@ -53,20 +53,16 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from sqlalchemy import Connection
 
 from mnemo_sea.archive import (
     EvidenceRecord,
-    MemoryFact,
     StoreUnavailable,
-    Summary,
 )
 from mnemo_sea.archive.internal_reads import InternalReads
-from mnemo_sea.archive.rules.records import MEMORY_SENSITIVITY
-from mnemo_sea.archive.rules.refs import ResultIndexId, memory_index_id, result_index_id
+from mnemo_sea.archive.rules.refs import ResultIndexId, memory_index_id
 from mnemo_sea.archive.storage.outbox import (
     OutboxItem,
     awaiting_flush_count,
@@ -77,12 +73,17 @@ from mnemo_sea.archive.storage.outbox import (
     pending_count,
     reclaim_applied,
 )
-from mnemo_sea.archive.storage.rows import ArchivedNote
 from mnemo_sea.archive.storage.sources import source_owner
 from mnemo_sea.archive.storage.store import ArchiveStore
 from mnemo_sea.errors import MnemoError
 from mnemo_sea.retrieval import EvidenceDocument, HybridIndex, IndexUnavailable, RetrievalError
 from mnemo_sea.system.caches import Cache
+from mnemo_sea.system.projection.index_documents import (
+    evidence_document,
+    memory_document,
+    note_document,
+    summary_document,
+)
 
 if TYPE_CHECKING:
     from mnemo_sea.archive.features.evidence import EvidenceBatch
@@ -570,108 +571,3 @@ def _runs(items: list[OutboxItem]) -> list[list[OutboxItem]]:
 def _version_key(entity_ref: str) -> tuple[str, int]:
     evidence_id, _, version = entity_ref.rpartition("@")
     return evidence_id, int(version)
-
-
-def _text(content: bytes) -> str | None:
-    try:
-        return content.decode("utf-8")
-    except UnicodeDecodeError:
-        return None  # a binary original is kept and recoverable, but not searchable
-
-
-def evidence_document(tenant: str, record: EvidenceRecord, content: bytes) -> EvidenceDocument | None:
-    """The index's view of one version, or None when it cannot be searched (binary original).
-
-    `as_of` searches follow the archive's reading (`get_evidence(as_of=T)`): a version answers
-    at T only if it was recorded by T, not yet superseded at T, and valid at T. So the indexed
-    validity starts no earlier than `recorded_at` and ends no later than `ended_at`.
-    """
-    text = _text(content)
-    if text is None:
-        return None
-    valid_from = (
-        record.recorded_at if record.valid_from is None else max(record.valid_from, record.recorded_at)
-    )
-    valid_until = record.valid_until
-    if record.status == "superseded" and record.ended_at is not None:
-        valid_until = record.ended_at if valid_until is None else min(valid_until, record.ended_at)
-    if valid_until is not None and valid_until <= valid_from:
-        return None  # expired before it was recorded: it answers at no moment
-    return EvidenceDocument(
-        tenant_id=tenant,
-        evidence_id=record.evidence_id,
-        version=record.version,
-        text=text,
-        kind=record.kind,
-        source=record.source,
-        scope=record.scope,
-        owner=record.owner,
-        sensitivity=int(record.sensitivity),
-        status=record.status,
-        valid_from=valid_from,
-        valid_until=valid_until,
-        content_sha256=record.content_sha256,
-    )
-
-
-def note_document(tenant: str, note: ArchivedNote) -> EvidenceDocument:
-    """An archived result's note, searchable `as_of` any time from its archiving on."""
-    return EvidenceDocument(
-        tenant_id=tenant,
-        evidence_id=result_index_id(note.session_id, note.result_id),
-        version=1,
-        text=note.note,
-        kind="tool_result",
-        source=note.tool_name[:256],
-        scope=f"session:{note.session_id}",
-        # A reader finds notes of sessions about itself only, as with live_view.
-        owner=note.owner,
-        sensitivity=note.sensitivity,
-        valid_from=note.archived_at,
-    )
-
-
-def memory_document(tenant: str, fact: MemoryFact, ended_at: datetime | None) -> EvidenceDocument | None:
-    """One version of a fact as the index sees it, or None when it answers at no moment.
-
-    As `current(at=T)` reads memory: the version answers at T if it was written by T
-    (`created_at`), not yet superseded at T (`ended_at`) and not expired at T (`expires_at`).
-    A version past its TTL stays indexed as it was (active, valid until its expiry) until the
-    purge deletes it: the time filter hides it now and still finds it `as_of` before then.
-    """
-    status = "superseded" if fact.status == "superseded" else "active"
-    valid_until = fact.expires_at
-    if ended_at is not None:
-        valid_until = ended_at if valid_until is None else min(valid_until, ended_at)
-    if valid_until is not None and valid_until <= fact.created_at:
-        return None  # superseded or expired the instant it was written
-    return EvidenceDocument(
-        tenant_id=tenant,
-        evidence_id=memory_index_id(fact.owner, fact.key),
-        version=fact.version,
-        text=f"{fact.key}: {fact.value}",
-        kind="memory",
-        source=fact.provenance,
-        scope="memory",
-        owner=fact.owner,
-        sensitivity=int(MEMORY_SENSITIVITY),
-        status=status,
-        valid_from=fact.created_at,
-        valid_until=valid_until,
-    )
-
-
-def summary_document(tenant: str, found: Summary, owner: str | None = None) -> EvidenceDocument:
-    """A summary, searchable `as_of` any time from its creation on."""
-    return EvidenceDocument(
-        tenant_id=tenant,
-        evidence_id=found.summary_id,
-        version=1,
-        text=found.text,
-        kind="summary",
-        source="summary",
-        scope="summary",
-        owner=owner,
-        sensitivity=int(found.sensitivity),
-        valid_from=found.created_at,
-    )

@@ -28,8 +28,8 @@ from mnemo_sea.archive.storage import deployment_key
 from mnemo_sea.archive.storage import store as store_module
 from mnemo_sea.archive.storage.store import ArchiveStore
 from mnemo_sea.cli.app import app as cli_app
-from mnemo_sea.system.hashing_embedder import HashingEmbedder
 from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
 AGENT = Principal("clinic-a", "agent-1", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
 ADMIN = Principal("clinic-a", "admin-1", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
@@ -270,7 +270,7 @@ def test_rotation_after_a_loss_starts_a_new_key_and_says_the_old_one_is_gone(tmp
         old_receipt = m.delete_evidence(ADMIN, "kb:1")
     (folder / "receipt.key").unlink()
     from mnemo_sea.system.opening import rotate_receipt_key
-    from mnemo_sea.system.settings import MnemoSettings
+    from mnemo_sea.system.wiring.settings import MnemoSettings
 
     rotation = rotate_receipt_key(MnemoSettings(data_dir=folder, database_url=None))
     assert (rotation.previous_key_id, rotation.retired_key_ids) == (None, ())

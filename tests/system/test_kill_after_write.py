@@ -32,8 +32,9 @@ from sqlalchemy import select
 from mnemo_sea.archive import Principal, Role, Sensitivity
 from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.system.fsck import run_fsck
-from mnemo_sea.system.mnemo import ARCHIVE_FILE, INDEX_DIR, Mnemo
-from mnemo_sea.system.settings import MnemoSettings
+from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.wiring.layout import ARCHIVE_FILE, INDEX_DIR
+from mnemo_sea.system.wiring.settings import MnemoSettings
 
 WRITER = Path(__file__).with_name("_kill_writer.py")
 READER = Principal("killco", "checker", frozenset({Role.AGENT, Role.ADMIN}), Sensitivity.RESTRICTED)

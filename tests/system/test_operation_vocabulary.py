@@ -43,7 +43,7 @@ from mnemo_sea.mcp.tools import TOOLS
 from mnemo_sea.rest.app import create_app
 from mnemo_sea.system import operations as system_ops
 from mnemo_sea.system.mnemo import Mnemo
-from mnemo_sea.system.settings import MnemoSettings
+from mnemo_sea.system.wiring.settings import MnemoSettings
 
 Types = frozenset[str]
 # The options every CLI command shares (who acts, where) and its output switch: not inputs.

@@ -16,8 +16,8 @@ from mnemo_sea.archive import Principal, Role, Sensitivity
 from mnemo_sea.archive.rules.refs import memory_index_id
 from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.retrieval.filters import evidence_filter
-from mnemo_sea.system.indexer import DrainReport
 from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.projection.indexer import DrainReport
 from mnemo_sea.system.worker import run_worker
 
 AGENT = Principal("clinic", "assistant", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from mnemo_sea.archive import EvidenceInput, Principal, RetractedContent, Role, Sensitivity
 from mnemo_sea.cli.app import app as cli_app
-from mnemo_sea.system.hashing_embedder import HashingEmbedder
 from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
 AGENT = Principal("clinic-a", "agent-1", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
 ENV = {"MNEMO_DATABASE_URL": None, "MNEMO_DATA_DIR": None}

@@ -27,8 +27,9 @@ from mnemo_sea.archive import ArchiveTarget, EvidenceInput, NotFound, Principal,
 from mnemo_sea.archive.deletion import verify_deleted
 from mnemo_sea.archive.storage.outbox import scrub
 from mnemo_sea.retrieval.hybrid_index import CACHE_FILE
-from mnemo_sea.system.mnemo import ARCHIVE_FILE, INDEX_DIR, Mnemo
-from mnemo_sea.system.settings import MnemoSettings
+from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.wiring.layout import ARCHIVE_FILE, INDEX_DIR
+from mnemo_sea.system.wiring.settings import MnemoSettings
 
 AGENT = Principal("clinic-a", "agent-1", frozenset({Role.AGENT}), Sensitivity.INTERNAL)
 ADMIN = Principal("clinic-a", "admin-1", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
