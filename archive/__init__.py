@@ -15,10 +15,10 @@ if __name__ != "mnemo_sea.archive":
     )
 
 
-from mnemo_sea.archive.api import Archive
-from mnemo_sea.archive.features.api_keys import ApiKeyInfo, cached_principal
-from mnemo_sea.archive.rules import limits
-from mnemo_sea.archive.rules.errors import (
+from .api import Archive
+from .features.api_keys import ApiKeyInfo, cached_principal
+from .rules import limits
+from .rules.errors import (
     ArchiveConflict,
     ArchiveError,
     BatchRejected,
@@ -40,7 +40,7 @@ from mnemo_sea.archive.rules.errors import (
     TaskStateRejected,
     Unauthenticated,
 )
-from mnemo_sea.archive.rules.operations import (
+from .rules.operations import (
     MAX_VERSION,
     ArchiveResultsOp,
     ArchiveTarget,
@@ -60,9 +60,9 @@ from mnemo_sea.archive.rules.operations import (
     TextOrBytes,
     UpdateTaskStateOp,
 )
-from mnemo_sea.archive.rules.policy import DEFAULT_PROTECTED_CLASSES, ArchivePolicy, check_policy_class
-from mnemo_sea.archive.rules.principal import Principal, Role, Sensitivity, check_identifier
-from mnemo_sea.archive.rules.records import (
+from .rules.policy import DEFAULT_PROTECTED_CLASSES, ArchivePolicy, check_policy_class
+from .rules.principal import Principal, Role, Sensitivity, check_identifier
+from .rules.records import (
     ArchiveReceipt,
     ConfirmedFact,
     DeletionReceipt,
@@ -79,7 +79,7 @@ from mnemo_sea.archive.rules.records import (
     TaskState,
     parse_provenance,
 )
-from mnemo_sea.archive.rules.refs import (
+from .rules.refs import (
     DERIVED_ID_PREFIXES,
     EVIDENCE_REF_PREFIX,
     RESULT_PREFIX,
@@ -90,7 +90,7 @@ from mnemo_sea.archive.rules.refs import (
     check_evidence_id,
     parse_index_id,
 )
-from mnemo_sea.archive.rules.tool_results import (
+from .rules.tool_results import (
     ToolResult,
     escape_attr,
     escape_text,
@@ -98,11 +98,11 @@ from mnemo_sea.archive.rules.tool_results import (
     render_stub,
     render_withheld,
 )
-from mnemo_sea.archive.storage.audit import AuditAnchor, AuditEvent, AuditReport
-from mnemo_sea.archive.storage.outbox import OutboxBacklog
-from mnemo_sea.archive.storage.signing import ReceiptKey
-from mnemo_sea.archive.storage.store import PG_CONNECT_TIMEOUT_S
-from mnemo_sea.archive.storage.verified_keys import VerifiedKeys
+from .storage.audit import AuditAnchor, AuditEvent, AuditReport
+from .storage.outbox import OutboxBacklog
+from .storage.signing import ReceiptKey
+from .storage.store import PG_CONNECT_TIMEOUT_S
+from .storage.verified_keys import VerifiedKeys
 
 __all__ = [
     "DEFAULT_PROTECTED_CLASSES",

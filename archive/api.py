@@ -19,11 +19,11 @@ from typing import Any, TypeVar
 
 from sqlalchemy import text
 
-from mnemo_sea.archive import deletion, hits
-from mnemo_sea.archive.features import api_keys, evidence, memory, sessions, summaries, task_state
-from mnemo_sea.archive.features.api_keys import ApiKeyInfo
-from mnemo_sea.archive.internal_reads import InternalReads
-from mnemo_sea.archive.rules.errors import (
+from . import deletion, hits
+from .features import api_keys, evidence, memory, sessions, summaries, task_state
+from .features.api_keys import ApiKeyInfo
+from .internal_reads import InternalReads
+from .rules.errors import (
     ArchiveError,
     BatchRejected,
     Forbidden,
@@ -32,7 +32,7 @@ from mnemo_sea.archive.rules.errors import (
     TargetStatus,
     TaskStateRejected,
 )
-from mnemo_sea.archive.rules.operations import (
+from .rules.operations import (
     ArchiveResultsOp,
     ArchiveTarget,
     Clearance,
@@ -50,9 +50,9 @@ from mnemo_sea.archive.rules.operations import (
     UpdateTaskStateOp,
     check_caps,
 )
-from mnemo_sea.archive.rules.policy import DEFAULT_POLICY, ArchivePolicy
-from mnemo_sea.archive.rules.principal import Principal, Role, Sensitivity
-from mnemo_sea.archive.rules.records import (
+from .rules.policy import DEFAULT_POLICY, ArchivePolicy
+from .rules.principal import Principal, Role, Sensitivity
+from .rules.records import (
     ArchiveReceipt,
     ConfirmedFact,
     DeletionReceipt,
@@ -65,10 +65,10 @@ from mnemo_sea.archive.rules.records import (
     Summary,
     TaskState,
 )
-from mnemo_sea.archive.rules.refs import memory_ref
-from mnemo_sea.archive.rules.tool_results import ToolResult
-from mnemo_sea.archive.storage import deployment_key, outbox
-from mnemo_sea.archive.storage.audit import (
+from .rules.refs import memory_ref
+from .rules.tool_results import ToolResult
+from .storage import deployment_key, outbox
+from .storage.audit import (
     AuditAnchor,
     AuditEvent,
     AuditReport,
@@ -78,11 +78,11 @@ from mnemo_sea.archive.storage.audit import (
     make_anchor,
     verify_chain,
 )
-from mnemo_sea.archive.storage.outbox import OutboxBacklog
-from mnemo_sea.archive.storage.receipts import receipt_anchor
-from mnemo_sea.archive.storage.signing import ReceiptKey
-from mnemo_sea.archive.storage.store import ArchiveStore, key_file_of, open_store, sqlite_file_of
-from mnemo_sea.archive.storage.verified_keys import VerifiedKeys
+from .storage.outbox import OutboxBacklog
+from .storage.receipts import receipt_anchor
+from .storage.signing import ReceiptKey
+from .storage.store import ArchiveStore, key_file_of, open_store, sqlite_file_of
+from .storage.verified_keys import VerifiedKeys
 
 T = TypeVar("T")
 SQLITE_HEADER = b"SQLite format 3\x00"  # the first bytes of every SQLite database file

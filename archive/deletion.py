@@ -36,30 +36,30 @@ from typing import Any
 
 from sqlalchemy import Column, ColumnElement, Connection, and_, delete, or_, select, tuple_, update
 
-from mnemo_sea.archive.rules.checks import aware
-from mnemo_sea.archive.rules.clock import utcnow
-from mnemo_sea.archive.rules.errors import ArchiveError, InvalidInput, NotFound, StoreUnavailable
-from mnemo_sea.archive.rules.in_force import expired_clause
-from mnemo_sea.archive.rules.principal import Principal, Role, Sensitivity, check_identifier
-from mnemo_sea.archive.rules.records import DeletionReceipt, ErasureState
-from mnemo_sea.archive.rules.refs import (
+from .rules.checks import aware
+from .rules.clock import utcnow
+from .rules.errors import ArchiveError, InvalidInput, NotFound, StoreUnavailable
+from .rules.in_force import expired_clause
+from .rules.principal import Principal, Role, Sensitivity, check_identifier
+from .rules.records import DeletionReceipt, ErasureState
+from .rules.refs import (
     MEMORY_KEY,
     check_evidence_id,
     evidence_ref,
     memory_ref,
     session_prefix,
 )
-from mnemo_sea.archive.rules.task_state_rules import cited_refs, deleted_ref
-from mnemo_sea.archive.rules.tool_results import result_id
-from mnemo_sea.archive.storage import schema as t
-from mnemo_sea.archive.storage.audit import append_event, event_hash
-from mnemo_sea.archive.storage.blobs import delete_unreferenced
-from mnemo_sea.archive.storage.idempotency import KeyedRequest, keyed, previous_reply, save_reply
-from mnemo_sea.archive.storage.locks import lock_chain
-from mnemo_sea.archive.storage.outbox import Entity, enqueue, holding, scrub
-from mnemo_sea.archive.storage.receipts import check_receipt, sign_receipt
-from mnemo_sea.archive.storage.store import ArchiveStore
-from mnemo_sea.archive.task_state_cascade import Reopened, rewrite_session
+from .rules.task_state_rules import cited_refs, deleted_ref
+from .rules.tool_results import result_id
+from .storage import schema as t
+from .storage.audit import append_event, event_hash
+from .storage.blobs import delete_unreferenced
+from .storage.idempotency import KeyedRequest, keyed, previous_reply, save_reply
+from .storage.locks import lock_chain
+from .storage.outbox import Entity, enqueue, holding, scrub
+from .storage.receipts import check_receipt, sign_receipt
+from .storage.store import ArchiveStore
+from .task_state_cascade import Reopened, rewrite_session
 
 log = logging.getLogger(__name__)
 

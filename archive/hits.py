@@ -31,30 +31,30 @@ from typing import Any, NamedTuple, Protocol, cast
 
 from sqlalchemy import Connection, Integer, Select, String, bindparam, column, select, tuple_, values
 
-from mnemo_sea.archive.rules.checks import aware
-from mnemo_sea.archive.rules.clock import utcnow
-from mnemo_sea.archive.rules.errors import IntegrityError, InvalidInput
-from mnemo_sea.archive.rules.in_force import (
+from .rules.checks import aware
+from .rules.clock import utcnow
+from .rules.errors import IntegrityError, InvalidInput
+from .rules.in_force import (
     evidence_answers_at,
     evidence_answers_now,
     in_force,
     memory_answers_at,
 )
-from mnemo_sea.archive.rules.principal import Principal, Role
-from mnemo_sea.archive.rules.records import MEMORY_SENSITIVITY
-from mnemo_sea.archive.rules.refs import (
+from .rules.principal import Principal, Role
+from .rules.records import MEMORY_SENSITIVITY
+from .rules.refs import (
     EVIDENCE_REF_PREFIX,
     SUMMARY_PREFIX,
     MemoryIndexId,
     ResultIndexId,
     parse_index_id,
 )
-from mnemo_sea.archive.rules.tool_results import parse_result_id
-from mnemo_sea.archive.storage import schema as t
-from mnemo_sea.archive.storage.blobs import verified
-from mnemo_sea.archive.storage.rows import archived_notes, fact_from_row, summary_from_row
-from mnemo_sea.archive.storage.statements import PreparedSelect, prepared_select
-from mnemo_sea.archive.storage.store import ArchiveStore
+from .rules.tool_results import parse_result_id
+from .storage import schema as t
+from .storage.blobs import verified
+from .storage.rows import archived_notes, fact_from_row, summary_from_row
+from .storage.statements import PreparedSelect, prepared_select
+from .storage.store import ArchiveStore
 
 
 class PointsToHit(Protocol):

@@ -13,13 +13,13 @@ from datetime import datetime
 
 from sqlalchemy import Connection, select
 
-from mnemo_sea.archive.rules.records import EvidenceRecord, MemoryFact, Summary
-from mnemo_sea.archive.rules.tool_results import parse_result_id, result_id
-from mnemo_sea.archive.storage import outbox, sources
-from mnemo_sea.archive.storage import schema as t
-from mnemo_sea.archive.storage.audit import AuditReport, verify_chain
-from mnemo_sea.archive.storage.blobs import read_blob, sha256_hex, verified
-from mnemo_sea.archive.storage.rows import (
+from .rules.records import EvidenceRecord, MemoryFact, Summary
+from .rules.tool_results import parse_result_id, result_id
+from .storage import outbox, sources
+from .storage import schema as t
+from .storage.audit import AuditReport, verify_chain
+from .storage.blobs import read_blob, sha256_hex, verified
+from .storage.rows import (
     ArchivedNote,
     archived_notes,
     fact_from_row,

@@ -30,7 +30,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, select, update
 
-from mnemo_sea.archive.storage import schema as t
+from .storage import schema as t
 
 _OPEN_LISTS = ("unresolved", "pending_operations")
 

@@ -21,14 +21,14 @@ from typing import Any
 
 from sqlalchemy import Row, bindparam, select, update
 
-from mnemo_sea.archive.rules.clock import utcnow
-from mnemo_sea.archive.rules.errors import InvalidInput, NotFound, StateConflict
-from mnemo_sea.archive.rules.errors import Unauthenticated as Unauthenticated  # noqa: PLC0414 - re-exported: its import path before errors.py
-from mnemo_sea.archive.rules.principal import Principal, Role, Sensitivity
-from mnemo_sea.archive.storage import schema as t
-from mnemo_sea.archive.storage.audit import append_event
-from mnemo_sea.archive.storage.store import ArchiveStore
-from mnemo_sea.archive.storage.verified_keys import VerifiedKeys, forget_everywhere
+from ..rules.clock import utcnow
+from ..rules.errors import InvalidInput, NotFound, StateConflict
+from ..rules.errors import Unauthenticated as Unauthenticated  # noqa: PLC0414 - re-exported: its import path before errors.py
+from ..rules.principal import Principal, Role, Sensitivity
+from ..storage import schema as t
+from ..storage.audit import append_event
+from ..storage.store import ArchiveStore
+from ..storage.verified_keys import VerifiedKeys, forget_everywhere
 
 KEY_PREFIX = "msk"
 MAX_NAME_CHARS = 200

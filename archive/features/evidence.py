@@ -15,10 +15,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, select, update
 
-from mnemo_sea.archive.rules import limits
-from mnemo_sea.archive.rules.checks import aware, check_media_type, content_bytes
-from mnemo_sea.archive.rules.clock import utcnow
-from mnemo_sea.archive.rules.errors import (
+from ..rules import limits
+from ..rules.checks import aware, check_media_type, content_bytes
+from ..rules.clock import utcnow
+from ..rules.errors import (
     InvalidBatch,
     InvalidInput,
     NotFound,
@@ -26,20 +26,20 @@ from mnemo_sea.archive.rules.errors import (
     StateConflict,
     TargetStatus,
 )
-from mnemo_sea.archive.rules.in_force import evidence_answers_at
-from mnemo_sea.archive.rules.operations import EvidenceInput
-from mnemo_sea.archive.rules.principal import Principal, Role, Sensitivity, check_identifier
-from mnemo_sea.archive.rules.records import EVIDENCE_KINDS, EvidenceRecord, parse_provenance
-from mnemo_sea.archive.rules.refs import DERIVED_ID_PREFIXES, check_evidence_id
-from mnemo_sea.archive.storage import schema as t
-from mnemo_sea.archive.storage.audit import append_event
-from mnemo_sea.archive.storage.blobs import put_blobs, read_blob, sha256_hex
-from mnemo_sea.archive.storage.idempotency import KeyedRequest, keyed, previous_reply, save_reply
-from mnemo_sea.archive.storage.locks import lock_chain, lock_chains
-from mnemo_sea.archive.storage.outbox import Entity, Op, enqueue, enqueue_many
-from mnemo_sea.archive.storage.rows import to_record
-from mnemo_sea.archive.storage.statements import prepared_insert
-from mnemo_sea.archive.storage.store import ArchiveStore
+from ..rules.in_force import evidence_answers_at
+from ..rules.operations import EvidenceInput
+from ..rules.principal import Principal, Role, Sensitivity, check_identifier
+from ..rules.records import EVIDENCE_KINDS, EvidenceRecord, parse_provenance
+from ..rules.refs import DERIVED_ID_PREFIXES, check_evidence_id
+from ..storage import schema as t
+from ..storage.audit import append_event
+from ..storage.blobs import put_blobs, read_blob, sha256_hex
+from ..storage.idempotency import KeyedRequest, keyed, previous_reply, save_reply
+from ..storage.locks import lock_chain, lock_chains
+from ..storage.outbox import Entity, Op, enqueue, enqueue_many
+from ..storage.rows import to_record
+from ..storage.statements import prepared_insert
+from ..storage.store import ArchiveStore
 
 _TEXT_LIMITS = {"source": limits.SOURCE_CHARS, "scope": limits.SCOPE_CHARS, "locator": limits.LOCATOR_CHARS}
 STATEMENT_LIMIT = limits.STATEMENT_CHARS

@@ -22,32 +22,32 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, select, update
 
-from mnemo_sea.archive.rules import limits
-from mnemo_sea.archive.rules.checks import aware
-from mnemo_sea.archive.rules.clock import utcnow
-from mnemo_sea.archive.rules.errors import (
+from ..rules import limits
+from ..rules.checks import aware
+from ..rules.clock import utcnow
+from ..rules.errors import (
     Forbidden,
     InvalidInput,
     MemoryConflict,
     NotFound,
 )
-from mnemo_sea.archive.rules.in_force import expired, in_force
-from mnemo_sea.archive.rules.operations import MAX_TTL_SECONDS, RememberOp
-from mnemo_sea.archive.rules.principal import Principal, Role, Sensitivity, check_identifier
-from mnemo_sea.archive.rules.records import (
+from ..rules.in_force import expired, in_force
+from ..rules.operations import MAX_TTL_SECONDS, RememberOp
+from ..rules.principal import Principal, Role, Sensitivity, check_identifier
+from ..rules.records import (
     PROVENANCE_RANK,
     MemoryFact,
     RememberOutcome,
     parse_provenance,
 )
-from mnemo_sea.archive.rules.refs import MEMORY_KEY, SourceRef
-from mnemo_sea.archive.storage import schema as t
-from mnemo_sea.archive.storage.idempotency import keyed, previous_reply, save_reply
-from mnemo_sea.archive.storage.locks import lock_chain
-from mnemo_sea.archive.storage.outbox import enqueue
-from mnemo_sea.archive.storage.rows import fact_from_row
-from mnemo_sea.archive.storage.sources import source_owner, source_sensitivity
-from mnemo_sea.archive.storage.store import ArchiveStore
+from ..rules.refs import MEMORY_KEY, SourceRef
+from ..storage import schema as t
+from ..storage.idempotency import keyed, previous_reply, save_reply
+from ..storage.locks import lock_chain
+from ..storage.outbox import enqueue
+from ..storage.rows import fact_from_row
+from ..storage.sources import source_owner, source_sensitivity
+from ..storage.store import ArchiveStore
 
 log = logging.getLogger(__name__)
 

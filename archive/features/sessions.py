@@ -27,9 +27,9 @@ from typing import Any
 from sqlalchemy import Connection, Join, Row, bindparam, func, select, update
 from sqlalchemy.sql.dml import ReturningInsert
 
-from mnemo_sea.archive.rules.checks import aware, check_tool_name, content_bytes
-from mnemo_sea.archive.rules.clock import utcnow
-from mnemo_sea.archive.rules.errors import (
+from ..rules.checks import aware, check_tool_name, content_bytes
+from ..rules.clock import utcnow
+from ..rules.errors import (
     ArchiveConflict,
     BatchRejected,
     ContentTooLarge,
@@ -39,11 +39,11 @@ from mnemo_sea.archive.rules.errors import (
     StateConflict,
     TargetStatus,
 )
-from mnemo_sea.archive.rules.operations import ArchiveResultsOp, ArchiveTarget, RecordOp
-from mnemo_sea.archive.rules.policy import check_list_limit, check_policy_class
-from mnemo_sea.archive.rules.principal import Principal, Role, Sensitivity, check_identifier
-from mnemo_sea.archive.rules.records import ArchiveReceipt, LiveItem, LiveView, Recovered
-from mnemo_sea.archive.rules.tool_results import (
+from ..rules.operations import ArchiveResultsOp, ArchiveTarget, RecordOp
+from ..rules.policy import check_list_limit, check_policy_class
+from ..rules.principal import Principal, Role, Sensitivity, check_identifier
+from ..rules.records import ArchiveReceipt, LiveItem, LiveView, Recovered
+from ..rules.tool_results import (
     ToolResult,
     parse_result_id,
     render_live,
@@ -51,14 +51,14 @@ from mnemo_sea.archive.rules.tool_results import (
     render_withheld,
     result_id,
 )
-from mnemo_sea.archive.storage import schema as t
-from mnemo_sea.archive.storage.audit import append_event
-from mnemo_sea.archive.storage.blobs import put_blob, read_blob, sha256_hex, verified
-from mnemo_sea.archive.storage.idempotency import keyed, previous_reply, save_reply
-from mnemo_sea.archive.storage.outbox import enqueue
-from mnemo_sea.archive.storage.session_rows import check_opened, readable_session, session_row
-from mnemo_sea.archive.storage.store import ArchiveStore
-from mnemo_sea.archive.storage.upserts import dialect_insert
+from ..storage import schema as t
+from ..storage.audit import append_event
+from ..storage.blobs import put_blob, read_blob, sha256_hex, verified
+from ..storage.idempotency import keyed, previous_reply, save_reply
+from ..storage.outbox import enqueue
+from ..storage.session_rows import check_opened, readable_session, session_row
+from ..storage.store import ArchiveStore
+from ..storage.upserts import dialect_insert
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 

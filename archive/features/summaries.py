@@ -12,19 +12,19 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, select
 
-from mnemo_sea.archive.rules import limits
-from mnemo_sea.archive.rules.clock import utcnow
-from mnemo_sea.archive.rules.errors import Forbidden, InvalidInput, NotFound
-from mnemo_sea.archive.rules.policy import check_list_limit
-from mnemo_sea.archive.rules.principal import Principal, Role, Sensitivity
-from mnemo_sea.archive.rules.records import Summary
-from mnemo_sea.archive.rules.refs import SUMMARY_PREFIX, SourceRef
-from mnemo_sea.archive.storage import schema as t
-from mnemo_sea.archive.storage.idempotency import keyed, previous_reply, save_reply
-from mnemo_sea.archive.storage.outbox import enqueue
-from mnemo_sea.archive.storage.rows import summary_from_row
-from mnemo_sea.archive.storage.sources import source_owner, source_sensitivity
-from mnemo_sea.archive.storage.store import ArchiveStore
+from ..rules import limits
+from ..rules.clock import utcnow
+from ..rules.errors import Forbidden, InvalidInput, NotFound
+from ..rules.policy import check_list_limit
+from ..rules.principal import Principal, Role, Sensitivity
+from ..rules.records import Summary
+from ..rules.refs import SUMMARY_PREFIX, SourceRef
+from ..storage import schema as t
+from ..storage.idempotency import keyed, previous_reply, save_reply
+from ..storage.outbox import enqueue
+from ..storage.rows import summary_from_row
+from ..storage.sources import source_owner, source_sensitivity
+from ..storage.store import ArchiveStore
 
 TEXT_LIMIT = limits.SUMMARY_CHARS
 

@@ -38,13 +38,13 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, not_, select, update
 
-from mnemo_sea.archive.rules.clock import utcnow
-from mnemo_sea.archive.rules.errors import Forbidden, InvalidInput, NotFound, StateConflict, TaskStateRejected
-from mnemo_sea.archive.rules.in_force import expired_clause
-from mnemo_sea.archive.rules.operations import UpdateTaskStateOp
-from mnemo_sea.archive.rules.principal import Principal, Role, Sensitivity, check_identifier
-from mnemo_sea.archive.rules.records import ConfirmedFact, ReleasedItem, TaskState
-from mnemo_sea.archive.rules.refs import (
+from ..rules.clock import utcnow
+from ..rules.errors import Forbidden, InvalidInput, NotFound, StateConflict, TaskStateRejected
+from ..rules.in_force import expired_clause
+from ..rules.operations import UpdateTaskStateOp
+from ..rules.principal import Principal, Role, Sensitivity, check_identifier
+from ..rules.records import ConfirmedFact, ReleasedItem, TaskState
+from ..rules.refs import (
     EVIDENCE_REF_PREFIX,
     SUMMARY_PREFIX,
     MemoryIndexId,
@@ -52,7 +52,7 @@ from mnemo_sea.archive.rules.refs import (
     evidence_ref,
     memory_ref,
 )
-from mnemo_sea.archive.rules.task_state_rules import (
+from ..rules.task_state_rules import (
     Claim,
     Proposal,
     Resolution,
@@ -63,13 +63,13 @@ from mnemo_sea.archive.rules.task_state_rules import (
     release_kind,
     split_versioned,
 )
-from mnemo_sea.archive.rules.tool_results import parse_result_id
-from mnemo_sea.archive.storage import schema as t
-from mnemo_sea.archive.storage.idempotency import keyed, previous_reply, save_reply
-from mnemo_sea.archive.storage.locks import lock_chain
-from mnemo_sea.archive.storage.session_rows import open_session, readable_session
-from mnemo_sea.archive.storage.sources import source_owner
-from mnemo_sea.archive.storage.store import ArchiveStore
+from ..rules.tool_results import parse_result_id
+from ..storage import schema as t
+from ..storage.idempotency import keyed, previous_reply, save_reply
+from ..storage.locks import lock_chain
+from ..storage.session_rows import open_session, readable_session
+from ..storage.sources import source_owner
+from ..storage.store import ArchiveStore
 
 _NOT_FOUND = (
     "does not resolve to anything you can cite: no active evidence record, stored version (X@v), "

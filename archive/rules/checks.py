@@ -8,7 +8,7 @@ import re
 import unicodedata
 from datetime import UTC, datetime
 
-from mnemo_sea.archive.rules.errors import ContentTooLarge, InvalidInput
+from .errors import ContentTooLarge, InvalidInput
 
 _MEDIA_TYPE = re.compile(
     r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(;[ -~]{0,200})?$"

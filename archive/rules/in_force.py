@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import ColumnElement, and_
 
-from mnemo_sea.archive.rules.clock import utcnow
+from .clock import utcnow
 
 
 def in_force(recorded_at: datetime, ended_at: datetime | None, at: datetime) -> bool:

@@ -24,7 +24,7 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
-from mnemo_sea.archive.rules.errors import ContentTooLarge, InvalidInput, JsonTooDeep
+from .errors import ContentTooLarge, InvalidInput, JsonTooDeep
 
 # ---- identifiers and references --------------------------------------------------------------
 ID_CHARS = 128  # tenant, subject, session, owner: the identifier pattern's length

@@ -45,12 +45,12 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from mnemo_sea.archive.rules import limits as cap
-from mnemo_sea.archive.rules.errors import InvalidInput
-from mnemo_sea.archive.rules.json_types import IsoTime, IsoTimeAny, no_bool
-from mnemo_sea.archive.rules.limits import ContentCap, JsonCap
-from mnemo_sea.archive.rules.principal import Sensitivity
-from mnemo_sea.archive.rules.records import EvidenceKind, Provenance
+from . import limits as cap
+from .errors import InvalidInput
+from .json_types import IsoTime, IsoTimeAny, no_bool
+from .limits import ContentCap, JsonCap
+from .principal import Sensitivity
+from .records import EvidenceKind, Provenance
 
 # A fact that outlives a century is not time-sensitive; the bound keeps expiry dates in range.
 MAX_TTL = timedelta(days=36_500)

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mnemo_sea.archive.rules import limits
-from mnemo_sea.archive.rules.errors import InvalidInput
+from . import limits
+from .errors import InvalidInput
 
 DEFAULT_PROTECTED_CLASSES = frozenset(
     {"user_confirmed_fact", "prescription_basis", "approval_record", "vet_approval"}

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, cast, get_args
 
-from mnemo_sea.archive.rules import in_force
-from mnemo_sea.archive.rules.errors import InvalidInput
-from mnemo_sea.archive.rules.json_types import IsoTime, StrictInt
-from mnemo_sea.archive.rules.principal import Sensitivity
-from mnemo_sea.archive.rules.tool_results import ToolResult, render_live
+from . import in_force
+from .errors import InvalidInput
+from .json_types import IsoTime, StrictInt
+from .principal import Sensitivity
+from .tool_results import ToolResult, render_live
 
 
 @dataclass(frozen=True)

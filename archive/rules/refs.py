@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mnemo_sea.archive.rules.errors import InvalidInput
-from mnemo_sea.archive.rules.principal import check_identifier
-from mnemo_sea.archive.rules.tool_results import parse_result_id
+from .errors import InvalidInput
+from .principal import check_identifier
+from .tool_results import parse_result_id
 
 EVIDENCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@#-]{0,255}$")
 # The ids search gives to what is not an evidence record (an archived result's note, a memory

@@ -32,10 +32,10 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mnemo_sea.archive.rules import limits
-from mnemo_sea.archive.rules.principal import Sensitivity
-from mnemo_sea.archive.rules.records import ConfirmedFact, ReleasedItem, TaskState
-from mnemo_sea.archive.rules.refs import (
+from . import limits
+from .principal import Sensitivity
+from .records import ConfirmedFact, ReleasedItem, TaskState
+from .refs import (
     EVIDENCE_ID,
     MemoryIndexId,
     ResultIndexId,

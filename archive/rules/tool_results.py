@@ -17,8 +17,8 @@ from datetime import datetime
 from html import escape
 from typing import Any, Literal
 
-from mnemo_sea.archive.rules.errors import InvalidInput
-from mnemo_sea.archive.rules.principal import Sensitivity
+from .errors import InvalidInput
+from .principal import Sensitivity
 
 ResultState = Literal["live", "archived"]
 

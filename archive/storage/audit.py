@@ -25,12 +25,12 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.sql.dml import ReturningInsert
 
-from mnemo_sea.archive.rules.clock import utcnow
-from mnemo_sea.archive.rules.errors import IntegrityError, ReceiptInvalid
-from mnemo_sea.archive.rules.json_types import IsoTime, StrictInt
-from mnemo_sea.archive.storage import schema as t
-from mnemo_sea.archive.storage.signing import ReceiptKey, canonical_time
-from mnemo_sea.archive.storage.upserts import dialect_insert
+from ..rules.clock import utcnow
+from ..rules.errors import IntegrityError, ReceiptInvalid
+from ..rules.json_types import IsoTime, StrictInt
+from . import schema as t
+from .signing import ReceiptKey, canonical_time
+from .upserts import dialect_insert
 
 GENESIS = "0" * 64
 TARGET_LIMIT = 1024  # the width of audit_events.target

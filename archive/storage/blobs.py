@@ -8,10 +8,10 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, delete, exists, select
 
-from mnemo_sea.archive.rules.clock import utcnow
-from mnemo_sea.archive.rules.errors import IntegrityError
-from mnemo_sea.archive.storage import schema as t
-from mnemo_sea.archive.storage.upserts import insert_or_touch
+from ..rules.clock import utcnow
+from ..rules.errors import IntegrityError
+from . import schema as t
+from .upserts import insert_or_touch
 
 
 def sha256_hex(content: bytes) -> str:

@@ -23,9 +23,9 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from mnemo_sea.archive.storage.audit import append_event
-from mnemo_sea.archive.storage.signing import ReceiptKey
-from mnemo_sea.archive.storage.store import ArchiveStore
+from .audit import append_event
+from .signing import ReceiptKey
+from .store import ArchiveStore
 
 log = logging.getLogger(__name__)
 

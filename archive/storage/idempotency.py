@@ -25,10 +25,10 @@ from typing import Any
 
 from sqlalchemy import Connection, select, text
 
-from mnemo_sea.archive.rules.clock import utcnow
-from mnemo_sea.archive.rules.errors import IdempotencyMismatch
-from mnemo_sea.archive.rules.principal import Principal, check_identifier
-from mnemo_sea.archive.storage import schema as t
+from ..rules.clock import utcnow
+from ..rules.errors import IdempotencyMismatch
+from ..rules.principal import Principal, check_identifier
+from . import schema as t
 
 
 @dataclass(frozen=True)

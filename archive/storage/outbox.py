@@ -27,11 +27,11 @@ from typing import Any, Literal
 
 from sqlalchemy import Connection, func, or_, select, text, tuple_, update
 
-from mnemo_sea.archive.rules.clock import utcnow
-from mnemo_sea.archive.rules.errors import OutboxOwned
-from mnemo_sea.archive.storage import schema as t
-from mnemo_sea.archive.storage.statements import prepared_insert
-from mnemo_sea.archive.storage.store import ArchiveStore
+from ..rules.clock import utcnow
+from ..rules.errors import OutboxOwned
+from . import schema as t
+from .statements import prepared_insert
+from .store import ArchiveStore
 
 # index_status: a version stopped being current (superseded) but stays searchable `as_of` its time.
 Op = Literal["index_upsert", "index_status", "index_delete", "cache_purge"]

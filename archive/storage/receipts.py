@@ -15,11 +15,11 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from mnemo_sea.archive.rules.errors import ReceiptInvalid
-from mnemo_sea.archive.rules.records import DeletionReceipt
-from mnemo_sea.archive.storage import schema as t
-from mnemo_sea.archive.storage.audit import TARGET_LIMIT, AuditAnchor, check_signed
-from mnemo_sea.archive.storage.signing import ReceiptKey, canonical_time
+from ..rules.errors import ReceiptInvalid
+from ..rules.records import DeletionReceipt
+from . import schema as t
+from .audit import TARGET_LIMIT, AuditAnchor, check_signed
+from .signing import ReceiptKey, canonical_time
 
 RECEIPT_PURPOSE = "mnemo-sea/deletion-receipt/v1"
 

@@ -12,11 +12,11 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, Select, select, tuple_
 
-from mnemo_sea.archive.rules.in_force import expired
-from mnemo_sea.archive.rules.principal import Sensitivity
-from mnemo_sea.archive.rules.records import EvidenceRecord, MemoryFact, Summary
-from mnemo_sea.archive.rules.tool_results import result_id
-from mnemo_sea.archive.storage import schema as t
+from ..rules.in_force import expired
+from ..rules.principal import Sensitivity
+from ..rules.records import EvidenceRecord, MemoryFact, Summary
+from ..rules.tool_results import result_id
+from . import schema as t
 
 
 def to_record(row: Row[Any]) -> EvidenceRecord:

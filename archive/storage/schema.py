@@ -25,7 +25,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
-from mnemo_sea.archive.rules.checks import MEDIA_TYPE_COLUMN, TOOL_NAME_COLUMN
+from ..rules.checks import MEDIA_TYPE_COLUMN, TOOL_NAME_COLUMN
 
 metadata = MetaData(
     naming_convention={

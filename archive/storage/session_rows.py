@@ -9,10 +9,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, select
 
-from mnemo_sea.archive.rules.errors import Forbidden, NotFound, StateConflict
-from mnemo_sea.archive.rules.principal import Principal
-from mnemo_sea.archive.storage import schema as t
-from mnemo_sea.archive.storage.upserts import insert_ignore
+from ..rules.errors import Forbidden, NotFound, StateConflict
+from ..rules.principal import Principal
+from . import schema as t
+from .upserts import insert_ignore
 
 
 def readable_session(conn: Connection, principal: Principal, session_id: str) -> Row[Any]:

@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from mnemo_sea.archive.rules.errors import InvalidInput, StoreUnavailable
+from ..rules.errors import InvalidInput, StoreUnavailable
 
 MIN_SECRET_CHARS = 32
 KEY_FILE_MODE = 0o600

@@ -9,12 +9,12 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, select
 
-from mnemo_sea.archive.rules.errors import InvalidInput
-from mnemo_sea.archive.rules.principal import Sensitivity
-from mnemo_sea.archive.rules.refs import SourceRef
-from mnemo_sea.archive.rules.tool_results import parse_result_id
-from mnemo_sea.archive.storage import schema as t
-from mnemo_sea.archive.storage.blobs import sha256_hex
+from ..rules.errors import InvalidInput
+from ..rules.principal import Sensitivity
+from ..rules.refs import SourceRef
+from ..rules.tool_results import parse_result_id
+from . import schema as t
+from .blobs import sha256_hex
 
 
 def source_sensitivity(conn: Connection, tenant: str, ref: SourceRef) -> Sensitivity | None:

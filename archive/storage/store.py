@@ -35,17 +35,17 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
-from mnemo_sea.archive.rules.errors import (
+from ..rules.errors import (
     ArchiveError,
     InvalidInput,
     ReceiptKeyMissing,
     StoreCorrupt,
     StoreUnavailable,
 )
-from mnemo_sea.archive.rules.policy import DEFAULT_POLICY, ArchivePolicy
-from mnemo_sea.archive.storage.readers import ThreadReaders
-from mnemo_sea.archive.storage.signing import ReceiptKey
-from mnemo_sea.archive.storage.statements import PreparedSelect
+from ..rules.policy import DEFAULT_POLICY, ArchivePolicy
+from .readers import ThreadReaders
+from .signing import ReceiptKey
+from .statements import PreparedSelect
 
 T = TypeVar("T")
 

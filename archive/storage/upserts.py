@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Connection, Insert, Table
 from sqlalchemy.dialects import postgresql, sqlite
 
-from mnemo_sea.archive.storage.statements import prepared_insert
+from .statements import prepared_insert
 
 
 def dialect_insert(dialect_name: str, table: Table) -> postgresql.Insert | sqlite.Insert:

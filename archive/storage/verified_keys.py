@@ -27,7 +27,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mnemo_sea.archive.rules.principal import Principal
+from ..rules.principal import Principal
 
 DEFAULT_TTL_S = 5.0
 DEFAULT_MAX_ENTRIES = 10_000
