@@ -298,7 +298,7 @@ OPERATIONS = (
         "write_evidence_batch",
         ("post", "/v1/evidence/batch"),
         None,
-        None,  # `ingest` loads files and folders in batches: system/bulk_ingest.py
+        None,  # `ingest` loads files and folders in batches: mnemo_sea/cli/bulk_ingest.py
         idempotent=True,
         extra={
             "mnemo": {
