@@ -15,6 +15,9 @@ if __name__ != "mnemo_sea.archive":
     )
 
 
+import warnings
+from typing import Any
+
 from .api import Archive
 from .features.api_keys import ApiKeyInfo, cached_principal
 from .rules import limits
@@ -25,7 +28,7 @@ from .rules.errors import (
     ContentTooLarge,
     Forbidden,
     IdempotencyMismatch,
-    IntegrityError,
+    IntegrityFailure,
     InvalidBatch,
     InvalidInput,
     MemoryConflict,
@@ -136,7 +139,7 @@ __all__ = [
     "Idempotent",
     "InSession",
     "IndexId",
-    "IntegrityError",
+    "IntegrityFailure",
     "InvalidBatch",
     "InvalidInput",
     "LiveItem",
@@ -192,3 +195,17 @@ __all__ = [
     "render_stub",
     "render_withheld",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The integrity class was named IntegrityError until 0.1.0, the name of SQLAlchemy's (and
+    # sqlite3's) constraint error, which every module that caught both had to alias. The old name
+    # still resolves, with a warning; the wire code stays "integrity_error".
+    if name == "IntegrityError":
+        warnings.warn(
+            "mnemo_sea.archive.IntegrityError is renamed IntegrityFailure",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return IntegrityFailure
+    raise AttributeError(f"module 'mnemo_sea.archive' has no attribute {name!r}")

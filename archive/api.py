@@ -27,7 +27,7 @@ from .rules.errors import (
     ArchiveError,
     BatchRejected,
     Forbidden,
-    IntegrityError,
+    IntegrityFailure,
     ReceiptKeyMissing,
     TargetStatus,
     TaskStateRejected,
@@ -253,7 +253,7 @@ class Archive:
             # The deployment's key is gone, not this tenant's data: nothing of theirs was
             # checked or changed, so their chain gets no event (the error says so).
             raise
-        except IntegrityError as e:
+        except IntegrityFailure as e:
             self._audit(principal, "integrity_failure", target, {"action": action, **e.detail})
             raise
 
@@ -372,7 +372,7 @@ class Archive:
         Batched: a constant number of statements however many hits (see archive/hits.py). An
         original failing its hash is dropped and audited (`integrity_failure`), as a direct read
         of it would be."""
-        corrupt: list[tuple[str, IntegrityError]] = []
+        corrupt: list[tuple[str, IntegrityFailure]] = []
         found = self._guard(
             principal,
             "read_hits",
@@ -723,7 +723,7 @@ class Archive:
     def audit_anchor(self, principal: Principal) -> AuditAnchor:
         """The tenant chain's head, signed with the deployment key (admin only). Keep it outside
         the database: `verify_audit` given it detects a chain rewound or rewritten under it.
-        Raises IntegrityError when the chain is already broken (nothing to vouch for)."""
+        Raises IntegrityFailure when the chain is already broken (nothing to vouch for)."""
 
         def run() -> AuditAnchor:
             principal.require(Role.ADMIN, "anchoring the audit chain")

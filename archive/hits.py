@@ -33,7 +33,7 @@ from sqlalchemy import Connection, Integer, Select, String, bindparam, column, s
 
 from .rules.checks import aware
 from .rules.clock import utcnow
-from .rules.errors import IntegrityError, InvalidInput
+from .rules.errors import IntegrityFailure, InvalidInput
 from .rules.in_force import (
     evidence_answers_at,
     evidence_answers_now,
@@ -132,7 +132,7 @@ def read_hits(
     principal: Principal,
     pointers: Sequence[PointsToHit],
     as_of: datetime | None,
-    corrupt: list[tuple[str, IntegrityError]] | None = None,
+    corrupt: list[tuple[str, IntegrityFailure]] | None = None,
 ) -> list[HydratedHit | None]:
     """Each pointer's text as `principal` may read it at `as_of` (None: now), in order; None
     for a pointer the caller may not read, or that names nothing current (see the module
@@ -319,7 +319,7 @@ def _read_evidence(
     principal: Principal,
     wanted: set[_Evidence],
     at: datetime | None,
-    corrupt: list[tuple[str, IntegrityError]] | None,
+    corrupt: list[tuple[str, IntegrityFailure]] | None,
 ) -> dict[_Target, _Readable]:
     keys = sorted((x.evidence_id, x.version) for x in wanted)
     out: dict[_Target, _Readable] = {}
@@ -347,7 +347,7 @@ def _read_evidence(
             continue
         try:
             text = verified(row.blob_sha256, row.content).decode("utf-8")
-        except IntegrityError as e:
+        except IntegrityFailure as e:
             if corrupt is not None:  # never served; audited by the caller, reported by fsck
                 corrupt.append((f"evidence:{row.evidence_id}@{row.version}", e))
             continue

@@ -51,7 +51,7 @@ class InternalReads:
         self, tenant_id: str, keys: Sequence[tuple[str, int]]
     ) -> dict[tuple[str, int], tuple[EvidenceRecord, bytes]]:
         """`evidence_version` of many (evidence id, version) pairs, the originals read in the same
-        statement and hash-verified (IntegrityError for the first that fails); missing ones absent."""
+        statement and hash-verified (IntegrityFailure for the first that fails); missing ones absent."""
         found: dict[tuple[str, int], tuple[EvidenceRecord, bytes]] = {}
         for start in range(0, len(keys), _CHUNK):
             rows = self.conn.execute(versions_with_content(tenant_id, keys[start : start + _CHUNK]))

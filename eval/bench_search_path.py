@@ -54,9 +54,6 @@ class _AlwaysMiss:
     def bump_generation(self, tenant: str) -> int:
         return self._inner.bump_generation(tenant)
 
-    def get_search(self, tenant: str, generation: int, query_key: str) -> dict[str, Any] | None:
-        return None
-
     def lookup_search(self, tenant: str, query_key: str) -> tuple[int, dict[str, Any] | None]:
         return self._inner.tenant_generation(tenant), None
 

@@ -32,7 +32,7 @@ from mnemo_sea.archive import (
     EvidenceInput,
     Forbidden,
     IdempotencyMismatch,
-    IntegrityError,
+    IntegrityFailure,
     InvalidBatch,
     InvalidInput,
     MemoryConflict,
@@ -77,7 +77,7 @@ __all__ = [
     "IndexConfigMismatch",
     "IndexLocked",
     "IndexUnavailable",
-    "IntegrityError",
+    "IntegrityFailure",
     "InvalidBatch",
     "InvalidDocument",
     "InvalidInput",
@@ -120,6 +120,10 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "IntegrityError":  # the old name of IntegrityFailure (see mnemo_sea.archive)
+        from mnemo_sea import archive
+
+        return archive.IntegrityError
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'mnemo_sea' has no attribute {name!r}")

@@ -27,10 +27,23 @@ def test_every_public_name_resolves_to_the_layer_s_own_object() -> None:
         assert getattr(mnemo_sea, name) is not None, name
     assert mnemo_sea.Mnemo is Mnemo
     assert mnemo_sea.RetrievalError is RetrievalError
-    errors = [n for n in mnemo_sea.__all__ if n.endswith(("Error", "Conflict", "NotFound", "Rejected"))]
+    errors = [
+        n for n in mnemo_sea.__all__ if n.endswith(("Error", "Failure", "Conflict", "NotFound", "Rejected"))
+    ]
     for name in errors:
         cls = getattr(mnemo_sea, name)
         assert issubclass(cls, ArchiveError | RetrievalError), name
+
+
+def test_the_old_name_of_integrity_failure_resolves_with_a_deprecation_warning() -> None:
+    """IntegrityError (the name of SQLAlchemy's and sqlite3's constraint error) was renamed
+    IntegrityFailure; code that imports the old name keeps working and is told so."""
+    from mnemo_sea import archive
+
+    for module in (mnemo_sea, archive):
+        with pytest.warns(DeprecationWarning, match="renamed IntegrityFailure"):
+            assert module.IntegrityError is mnemo_sea.IntegrityFailure
+    assert "IntegrityError" not in mnemo_sea.__all__ and "IntegrityError" not in archive.__all__
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:

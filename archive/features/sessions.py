@@ -8,7 +8,7 @@ Invariants:
   (SQLite holds the write lock, PostgreSQL row locks on the targets), so validation and
   change see the same state; any invalid target rejects the batch and nothing changes;
 - results of a protected policy class are never archived;
-- every original served is re-hashed; a mismatch is an IntegrityError, never served.
+- every original served is re-hashed; a mismatch is an IntegrityFailure, never served.
 """
 
 from __future__ import annotations
@@ -607,7 +607,7 @@ def recover(
     The copy is labelled historical data from its `observed_at`; time-sensitive classes carry
     a re-query warning. Raises InvalidInput (malformed id), NotFound (not issued here),
     StateConflict (the result is live, so it is already in the context), Forbidden
-    (clearance) or IntegrityError (the stored original fails its hash; nothing is appended).
+    (clearance) or IntegrityFailure (the stored original fails its hash; nothing is appended).
 
     With an idempotency key, repeating the same call returns the first call's copy (the
     original read again, hash-checked) and appends nothing (NotFound if either was deleted
@@ -708,7 +708,7 @@ def read_result(
     live view of anyone who may read the session; an archived one's only comes back through
     `recover`, which needs the agent role, so a reader gets None. Raises InvalidInput (malformed
     ids), NotFound (no such result in a session of this tenant), Forbidden (another owner's
-    session for a reader, or above the principal's clearance) or IntegrityError.
+    session for a reader, or above the principal's clearance) or IntegrityFailure.
     """
     principal.require(Role.READER, "reading a result")
     check_identifier("session_id", session_id)

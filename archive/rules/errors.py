@@ -263,14 +263,14 @@ class OutboxOwned(StoreUnavailable):
     code = "outbox_owned"
 
 
-class IntegrityError(ArchiveError):
+class IntegrityFailure(ArchiveError):
     """Stored bytes no longer match their recorded hash, or the audit chain is broken."""
 
     code = "integrity_error"
     category = Category.INTEGRITY
 
 
-class StoreCorrupt(IntegrityError):
+class StoreCorrupt(IntegrityFailure):
     """The database file is not (any more) a database, or its pages are damaged, as its engine
     reports it (SQLite: SQLITE_NOTADB, SQLITE_CORRUPT). Nothing was changed; waiting does not
     help, restoring a backup does. `database` names the file, `reason` is the engine's word."""
@@ -286,7 +286,7 @@ class StoreCorrupt(IntegrityError):
         )
 
 
-class ReceiptKeyMissing(IntegrityError):
+class ReceiptKeyMissing(IntegrityFailure):
     """The deployment key file of an existing archive is gone. It is never made up again: a new
     key would sign new receipts but reject every earlier receipt and anchor as another
     deployment's. Nothing was changed. `key_file` names the file."""
@@ -304,7 +304,7 @@ class ReceiptKeyMissing(IntegrityError):
         )
 
 
-class ReceiptInvalid(IntegrityError):
+class ReceiptInvalid(IntegrityFailure):
     """A deletion receipt or audit anchor this deployment did not issue, or one the audit chain
     no longer matches. `check` names what failed: `unsigned`, `foreign_key` (signed by another
     deployment's key), `signature` (edited after signing), `unknown_audit_event` (the chain holds
@@ -312,7 +312,7 @@ class ReceiptInvalid(IntegrityError):
     """
 
     code = "receipt_invalid"
-    # An IntegrityError, but of the client's document, not the store: invalid input.
+    # An IntegrityFailure, but of the client's document, not the store: invalid input.
     category = Category.INVALID_INPUT
     check: str
 

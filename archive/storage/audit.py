@@ -26,7 +26,7 @@ from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.sql.dml import ReturningInsert
 
 from ..rules.clock import utcnow
-from ..rules.errors import IntegrityError, ReceiptInvalid
+from ..rules.errors import IntegrityFailure, ReceiptInvalid
 from ..rules.json_types import IsoTime, StrictInt
 from . import schema as t
 from .signing import ReceiptKey, canonical_time
@@ -174,7 +174,7 @@ def make_anchor(conn: Connection, key: ReceiptKey, tenant_id: str) -> AuditAncho
     would vouch for whatever an attacker left in it."""
     report = verify_chain(conn, tenant_id)
     if not report.ok:
-        raise IntegrityError(
+        raise IntegrityFailure(
             f"the audit chain of tenant {tenant_id} is broken; investigate it before anchoring it",
             problems=list(report.problems),
         )

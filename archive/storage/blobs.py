@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, delete, exists, select
 
 from ..rules.clock import utcnow
-from ..rules.errors import IntegrityError
+from ..rules.errors import IntegrityFailure
 from . import schema as t
 from .upserts import insert_or_touch
 
@@ -50,7 +50,7 @@ def put_blobs(conn: Connection, tenant_id: str, originals: Sequence[tuple[bytes,
 
 
 def read_blob(conn: Connection, tenant_id: str, digest: str) -> bytes:
-    """Return the original bytes; raises IntegrityError if they no longer match their hash."""
+    """Return the original bytes; raises IntegrityFailure if they no longer match their hash."""
     row = conn.execute(
         select(t.blobs.c.content).where(t.blobs.c.tenant_id == tenant_id, t.blobs.c.sha256 == digest)
     ).first()
@@ -59,13 +59,13 @@ def read_blob(conn: Connection, tenant_id: str, digest: str) -> bytes:
 
 def verified(digest: str, stored: bytes | None) -> bytes:
     """`stored` (the blob column as read, None when the row is missing) if it hashes to `digest`;
-    IntegrityError otherwise. For reads that fetch the column themselves (batched reads)."""
+    IntegrityFailure otherwise. For reads that fetch the column themselves (batched reads)."""
     if stored is None:
-        raise IntegrityError(f"original {digest[:12]}… is missing from the blob store", sha256=digest)
+        raise IntegrityFailure(f"original {digest[:12]}… is missing from the blob store", sha256=digest)
     content = bytes(stored)
     actual = sha256_hex(content)
     if actual != digest:
-        raise IntegrityError(
+        raise IntegrityFailure(
             f"original {digest[:12]}… fails its hash check (stored bytes hash to {actual[:12]}…); "
             "it is not served",
             sha256=digest,

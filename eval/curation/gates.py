@@ -3,7 +3,7 @@
 Before any saving counts, reversible archiving must be safe:
 - cross_tenant_recover: recovering another tenant's archived result is refused as NotFound (the
   same answer as a missing id) and appends nothing;
-- tampered_original: an original whose stored bytes changed is refused (IntegrityError),
+- tampered_original: an original whose stored bytes changed is refused (IntegrityFailure),
   nothing is appended, and the failure is in the tenant's audit chain;
 - bad_batch: a batch with one bad target changes nothing (raw table counts before and after);
 - store_down: with the archive unreachable the archive raises StoreUnavailable and the harness
@@ -27,7 +27,7 @@ from sqlalchemy import Connection, create_engine, text
 
 from mnemo_sea.archive import (
     BatchRejected,
-    IntegrityError,
+    IntegrityFailure,
     NotFound,
     Principal,
     Role,
@@ -153,7 +153,7 @@ def check_tampered_original(opened: Opened) -> GateCheck:
     before = table_counts(opened.database)
     try:
         got = mnemo.recover(agent, SESSION, "r1")
-    except IntegrityError:
+    except IntegrityFailure:
         events = mnemo.archive.audit_events(_admin())
         audited = any(e.action == "integrity_failure" and e.target == f"session:{SESSION}/r1" for e in events)
         after = table_counts(opened.database)
@@ -163,11 +163,13 @@ def check_tampered_original(opened: Opened) -> GateCheck:
             k: v for k, v in before.items() if k != "audit_events"
         }
         if not audited or not grown:
-            return GateCheck(name, False, "refused with IntegrityError, but no integrity_failure was audited")
+            return GateCheck(
+                name, False, "refused with IntegrityFailure, but no integrity_failure was audited"
+            )
         if not same:
-            return GateCheck(name, False, "refused with IntegrityError, but other tables changed")
+            return GateCheck(name, False, "refused with IntegrityFailure, but other tables changed")
         return GateCheck(
-            name, True, "the tampered r1 was refused (IntegrityError), audited, nothing appended"
+            name, True, "the tampered r1 was refused (IntegrityFailure), audited, nothing appended"
         )
     return GateCheck(name, False, f"the tampered original was served ({got.content[:40]!r})")
 

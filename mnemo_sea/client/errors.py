@@ -9,7 +9,7 @@ and `err.targets` work as they do in process. The request id is attached as `req
 
 A server that cannot be reached is `ApiUnreachable`, a `StoreUnavailable`: the store this
 client talks to is the API. An answer the client will not hand back is a `BadAnswer`, an
-`IntegrityError` (what the API sent is not what it stands for): `MalformedAnswer` when it is not
+`IntegrityFailure` (what the API sent is not what it stands for): `MalformedAnswer` when it is not
 the shape the operation reads (not JSON, a member missing or of another type), and
 `InconsistentAnswer` when it contradicts itself or what the client knows (an original against
 its hash, a snippet against its span, a status against the HTTP code). Both name the operation
@@ -25,7 +25,7 @@ import mnemo_sea.archive
 import mnemo_sea.context.errors
 import mnemo_sea.retrieval.errors
 import mnemo_sea.system.errors  # noqa: F401
-from mnemo_sea.archive import IntegrityError, StoreUnavailable
+from mnemo_sea.archive import IntegrityFailure, StoreUnavailable
 from mnemo_sea.client.wire import Reply, Request
 from mnemo_sea.system.outcomes import error_class, rebuild
 
@@ -60,7 +60,7 @@ class ApiUnreachable(StoreUnavailable):
         self.request_id = request_id
 
 
-class BadAnswer(IntegrityError):
+class BadAnswer(IntegrityFailure):
     """An answer of the API the client refuses to hand back: `operation` (the client's method),
     `path` (the member at fault, `` for the whole body) and `problem` say which and why. Nothing
     of it is returned; a write it answered may have been made (read it back to know)."""

@@ -14,8 +14,7 @@ are never kept.
 
 Use (the facade's search, then the outbox drainer's cache_purge row):
 
-    gen = cache.tenant_generation(tenant)           # before searching
-    page = cache.get_search(tenant, gen, key)       # (or both at once: cache.lookup_search)
+    gen, page = cache.lookup_search(tenant, key)    # the generation before searching, and its hit
     if page is None:
         page = run_search(...)
         cache.put_search(tenant, gen, key, page)    # refused if a bump happened meanwhile
@@ -110,14 +109,11 @@ class Cache(Protocol):
         """
         ...
 
-    def get_search(self, tenant: str, generation: int, query_key: str) -> dict[str, Any] | None:
-        """The result cached under this generation, or None (a miss)."""
-        ...
-
     def lookup_search(self, tenant: str, query_key: str) -> tuple[int, dict[str, Any] | None]:
-        """`tenant_generation` then `get_search` under it, read together (one round trip to
-        Redis): the generation, which a put of a freshly computed result must pass, and the
-        result cached under it or None."""
+        """The tenant's current generation and the result cached under it, or None (a miss),
+        read together (one round trip to Redis). A put of a freshly computed result passes the
+        generation returned here. A result of an older generation is never read: there is no
+        lookup by generation."""
         ...
 
     def put_search(self, tenant: str, generation: int, query_key: str, value: Mapping[str, Any]) -> bool:
@@ -293,24 +289,20 @@ class MemoryCache:
             del self._search[k]
         return len(keys)
 
-    def get_search(self, tenant: str, generation: int, query_key: str) -> dict[str, Any] | None:
-        key = (_check_tenant(tenant), _check_generation(generation), _check_query_key(query_key))
+    def lookup_search(self, tenant: str, query_key: str) -> tuple[int, dict[str, Any] | None]:
+        tenant, query_key = _check_tenant(tenant), _check_query_key(query_key)
         with self._lock:
+            generation = self._generations.get(tenant, 0)
+            key = (tenant, generation, query_key)
             entry = self._search.get(key)
             if entry is None or not self._live(entry):
                 self._search.pop(key, None)
                 self._counts[1] += 1
-                return None
+                return generation, None
             self._search.move_to_end(key)
             self._counts[0] += 1
             text = entry.value
-        return _load_json(text)
-
-    def lookup_search(self, tenant: str, query_key: str) -> tuple[int, dict[str, Any] | None]:
-        tenant = _check_tenant(tenant)
-        with self._lock:
-            generation = self._generations.get(tenant, 0)
-        return generation, self.get_search(tenant, generation, query_key)
+        return generation, _load_json(text)
 
     def put_search(self, tenant: str, generation: int, query_key: str, value: Mapping[str, Any]) -> bool:
         key = (_check_tenant(tenant), _check_generation(generation), _check_query_key(query_key))
@@ -476,17 +468,6 @@ class RedisCache:
     def bump_generation(self, tenant: str) -> int:
         key = self._gen_key(_check_tenant(tenant))
         return int(self._run("bump_generation", lambda: self._client.incr(key)))
-
-    def get_search(self, tenant: str, generation: int, query_key: str) -> dict[str, Any] | None:
-        key = self._search_key(
-            _check_tenant(tenant), _check_generation(generation), _check_query_key(query_key)
-        )
-        raw = self._run("get_search", lambda: self._client.get(key))
-        if raw is None:
-            self._count(1)
-            return None
-        self._count(0)
-        return _load_json(raw)
 
     def lookup_search(self, tenant: str, query_key: str) -> tuple[int, dict[str, Any] | None]:
         tenant = _check_tenant(tenant)

@@ -58,7 +58,7 @@ Bad input: the container must be a list or tuple (anything else raises InvalidIn
 the caller's bug). A malformed *item* — what a model wrote — gets the verdict `invalid` and
 counts against precision, because a broken citation is the answer's failure. A `Citation`
 object is validated when it is built (its constructor raises InvalidInput). A store that is
-unavailable raises (StoreUnavailable) and a corrupt original raises (IntegrityError): neither
+unavailable raises (StoreUnavailable) and a corrupt original raises (IntegrityFailure): neither
 is ever turned into a verdict.
 
 `load_citations_jsonl(path)` reads a file of answers, one JSON object per line:
@@ -673,7 +673,7 @@ def check_citations(
 
     `answered_at` (time-zone aware) is when the answer was given; None means now. Raises
     InvalidInput when `citations` is not a list or tuple, holds more than MAX_CITATIONS
-    items, or `answered_at` is naive; StoreUnavailable / IntegrityError from the archive
+    items, or `answered_at` is naive; StoreUnavailable / IntegrityFailure from the archive
     propagate. Reads only: the archive's audit chain records denied reads, as for any read.
     """
     if not isinstance(citations, list | tuple):

@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from mnemo_sea.archive import IntegrityError
+from mnemo_sea.archive import IntegrityFailure
 from mnemo_sea.retrieval import EvidenceDocument
 from mnemo_sea.retrieval.filters import FilterSpec, tenant_filter
 from mnemo_sea.system.mnemo import Mnemo
@@ -66,7 +66,7 @@ def _expected(
         for evidence_id, version, _status, _sha in reads.searchable_evidence(tenant):
             try:
                 found = reads.evidence_version(tenant, evidence_id, version)
-            except IntegrityError:
+            except IntegrityFailure:
                 corrupt.add((evidence_id, version))
                 continue
             if found is not None:

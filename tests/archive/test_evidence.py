@@ -27,7 +27,7 @@ from mnemo_sea.archive import (
     ContentTooLarge,
     EvidenceInput,
     Forbidden,
-    IntegrityError,
+    IntegrityFailure,
     InvalidBatch,
     InvalidInput,
     NotFound,
@@ -250,7 +250,7 @@ def test_content_is_hash_verified(archive: Archive, agent: Principal, admin: Pri
 
     with archive.store.write() as conn:
         conn.execute(update(t.blobs).where(t.blobs.c.sha256 == rec.content_sha256).values(content=b"forged"))
-    with pytest.raises(IntegrityError) as err:
+    with pytest.raises(IntegrityFailure) as err:
         archive.get_evidence(agent, "scan:1", with_content=True)
     assert err.value.detail["sha256"] == rec.content_sha256
     assert err.value.detail["actual_sha256"] == hashlib.sha256(b"forged").hexdigest()

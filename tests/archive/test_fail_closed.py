@@ -95,7 +95,7 @@ def test_unreachable_postgres_is_store_unavailable() -> None:
 
 
 def test_a_file_that_is_not_a_database_is_store_corrupt(tmp_path: Path) -> None:
-    # StoreCorrupt (an IntegrityError), no longer StoreUnavailable: waiting does not mend a file.
+    # StoreCorrupt (an IntegrityFailure), no longer StoreUnavailable: waiting does not mend a file.
     path = tmp_path / "notes.db"
     original = b"these are my notes, not a database\n" * 200
     path.write_bytes(original)

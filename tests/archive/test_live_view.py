@@ -17,7 +17,7 @@ from sqlalchemy import update
 from mnemo_sea.archive import (
     Archive,
     Forbidden,
-    IntegrityError,
+    IntegrityFailure,
     InvalidInput,
     NotFound,
     Principal,
@@ -311,7 +311,7 @@ def test_a_tampered_original_is_never_served(archive: Archive, agent: Principal,
             .where(t.blobs.c.tenant_id == agent.tenant_id, t.blobs.c.sha256 == r.content_sha256)
             .values(content=b"a forged original")
         )
-    with pytest.raises(IntegrityError):
+    with pytest.raises(IntegrityFailure):
         archive.live_view(agent, "s1")
     events = archive.audit_events(admin)
     assert [(e.action, e.detail["action"], e.detail["sha256"]) for e in events] == [

@@ -142,7 +142,7 @@ def test_the_scheduled_purge_covers_every_tenant_and_only_what_expired(
 def test_one_tenant_failing_its_purge_does_not_stop_the_others(
     archive: Archive, agent: Principal, other_tenant: Principal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mnemo_sea.archive import IntegrityError, deletion
+    from mnemo_sea.archive import IntegrityFailure, deletion
 
     day = timedelta(days=1)
     archive.remember(agent, "user-7", "k", "a", "user_claim", ttl_seconds=day.total_seconds())
@@ -151,11 +151,11 @@ def test_one_tenant_failing_its_purge_does_not_stop_the_others(
 
     def failing_for_clinic(store: object, principal: Principal, **kw: object) -> object:
         if principal.tenant_id == agent.tenant_id:  # sorted first: it must not block shop-b
-            raise IntegrityError("audit chain of clinic-a is broken")
+            raise IntegrityFailure("audit chain of clinic-a is broken")
         return purge(store, principal, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(deletion, "purge_expired", failing_for_clinic)
-    with pytest.raises(IntegrityError):
+    with pytest.raises(IntegrityFailure):
         archive.purge_expired_everywhere(now=datetime.now(UTC) + 2 * day)
     assert archive.memory_history(other_tenant, "user-7", "k") == []
     assert [f.value for f in archive.memory_history(agent, "user-7", "k")] == ["a"]

@@ -269,7 +269,7 @@ def test_a_broken_chain_is_not_anchored(archive: Archive, agent: Principal, admi
     deleted(archive, agent, admin)
     with archive.store.write() as conn:
         conn.execute(update(t.audit_events).where(t.audit_events.c.seq == 1).values(actor="someone-else"))
-    with pytest.raises(audit_module.IntegrityError) as err:
+    with pytest.raises(audit_module.IntegrityFailure) as err:
         archive.audit_anchor(admin)
     assert not isinstance(err.value, ReceiptInvalid) and err.value.detail["problems"]
 

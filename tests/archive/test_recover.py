@@ -18,7 +18,7 @@ from mnemo_sea.archive import (
     Archive,
     ArchivePolicy,
     Forbidden,
-    IntegrityError,
+    IntegrityFailure,
     InvalidInput,
     NotFound,
     Principal,
@@ -253,7 +253,7 @@ def test_a_tampered_original_is_an_integrity_error_and_nothing_is_appended(
     tamper(archive, agent.tenant_id, r.content_sha256, b"potassium 9.9 mmol/L")
     before = snapshot(archive)
 
-    with pytest.raises(IntegrityError) as err:
+    with pytest.raises(IntegrityFailure) as err:
         archive.recover(agent, "s1", "r1")
     assert err.value.detail["sha256"] == r.content_sha256
     assert err.value.detail["actual_sha256"] == hashlib.sha256(b"potassium 9.9 mmol/L").hexdigest()

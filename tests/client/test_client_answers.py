@@ -20,7 +20,7 @@ import httpx
 import pytest
 from client_helpers import Tampering, Tenant, json_altered, unaltered
 
-from mnemo_sea.archive import EvidenceInput, IntegrityError
+from mnemo_sea.archive import EvidenceInput, IntegrityFailure
 from mnemo_sea.client.errors import BadAnswer, InconsistentAnswer, MalformedAnswer
 
 TEXT = "amoxicillin 10 mg/kg twice daily for dogs, see the formulary"
@@ -177,7 +177,7 @@ def test_a_malformed_answer_is_a_malformed_answer_naming_the_operation_and_membe
             try:
                 call(client, world)
             except MalformedAnswer as e:
-                assert isinstance(e, IntegrityError)  # the integrity row of the one error table
+                assert isinstance(e, IntegrityFailure)  # the integrity row of the one error table
                 if e.operation != name or (at is not None and not e.path.startswith(at)) or not e.request_id:
                     wrong.append(f"{name}, {what}: {e.operation} at {e.path!r}, request {e.request_id}")
             except Exception as e:

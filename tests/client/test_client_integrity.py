@@ -3,7 +3,7 @@ the hash the caller holds (`expected_sha256`).
 
 A real answer is taken from the served API, then served again altered (other bytes, or none;
 other bytes with every hash naming them; members that disagree) through httpx's MockTransport,
-as a proxy that cut or rewrote the body would: the client must raise IntegrityError (its
+as a proxy that cut or rewrote the body would: the client must raise IntegrityFailure (its
 InconsistentAnswer, where the answer contradicts itself or the hash held), never hand the bytes
 back as the exact original.
 """
@@ -19,7 +19,7 @@ import httpx
 import pytest
 from client_helpers import Served, Tampering, Tenant, json_altered
 
-from mnemo_sea.archive import EvidenceInput, IntegrityError, InvalidInput
+from mnemo_sea.archive import EvidenceInput, IntegrityFailure, InvalidInput
 from mnemo_sea.client import MnemoClient
 from mnemo_sea.client.errors import InconsistentAnswer
 
@@ -46,7 +46,7 @@ def test_an_altered_recovered_original_is_refused(served: Served) -> None:
     ).json()
     assert answer["content"] == "the exact original bytes"  # the real answer passes (above)
     for altered in _altered(answer):
-        with _replaying(altered) as fake, pytest.raises(IntegrityError):
+        with _replaying(altered) as fake, pytest.raises(IntegrityFailure):
             fake.recover("s1", result.result_id)
 
 
@@ -63,7 +63,7 @@ def test_an_altered_evidence_body_is_refused(served: Served) -> None:
         headers={"Authorization": f"Bearer {key}"},
     ).json()
     for altered in _altered(answer):
-        with _replaying(altered) as fake, pytest.raises(IntegrityError):
+        with _replaying(altered) as fake, pytest.raises(IntegrityFailure):
             fake.get_evidence("kb:1", with_content=True)
 
 

@@ -33,6 +33,12 @@ from mnemo_sea.system.caches import (
 CacheFactory = Callable[..., Cache]
 
 
+def cached(cache: Cache, tenant: str, query_key: str) -> dict[str, Any] | None:
+    """What a reader gets: the result under the tenant's current generation, as the facade
+    reads it (`lookup_search`, the generation and its result in one round trip)."""
+    return cache.lookup_search(tenant, query_key)[1]
+
+
 PAGE = {"status": "results", "hits": [{"evidence_id": "policy:delivery:2026-10", "version": 2, "rank": 1}]}
 
 
@@ -54,23 +60,22 @@ def test_bump_makes_every_cached_result_of_the_tenant_unreachable(cache: Cache) 
     assert cache.put_search("clinic-a", gen, "q1", PAGE)
     assert cache.put_search("clinic-a", gen, "q2", {"status": "no_match", "hits": []})
     assert cache.put_search("shop-b", 0, "q1", {"status": "results", "hits": ["other"]})
-    assert cache.get_search("clinic-a", gen, "q1") == PAGE
+    assert cached(cache, "clinic-a", "q1") == PAGE
 
     new = cache.bump_generation("clinic-a")
-    assert cache.get_search("clinic-a", new, "q1") is None
-    assert cache.get_search("clinic-a", new, "q2") is None
+    assert cache.lookup_search("clinic-a", "q1") == (new, None)
+    assert cached(cache, "clinic-a", "q2") is None
     # The other tenant's results are untouched.
-    assert cache.get_search("shop-b", 0, "q1") == {"status": "results", "hits": ["other"]}
+    assert cached(cache, "shop-b", "q1") == {"status": "results", "hits": ["other"]}
 
 
 def test_result_computed_before_a_bump_is_never_stored_or_served_after_it(cache: Cache) -> None:
     before = cache.tenant_generation("clinic-a")  # a search reads the generation, then runs ...
     after = cache.bump_generation("clinic-a")  # ... a deletion commits meanwhile ...
     assert cache.put_search("clinic-a", before, "q", {"stale": True}) is False  # ... its put is refused
-    assert cache.get_search("clinic-a", after, "q") is None
-    assert cache.get_search("clinic-a", before, "q") is None
+    assert cache.lookup_search("clinic-a", "q") == (after, None)  # nothing under either generation
     assert cache.put_search("clinic-a", after, "q", {"stale": False}) is True
-    assert cache.get_search("clinic-a", after, "q") == {"stale": False}
+    assert cached(cache, "clinic-a", "q") == {"stale": False}
 
 
 def test_a_lookup_reads_the_generation_and_its_result_together(cache: Cache) -> None:
@@ -98,12 +103,12 @@ def test_values_round_trip_as_fresh_copies(cache: Cache) -> None:
         "empty": "",
     }
     assert cache.put_search("clinic-a", 0, "q", value)
-    got = cache.get_search("clinic-a", 0, "q")
+    got = cached(cache, "clinic-a", "q")
     assert got == value
     assert got is not None
     got["nested"]["ranks"].append(99)
     value["empty"] = "changed by the caller"
-    assert cache.get_search("clinic-a", 0, "q") == {
+    assert cached(cache, "clinic-a", "q") == {
         "statement": "超过约定配送期后可申请物流调查",
         "nested": {"ranks": [1, 2.5, None, True]},
         "empty": "",
@@ -122,7 +127,7 @@ def test_values_round_trip_as_fresh_copies(cache: Cache) -> None:
 def test_non_json_values_are_refused(cache: Cache, value: Any, problem: str) -> None:
     with pytest.raises(InvalidInput, match=problem):
         cache.put_search("clinic-a", 0, "q", value)
-    assert cache.get_search("clinic-a", 0, "q") is None
+    assert cached(cache, "clinic-a", "q") is None
 
 
 def test_tuples_read_back_as_arrays_and_non_finite_floats_as_none(cache: Cache) -> None:
@@ -135,16 +140,17 @@ def test_tuples_read_back_as_arrays_and_non_finite_floats_as_none(cache: Cache) 
 
     value = {"pairs": [Pair(1, 0.5), (2, float("nan"))], "inf": float("inf")}
     assert cache.put_search("clinic-a", 0, "q", value) is True
-    assert cache.get_search("clinic-a", 0, "q") == {"pairs": [[1, 0.5], [2, None]], "inf": None}
+    assert cached(cache, "clinic-a", "q") == {"pairs": [[1, 0.5], [2, None]], "inf": None}
 
 
 @pytest.mark.parametrize(
     ("call", "field"),
     [
         (lambda c: c.tenant_generation(""), "tenant"),
-        (lambda c: c.get_search("clinic-a", -1, "q"), "generation"),
-        (lambda c: c.get_search("clinic-a", True, "q"), "generation"),
-        (lambda c: c.get_search("clinic-a", 0, ""), "query_key"),
+        (lambda c: c.put_search("clinic-a", -1, "q", PAGE), "generation"),
+        (lambda c: c.put_search("clinic-a", True, "q", PAGE), "generation"),
+        (lambda c: c.lookup_search("clinic-a", ""), "query_key"),
+        (lambda c: c.put_search("clinic-a", 0, "", PAGE), "query_key"),
     ],
 )
 def test_bad_arguments_raise_invalid_input_naming_the_field(cache: Cache, call: Any, field: str) -> None:
@@ -159,10 +165,10 @@ def test_tenants_with_separator_characters_never_share_entries(cache: Cache) -> 
     assert cache.put_search("a:1", 0, "q", {"tenant": "a:1"})
     assert cache.put_search("a*", 0, "q", {"tenant": "a*"})
     assert cache.purge_tenant("a") == 1
-    assert cache.get_search("a:1", 0, "q") == {"tenant": "a:1"}
-    assert cache.get_search("a*", 0, "q") == {"tenant": "a*"}
+    assert cached(cache, "a:1", "q") == {"tenant": "a:1"}
+    assert cached(cache, "a*", "q") == {"tenant": "a*"}
     assert cache.purge_tenant("a*") == 1
-    assert cache.get_search("a:1", 0, "q") == {"tenant": "a:1"}
+    assert cached(cache, "a:1", "q") == {"tenant": "a:1"}
 
 
 def test_purge_tenant_drops_results_and_never_resets_the_generation(cache: Cache) -> None:
@@ -175,9 +181,8 @@ def test_purge_tenant_drops_results_and_never_resets_the_generation(cache: Cache
     assert cache.purge_tenant("clinic-a") == 2
     after = cache.tenant_generation("clinic-a")
     assert after == gen + 1  # bumped, not reset: results cached under 0..gen stay unreachable
-    assert cache.get_search("clinic-a", gen, "q1") is None
-    assert cache.get_search("clinic-a", after, "q1") is None
-    assert cache.get_search("shop-b", 0, "q1") == PAGE
+    assert cache.lookup_search("clinic-a", "q1") == (after, None)
+    assert cached(cache, "shop-b", "q1") == PAGE
     assert cache.purge_tenant("clinic-a") == 0
 
 
@@ -186,10 +191,10 @@ def test_purge_tenant_drops_results_and_never_resets_the_generation(cache: Cache
 
 def test_stats_count_hits_and_misses(cache: Cache) -> None:
     assert cache.stats() == CacheStats()
-    cache.get_search("clinic-a", 0, "q")
+    cached(cache, "clinic-a", "q")
     cache.put_search("clinic-a", 0, "q", PAGE)
-    cache.get_search("clinic-a", 0, "q")
-    cache.get_search("clinic-a", 0, "q")
+    cached(cache, "clinic-a", "q")
+    cached(cache, "clinic-a", "q")
     stats = cache.stats()
     assert stats == CacheStats(search_hits=2, search_misses=1)
     assert (stats.hits, stats.misses) == (2, 1)
@@ -200,9 +205,9 @@ def test_memory_entries_expire_after_their_ttl() -> None:
     cache = MemoryCache(search_ttl=0.2, clock=clock)
     cache.put_search("clinic-a", 0, "q", PAGE)
     clock.now += 0.19
-    assert cache.get_search("clinic-a", 0, "q") == PAGE
+    assert cached(cache, "clinic-a", "q") == PAGE
     clock.now += 0.01
-    assert cache.get_search("clinic-a", 0, "q") is None
+    assert cached(cache, "clinic-a", "q") is None
     assert cache.tenant_generation("clinic-a") == 0  # generations never expire
 
 
@@ -215,10 +220,10 @@ def test_a_redis_result_whose_ttl_ran_out_is_a_miss_and_its_generation_stays(
     client = redis.Redis.from_url(redis_url)
     try:
         cache.put_search("clinic-a", 0, "q", PAGE)
-        assert cache.get_search("clinic-a", 0, "q") == PAGE
+        assert cached(cache, "clinic-a", "q") == PAGE
         (key,) = [k for k in client.scan_iter(match=redis_prefix + "search:*")]
         assert client.pexpireat(key, 1)  # 1970: expired
-        assert cache.get_search("clinic-a", 0, "q") is None
+        assert cached(cache, "clinic-a", "q") is None
         assert cache.tenant_generation("clinic-a") == 0  # generations never expire
     finally:
         cache.close()
@@ -231,11 +236,11 @@ def test_memory_cache_is_a_bounded_lru_that_never_evicts_generations() -> None:
         cache.bump_generation(tenant)
     cache.put_search("t1", 1, "q1", {"n": 1})
     cache.put_search("t1", 1, "q2", {"n": 2})
-    assert cache.get_search("t1", 1, "q1") == {"n": 1}  # q1 is now the most recently used
+    assert cached(cache, "t1", "q1") == {"n": 1}  # q1 is now the most recently used
     cache.put_search("t1", 1, "q3", {"n": 3})
-    assert cache.get_search("t1", 1, "q2") is None
-    assert cache.get_search("t1", 1, "q1") == {"n": 1}
-    assert cache.get_search("t1", 1, "q3") == {"n": 3}
+    assert cached(cache, "t1", "q2") is None
+    assert cached(cache, "t1", "q1") == {"n": 1}
+    assert cached(cache, "t1", "q3") == {"n": 3}
     assert [cache.tenant_generation(t) for t in ("t1", "t2", "t3")] == [1, 1, 1]
 
 
@@ -244,9 +249,9 @@ def test_memory_cache_ttl_follows_its_clock() -> None:
     cache = MemoryCache(search_ttl=60, clock=lambda: now[0])
     cache.put_search("clinic-a", 0, "q", PAGE)
     now[0] += 59.9
-    assert cache.get_search("clinic-a", 0, "q") == PAGE
+    assert cached(cache, "clinic-a", "q") == PAGE
     now[0] += 0.2
-    assert cache.get_search("clinic-a", 0, "q") is None
+    assert cached(cache, "clinic-a", "q") is None
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, "60"])
@@ -287,8 +292,7 @@ def test_concurrent_bumps_are_atomic_and_readers_never_see_an_older_generation(
                 problems.append(f"generation went back from {last} to {seen}")
             last = seen
             cache.put_search(tenant, seen, "q", {"generation": seen})
-            current = cache.tenant_generation(tenant)
-            hit = cache.get_search(tenant, current, "q")
+            current, hit = cache.lookup_search(tenant, "q")
             if hit is not None and hit["generation"] != current:
                 problems.append(f"generation {current} served a result computed at {hit['generation']}")
 
@@ -337,7 +341,8 @@ def test_only_results_of_the_current_generation_are_ever_served(
             if ok:
                 stored[(t, gen, q)] = n
         elif op == "get":
-            hit = cache.get_search(tenant, generation[t], q)
+            current, hit = cache.lookup_search(tenant, q)
+            assert current == generation[t]
             expected = stored.get((t, generation[t], q))
             assert hit == (None if expected is None else {"n": expected})
         elif op == "bump":
@@ -382,12 +387,12 @@ def test_redis_caches_sharing_a_prefix_share_state_and_other_prefixes_see_nothin
     try:
         gen = api_1.tenant_generation("clinic-a")
         assert api_1.put_search("clinic-a", gen, "q", PAGE)
-        assert api_2.get_search("clinic-a", gen, "q") == PAGE
-        assert stranger.get_search("clinic-a", gen, "q") is None
+        assert cached(api_2, "clinic-a", "q") == PAGE
+        assert cached(stranger, "clinic-a", "q") is None
 
         new = api_2.bump_generation("clinic-a")  # the drainer in another process bumps ...
         assert api_1.tenant_generation("clinic-a") == new  # ... and every process sees it at once
-        assert api_1.get_search("clinic-a", new, "q") is None
+        assert api_1.lookup_search("clinic-a", "q") == (new, None)
         assert stranger.tenant_generation("clinic-a") == 0
     finally:
         for c in (api_1, api_2, stranger):
@@ -423,7 +428,7 @@ def test_redis_refuses_a_bad_prefix() -> None:
     [
         lambda c: c.tenant_generation("clinic-a"),
         lambda c: c.bump_generation("clinic-a"),
-        lambda c: c.get_search("clinic-a", 0, "q"),
+        lambda c: c.lookup_search("clinic-a", "q"),
         lambda c: c.put_search("clinic-a", 0, "q", PAGE),
         lambda c: c.purge_tenant("clinic-a"),
         lambda c: c.ping(),

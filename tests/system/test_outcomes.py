@@ -30,7 +30,7 @@ from mnemo_sea.archive import (
     ContentTooLarge,
     Forbidden,
     IdempotencyMismatch,
-    IntegrityError,
+    IntegrityFailure,
     InvalidBatch,
     InvalidInput,
     MemoryConflict,
@@ -124,7 +124,7 @@ FACTORIES: dict[type[BaseException], Callable[[], BaseException]] = {
     BadAnswer: lambda: BadAnswer("search", "", "refused"),
     MalformedAnswer: lambda: MalformedAnswer("search", "hits[0].span", "missing"),
     InconsistentAnswer: lambda: InconsistentAnswer("search", "status", "a 200 says 'forbidden'"),
-    IntegrityError: lambda: IntegrityError("blob fails its hash"),
+    IntegrityFailure: lambda: IntegrityFailure("blob fails its hash"),
     StoreCorrupt: lambda: StoreCorrupt("/data/archive.db", "database disk image is malformed"),
     ReceiptInvalid: lambda: ReceiptInvalid("signature", "edited after signing"),
     ReceiptKeyMissing: lambda: ReceiptKeyMissing("/data/receipt.key"),
@@ -180,9 +180,9 @@ EXPECTED: dict[type[BaseException], tuple[outcomes.Category, int, int]] = {
     BadAnswer: INTEGRITY,
     MalformedAnswer: INTEGRITY,
     InconsistentAnswer: INTEGRITY,
-    IntegrityError: INTEGRITY,
+    IntegrityFailure: INTEGRITY,
     StoreCorrupt: INTEGRITY,
-    ReceiptInvalid: INVALID,  # an IntegrityError, but the client's document: invalid input wins
+    ReceiptInvalid: INVALID,  # an IntegrityFailure, but the client's document: invalid input wins
     ReceiptKeyMissing: INTEGRITY,  # a part of the deployment is gone: restored from a backup
     RetractedContent: CONFLICT,  # also a BatchRejected: the record's state (retracted) wins
     ContextOverBudget: INVALID,

@@ -273,13 +273,13 @@ def test_the_worker_waits_out_an_unavailable_store() -> None:
 def test_a_failing_ttl_purge_is_logged_and_retried_while_the_worker_drains_on(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A purge failing with an IntegrityError (a tenant's broken audit chain) or a conflict does
+    """A purge failing with an IntegrityFailure (a tenant's broken audit chain) or a conflict does
     not stop the worker: the drain goes on, the purge is tried again at its next interval."""
     import logging
     import threading
     from types import SimpleNamespace
 
-    from mnemo_sea.archive import IntegrityError, MemoryConflict
+    from mnemo_sea.archive import IntegrityFailure, MemoryConflict
     from mnemo_sea.system.projection.indexer import DrainReport
     from mnemo_sea.system.worker import run_worker
 
@@ -298,7 +298,7 @@ def test_a_failing_ttl_purge_is_logged_and_retried_while_the_worker_drains_on(
     def purge() -> list[object]:
         purges.append(now[0])
         if len(purges) == 1:
-            raise IntegrityError("the audit chain of tenant t-9 is broken", tenant_id="t-9")
+            raise IntegrityFailure("the audit chain of tenant t-9 is broken", tenant_id="t-9")
         if len(purges) == 2:
             raise MemoryConflict("u-1", "tz", "user_claim", 2, "user_correction")
         return [SimpleNamespace(memory_facts=[("u-1", "tz", 1)])]
