@@ -31,6 +31,7 @@ from .rules.errors import (
     IntegrityFailure,
     InvalidBatch,
     InvalidInput,
+    InvalidSpan,
     MemoryConflict,
     NotFound,
     ReceiptInvalid,
@@ -43,6 +44,7 @@ from .rules.errors import (
     TaskStateRejected,
     Unauthenticated,
 )
+from .rules.excerpts import DEFAULT_AROUND, Excerpt
 from .rules.operations import (
     MAX_VERSION,
     ArchiveResultsOp,
@@ -50,6 +52,7 @@ from .rules.operations import (
     Clearance,
     CreateSummaryOp,
     EvidenceInput,
+    ExcerptSpan,
     Idempotent,
     InSession,
     LiveViewOp,
@@ -108,6 +111,7 @@ from .storage.store import PG_CONNECT_TIMEOUT_S
 from .storage.verified_keys import VerifiedKeys
 
 __all__ = [
+    "DEFAULT_AROUND",
     "DEFAULT_PROTECTED_CLASSES",
     "DERIVED_ID_PREFIXES",
     "EVIDENCE_REF_PREFIX",
@@ -134,6 +138,8 @@ __all__ = [
     "ErasureState",
     "EvidenceInput",
     "EvidenceRecord",
+    "Excerpt",
+    "ExcerptSpan",
     "Forbidden",
     "IdempotencyMismatch",
     "Idempotent",
@@ -142,6 +148,7 @@ __all__ = [
     "IntegrityFailure",
     "InvalidBatch",
     "InvalidInput",
+    "InvalidSpan",
     "LiveItem",
     "LiveView",
     "LiveViewOp",

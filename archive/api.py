@@ -32,6 +32,7 @@ from .rules.errors import (
     TargetStatus,
     TaskStateRejected,
 )
+from .rules.excerpts import DEFAULT_AROUND
 from .rules.operations import (
     ArchiveResultsOp,
     ArchiveTarget,
@@ -338,17 +339,36 @@ class Archive:
         )
 
     def recover(
-        self, principal: Principal, session_id: str, result_id: str, *, idempotency_key: str | None = None
+        self,
+        principal: Principal,
+        session_id: str,
+        result_id: str,
+        *,
+        lines: tuple[int, int] | None = None,
+        byte_range: tuple[int, int] | None = None,
+        match: str | None = None,
+        around: int = DEFAULT_AROUND,
+        idempotency_key: str | None = None,
     ) -> Recovered:
-        """`RecoverOp`: an archived result's exact original, hash-verified and appended to the
-        session labelled historical, with a staleness warning for time-sensitive data."""
+        """`RecoverOp`: an archived result's exact original, or the excerpt a span names (lines,
+        a byte range, or the lines around a match), hash-verified against the whole original and
+        appended to the session labelled historical, with a staleness warning for time-sensitive
+        data. InvalidSpan, naming the original's size, for a span it cannot satisfy."""
         check_caps(RecoverOp, locals())
         return self._guard(
             principal,
             "recover",
             f"session:{session_id}/{result_id}",
             lambda: sessions.recover(
-                self.store, principal, session_id, result_id, idempotency_key=idempotency_key
+                self.store,
+                principal,
+                session_id,
+                result_id,
+                lines=lines,
+                byte_range=byte_range,
+                match=match,
+                around=around,
+                idempotency_key=idempotency_key,
             ),
         )
 

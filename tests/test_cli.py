@@ -29,8 +29,16 @@ def test_bench_archive_prints_json_with_targets() -> None:
     assert report["benchmark"] == "archive"
     assert report["workload"] == {"batch_results": 26, "batch_bytes": 2_200_000, "batches": 2}
     assert report["archive_batch"]["runs"] == 2 and report["recover_10kb"]["runs"] == 5
-    for key in ("archive_batch", "recover_10kb", "recover_2mb"):
+    keys = (
+        "archive_batch",
+        "recover_10kb",
+        "recover_2mb",
+        "recover_2mb_excerpt_lines",
+        "recover_2mb_excerpt_match",
+    )
+    for key in keys:
         assert 0 < report[key]["p50_ms"] <= report[key]["p95_ms"] <= report[key]["max_ms"]
+    assert set(report["excerpt_vs_whole_2mb_p50"]) == {"lines", "match"}
     assert set(report["meets_targets"]) == set(report["targets_ms"])
 
 

@@ -39,12 +39,14 @@ from ..rules.errors import (
     StateConflict,
     TargetStatus,
 )
+from ..rules.excerpts import DEFAULT_AROUND, Excerpt, check_span, resolve_span
 from ..rules.operations import ArchiveResultsOp, ArchiveTarget, RecordOp
 from ..rules.policy import check_list_limit, check_policy_class
 from ..rules.principal import Principal, Role, Sensitivity, check_identifier
 from ..rules.records import ArchiveReceipt, LiveItem, LiveView, Recovered
 from ..rules.tool_results import (
     ToolResult,
+    is_textual,
     parse_result_id,
     render_live,
     render_stub,
@@ -137,7 +139,32 @@ def _to_result(row: Row[Any] | SimpleNamespace, note: str | None = None) -> Tool
         state=row.state,
         note=note,
         recovered_from=result_id(row.recovered_from_no) if row.recovered_from_no is not None else None,
+        excerpt=(
+            None
+            if row.excerpt_start is None
+            else Excerpt(row.excerpt_start, row.excerpt_end, row.excerpt_first_line, row.excerpt_last_line)
+        ),
     )
+
+
+# The excerpt columns of a result that shows its whole original (every result but an excerpt's copy).
+_WHOLE = dict.fromkeys(("excerpt_start", "excerpt_end", "excerpt_first_line", "excerpt_last_line"))
+
+
+def _excerpt_columns(excerpt: Excerpt | None) -> dict[str, int | None]:
+    if excerpt is None:
+        return dict(_WHOLE)
+    return {
+        "excerpt_start": excerpt.start,
+        "excerpt_end": excerpt.end,
+        "excerpt_first_line": excerpt.first_line,
+        "excerpt_last_line": excerpt.last_line,
+    }
+
+
+def shown(result: ToolResult, original: bytes) -> bytes:
+    """What a result shows of its original: all of it, or an excerpt copy's excerpt."""
+    return original if result.excerpt is None else result.excerpt.of(original)
 
 
 # Statements of the write paths, built once: building a statement and its cache key anew cost
@@ -281,6 +308,7 @@ def record(
             "policy_class": op.policy_class,
             "state": "live",
             "recovered_from_no": None,
+            **_WHOLE,
         }
         conn.execute(_RESULT_INSERT, values)
         save_reply(conn, keyed_request, {"session_id": session_id, "result_id": result_id(number)})
@@ -587,7 +615,7 @@ def live_view(store: ArchiveStore, principal: Principal, session_id: str) -> Liv
             if result.state == "archived":
                 rendered = render_stub(result)
             else:
-                content = read_blob(conn, tenant, result.content_sha256)
+                content = shown(result, read_blob(conn, tenant, result.content_sha256))
                 warning = staleness_warning(store, result) if result.recovered_from else None
                 rendered = render_live(result, content, warning)
             items.append(LiveItem(result=result, rendered=rendered))
@@ -600,26 +628,48 @@ def recover(
     session_id: str,
     result_ref: str,
     *,
+    lines: tuple[int, int] | None = None,
+    byte_range: tuple[int, int] | None = None,
+    match: str | None = None,
+    around: int = DEFAULT_AROUND,
     idempotency_key: str | None = None,
 ) -> Recovered:
-    """Return the exact original of an archived result, appended to the session as a new result.
+    """Return the exact original of an archived result, or the excerpt a span names, appended to
+    the session as a new result.
 
     The copy is labelled historical data from its `observed_at`; time-sensitive classes carry
-    a re-query warning. Raises InvalidInput (malformed id), NotFound (not issued here),
-    StateConflict (the result is live, so it is already in the context), Forbidden
-    (clearance) or IntegrityFailure (the stored original fails its hash; nothing is appended).
+    a re-query warning. A span (`lines`, `byte_range` or `match` with `around`, see
+    rules/excerpts.py) names part of the original: the whole original is hash-verified, then
+    cut; the copy shows only those bytes, labelled with their lines and bytes and the whole
+    original's hash, and a citation of it resolves to the original's text it shows. Recovering an
+    excerpt's copy without a span brings back the same excerpt; a span always counts in the
+    original.
+
+    Raises InvalidInput (malformed id), InvalidSpan (a span the original cannot satisfy, naming
+    its size in lines and bytes), NotFound (not issued here), StateConflict (the result is live,
+    so it is already in the context), Forbidden (clearance) or IntegrityFailure (the stored
+    original fails its hash). On any of them nothing is appended.
 
     With an idempotency key, repeating the same call returns the first call's copy (the
     original read again, hash-checked) and appends nothing (NotFound if either was deleted
-    since); reusing the key for another request raises IdempotencyMismatch.
+    since); reusing the key for another request (another span too) raises IdempotencyMismatch.
     """
     principal.require(Role.AGENT, "recovering a result")
     check_identifier("session_id", session_id)
     number = parse_result_id(result_ref)
     tenant = principal.tenant_id
-    keyed_request = keyed(
-        principal, idempotency_key, "recover", {"session_id": session_id, "result_id": result_ref}
-    )
+    check_span(lines=lines, byte_range=byte_range, match=match, around=around)
+    # The span is part of the request an idempotency key stands for (a whole recovery's request
+    # is as it was before spans existed, so keys stored then still match).
+    span: dict[str, object] = {
+        name: value
+        for name, value in (("lines", lines), ("byte_range", byte_range), ("match", match))
+        if value is not None
+    }
+    if match is not None:
+        span["around"] = around
+    request = {"session_id": session_id, "result_id": result_ref, **span}
+    keyed_request = keyed(principal, idempotency_key, "recover", request)
     with store.write() as conn:
         previous = previous_reply(conn, keyed_request)
         found = _result_with_original(conn, tenant, session_id, number)
@@ -629,7 +679,7 @@ def recover(
         principal.require_clearance(original.sensitivity, f"recovering {result_ref}")
         if previous is not None:
             appended = _recorded(conn, tenant, session_id, previous["appended"])
-            content = verified(original.content_sha256, stored)
+            content = shown(appended, verified(original.content_sha256, stored))
             return Recovered(original, appended, content, staleness_warning(store, original))
         if original.state != "archived":
             raise StateConflict(
@@ -638,7 +688,18 @@ def recover(
                 result_id=result_ref,
                 state=original.state,
             )
-        content = verified(original.content_sha256, stored)
+        whole = verified(original.content_sha256, stored)
+        excerpt = resolve_span(
+            whole,
+            result_id=result_ref,
+            textual=is_textual(original.media_type),
+            lines=lines,
+            byte_range=byte_range,
+            match=match,
+            around=around,
+        )
+        if excerpt is None:
+            excerpt = original.excerpt  # an excerpt's copy comes back as the same excerpt
         now = utcnow()
         new_number = _allocate_number(conn, tenant, session_id)
         conn.execute(
@@ -659,21 +720,14 @@ def recover(
                 "policy_class": original.policy_class,
                 "state": "live",
                 "recovered_from_no": number,
+                **_excerpt_columns(excerpt),
             },
         )
-        append_event(
-            conn,
-            tenant,
-            principal.subject,
-            "recover",
-            f"session:{session_id}/{result_ref}",
-            {"appended_as": result_id(new_number), "sha256": original.content_sha256},
-        )
-        save_reply(
-            conn,
-            keyed_request,
-            {"session_id": session_id, "result_id": result_ref, "appended": result_id(new_number)},
-        )
+        detail: dict[str, Any] = {"appended_as": result_id(new_number), "sha256": original.content_sha256}
+        if excerpt is not None:
+            detail["excerpt"] = excerpt.describe()
+        append_event(conn, tenant, principal.subject, "recover", f"session:{session_id}/{result_ref}", detail)
+        save_reply(conn, keyed_request, {**request, "appended": result_id(new_number)})
     appended = ToolResult(
         session_id=session_id,
         result_id=result_id(new_number),
@@ -688,13 +742,13 @@ def recover(
         policy_class=original.policy_class,
         state="live",
         recovered_from=result_ref,
+        excerpt=excerpt,
     )
-    warning = staleness_warning(store, original)
     return Recovered(
         original=original,
         appended=appended,
-        content=content,
-        staleness_warning=warning,
+        content=shown(appended, whole),
+        staleness_warning=staleness_warning(store, original),
     )
 
 
@@ -704,7 +758,8 @@ def read_result(
     """One result as this principal may read it, changing nothing (citation checks use it).
 
     Returns the result with its note, the time it was archived (None while live) and its
-    hash-verified original when the principal may see that: a live result's original is in the
+    hash-verified original (an excerpt's copy: the excerpt, cut from it) when the principal may
+    see that: a live result's original is in the
     live view of anyone who may read the session; an archived one's only comes back through
     `recover`, which needs the agent role, so a reader gets None. Raises InvalidInput (malformed
     ids), NotFound (no such result in a session of this tenant), Forbidden (another owner's
@@ -729,7 +784,7 @@ def read_result(
             )
         ).scalar_one_or_none()
         readable = archived_at is None or principal.has(Role.AGENT)
-        content = read_blob(conn, tenant, result.content_sha256) if readable else None
+        content = shown(result, read_blob(conn, tenant, result.content_sha256)) if readable else None
     return result, archived_at, content
 
 

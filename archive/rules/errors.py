@@ -98,6 +98,33 @@ class TaskStateRejected(InvalidInput):
         self.problems: list[dict[str, Any]] = list(self.detail.get("problems", ()))
 
 
+class InvalidSpan(InvalidInput):
+    """A span of an excerpt recovery that the original cannot satisfy: outside it, inverted,
+    empty, splitting a character, a text it does not hold, or two spans at once. `field` names
+    the span (lines, byte_range, match, around); `lines` and `size` (bytes) the original's size, so the
+    caller can ask again within it. Nothing was appended."""
+
+    code = "invalid_span"
+    result_id: str
+    lines: int
+    size: int  # bytes
+
+    def __init__(self, span: str, problem: str, result_id: str, lines: int, size: int) -> None:
+        super().__init__(
+            span,
+            f"{problem}; {result_id} has {lines} lines ({size} bytes)",
+            result_id=result_id,
+            lines=lines,
+            bytes=size,
+        )
+
+    def _restore(self) -> None:
+        super()._restore()
+        self.result_id = self.detail.get("result_id", "")
+        self.lines = self.detail.get("lines", 0)
+        self.size = self.detail.get("bytes", 0)
+
+
 class ContentTooLarge(InvalidInput):
     """Content exceeds the configured size limit; nothing was stored."""
 

@@ -47,6 +47,7 @@ from pydantic.fields import FieldInfo
 
 from . import limits as cap
 from .errors import InvalidInput
+from .excerpts import DEFAULT_AROUND, MAX_AROUND
 from .json_types import IsoTime, IsoTimeAny, no_bool
 from .limits import ContentCap, JsonCap
 from .principal import Sensitivity
@@ -287,12 +288,43 @@ class ArchiveResultsOp(Operation):
     )
 
 
-class RecoverOp(Operation):
-    """Bring back an archived result's exact original, appended to the session as historical."""
+class RecoveredResult(Operation):
+    """Which archived result to bring back (REST names it in the path)."""
 
     result_id: str = Field(
         max_length=cap.RESULT_ID_CHARS, description="The archived result to bring back, like 'r3'."
     )
+
+
+class ExcerptSpan(Operation):
+    """At most one span: the part of the original to bring back (none: all of it)."""
+
+    lines: tuple[StrictInt, StrictInt] | None = Field(
+        None,
+        description="Only these lines of the original, [first, last]: counted from 1, both included, "
+        "e.g. [120, 140]. Line numbers are the original's, also when recovering an excerpt's copy.",
+    )
+    byte_range: tuple[StrictInt, StrictInt] | None = Field(
+        None,
+        description="Only these bytes of the original, [start, end): start counted from 0, end not included.",
+    )
+    match: str | None = Field(
+        None,
+        max_length=cap.QUOTE_CHARS,
+        description="Only the line(s) holding the first occurrence of this text (exact, else ignoring case), "
+        "with `around` lines on each side, e.g. 'p99 latency' or 'FAILED tests/test_io.py'.",
+    )
+    around: StrictInt = Field(
+        DEFAULT_AROUND,
+        ge=0,
+        le=MAX_AROUND,
+        description="With match: lines of context before and after the matching line(s).",
+    )
+
+
+class RecoverOp(ExcerptSpan, RecoveredResult):
+    """Bring back an archived result's exact original, or an excerpt of it, appended to the
+    session as historical."""
 
 
 class LiveViewOp(Operation):
@@ -528,6 +560,7 @@ __all__ = [
     "DeleteOwnerOp",
     "DeleteSessionOp",
     "EvidenceInput",
+    "ExcerptSpan",
     "ForgetOp",
     "Idempotent",
     "InSession",
@@ -540,6 +573,7 @@ __all__ = [
     "ProvenanceName",
     "RecordOp",
     "RecoverOp",
+    "RecoveredResult",
     "ReleaseInput",
     "RememberOp",
     "ResultMetadata",

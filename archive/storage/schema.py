@@ -103,6 +103,11 @@ tool_results = Table(
     Column("policy_class", String(64), nullable=False),
     Column("state", String(16), nullable=False),  # live | archived
     Column("recovered_from_no", Integer, nullable=True),
+    # An excerpt recovery's copy: the bytes [start, end) of the original it shows, and their lines.
+    Column("excerpt_start", BigInteger, nullable=True),
+    Column("excerpt_end", BigInteger, nullable=True),
+    Column("excerpt_first_line", BigInteger, nullable=True),
+    Column("excerpt_last_line", BigInteger, nullable=True),
     ForeignKeyConstraint(["tenant_id", "session_id"], ["sessions.tenant_id", "sessions.session_id"]),
     ForeignKeyConstraint(["tenant_id", "blob_sha256"], ["blobs.tenant_id", "blobs.sha256"]),
     Index("ix_tool_results_blob", "tenant_id", "blob_sha256"),

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from mnemo_sea.archive import ArchiveTarget
+from mnemo_sea.archive import DEFAULT_AROUND, ArchiveTarget
 from mnemo_sea.cli.output import CliError, JsonOpt, emit
 from mnemo_sea.cli.target import (
     IdempotencyKeyOpt,
@@ -164,13 +164,39 @@ def session_recover(
     target: Target,
     session_id: SessionIdArg,
     result_id: Annotated[str, typer.Argument(help="the result to recover, e.g. r3")],
+    lines: Annotated[
+        tuple[int, int] | None,
+        typer.Option(
+            help="only lines FIRST LAST of the original (from 1, both included)", show_default=False
+        ),
+    ] = None,
+    byte_range: Annotated[
+        tuple[int, int] | None,
+        typer.Option(
+            help="only bytes START END of the original (from 0, END not included)", show_default=False
+        ),
+    ] = None,
+    match: Annotated[
+        str | None, typer.Option(help="only the line(s) holding this text (exact, else ignoring case)")
+    ] = None,
+    around: Annotated[int, typer.Option(help="with --match: lines of context on each side")] = DEFAULT_AROUND,
     idempotency_key: IdempotencyKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """The exact original (hash-checked), appended to the session as historical data."""
+    """The exact original (hash-checked), appended to the session as historical data; with one of
+    --lines, --byte-range or --match, only that excerpt of it (checked against the whole original)."""
     principal = target.principal()
     with open_mnemo(target) as mnemo:
-        recovered = mnemo.recover(principal, session_id, result_id, idempotency_key=idempotency_key)
+        recovered = mnemo.recover(
+            principal,
+            session_id,
+            result_id,
+            lines=lines,
+            byte_range=byte_range,
+            match=match,
+            around=around,
+            idempotency_key=idempotency_key,
+        )
     if not as_json:
         typer.echo(recovered.rendered)
         return
@@ -182,6 +208,7 @@ def session_recover(
             "content_sha256": recovered.original.content_sha256,
             "observed_at": recovered.original.observed_at.isoformat(),
             "size": recovered.original.size,
+            "excerpt": None if recovered.appended.excerpt is None else json_ready(recovered.appended.excerpt),
             "media_type": recovered.original.media_type,
             "staleness_warning": recovered.staleness_warning,
             **content_fields(recovered.content),

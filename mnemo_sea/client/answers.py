@@ -125,11 +125,8 @@ def expected_hash(value: str | None) -> str | None:
     return normal
 
 
-def original(reply: Reply, sha256: str, expected: str | None, *at: str | int) -> bytes:
-    """The original an answer carries (`content` as text or `content_base64`, under `at`),
-    returned only when it hashes to `sha256`, the hash its record names, and that hash is the
-    caller's `expected` one (when given): a proxy that cut or rewrote the body, or a server bug,
-    must not hand back other bytes as the exact original."""
+def expected_is(reply: Reply, sha256: str, expected: str | None, *at: str | int) -> None:
+    """InconsistentAnswer unless the record's hash is the caller's `expected` one (when given)."""
     if expected is not None and sha256 != expected:
         raise inconsistent(
             reply,
@@ -138,6 +135,14 @@ def original(reply: Reply, sha256: str, expected: str | None, *at: str | int) ->
             sha256=sha256,
             expected_sha256=expected,
         )
+
+
+def original(reply: Reply, sha256: str, expected: str | None, *at: str | int) -> bytes:
+    """The original an answer carries (`content` as text or `content_base64`, under `at`),
+    returned only when it hashes to `sha256`, the hash its record names, and that hash is the
+    caller's `expected` one (when given): a proxy that cut or rewrote the body, or a server bug,
+    must not hand back other bytes as the exact original."""
+    expected_is(reply, sha256, expected, *at)
     content = _decoded(reply, *at)
     actual = hashlib.sha256(content).hexdigest()
     if actual != sha256:

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 from pydantic_core import PydanticSerializationError
 
 from mnemo_sea.archive import (
+    DEFAULT_AROUND,
     ArchiveReceipt,
     ArchiveTarget,
     Clearance,
@@ -54,6 +55,7 @@ from mnemo_sea.archive import (
 from mnemo_sea.client.answers import (
     an_object,
     expected_hash,
+    expected_is,
     inconsistent,
     original,
     parsed,
@@ -421,19 +423,33 @@ def recover(
     session_id: str,
     result_id: str,
     *,
+    lines: tuple[int, int] | None = None,
+    byte_range: tuple[int, int] | None = None,
+    match: str | None = None,
+    around: int = DEFAULT_AROUND,
     expected_sha256: str | None = None,
     idempotency_key: str | None = None,
 ) -> Plan[Recovered]:
     """`Mnemo.recover`: an archived result's exact original, hash-verified, appended to the session
-    labelled historical (with a staleness warning for prices, stock and the like).
+    labelled historical (with a staleness warning for prices, stock and the like); with one span
+    (`lines`, `byte_range` or `match` with `around`), only that excerpt of it.
 
     The bytes must hash to the original's `content_sha256`, which every hash of the answer must
     repeat; `expected_sha256` (the client's own: the hash of the `ToolResult` that `record` or
     `list_results` gave you) must be it too, which catches an original altered together with
-    its hashes. Else InconsistentAnswer, and nothing is returned."""
+    its hashes. An excerpt's bytes must hash to the answer's `excerpt_sha256` and have the size
+    its place in the original says (the whole original, which the server checked, is not sent).
+    Else InconsistentAnswer, and nothing is returned."""
     expected = expected_hash(expected_sha256)
     path = _session(session_id, f"/results/{segment(result_id)}/recover")
-    reply = yield keyed_write("POST", path, idempotency_key)
+    span: dict[str, Any] = {
+        name: list(value) if isinstance(value, tuple) else value
+        for name, value in (("lines", lines), ("byte_range", byte_range), ("match", match))
+        if value is not None
+    }
+    if match is not None:
+        span["around"] = around
+    reply = yield keyed_write("POST", path, idempotency_key, body=span or None)
     first = parsed(reply, ToolResult, "original")
     appended = parsed(reply, ToolResult, "appended")
     same(reply, "original.session_id", first.session_id, session_id, "the session recovered from")
@@ -449,8 +465,13 @@ def recover(
         "the answer's hash",
     )
     same(reply, "appended.content_sha256", appended.content_sha256, first.content_sha256, "the copy's hash")
-    content = original(reply, first.content_sha256, expected)
-    same(reply, "original.size", first.size, len(content), "the original's size")
+    if appended.excerpt is None:
+        content = original(reply, first.content_sha256, expected)
+        same(reply, "original.size", first.size, len(content), "the original's size")
+    else:
+        expected_is(reply, first.content_sha256, expected)
+        content = original(reply, parsed(reply, str, "excerpt_sha256"), None)
+        same(reply, "appended.excerpt", appended.excerpt.size, len(content), "the excerpt's size")
     return Recovered(
         original=first,
         appended=appended,

@@ -99,6 +99,8 @@ def recover_result(mnemo: Mnemo, principal: Principal, a: RecoverResultInput) ->
         "media_type": found.original.media_type,
         "size": len(found.content),
         "content_sha256": found.original.content_sha256,
+        # For an excerpt: where it sits in the original (bytes [start, end), lines first..last).
+        "excerpt": None if found.appended.excerpt is None else json_object(found.appended.excerpt),
         "staleness_warning": found.staleness_warning,
         # Binary originals come back byte-exact in base64; text ones as text only.
         **content_fields(found.content),
@@ -196,7 +198,10 @@ TOOLS: tuple[AgentTool[Any], ...] = (
         "observed_at. Its content comes back as text (content) or, for binary data, as content_base64. "
         "Time-sensitive data (prices, stock, availability, approval progress) carries a "
         "staleness_warning: re-query the live system before relying on it. Only archived results can "
-        "be recovered; live ones are already in your context.",
+        "be recovered; live ones are already in your context. Need one figure of a long original? "
+        "Give one span and get only that part, still checked against the whole original: lines "
+        "[first, last], byte_range [start, end), or match (a text: the lines holding it, with around "
+        "lines each side). A span outside the original is an invalid_span error naming its size.",
         RecoverResultInput,
         recover_result,
     ),

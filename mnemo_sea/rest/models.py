@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 from datetime import datetime
 from typing import Annotated, Generic, TypeVar
 
@@ -112,19 +113,28 @@ class LiveViewOut(BaseModel):
 
 class RecoveredOut(BaseModel):
     original: ToolResult
-    appended: ToolResult = Field(description="the recovery, appended to the session as a new result")
-    content_sha256: str = Field(description="the verified hash of the original bytes")
-    content: str | None = Field(None, description="the original as text, when it is valid UTF-8")
-    content_base64: str | None = Field(None, description="the original as base64, when it is not text")
+    appended: ToolResult = Field(
+        description="the recovery, appended to the session as a new result (`excerpt` set for an excerpt)"
+    )
+    content_sha256: str = Field(description="the verified hash of the whole original's bytes")
+    excerpt_sha256: str | None = Field(
+        None, description="for an excerpt, the hash of its bytes (`content`), cut from the verified original"
+    )
+    content: str | None = Field(
+        None, description="the original (or the excerpt) as text, when it is valid UTF-8"
+    )
+    content_base64: str | None = Field(None, description="the same as base64, when it is not text")
     staleness_warning: str | None
     rendered: str = Field(description="the appended result in its envelope, labelled historical")
 
     @classmethod
     def of(cls, rec: Recovered) -> RecoveredOut:
+        excerpt = rec.appended.excerpt is not None
         return cls(
             original=rec.original,
             appended=rec.appended,
             content_sha256=rec.original.content_sha256,
+            excerpt_sha256=hashlib.sha256(rec.content).hexdigest() if excerpt else None,
             **content_fields(rec.content),
             staleness_warning=rec.staleness_warning,
             rendered=rec.rendered,

@@ -90,6 +90,7 @@ from mnemo_sea.archive import (
     InvalidInput,
     NotFound,
     Principal,
+    ToolResult,
     limits,
 )
 from mnemo_sea.archive.rules.checks import aware
@@ -450,11 +451,19 @@ def _resolve_result(
         valid_from=None,
         valid_until=None,
         superseded_by=None,
-        locator=f"{session_id}/{rid}",
+        locator=_result_locator(session_id, result),
         text=text,
         media_type="text/plain; charset=utf-8" if text is not None else result.media_type,
     )
     return cited, "given" if citation.version is not None else "in_force"
+
+
+def _result_locator(session_id: str, result: ToolResult) -> str:
+    """Where a cited result's text is: the result, or for an excerpt's copy the lines and bytes of
+    the original it shows (the copy is cited, its text is the original's)."""
+    if result.excerpt is None:
+        return f"{session_id}/{result.result_id}"
+    return f"{session_id}/{result.recovered_from} {result.excerpt.describe()}"
 
 
 def _resolve_memory(

@@ -50,6 +50,34 @@ def test_an_altered_recovered_original_is_refused(served: Served) -> None:
             fake.recover("s1", result.result_id)
 
 
+def test_an_altered_excerpt_is_refused(served: Served) -> None:
+    """The whole original is not sent with an excerpt: its bytes must hash to the answer's
+    `excerpt_sha256` and be as long as its place in the original; and the original's hash must
+    still be the one the caller holds."""
+    key = served.key(f"integrity-{uuid.uuid4().hex[:8]}", "agent")
+    text = "line one\nthe figure: 42\nline three\n"
+    with MnemoClient(served.base_url, api_key=key) as client:
+        result = client.record("s1", "report", text)
+        client.archive_results("s1", [(result.result_id, "set aside")])
+        got = client.recover("s1", result.result_id, lines=(2, 2), expected_sha256=result.content_sha256)
+        assert got.content == b"the figure: 42\n"
+    answer = httpx.post(
+        f"{served.base_url}/v1/sessions/s1/results/{result.result_id}/recover",
+        headers={"Authorization": f"Bearer {key}"},
+        json={"lines": [2, 2]},
+    ).json()
+    longer = "the figure: 4242\n"
+    resized = {**answer, "content": longer, "excerpt_sha256": hashlib.sha256(longer.encode()).hexdigest()}
+    for altered in [*_altered(answer), resized]:
+        with _replaying(altered) as fake, pytest.raises(IntegrityFailure):
+            fake.recover("s1", result.result_id, lines=(2, 2))
+    # An excerpt rewritten with its hash and at its length is consistent: the client, which is not
+    # sent the whole original, cannot tell it from the real one (the server cut it from the
+    # verified original). What it can check is that the original is the one the caller holds:
+    with _replaying(answer) as fake, pytest.raises(InconsistentAnswer):
+        fake.recover("s1", result.result_id, lines=(2, 2), expected_sha256="0" * 64)
+
+
 def test_an_altered_evidence_body_is_refused(served: Served) -> None:
     key = served.key(f"integrity-{uuid.uuid4().hex[:8]}", "agent")
     with MnemoClient(served.base_url, api_key=key) as client:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 import uuid
 
+import pytest
 from client_helpers import Tenant
 
 from mnemo_sea.archive import (
@@ -17,6 +18,7 @@ from mnemo_sea.archive import (
     DeletionReceipt,
     EvidenceInput,
     EvidenceRecord,
+    InvalidSpan,
     LiveView,
     MemoryFact,
     Recovered,
@@ -113,6 +115,14 @@ def test_a_session_records_archives_recovers_assembles_and_keeps_its_task_state(
     assert isinstance(recovered, Recovered) and recovered.content == image
     assert recovered.appended.result_id == "r3" and recovered.appended.recovered_from == "r2"
     assert tenant.count(t.tool_results, session_id=session) == 3  # the copy appended, once
+
+    excerpt = mnemo.recover(session, "r1", match="alt 112", around=0, expected_sha256=r1.content_sha256)
+    assert excerpt.content == b"CBC: all normal except ALT 112 (high)"
+    assert excerpt.appended.excerpt is not None and excerpt.appended.excerpt.first_line == 1
+    with pytest.raises(InvalidSpan) as refused:
+        mnemo.recover(session, "r1", lines=(2, 3))
+    assert (refused.value.lines, refused.value.size) == (1, r1.size)
+    assert tenant.count(t.tool_results, session_id=session) == 4  # the excerpt, once; the refusal, nothing
 
     assembled = mnemo.context(session, budget_tokens=4000, instructions="You are a vet assistant.")
     assert isinstance(assembled, AssembledContext) and assembled.session_id == session

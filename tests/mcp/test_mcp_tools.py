@@ -127,6 +127,52 @@ def test_record_archive_live_recover_round_trip(mnemo: Mnemo, session_id: str) -
     with_client(mnemo, CLINIC, body)
 
 
+def test_recover_result_brings_back_an_excerpt_or_names_the_original_s_size(
+    mnemo: Mnemo, session_id: str
+) -> None:
+    report = "".join(f"section {n}: nothing to see\n" for n in range(1, 60)).replace(
+        "section 42: nothing to see", "section 42: ALT 112 U/L (high)"
+    )
+
+    async def body(client: Client) -> None:
+        await client.call_tool(
+            "record_result", {"session_id": session_id, "tool_name": "lab_report", "content": report}
+        )
+        await client.call_tool(
+            "archive_results",
+            {"session_id": session_id, "targets": [{"result_id": "r1", "note": "lab report"}]},
+        )
+        found = payload(
+            await client.call_tool(
+                "recover_result",
+                {"session_id": session_id, "result_id": "r1", "match": "alt 112", "around": 1},
+            )
+        )
+        wanted = "section 41: nothing to see\nsection 42: ALT 112 U/L (high)\nsection 43: nothing to see\n"
+        assert found["content"] == wanted and found["size"] == len(wanted.encode())
+        assert found["content_sha256"] == hashlib.sha256(report.encode()).hexdigest()
+        start = report.encode().index(wanted.encode())
+        assert found["excerpt"] == {
+            "start": start,
+            "end": start + len(wanted.encode()),
+            "first_line": 41,
+            "last_line": 43,
+        }
+        assert "lines 41-43" in found["rendered"]
+
+        refused = await client.call_tool(
+            "recover_result", {"session_id": session_id, "result_id": "r1", "lines": [58, 70]}
+        )
+        assert refused.is_error
+        error = payload(refused)
+        assert error["error"] == "invalid_span" and error["category"] == "invalid_input"
+        assert "r1 has 59 lines" in error["message"]
+        live = payload(await client.call_tool("live_context", {"session_id": session_id}))
+        assert [item["result_id"] for item in live["items"]] == ["r1", "r2"]  # nothing appended
+
+    with_client(mnemo, CLINIC, body)
+
+
 def test_time_sensitive_result_comes_back_with_a_staleness_warning(mnemo: Mnemo, session_id: str) -> None:
     async def body(client: Client) -> None:
         args = {

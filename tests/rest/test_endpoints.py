@@ -367,6 +367,44 @@ def test_archive_batch_rejections_change_nothing(api: Api) -> None:
     assert states() == ["archived", "live", "archived"]
 
 
+def test_recover_with_a_span_returns_the_excerpt_checked_against_the_whole_original(api: Api) -> None:
+    agent = api.headers("agent")
+    log = "".join(f"step {n} ok\n" for n in range(1, 30)).replace("step 17 ok", "step 17 ERROR disk full")
+    api.client.post("/v1/sessions/s/results", json={"tool_name": "deploy", "content": log}, headers=agent)
+    api.client.post(
+        "/v1/sessions/s/archive", json={"targets": [{"result_id": "r1", "note": "deploy log"}]}, headers=agent
+    )
+
+    found = api.client.post("/v1/sessions/s/results/r1/recover", json={"lines": [17, 17]}, headers=agent)
+    assert found.status_code == 200
+    body = found.json()
+    assert body["content"] == "step 17 ERROR disk full\n"
+    assert body["content_sha256"] == hashlib.sha256(log.encode()).hexdigest()
+    assert body["excerpt_sha256"] == hashlib.sha256(b"step 17 ERROR disk full\n").hexdigest()
+    assert body["appended"]["excerpt"]["first_line"] == 17 and body["appended"]["recovered_from"] == "r1"
+
+    problem = assert_problem(
+        api.client.post("/v1/sessions/s/results/r1/recover", json={"byte_range": [10, 2]}, headers=agent),
+        422,
+        "invalid_span",
+    )
+    assert (problem["field"], problem["lines"], problem["bytes"]) == ("byte_range", 29, len(log.encode()))
+    assert_problem(
+        api.client.post(
+            "/v1/sessions/s/results/r1/recover", json={"lines": [1, 2], "match": "x"}, headers=agent
+        ),
+        422,
+        "invalid_input",
+    )
+    assert_problem(
+        api.client.post("/v1/sessions/s/results/r1/recover", json={"lines": "1-2"}, headers=agent),
+        422,
+        "invalid_request",  # a shape the schema refuses, before the archive is asked
+    )
+    results = api.client.get("/v1/sessions/s/results", headers=agent).json()
+    assert [r["result_id"] for r in results["items"]] == ["r1", "r2"]  # refusals appended nothing
+
+
 def test_recover_returns_the_exact_bytes_with_a_staleness_warning(api: Api) -> None:
     agent = api.headers("agent")
     raw = b"\x89PNG\r\n\x1a\n\x00\xff binary"

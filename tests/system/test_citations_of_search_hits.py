@@ -137,6 +137,23 @@ def test_results_memory_and_summaries_follow_time_like_evidence(mnemo: Mnemo) ->
     assert after.verdict == "ok"  # the original was recorded before the archiving
 
 
+def test_an_excerpt_copy_is_cited_by_the_original_s_text_it_shows(mnemo: Mnemo) -> None:
+    report = "".join(f"row {n}: fine\n" for n in range(1, 20)) + "row 20: okapi weighs 230 kg\n"
+    r = mnemo.record(AGENT, "s-ex", "zoo.report", report)
+    mnemo.archive_results(AGENT, "s-ex", [(r.result_id, "zoo report")])
+    copy = mnemo.recover(AGENT, "s-ex", r.result_id, match="okapi weighs", around=0).appended
+    cited = {"evidence_id": f"result:s-ex/{copy.result_id}", "quote": "okapi weighs 230 kg"}
+    (shown,) = checks(mnemo, AGENT, [cited])
+    start = report.encode().index(b"row 20")
+    assert shown.verdict == "ok"
+    assert shown.record_locator == f"s-ex/r1 line 20 (bytes {start}-{len(report.encode())})"
+    # The original holds row 3, but the copy never showed it: an agent citing it saw it elsewhere.
+    assert verdicts(mnemo, AGENT, [{**cited, "quote": "row 3: fine"}]) == ["quote_not_found"]
+    assert verdicts(mnemo, AGENT, [{**cited, "evidence_id": "result:s-ex/r1", "quote": "row 3: fine"}]) == [
+        "ok"
+    ]
+
+
 def test_missing_forbidden_and_foreign_ids(mnemo: Mnemo) -> None:
     ids = seed(mnemo)
     quote = "okapi"

@@ -166,6 +166,19 @@ def test_session_record_archive_live_recover(data: Path, tmp_path: Path) -> None
     assert "[binary original" not in recovered_log["rendered"] and "GET /orders" in recovered_log["rendered"]
     assert recovered_log["staleness_warning"] is None  # a logistics log is not time-sensitive
 
+    line = b"GET /orders/O-1042 -> timeout after 30 s\n"
+    excerpt = ok_json("session", "recover", "s-1", "r1", "--lines", "3", "4", "--data-dir", data, *AGENT)
+    assert excerpt["content"] == (line * 2).decode() and excerpt["appended"] == "r4"
+    assert excerpt["excerpt"] == {
+        "start": 2 * len(line),
+        "end": 4 * len(line),
+        "first_line": 3,
+        "last_line": 4,
+    }
+    assert excerpt["size"] == log.stat().st_size  # the whole original's, which the excerpt is cut from
+    outside = run("session", "recover", "s-1", "r1", "--byte-range", "0", "99999", "--data-dir", data, *AGENT)
+    one_line_error(outside, 2, "byte_range", f"r1 has 50 lines ({50 * len(line)} bytes)")
+
 
 def test_memory_remember_current_history(data: Path) -> None:
     common = ["--data-dir", data, *AGENT]

@@ -403,6 +403,8 @@ def rest_fields(openapi: Mapping[str, Any], method: str, path: str) -> dict[str,
     body = operation.get("requestBody")
     if body is not None:
         schema = body["content"]["application/json"]["schema"]
+        # An optional body (recover's span) is the record or null.
+        schema = next((s for s in schema.get("anyOf", ()) if "$ref" in s), schema)
         if "$ref" in schema:
             schema = defs[schema["$ref"].rsplit("/", 1)[-1]]
         out |= schema_fields(schema, defs)

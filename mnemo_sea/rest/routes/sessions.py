@@ -1,4 +1,4 @@
-"""Sessions: record tool results, read the live view, archive a batch, recover an original,
+"""Sessions: record tool results, read the live view, archive a batch, recover an original (or an excerpt),
 assemble the working context under a token budget, and read and write the task state."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from mnemo_sea.archive import (
     MAX_VERSION,
     ArchiveReceipt,
     ArchiveResultsOp,
+    ExcerptSpan,
     TaskState,
     ToolResult,
     UpdateTaskStateOp,
@@ -81,14 +82,24 @@ def archive_results(
 @router.post(
     "/{session_id}/results/{result_id}/recover",
     response_model=RecoveredOut,
-    responses=responses(403, 404, 409),
+    responses=responses(403, 404, 409, 413),
 )
 def recover(
-    session_id: str, result_id: str, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
+    session_id: str,
+    result_id: str,
+    principal: Caller,
+    mnemo: System,
+    idempotency_key: IdempotencyKey = None,
+    body: ExcerptSpan | None = None,
 ) -> RecoveredOut:
     """The exact original, hash-verified, appended to the session labelled historical (with a
-    staleness warning for prices, stock and the like)."""
-    return RecoveredOut.of(mnemo.recover(principal, session_id, result_id, idempotency_key=idempotency_key))
+    staleness warning for prices, stock and the like). A body with one span (`lines`,
+    `byte_range` or `match`) brings back only that part, checked against the whole original's
+    hash; a 422 `invalid_span` names the original's size in lines and bytes when it cannot."""
+    span = {} if body is None else body.as_kwargs()
+    return RecoveredOut.of(
+        mnemo.recover(principal, session_id, result_id, **span, idempotency_key=idempotency_key)
+    )
 
 
 @router.post("/{session_id}/context", response_model=ContextOut, responses=responses(403, 404, 413))
