@@ -17,7 +17,6 @@ a text it does not hold) is an `InvalidSpan` that names the original's size in l
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from dataclasses import dataclass
 
 from .errors import InvalidInput, InvalidSpan
@@ -25,8 +24,6 @@ from .errors import InvalidInput, InvalidSpan
 # Lines of context on each side of a match, unless the caller says otherwise.
 DEFAULT_AROUND = 3
 MAX_AROUND = 1_000
-
-_NEWLINE = re.compile(b"\n")
 
 
 @dataclass(frozen=True)
@@ -63,9 +60,19 @@ def line_count(content: bytes) -> int:
     return content.count(b"\n") + (0 if content.endswith(b"\n") else 1)
 
 
-def _line_starts(content: bytes) -> list[int]:
-    """The byte offset where each line starts (index 0 is line 1)."""
-    return [0] + [m.end() for m in _NEWLINE.finditer(content) if m.end() < len(content)]
+def _line_start(content: bytes, line: int) -> int:
+    """The offset where line `line` (from 1) starts; the lines before it are skipped by find,
+    which runs in C: an original of 2 MB is not split into a list of its lines."""
+    at = 0
+    for _ in range(line - 1):
+        at = content.index(b"\n", at) + 1
+    return at
+
+
+def _line_end(content: bytes, start: int) -> int:
+    """The offset just after the line starting at `start` (after its newline, if it has one)."""
+    newline = content.find(b"\n", start)
+    return len(content) if newline < 0 else newline + 1
 
 
 def _is_continuation(content: bytes, offset: int) -> bool:
@@ -141,14 +148,23 @@ def resolve_span(
 
 def _lines(original: _Original, value: tuple[int, int]) -> Excerpt:
     first, last = value
-    total = line_count(original.content)
+    content = original.content
     if first > last:
         raise original.refuse("lines", f"{first}-{last} is inverted: the first line comes after the last")
-    if first < 1 or last > total:
-        raise original.refuse("lines", f"{first}-{last} is outside the original (lines are counted from 1)")
-    starts = _line_starts(original.content)
-    end = starts[last] if last < len(starts) else len(original.content)
-    return Excerpt(starts[first - 1], end, first, last)
+    outside = original.refuse("lines", f"{first}-{last} is outside the original (lines are counted from 1)")
+    if first < 1:
+        raise outside
+    # Walk to the lines rather than count them all: the original's size is only needed to refuse.
+    try:
+        start = _line_start(content, first)
+    except ValueError:
+        raise outside from None
+    end = start
+    for _ in range(last - first + 1):
+        if end >= len(content):
+            raise outside
+        end = _line_end(content, end)
+    return Excerpt(start, end, first, last)
 
 
 def _bytes(original: _Original, value: tuple[int, int]) -> Excerpt:
@@ -172,9 +188,9 @@ def _bytes(original: _Original, value: tuple[int, int]) -> Excerpt:
 
 
 def _covering(content: bytes, start: int, end: int) -> Excerpt:
-    """Bytes [start, end) with the lines they touch."""
-    starts = _line_starts(content)
-    return Excerpt(start, end, bisect_right(starts, start), bisect_right(starts, end - 1))
+    """Bytes [start, end) with the lines they touch (newlines counted in C)."""
+    first = content.count(b"\n", 0, start) + 1
+    return Excerpt(start, end, first, first + content.count(b"\n", start, end - 1))
 
 
 def _match(original: _Original, text: str, around: int) -> Excerpt:
@@ -194,8 +210,15 @@ def _match(original: _Original, text: str, around: int) -> Excerpt:
         at = len(decoded[: found.start()].encode("utf-8"))
         length = len(found.group(0).encode("utf-8"))
     hit = _covering(content, at, at + length)
-    starts = _line_starts(content)
-    first = max(1, hit.first_line - around)
-    last = min(len(starts), hit.last_line + around)
-    end = starts[last] if last < len(starts) else len(content)
-    return Excerpt(starts[first - 1], end, first, last)
+    # Widen to whole lines, then `around` more on each side, stopping at the original's edges.
+    start = content.rfind(b"\n", 0, at) + 1
+    first = hit.first_line
+    while first > 1 and first > hit.first_line - around:
+        start = content.rfind(b"\n", 0, start - 1) + 1
+        first -= 1
+    end = _line_end(content, at + length - 1)
+    last = hit.last_line
+    while end < len(content) and last < hit.last_line + around:
+        end = _line_end(content, end)
+        last += 1
+    return Excerpt(start, end, first, last)

@@ -274,3 +274,35 @@ def test_any_line_span_is_those_lines_and_any_byte_span_those_bytes(text: str, d
         assert ex is not None and ex.of(content) == content[start:end]
         assert ex.first_line == content[:start].count(b"\n") + 1
         assert ex.last_line == content[: end - 1].count(b"\n") + 1
+
+
+_pieces = st.lists(st.sampled_from(["", "a", "bc", "\n", "中", "x y", "\n\n", "B"]), max_size=15).map("".join)
+
+
+@given(
+    text=_pieces,
+    first=st.integers(-2, 12),
+    last=st.integers(-2, 12),
+    around=st.integers(0, 3),
+    needle=st.sampled_from(["a", "bc", "中", "x y", "c\nx", "b"]),
+)
+def test_a_span_is_whole_lines_holding_what_it_names_or_refused(
+    text: str, first: int, last: int, around: int, needle: str
+) -> None:
+    content = text.encode()
+    total = line_count(content)
+    try:
+        ex = resolve_span(content, result_id="r1", textual=True, lines=(first, last))
+        assert 1 <= first <= last <= total and ex is not None
+        assert ex.of(content) == lines_of(content, first, last)
+    except InvalidSpan:
+        assert not 1 <= first <= last <= total
+    try:
+        ex = resolve_span(content, result_id="r1", textual=True, match=needle, around=around)
+    except InvalidSpan:
+        assert needle.lower() not in text.lower()
+        return
+    assert ex is not None and 1 <= ex.first_line <= ex.last_line <= total
+    got = ex.of(content)
+    assert got == lines_of(content, ex.first_line, ex.last_line)  # whole lines, exactly
+    assert needle.lower() in got.decode().lower()
