@@ -11,7 +11,8 @@ here, the archive's way (mnemo_sea.archive.rules.tool_results), from the item's 
   the line that names its size and hash.
 
 What it cannot check: the staleness warning of a recovered copy (the server's policy decides
-it; only its place and form are checked) and a result altered with its hash and envelope alike.
+it; only its place and form are checked), a result altered with its hash and envelope alike,
+and an excerpt's bytes (the whole original they were cut from is not sent: only their size).
 """
 
 from __future__ import annotations
@@ -50,11 +51,17 @@ def _live_matches(result: ToolResult, rendered: str) -> bool:
             continue
         shown = rendered[len(head) : len(rendered) - len(tail)]
         content = _unescaped(shown)
-        if escape_text(content) == shown and hashlib.sha256(content.encode("utf-8")).hexdigest() == (
-            result.content_sha256
-        ):
+        if escape_text(content) == shown and _is_its_content(result, content.encode("utf-8")):
             return True
     return False
+
+
+def _is_its_content(result: ToolResult, content: bytes) -> bool:
+    """Whether `content` is what the result shows: its original, by hash; an excerpt's copy shows
+    part of an original that is not sent, so only the excerpt's size can be held against it."""
+    if result.excerpt is not None:
+        return len(content) == result.excerpt.size
+    return hashlib.sha256(content).hexdigest() == result.content_sha256
 
 
 def shows_its_record(item: LiveItem) -> bool:

@@ -123,6 +123,13 @@ def test_a_session_records_archives_recovers_assembles_and_keeps_its_task_state(
         mnemo.recover(session, "r1", lines=(2, 3))
     assert (refused.value.lines, refused.value.size) == (1, r1.size)
     assert tenant.count(t.tool_results, session_id=session) == 4  # the excerpt, once; the refusal, nothing
+    report = mnemo.record(session, "lab_report", "panel: cbc\nALT 112 (high)\nnext check in 2 weeks\n")
+    mnemo.archive_results(session, [(report.result_id, "lab report")])
+    line = mnemo.recover(session, report.result_id, lines=(2, 2))
+    # The client checks each envelope of a live view, an excerpt's too (its size, not its hash:
+    # the whole original it was cut from is not sent).
+    shown = mnemo.live_view(session).items[-1]
+    assert shown.result.excerpt == line.appended.excerpt and "ALT 112 (high)" in shown.rendered
 
     assembled = mnemo.context(session, budget_tokens=4000, instructions="You are a vet assistant.")
     assert isinstance(assembled, AssembledContext) and assembled.session_id == session
