@@ -599,27 +599,65 @@ def staleness_warning(store: ArchiveStore, result: ToolResult) -> str | None:
 
 
 def live_view(store: ArchiveStore, principal: Principal, session_id: str) -> LiveView:
-    """The session's working context in order: live results in envelopes, archived ones as stubs."""
+    """The session's working context in order: live results in envelopes, archived ones as stubs.
+
+    Two marks keep old observations honest where they are shown: a live result of a
+    time-sensitive class `policy.stale_after_seconds` old (counted to now, or to the session's
+    newest observation if that is later: a session replayed from a trace has its own time) carries
+    the re-query warning a recovered copy carries; and a result that a later result of the same
+    call (the same tool and the same, non-empty arguments) replaced says so, in its envelope or
+    its stub."""
     principal.require(Role.READER, "reading a session")
     check_identifier("session_id", session_id)
     tenant = principal.tenant_id
     items: list[LiveItem] = []
     with store.read() as conn:
         readable_session(conn, principal, session_id)
-        for result in _results_with_notes(conn, tenant, session_id):
+        results = _results_with_notes(conn, tenant, session_id)
+        readable = [r for r in results if principal.can_read(r.sensitivity)]
+        newer = _superseders(readable)
+        now = max([utcnow(), *(r.observed_at for r in readable)])
+        for result in results:
             if not principal.can_read(result.sensitivity):
                 items.append(
                     LiveItem(result=_as_seen_by(principal, result), rendered=render_withheld(result))
                 )
                 continue
+            superseded_by = newer.get(result.result_id)
             if result.state == "archived":
-                rendered = render_stub(result)
+                rendered = render_stub(result, superseded_by)
             else:
                 content = shown(result, read_blob(conn, tenant, result.content_sha256))
-                warning = staleness_warning(store, result) if result.recovered_from else None
-                rendered = render_live(result, content, warning)
-            items.append(LiveItem(result=result, rendered=rendered))
+                stale = result.recovered_from is not None or (
+                    (now - result.observed_at).total_seconds() >= store.policy.stale_after_seconds
+                )
+                warning = staleness_warning(store, result) if stale else None
+                rendered = render_live(result, content, warning, superseded_by)
+            items.append(LiveItem(result=result, rendered=rendered, superseded_by=superseded_by))
     return LiveView(session_id=session_id, items=tuple(items))
+
+
+def _superseders(results: Sequence[ToolResult]) -> dict[str, str]:
+    """For each result that a later observation of the same call replaced: the newest such result.
+    A call is its tool and its arguments; a result recorded without arguments names no call (two
+    of them may have fetched anything), so it neither replaces nor is replaced. A recovered copy
+    keeps its original's time, so it never replaces its original."""
+    results = [r for r in results if r.arguments]
+    newest: dict[tuple[str, str], ToolResult] = {}
+    for r in results:
+        call = (r.tool_name, json.dumps(r.arguments, sort_keys=True, ensure_ascii=False))
+        held = newest.get(call)
+        if held is None or (r.observed_at, parse_result_id(r.result_id)) > (
+            held.observed_at,
+            parse_result_id(held.result_id),
+        ):
+            newest[call] = r
+    out: dict[str, str] = {}
+    for r in results:
+        latest = newest[(r.tool_name, json.dumps(r.arguments, sort_keys=True, ensure_ascii=False))]
+        if latest.observed_at > r.observed_at:
+            out[r.result_id] = latest.result_id
+    return out
 
 
 def recover(

@@ -6,7 +6,9 @@ decide behaviour:
 - protected classes are never archived away: they stay in the live context verbatim
   (user-confirmed facts, prescription basis, approval records in a clinic);
 - time-sensitive classes are still recoverable, but a recovered copy is only what the
-  tool said at `observed_at`, so it carries a warning to re-query the live system.
+  tool said at `observed_at`, so it carries a warning to re-query the live system; so does a
+  live result of such a class once it is `stale_after_seconds` old (a price read this morning
+  is yesterday's price by the evening, whether or not it was ever archived).
 
 Policy decisions read only these typed fields, never the tool's text: tool output is data.
 """
@@ -30,6 +32,7 @@ _POLICY_CLASS = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
 MAX_LIST_LIMIT = 10_000  # the most rows one listing call returns
+MAX_STALE_AFTER = 366 * 24 * 3600.0  # a year: beyond it, a class is not time-sensitive
 
 
 def check_list_limit(limit: object) -> int:
@@ -71,6 +74,9 @@ class ArchivePolicy:
     max_batch_size: int = limits.BATCH_ITEMS
     # Model inferences are candidates, not facts; they are persisted only if this is set.
     persist_model_inferences: bool = False
+    # How old a live result of a time-sensitive class may be before it carries the re-query
+    # warning: its age counts to now or to the session's newest observation, whichever is later.
+    stale_after_seconds: float = 900.0
 
     def __post_init__(self) -> None:
         for name in ("protected_classes", "time_sensitive_classes"):
@@ -81,6 +87,11 @@ class ArchivePolicy:
         for name, ceiling in _CEILINGS.items():
             if not 0 < getattr(self, name) <= ceiling:
                 raise InvalidInput(name, f"must be positive and at most {ceiling} (limits.py)")
+        stale = self.stale_after_seconds
+        if isinstance(stale, bool) or not isinstance(stale, int | float) or not 0 < stale <= MAX_STALE_AFTER:
+            raise InvalidInput(
+                "stale_after_seconds", f"must be a number of seconds from 0 to {MAX_STALE_AFTER}"
+            )
 
     def is_protected(self, policy_class: str) -> bool:
         return policy_class in self.protected_classes

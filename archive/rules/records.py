@@ -30,6 +30,8 @@ class ArchiveReceipt:
 class LiveItem:
     result: ToolResult
     rendered: str
+    # A later result of the same call (tool and arguments) that replaced this one, if any.
+    superseded_by: str | None = None
 
 
 @dataclass(frozen=True)

@@ -123,9 +123,17 @@ def _open_tag(result: ToolResult, extra: str = "") -> str:
     )
 
 
-def render_live(result: ToolResult, content: bytes, staleness_warning: str | None = None) -> str:
-    """A live result in its envelope; a recovered copy is labelled as historical data. `content`
-    is what the result shows: its original, or for an excerpt copy the excerpt's bytes."""
+def superseded_line(newer: str) -> str:
+    """The mark of a result that a later result of the same call (tool and arguments) replaced."""
+    return f"[superseded: {newer} is a later result of the same call; this one is older]"
+
+
+def render_live(
+    result: ToolResult, content: bytes, staleness_warning: str | None = None, superseded_by: str | None = None
+) -> str:
+    """A live result in its envelope; a recovered copy is labelled as historical data, a stale
+    time-sensitive result warned, a result a later one of the same call replaced marked so.
+    `content` is what the result shows: its original, or for an excerpt copy the excerpt's bytes."""
     lines: list[str] = []
     extra = ""
     if result.recovered_from is not None:
@@ -143,11 +151,13 @@ def render_live(result: ToolResult, content: bytes, staleness_warning: str | Non
         )
     if staleness_warning:
         lines.append(f"[warning: {escape_text(staleness_warning)}]")
+    if superseded_by:
+        lines.append(superseded_line(superseded_by))
     lines.append(_body(result, content))
     return _open_tag(result, extra) + "\n" + "\n".join(lines) + "\n</context_result>"
 
 
-def render_stub(result: ToolResult) -> str:
+def render_stub(result: ToolResult, superseded_by: str | None = None) -> str:
     """The in-place stub of an archived result: the call, the agent's note, how to recover.
 
     Kept small on purpose: a stub is re-read on every turn. `mnemo-sea bench context` measures
@@ -156,9 +166,10 @@ def render_stub(result: ToolResult) -> str:
     and time are a `recover_result` away, which re-checks the hash and labels the copy's time.
     """
     note = escape_text(result.note or "")
+    newer = f"superseded by {superseded_by} | " if superseded_by else ""
     return (
         f'<archived_result id="{result.result_id}">'
-        f"{escape_text(_call(result, _STUB_ARGS_SHOWN))} | note: {note} | "
+        f"{escape_text(_call(result, _STUB_ARGS_SHOWN))} | note: {note} | {newer}"
         f'recover_result("{result.result_id}")</archived_result>'
     )
 

@@ -153,6 +153,7 @@ def session_live(target: Target, session_id: SessionIdArg, as_json: JsonOpt = Fa
             "state": item.result.state,
             "note": item.result.note,
             "policy_class": item.result.policy_class,
+            "superseded_by": item.superseded_by,
             "rendered": item.rendered,
         }
         for item in view.items

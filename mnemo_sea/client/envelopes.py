@@ -10,8 +10,9 @@ here, the archive's way (mnemo_sea.archive.rules.tool_results), from the item's 
   (the text between the envelope's lines, unescaped), or, for a binary or non-UTF-8 original,
   the line that names its size and hash.
 
-What it cannot check: the staleness warning of a recovered copy (the server's policy decides
-it; only its place and form are checked), a result altered with its hash and envelope alike,
+A result that a later one of the same call replaced is rendered with the item's `superseded_by`.
+What it cannot check: a staleness warning (the server's policy and clock decide it; only its
+place and form are checked), a result altered with its hash and envelope alike,
 and an excerpt's bytes (the whole original they were cut from is not sent: only their size).
 """
 
@@ -40,11 +41,11 @@ def _warnings(rendered: str) -> list[str | None]:
     return found
 
 
-def _live_matches(result: ToolResult, rendered: str) -> bool:
-    for warning in _warnings(rendered) if result.recovered_from is not None else [None]:
-        if rendered == render_live(result, _NOT_UTF8, warning):
+def _live_matches(result: ToolResult, rendered: str, superseded_by: str | None) -> bool:
+    for warning in _warnings(rendered):
+        if rendered == render_live(result, _NOT_UTF8, warning, superseded_by):
             return True  # the binary line: no content is shown, the size and hash are the record's
-        head, _, tail = render_live(result, _BODY.encode("utf-8"), warning).partition(_BODY)
+        head, _, tail = render_live(result, _BODY.encode("utf-8"), warning, superseded_by).partition(_BODY)
         if not (rendered.startswith(head) and rendered.endswith(tail)) or len(rendered) < len(head) + len(
             tail
         ):
@@ -70,8 +71,8 @@ def shows_its_record(item: LiveItem) -> bool:
     if item.rendered == render_withheld(result) and result.content_sha256 == "":
         return True
     if result.state == "archived":
-        return item.rendered == render_stub(result)
-    return _live_matches(result, item.rendered)
+        return item.rendered == render_stub(result, item.superseded_by)
+    return _live_matches(result, item.rendered, item.superseded_by)
 
 
 __all__ = ["shows_its_record"]

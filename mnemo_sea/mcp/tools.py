@@ -115,7 +115,9 @@ def live_context(mnemo: Mnemo, principal: Principal, a: LiveContextInput) -> dic
     for item in view.items:
         r = item.result
         if principal.can_read(r.sensitivity):
-            items.append(_result(r, policy.is_protected(r.policy_class)))
+            items.append(
+                {**_result(r, policy.is_protected(r.policy_class)), "superseded_by": item.superseded_by}
+            )
         else:  # it keeps its place, but its note, arguments and hash say nothing to this reader
             items.append(
                 {"result_id": r.result_id, "tool_name": r.tool_name, "state": r.state, "withheld": True}

@@ -95,6 +95,9 @@ class EvidenceOut(BaseModel):
 class LiveItemOut(BaseModel):
     result: ToolResult
     rendered: str
+    superseded_by: str | None = Field(
+        None, description="a later result of the same call (tool and arguments) that replaced this one"
+    )
 
 
 class LiveViewOut(BaseModel):
@@ -107,7 +110,10 @@ class LiveViewOut(BaseModel):
         return cls(
             session_id=view.session_id,
             text=view.text,
-            items=[LiveItemOut(result=i.result, rendered=i.rendered) for i in view.items],
+            items=[
+                LiveItemOut(result=i.result, rendered=i.rendered, superseded_by=i.superseded_by)
+                for i in view.items
+            ],
         )
 
 

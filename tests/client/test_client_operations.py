@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from client_helpers import Tenant
@@ -130,6 +131,15 @@ def test_a_session_records_archives_recovers_assembles_and_keeps_its_task_state(
     # the whole original it was cut from is not sent).
     shown = mnemo.live_view(session).items[-1]
     assert shown.result.excerpt == line.appended.excerpt and "ALT 112 (high)" in shown.rendered
+    # ... and the marks of old observations: a stale price's warning, a replaced call's note.
+    hours_ago = datetime.now(UTC) - timedelta(hours=2)
+    price = mnemo.record(
+        session, "shop.price", "4 EUR", arguments={"sku": "W"}, policy_class="price", observed_at=hours_ago
+    )
+    newer = mnemo.record(session, "shop.price", "5 EUR", arguments={"sku": "W"}, policy_class="price")
+    marked = {i.result.result_id: i for i in mnemo.live_view(session).items}
+    assert marked[price.result_id].superseded_by == newer.result_id
+    assert "[warning: price data goes stale" in marked[price.result_id].rendered
 
     assembled = mnemo.context(session, budget_tokens=4000, instructions="You are a vet assistant.")
     assert isinstance(assembled, AssembledContext) and assembled.session_id == session
