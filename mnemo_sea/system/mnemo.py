@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
 from mnemo_sea.archive import (
+    DEFAULT_AROUND,
     Archive,
     DeletionReceipt,
     EvidenceInput,
@@ -40,6 +41,7 @@ from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, Token
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS, assemble
 from mnemo_sea.context.gather import check_instructions, gather, tool_texts
 from mnemo_sea.context.material import EvidenceItem
+from mnemo_sea.curation.policy import CurationPolicy
 from mnemo_sea.errors import MnemoError
 from mnemo_sea.retrieval import (
     AccessScope,
@@ -52,8 +54,10 @@ from mnemo_sea.retrieval import (
     SearchStatus,
 )
 from mnemo_sea.retrieval.filters import evidence_filter
+from mnemo_sea.system import curating
 from mnemo_sea.system.caches import Cache, MemoryCache, RedisCache, search_query_key
 from mnemo_sea.system.citations import Citation, CitationReport, check_citations
+from mnemo_sea.system.curating import CurationReport, RecallResult
 from mnemo_sea.system.operations import CheckCitationsOp, ContextOp, SearchOp
 from mnemo_sea.system.projection.indexer import AppliedRow, DrainReport, GroupCommit, Indexer, OnApplied
 from mnemo_sea.system.results import DeletionCheck, IngestReport, SearchHit, SearchResult, SearchResultStatus
@@ -564,6 +568,43 @@ class Mnemo:
     archive_results = _archive_write(Archive.archive_results)
     live_view = _archive_call(Archive.live_view)
     recover = _archive_call(Archive.recover)
+
+    def curate(
+        self,
+        principal: Principal,
+        session_id: str,
+        *,
+        budget_tokens: int = CurationPolicy.budget_tokens,
+        large_result_tokens: int = CurationPolicy.large_result_tokens,
+        keep_recent: int = CurationPolicy.keep_recent,
+        idempotency_key: str | None = None,
+    ) -> CurationReport:
+        """Apply the automatic policy to the session (mnemo_sea/curation/policy.py): archive, in
+        one batch, each live result of at least `large_result_tokens` that `keep_recent` newer
+        results followed, and, while the live results exceed `budget_tokens`, the oldest until
+        they fit in half of it; each with its automatic note (curation/notes.py). Protected
+        classes, results above the caller's clearance and the newest `keep_recent` stay.
+        Deterministic, no model. Raises InvalidInput (a parameter out of range), Forbidden
+        (not an agent), NotFound, and the archive's errors (ArchiveConflict when another caller
+        archived one of them first: nothing was archived, curate again)."""
+        policy = CurationPolicy(budget_tokens, large_result_tokens, keep_recent)
+        return curating.curate(self, principal, session_id, policy, idempotency_key)
+
+    def recall(
+        self,
+        principal: Principal,
+        session_id: str,
+        query: str,
+        *,
+        around: int = DEFAULT_AROUND,
+        idempotency_key: str | None = None,
+    ) -> RecallResult:
+        """Find what a need phrased as `query` asks for among the session's results and bring
+        back the excerpt that holds it (mnemo_sea/system/curating.py): `in_view` when a live
+        result holds it already, `recovered` with the excerpt (the holding line and `around`
+        lines each side) appended to the session, `not_found` with every result checked (never a
+        guess). Raises InvalidInput (a query with no word to look for), Forbidden, NotFound."""
+        return curating.recall(self, principal, session_id, query, around, idempotency_key)
 
     def context(
         self,

@@ -53,6 +53,9 @@ from mnemo_sea.eval.curation.report import build_report, markdown_table, to_json
 from mnemo_sea.eval.curation.runner import TraceRun, replay
 from mnemo_sea.eval.curation.trace import Answer, Citation, Need, State, StateFact, Summary, ToolCall
 
+# The arms that show the archive's live view: since the live view warns a time-sensitive live
+# result once it is old (issue 26), the stock result shown after the clock advance carries the
+# warning there (0 stale unwarned); the harness-rendered arms show it unwarned, as before (2).
 HAND: dict[str, dict[str, Any]] = {
     "full": dict(requests=9, archive_calls=0, archived_results=0, recover_calls=0, needs_missing=0,
                  citations_correct=2, protected_violations=0, stale_unwarned=2, injection_leaks=0),
@@ -64,16 +67,16 @@ HAND: dict[str, dict[str, Any]] = {
                     citations_correct=0, protected_violations=0, stale_unwarned=0, injection_leaks=0),
     "archive_scripted": dict(requests=12, archive_calls=2, archived_results=3, recover_calls=1,
                              needs_missing=0, citations_correct=2, protected_violations=0,
-                             stale_unwarned=2, injection_leaks=5),
+                             stale_unwarned=0, injection_leaks=5),
     # The heuristic arms search the archived notes once, for mdr1 (its lab report is archived;
     # the stock result is too small to be): 9 turns + 2 archives + 1 recover + 1 search = 13.
     "archive_heuristic": dict(requests=13, searches=1, archive_calls=2, archived_results=2, recover_calls=1,
                               needs_missing=0, citations_correct=1, protected_violations=0,
-                              stale_unwarned=2, injection_leaks=0),
+                              stale_unwarned=0, injection_leaks=0),
     # 9 turns + 1 archive + 1 search that finds nothing = 11.
     "archive_no_notes": dict(requests=11, searches=1, archive_calls=1, archived_results=1, recover_calls=0,
                              needs_missing=1, citations_correct=1, protected_violations=0,
-                             stale_unwarned=2, injection_leaks=0),
+                             stale_unwarned=0, injection_leaks=0),
 }  # fmt: skip
 
 

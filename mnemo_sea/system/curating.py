@@ -1,0 +1,178 @@
+"""`Mnemo.curate` and `Mnemo.recall`: curation an agent or a harness gets without scripting it.
+
+`curate` applies the automatic policy (mnemo_sea/curation/policy.py) to a session: it sizes
+each live result as the model is sent it, picks what to set aside by size, age and class, and
+archives those results in one batch, each with its automatic note (curation/notes.py).
+
+`recall` answers a need phrased as a query: it reads the session's results, live ones first
+(a need already in view costs nothing), then the archived originals, best candidates first
+(their note, tool and arguments share the most of the need's terms), checks each for a line
+that holds the need (curation/recall.py), and recovers the excerpt around the best one. No
+line holds it: "not found", with what was checked; never a guess. The session's own originals
+are read directly (a session holds dozens of results, not millions): exact, and current the
+moment they are archived.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from mnemo_sea.archive import DEFAULT_AROUND, ArchiveReceipt, Principal, Recovered, Role, ToolResult
+from mnemo_sea.curation import automatic_note
+from mnemo_sea.curation.policy import CurationPolicy, Decision, LiveResult, plan
+from mnemo_sea.curation.recall import Holding, Need, holding_line
+
+if TYPE_CHECKING:
+    from mnemo_sea.system.mnemo import Mnemo
+
+
+@dataclass(frozen=True)
+class ArchivedByPolicy:
+    result_id: str
+    reason: str  # "large": a large result the agent moved past; "budget": the oldest, to fit
+    tokens: int
+    note: str
+
+
+@dataclass(frozen=True)
+class CurationReport:
+    session_id: str
+    archived: tuple[ArchivedByPolicy, ...]
+    live_tokens_before: int
+    live_tokens_after: int
+    receipt: ArchiveReceipt | None  # None when nothing was due
+
+
+RecallStatus = Literal["recovered", "in_view", "not_found"]
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    """What a recall found. `recovered`: the excerpt appended to the session (`recovered`);
+    `in_view`: a live result already holds the need (`result_id`, `line_number`); `not_found`:
+    no result's line holds it. `checked` lists every result read, in order."""
+
+    query: str
+    status: RecallStatus
+    checked: tuple[str, ...]
+    result_id: str | None = None
+    line_number: int | None = None
+    line: str | None = None
+    score: float | None = None
+    recovered: Recovered | None = None
+
+
+def curate(
+    mnemo: Mnemo,
+    principal: Principal,
+    session_id: str,
+    policy: CurationPolicy,
+    idempotency_key: str | None,
+) -> CurationReport:
+    principal.require(Role.AGENT, "curating a session")
+    view = mnemo.live_view(principal, session_id)
+    protected = mnemo.archive.policy.is_protected
+    live = [
+        LiveResult(
+            i.result.result_id,
+            mnemo.token_counter.count(i.rendered),
+            protected(i.result.policy_class),
+            principal.can_read(i.result.sensitivity),
+        )
+        for i in view.items
+        if i.result.state == "live"
+    ]
+    decided = plan(live, policy)
+    if not decided.archive:
+        return CurationReport(session_id, (), decided.live_tokens_before, decided.live_tokens_after, None)
+    by_id = {i.result.result_id: i.result for i in view.items}
+    archived = tuple(_noted(mnemo, principal, session_id, d, by_id[d.result_id]) for d in decided.archive)
+    receipt = mnemo.archive_results(
+        principal, session_id, [(a.result_id, a.note) for a in archived], idempotency_key=idempotency_key
+    )
+    return CurationReport(
+        session_id, archived, decided.live_tokens_before, decided.live_tokens_after, receipt
+    )
+
+
+def _noted(
+    mnemo: Mnemo, principal: Principal, session_id: str, decision: Decision, result: ToolResult
+) -> ArchivedByPolicy:
+    _, _, content = mnemo.archive.read_result(principal, session_id, decision.result_id)
+    note = automatic_note(result.tool_name, result.arguments, content or b"", result.media_type)
+    return ArchivedByPolicy(decision.result_id, decision.reason, decision.tokens, note)
+
+
+def recall(
+    mnemo: Mnemo,
+    principal: Principal,
+    session_id: str,
+    query: str,
+    around: int,
+    idempotency_key: str | None,
+) -> RecallResult:
+    principal.require(Role.AGENT, "recalling evidence")
+    need = Need.of(query)
+    results = [
+        r for r in mnemo.archive.list_results(principal, session_id) if principal.can_read(r.sensitivity)
+    ]
+    checked: list[str] = []
+    # A need already in view: the live results, newest first.
+    for r in reversed([r for r in results if r.state == "live"]):
+        checked.append(r.result_id)
+        held = _holding(mnemo, principal, session_id, r, need)
+        if held is not None:
+            return RecallResult(
+                query, "in_view", tuple(checked), r.result_id, held.line_number, held.line, held.score
+            )
+    best: tuple[Holding, ToolResult] | None = None
+    for r in _ranked([r for r in results if r.state == "archived"], need):
+        checked.append(r.result_id)
+        held = _holding(mnemo, principal, session_id, r, need)
+        if held is not None and (best is None or held.score > best[0].score):
+            best = (held, r)
+            if held.score == 1.0:
+                break
+    if best is None:
+        return RecallResult(query, "not_found", tuple(checked))
+    held, source = best
+    found = mnemo.recover(
+        principal,
+        session_id,
+        source.result_id,
+        match=held.line,
+        around=around,
+        idempotency_key=idempotency_key,
+    )
+    return RecallResult(
+        query, "recovered", tuple(checked), source.result_id, held.line_number, held.line, held.score, found
+    )
+
+
+def _ranked(archived: list[ToolResult], need: Need) -> list[ToolResult]:
+    """The archived results, those whose note, tool and arguments share most of the need first,
+    then the newest (the latest observation of a fact is the one a need usually wants)."""
+
+    def described(r: ToolResult) -> str:
+        return f"{r.note or ''}\n{r.tool_name}\n{json.dumps(r.arguments, ensure_ascii=False)}"
+
+    newest_first = list(reversed(archived))
+    return sorted(newest_first, key=lambda r: -need.score(described(r)))
+
+
+def _holding(
+    mnemo: Mnemo, principal: Principal, session_id: str, result: ToolResult, need: Need
+) -> Holding | None:
+    _, _, content = mnemo.archive.read_result(principal, session_id, result.result_id)
+    if content is None:
+        return None
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # a binary original holds no line
+    return holding_line(text, need)
+
+
+__all__ = ["DEFAULT_AROUND", "ArchivedByPolicy", "CurationReport", "RecallResult", "curate", "recall"]

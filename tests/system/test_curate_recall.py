@@ -1,0 +1,164 @@
+"""`Mnemo.curate` and `Mnemo.recall`: a session curated and recalled without a script.
+
+The tests look at the state: which rows are archived (the raw tables), what the live view
+holds, what was appended; never only at what the call answered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from mnemo_sea.archive import ArchiveConflict, Forbidden, InvalidInput, Principal, Role, Sensitivity
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.curation.policy import CurationPolicy, LiveResult, plan
+from mnemo_sea.system.mnemo import Mnemo
+
+AGENT = Principal("clinic-a", "agent-1", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
+READER = Principal("clinic-a", "agent-1", frozenset({Role.READER}), Sensitivity.CONFIDENTIAL)
+
+
+def states(mnemo: Mnemo, session: str) -> dict[str, str]:
+    with mnemo.archive.store.read() as conn:
+        rows = conn.execute(
+            select(t.tool_results.c.result_no, t.tool_results.c.state).where(
+                t.tool_results.c.session_id == session
+            )
+        ).all()
+    return {f"r{n}": state for n, state in rows}
+
+
+def test_the_policy_sets_aside_large_results_behind_the_newest_and_fits_the_budget() -> None:
+    live = [
+        LiveResult("r1", 900, False),
+        LiveResult("r2", 5_000, False),  # large
+        LiveResult("r3", 700, True),  # protected: never
+        LiveResult("r4", 800, False),
+        LiveResult("r5", 3_000, False),  # large, but among the newest two
+        LiveResult("r6", 100, False),
+    ]
+    assert [d.result_id for d in plan(live, CurationPolicy(budget_tokens=100_000)).archive] == ["r2"]
+    tight = plan(live, CurationPolicy(budget_tokens=4_000))
+    # Large first; then the oldest until the rest fits in half the budget (4,200 -> 3,300 ... 2,000).
+    assert [(d.result_id, d.reason) for d in tight.archive] == [
+        ("r1", "budget"),
+        ("r2", "large"),
+        ("r4", "budget"),
+    ]
+    assert tight.live_tokens_before == 10_500 and tight.live_tokens_after == 3_800
+    assert plan(live[:2], CurationPolicy(keep_recent=2)).archive == ()
+    for bad in ({"budget_tokens": 0}, {"keep_recent": -1}, {"large_result_tokens": True}):
+        with pytest.raises(InvalidInput):
+            CurationPolicy(**bad)
+
+
+PYTEST = "\n".join(
+    [
+        "platform linux -- Python 3.11.7",
+        "rootdir: /app",
+        *[f"tests/test_{n}.py PASSED" for n in range(300)],
+        "FAILED tests/test_io.py::test_23 - AssertionError: p99 latency 412 ms > 250 ms",
+        "=== 1 failed, 300 passed ===",
+    ]
+)
+
+
+def session(mnemo: Mnemo, name: str = "s1") -> dict[str, Any]:
+    ids = {}
+    ids["run"] = mnemo.record(AGENT, name, "bash", PYTEST, arguments={"command": "pytest tests/"}).result_id
+    ids["rx"] = mnemo.record(
+        AGENT, name, "vet.rx", "处方依据：体重 31 kg，阿莫西林 12 mg/kg", policy_class="prescription_basis"
+    ).result_id
+    ids["stock"] = mnemo.record(
+        AGENT,
+        name,
+        "pharmacy.stock",
+        "阿莫西林 500mg 库存 3 盒\n下次到货 12 月 9 日",
+        arguments={"sku": "AMX"},
+    ).result_id
+    ids["chat"] = mnemo.record(AGENT, name, "ask_owner", "owner says the dog is eating again").result_id
+    ids["last"] = mnemo.record(AGENT, name, "notes", "plan: recheck ALT in two weeks").result_id
+    return ids
+
+
+def test_curate_archives_what_the_policy_picks_with_automatic_notes(mnemo: Mnemo) -> None:
+    ids = session(mnemo)
+    report = mnemo.curate(AGENT, "s1", budget_tokens=50_000, large_result_tokens=1_000)
+    assert [a.result_id for a in report.archived] == [ids["run"]]
+    (run,) = report.archived
+    assert run.reason == "large" and run.tokens >= 1_000
+    assert "1 failed, 300 passed" in run.note and "FAILED tests/test_io.py::test_23" in run.note
+    assert report.receipt is not None and report.receipt.archived == (ids["run"],)
+    assert report.live_tokens_after < report.live_tokens_before
+    assert states(mnemo, "s1") == {
+        ids["run"]: "archived",
+        **{ids[k]: "live" for k in ("rx", "stock", "chat", "last")},
+    }
+    stub = mnemo.live_view(AGENT, "s1").items[0].rendered
+    assert "note: test run" in stub and "FAILED tests/test_io.py::test_23" in stub
+
+    again = mnemo.curate(AGENT, "s1", budget_tokens=50_000, large_result_tokens=1_000)
+    assert again.archived == () and again.receipt is None  # nothing more is due
+
+    # A budget far below the session: everything but the protected and the newest two.
+    tight = mnemo.curate(AGENT, "s1", budget_tokens=10)
+    assert [a.result_id for a in tight.archived] == [ids["stock"]]
+    assert states(mnemo, "s1")[ids["rx"]] == "live"  # the prescription basis is never set aside
+
+
+def test_recall_finds_the_line_in_an_archived_original_and_recovers_only_its_excerpt(mnemo: Mnemo) -> None:
+    ids = session(mnemo)
+    mnemo.curate(AGENT, "s1", budget_tokens=10)
+    found = mnemo.recall(AGENT, "s1", "p99 latency of test_23", around=1)
+    assert found.status == "recovered" and found.result_id == ids["run"]
+    assert found.line == "FAILED tests/test_io.py::test_23 - AssertionError: p99 latency 412 ms > 250 ms"
+    assert found.recovered is not None and found.recovered.appended.excerpt is not None
+    text = found.recovered.content.decode()
+    assert found.line in text and text.count("\n") <= 3  # the line and one on each side, not 2 MB
+    # Now it is in view: a second recall of the same need recovers nothing more.
+    before = len(states(mnemo, "s1"))
+    again = mnemo.recall(AGENT, "s1", "test_23 p99 latency")
+    assert again.status == "in_view" and again.result_id == found.recovered.appended.result_id
+    assert len(states(mnemo, "s1")) == before
+
+    chinese = mnemo.recall(AGENT, "s1", "阿莫西林库存")
+    assert chinese.status == "recovered" and chinese.result_id == ids["stock"]
+    assert "库存 3 盒" in chinese.recovered.content.decode()  # type: ignore[union-attr]
+
+
+def test_recall_never_returns_a_guess(mnemo: Mnemo) -> None:
+    ids = session(mnemo)
+    mnemo.curate(AGENT, "s1", budget_tokens=10)
+    before = states(mnemo, "s1")
+    missing = mnemo.recall(AGENT, "s1", "refund approved for order O-9911")
+    assert missing.status == "not_found" and missing.recovered is None and missing.result_id is None
+    assert set(missing.checked) == set(before)  # every result was read, live and archived
+    assert states(mnemo, "s1") == before  # nothing appended
+    with pytest.raises(InvalidInput, match="no word to look for"):
+        mnemo.recall(AGENT, "s1", "the of and")
+    assert ids  # the session was built
+
+
+def test_curate_and_recall_need_the_agent_role(mnemo: Mnemo) -> None:
+    session(mnemo)
+    with pytest.raises(Forbidden):
+        mnemo.curate(READER, "s1")
+    with pytest.raises(Forbidden):
+        mnemo.recall(READER, "s1", "p99 latency")
+
+
+def test_a_concurrent_archive_makes_curate_fail_whole(mnemo: Mnemo, monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = session(mnemo)
+    real = mnemo.archive.archive_results
+
+    def archived_first(*args: Any, **kwargs: Any) -> Any:
+        real(AGENT, "s1", [(ids["run"], "another caller's note")])  # another caller wins the race
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mnemo.archive, "archive_results", archived_first)
+    with pytest.raises(ArchiveConflict):
+        mnemo.curate(AGENT, "s1", budget_tokens=10)
+    monkeypatch.undo()
+    assert [s for s in states(mnemo, "s1").values() if s == "archived"] == ["archived"]  # only the other's
