@@ -1,4 +1,4 @@
-"""`session record|archive|live|recover|list`: tool results of a session (and, from
+"""`session record|archive|live|recover|curate|recall|list`: tool results of a session (and, from
 mnemo_sea.cli.context, `session context` and `session task-state`).
 """
 
@@ -24,6 +24,8 @@ from mnemo_sea.cli.target import (
     open_mnemo,
     parse_as_of,
 )
+from mnemo_sea.curation.policy import CurationPolicy
+from mnemo_sea.rest.models import CurationOut, RecallOut
 from mnemo_sea.system.json_ready import content_fields, json_ready
 from mnemo_sea.system.json_text import parse_json
 
@@ -219,6 +221,84 @@ def session_recover(
     )
 
 
+def session_curate(
+    target: Target,
+    session_id: SessionIdArg,
+    budget_tokens: Annotated[
+        int, typer.Option(help="the tokens the live results should fit in")
+    ] = CurationPolicy.budget_tokens,
+    large_result_tokens: Annotated[
+        int, typer.Option(help="a live result this large is archived once newer ones followed it")
+    ] = CurationPolicy.large_result_tokens,
+    keep_recent: Annotated[
+        int, typer.Option(help="the newest results always stay")
+    ] = CurationPolicy.keep_recent,
+    need: Annotated[str | None, typer.Option(help="what the next step needs: recalled first")] = None,
+    around: Annotated[
+        int, typer.Option(help="with --need: lines of context around the line found")
+    ] = DEFAULT_AROUND,
+    idempotency_key: IdempotencyKeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The automatic policy: set aside large results newer ones followed and, past the budget, the
+    oldest, each with an automatic note; never protected classes or the newest. With --need,
+    first bring back only the excerpt that holds it."""
+    principal = target.principal()
+    with open_mnemo(target) as mnemo:
+        report = mnemo.curate(
+            principal,
+            session_id,
+            budget_tokens=budget_tokens,
+            large_result_tokens=large_result_tokens,
+            keep_recent=keep_recent,
+            need=need,
+            around=around,
+            idempotency_key=idempotency_key,
+        )
+    out = CurationOut.of(report)
+    if as_json:
+        emit(out.model_dump(mode="json"), as_json=True)
+        return
+    if out.recall is not None:
+        typer.echo(_recall_line(out.recall))
+    for a in out.archived:
+        typer.echo(f"archived {a.result_id} ({a.reason}, {a.tokens} tokens): {a.note.splitlines()[0]}")
+    typer.echo(f"live results: {out.live_tokens_before} -> {out.live_tokens_after} tokens")
+
+
+def session_recall(
+    target: Target,
+    session_id: SessionIdArg,
+    query: Annotated[str, typer.Argument(help="what is needed, in words, e.g. 'p99 latency of test_23'")],
+    around: Annotated[int, typer.Option(help="lines of context around the line found")] = DEFAULT_AROUND,
+    idempotency_key: IdempotencyKeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Find the line of the session's results that holds a need and bring back only its excerpt;
+    not_found (exit 0, nothing appended) when no line holds it."""
+    principal = target.principal()
+    with open_mnemo(target) as mnemo:
+        found = RecallOut.of(
+            mnemo.recall(principal, session_id, query, around=around, idempotency_key=idempotency_key)
+        )
+    if as_json:
+        emit(found.model_dump(mode="json"), as_json=True)
+        return
+    typer.echo(_recall_line(found))
+    if found.recovered is not None:
+        typer.echo(found.recovered.rendered)
+
+
+def _recall_line(found: RecallOut) -> str:
+    if found.status == "not_found":
+        return f"not found: no line of {', '.join(found.checked) or 'any result'} holds {found.query!r}"
+    where = f"{found.result_id} line {found.line_number}"
+    if found.status == "in_view":
+        return f"in view: {where}"
+    appended = found.recovered.appended.result_id if found.recovered is not None else "?"
+    return f"recovered: {where}, appended as {appended}"
+
+
 def session_list(target: Target, limit: LimitOpt = 1000, as_json: JsonOpt = False) -> None:
     """The tenant's sessions, oldest first, with their result counts (a reader sees its own)."""
     principal = target.principal()
@@ -248,5 +328,7 @@ def register(app: typer.Typer) -> None:
     add_command(session, "archive", session_archive)
     add_command(session, "live", session_live)
     add_command(session, "recover", session_recover)
+    add_command(session, "curate", session_curate)
+    add_command(session, "recall", session_recall)
     add_command(session, "list", session_list)
     context.register(session)

@@ -57,6 +57,7 @@ from mnemo_sea.client.answers import (
     expected_hash,
     expected_is,
     inconsistent,
+    member,
     original,
     parsed,
     same,
@@ -78,8 +79,10 @@ from mnemo_sea.client.wire import (
 from mnemo_sea.context import AssembledContext
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS
 from mnemo_sea.context.segments import ArchiveCandidate
+from mnemo_sea.curation.policy import CurationPolicy
 from mnemo_sea.retrieval.query import SearchMode
 from mnemo_sea.system.citations import Citation, CitationCheck, CitationReport
+from mnemo_sea.system.curating import ArchivedByPolicy, CurationReport, RecallResult, RecallStatus
 from mnemo_sea.system.results import DeletionCheck, IngestReport, SearchResult
 
 T = TypeVar("T")
@@ -450,33 +453,134 @@ def recover(
     if match is not None:
         span["around"] = around
     reply = yield keyed_write("POST", path, idempotency_key, body=span or None)
-    first = parsed(reply, ToolResult, "original")
-    appended = parsed(reply, ToolResult, "appended")
-    same(reply, "original.session_id", first.session_id, session_id, "the session recovered from")
-    same(reply, "appended.session_id", appended.session_id, session_id, "the session appended to")
-    if not result_id.startswith("result:"):
-        same(reply, "original.result_id", first.result_id, result_id, "the result recovered")
-    same(reply, "appended.recovered_from", appended.recovered_from, first.result_id, "the copy's original")
+    return _recovered(reply, session_id, result_id, expected)
+
+
+@operation
+def recall(
+    session_id: str, query: str, *, around: int = DEFAULT_AROUND, idempotency_key: str | None = None
+) -> Plan[RecallResult]:
+    """`Mnemo.recall`: the line of the session's results that holds a need, and its excerpt
+    recovered (`recovered`, checked as `recover` checks an excerpt), `in_view` or `not_found`."""
+    path = _session(session_id, "/recall")
+    body = {"query": query, "around": around}
+    reply = yield keyed_write("POST", path, idempotency_key, body=body)
+    return _recall(reply, session_id)
+
+
+@operation
+def curate(
+    session_id: str,
+    *,
+    budget_tokens: int = CurationPolicy.budget_tokens,
+    large_result_tokens: int = CurationPolicy.large_result_tokens,
+    keep_recent: int = CurationPolicy.keep_recent,
+    need: str | None = None,
+    around: int = DEFAULT_AROUND,
+    idempotency_key: str | None = None,
+) -> Plan[CurationReport]:
+    """`Mnemo.curate`: the automatic policy applied to the session, and with `need` the excerpt
+    that holds it recalled first."""
+    path = _session(session_id, "/curate")
+    body = {
+        "budget_tokens": budget_tokens,
+        "large_result_tokens": large_result_tokens,
+        "keep_recent": keep_recent,
+        "need": need,
+        "around": around,
+    }
+    reply = yield keyed_write("POST", path, idempotency_key, body=body)
+    same(reply, "session_id", parsed(reply, str, "session_id"), session_id, "the session curated")
+    recalled = None if member(reply, "recall") is None else _recall(reply, session_id, "recall")
+    return CurationReport(
+        session_id=session_id,
+        archived=tuple(parsed(reply, list[ArchivedByPolicy], "archived")),
+        live_tokens_before=parsed(reply, int, "live_tokens_before"),
+        live_tokens_after=parsed(reply, int, "live_tokens_after"),
+        receipt=parsed(reply, ArchiveReceipt | None, "receipt"),  # type: ignore[arg-type]
+        recall=recalled,
+    )
+
+
+def _recall(reply: Reply, session_id: str, *at: str) -> RecallResult:
+    recovered = None
+    if member(reply, *at, "recovered") is not None:
+        source = parsed(reply, str, *at, "result_id")
+        recovered = _recovered(reply, session_id, source, None, *at, "recovered")
+    return RecallResult(
+        query=parsed(reply, str, *at, "query"),
+        status=parsed(reply, RecallStatus, *at, "status"),  # type: ignore[arg-type]
+        checked=tuple(parsed(reply, list[str], *at, "checked")),
+        result_id=parsed(reply, str | None, *at, "result_id"),  # type: ignore[arg-type]
+        line_number=parsed(reply, int | None, *at, "line_number"),  # type: ignore[arg-type]
+        line=parsed(reply, str | None, *at, "line"),  # type: ignore[arg-type]
+        score=parsed(reply, float | None, *at, "score"),  # type: ignore[arg-type]
+        recovered=recovered,
+    )
+
+
+def _recovered(
+    reply: Reply, session_id: str, result_id: str | None, expected: str | None, *at: str
+) -> Recovered:
+    """A recovery's answer (under `at`: a recall's `recovered`) as the library's Recovered, every
+    hash and size checked (see `recover`); InconsistentAnswer otherwise."""
+    first = parsed(reply, ToolResult, *at, "original")
+    appended = parsed(reply, ToolResult, *at, "appended")
     same(
         reply,
-        "content_sha256",
-        parsed(reply, str, "content_sha256"),
+        where(*at, "original", "session_id"),
+        first.session_id,
+        session_id,
+        "the session recovered from",
+    )
+    same(
+        reply,
+        where(*at, "appended", "session_id"),
+        appended.session_id,
+        session_id,
+        "the session appended to",
+    )
+    if result_id is not None and not result_id.startswith("result:"):
+        same(reply, where(*at, "original", "result_id"), first.result_id, result_id, "the result recovered")
+    same(
+        reply,
+        where(*at, "appended", "recovered_from"),
+        appended.recovered_from,
+        first.result_id,
+        "the copy's original",
+    )
+    same(
+        reply,
+        where(*at, "content_sha256"),
+        parsed(reply, str, *at, "content_sha256"),
         first.content_sha256,
         "the answer's hash",
     )
-    same(reply, "appended.content_sha256", appended.content_sha256, first.content_sha256, "the copy's hash")
+    same(
+        reply,
+        where(*at, "appended", "content_sha256"),
+        appended.content_sha256,
+        first.content_sha256,
+        "the copy's hash",
+    )
     if appended.excerpt is None:
-        content = original(reply, first.content_sha256, expected)
-        same(reply, "original.size", first.size, len(content), "the original's size")
+        content = original(reply, first.content_sha256, expected, *at)
+        same(reply, where(*at, "original", "size"), first.size, len(content), "the original's size")
     else:
-        expected_is(reply, first.content_sha256, expected)
-        content = original(reply, parsed(reply, str, "excerpt_sha256"), None)
-        same(reply, "appended.excerpt", appended.excerpt.size, len(content), "the excerpt's size")
+        expected_is(reply, first.content_sha256, expected, *at)
+        content = original(reply, parsed(reply, str, *at, "excerpt_sha256"), None, *at)
+        same(
+            reply,
+            where(*at, "appended", "excerpt"),
+            appended.excerpt.size,
+            len(content),
+            "the excerpt's size",
+        )
     return Recovered(
         original=first,
         appended=appended,
         content=content,
-        staleness_warning=parsed(reply, str | None, "staleness_warning"),  # type: ignore[arg-type]
+        staleness_warning=parsed(reply, str | None, *at, "staleness_warning"),  # type: ignore[arg-type]
     )
 
 

@@ -10,6 +10,7 @@ closest line: a recovery that does not hold the evidence would be cited as if it
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from mnemo_sea.archive import InvalidInput
@@ -33,6 +34,14 @@ def _weight(term: str) -> float:
 
 def _han(term: str) -> bool:
     return not term.isascii() and any("\u3400" <= ch <= "\u9fff" for ch in term)
+
+
+_JOINED = re.compile(r"[-_.:/+@#]")
+
+
+def _whole(term: str) -> bool:
+    """A term matched as written, not only as a term: a Chinese word, or an identifier."""
+    return _han(term) or bool(_JOINED.search(term))
 
 
 def _need_terms(query: str) -> dict[str, float]:
@@ -64,11 +73,14 @@ class Need:
         return cls(query, terms)
 
     def score(self, text: str) -> float:
-        """The share of the need's weight that `text` carries (0 to 1). A Chinese word counts
-        where the text holds it, however the text segments around it."""
+        """The share of the need's weight that `text` carries (0 to 1). A Chinese word or an
+        identifier (`billing.py`, `O-1042`) counts where the text holds it, however the text
+        segments around it (`src/billing.py` is one term of its own)."""
         found = set(_tokenizer().tokenize(text))
+        lowered = text.lower()
         total = sum(self.terms.values())
-        return sum(w for t, w in self.terms.items() if t in found or (_han(t) and t in text)) / total
+        held = sum(w for t, w in self.terms.items() if t in found or (_whole(t) and t in lowered))
+        return held / total
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from mnemo_sea.archive import (
     TaskStateOp,
     UpdateTaskStateOp,
 )
-from mnemo_sea.system.operations import CheckCitationsOp, ContextOp, SearchOp
+from mnemo_sea.system.operations import CheckCitationsOp, ContextOp, CurateOp, SearchOp
 
 # The bases' order puts session_id first and idempotency_key last in the published schema.
 # No docstrings: the tool's description, not the class's, is what a model reads.
@@ -58,6 +58,10 @@ class CheckCitationsInput(CheckCitationsOp): ...
 
 # assemble_context: `ContextOp` in a session.
 class AssembleContextInput(ContextOp, InSession): ...
+
+
+# curate_context: `CurateOp` in a session.
+class CurateContextInput(Idempotent, CurateOp, InSession): ...
 
 
 # update_task_state: `UpdateTaskStateOp` in a session.

@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from mnemo_sea.archive import Principal, ToolResult
+from mnemo_sea.rest.models import CurationOut
 from mnemo_sea.system.json_ready import content_fields
 from mnemo_sea.system.mnemo import Mnemo
 
@@ -24,6 +25,7 @@ from .inputs import (
     ArchiveResultsInput,
     AssembleContextInput,
     CheckCitationsInput,
+    CurateContextInput,
     GetTaskStateInput,
     LiveContextInput,
     RecordResultInput,
@@ -39,7 +41,8 @@ mnemo-sea keeps every tool result you record, so your context can stay small wit
 1. Record each tool result with record_result; it gets an id like r3 in this session. Refer to it by id.
 2. When the context grows, archive old results in ONE archive_results call: its targets each name a
    result_id and the short note that replaces it, saying what it held and why it might matter.
-   Archived ids stay valid and citable.
+   Archived ids stay valid and citable. Or call curate_context once per turn (with need: what your
+   next step needs) and let the library archive and bring back excerpts for you.
 3. Need the details again? recover_result brings back the exact original, hash-verified and labelled
    historical; time-sensitive data (prices, stock, approval progress) carries a staleness warning.
 4. Protected evidence (prescription basis, vet approvals, user-confirmed facts) cannot be archived.
@@ -151,6 +154,12 @@ def get_task_state(mnemo: Mnemo, principal: Principal, a: GetTaskStateInput) -> 
     return {"session_id": a.session_id, "task_state": None if state is None else json_object(state)}
 
 
+def curate_context(mnemo: Mnemo, principal: Principal, a: CurateContextInput) -> dict[str, Any]:
+    report = mnemo.curate(principal, **a.as_kwargs())
+    out: dict[str, Any] = CurationOut.of(report).model_dump(mode="json")
+    return out
+
+
 TOOLS: tuple[AgentTool[Any], ...] = (
     AgentTool(
         "search_evidence",
@@ -206,6 +215,20 @@ TOOLS: tuple[AgentTool[Any], ...] = (
         "lines each side). A span outside the original is an invalid_span error naming its size.",
         RecoverResultInput,
         recover_result,
+    ),
+    AgentTool(
+        "curate_context",
+        "Curate the context (automatic)",
+        "The whole archive policy in one call, if you would rather not decide each archive yourself: "
+        "call it once per turn. It sets aside results you no longer need in view (large ones that newer "
+        "results followed; the oldest once the live results pass budget_tokens; never protected classes "
+        "or the newest keep_recent), each replaced by an automatic note of what it held. With need (what "
+        "your next step needs, in words), it first finds the line that holds it among the session's "
+        "results and brings back only that excerpt (recall.status 'recovered'), says it is already in "
+        "view ('in_view'), or says it was not found ('not_found': do not guess; re-run the tool). "
+        "Returns what was archived and why, and the recall.",
+        CurateContextInput,
+        curate_context,
     ),
     AgentTool(
         "live_context",

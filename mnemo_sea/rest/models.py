@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import hashlib
 from datetime import datetime
 from typing import Annotated, Generic, TypeVar
@@ -22,6 +23,7 @@ from typing import Annotated, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from mnemo_sea.archive import (
+    ArchiveReceipt,
     EvidenceRecord,
     InvalidInput,
     LiveView,
@@ -33,6 +35,7 @@ from mnemo_sea.archive import limits as cap
 from mnemo_sea.context import AssembledContext
 from mnemo_sea.context.segments import Component, SegmentKind
 from mnemo_sea.system.citations import CitationCheck, CitationReport
+from mnemo_sea.system.curating import CurationReport, RecallResult, RecallStatus
 from mnemo_sea.system.json_ready import content_fields
 from mnemo_sea.system.operations import ContextOp
 
@@ -144,6 +147,62 @@ class RecoveredOut(BaseModel):
             **content_fields(rec.content),
             staleness_warning=rec.staleness_warning,
             rendered=rec.rendered,
+        )
+
+
+class RecallOut(BaseModel):
+    """What a recall found (Mnemo.recall): `recovered` with the excerpt that holds the need,
+    `in_view` when a live result holds it, `not_found` with every result checked."""
+
+    query: str
+    status: RecallStatus
+    checked: list[str] = Field(description="every result read, in order")
+    result_id: str | None = Field(None, description="the result whose line holds the need")
+    line_number: int | None = None
+    line: str | None = Field(None, description="the line that holds the need")
+    score: float | None = Field(None, description="the share of the need's terms the line carries")
+    recovered: RecoveredOut | None = Field(None, description="the excerpt appended to the session")
+
+    @classmethod
+    def of(cls, found: RecallResult) -> RecallOut:
+        return cls(
+            query=found.query,
+            status=found.status,
+            checked=list(found.checked),
+            result_id=found.result_id,
+            line_number=found.line_number,
+            line=found.line,
+            score=found.score,
+            recovered=None if found.recovered is None else RecoveredOut.of(found.recovered),
+        )
+
+
+class ArchivedByPolicyOut(BaseModel):
+    result_id: str
+    reason: str = Field(description="large: a large result newer ones followed; budget: the oldest, to fit")
+    tokens: int
+    note: str = Field(description="the automatic note that replaced it")
+
+
+class CurationOut(BaseModel):
+    """What curate did (Mnemo.curate)."""
+
+    session_id: str
+    archived: list[ArchivedByPolicyOut]
+    live_tokens_before: int
+    live_tokens_after: int
+    receipt: ArchiveReceipt | None = Field(None, description="the archive batch; null when nothing was due")
+    recall: RecallOut | None = Field(None, description="what `need` brought back, when one was given")
+
+    @classmethod
+    def of(cls, report: CurationReport) -> CurationOut:
+        return cls(
+            session_id=report.session_id,
+            archived=[ArchivedByPolicyOut(**dataclasses.asdict(a)) for a in report.archived],
+            live_tokens_before=report.live_tokens_before,
+            live_tokens_after=report.live_tokens_after,
+            receipt=report.receipt,
+            recall=None if report.recall is None else RecallOut.of(report.recall),
         )
 
 

@@ -15,6 +15,7 @@ moment they are archived.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -43,6 +44,7 @@ class CurationReport:
     live_tokens_before: int
     live_tokens_after: int
     receipt: ArchiveReceipt | None  # None when nothing was due
+    recall: RecallResult | None = None  # what `need` brought back, when one was given
 
 
 RecallStatus = Literal["recovered", "in_view", "not_found"]
@@ -89,9 +91,11 @@ def curate(
         return CurationReport(session_id, (), decided.live_tokens_before, decided.live_tokens_after, None)
     by_id = {i.result.result_id: i.result for i in view.items}
     archived = tuple(_noted(mnemo, principal, session_id, d, by_id[d.result_id]) for d in decided.archive)
-    receipt = mnemo.archive_results(
-        principal, session_id, [(a.result_id, a.note) for a in archived], idempotency_key=idempotency_key
-    )
+    targets = [(a.result_id, a.note) for a in archived]
+    # The key stands for this batch: a retry that plans the same batch replays it; once it is
+    # archived, a retry plans nothing and archives nothing (a key never meets another batch).
+    key = part_key(idempotency_key, "curate", json.dumps(targets, ensure_ascii=False))
+    receipt = mnemo.archive_results(principal, session_id, targets, idempotency_key=key)
     return CurationReport(
         session_id, archived, decided.live_tokens_before, decided.live_tokens_after, receipt
     )
@@ -149,6 +153,17 @@ def recall(
     return RecallResult(
         query, "recovered", tuple(checked), source.result_id, held.line_number, held.line, held.score, found
     )
+
+
+def part_key(idempotency_key: str | None, part: str, detail: str = "") -> str | None:
+    """The key of one part of a call that makes more than one write (curate with a need: a
+    recovery and an archive batch): a key stands for one request, so each part gets its own,
+    derived from the caller's key, the part's name and what it writes (`detail`), the same on a
+    retry that writes the same."""
+    if idempotency_key is None:
+        return None
+    seed = "\x1f".join((idempotency_key, part, detail)).encode("utf-8", "surrogatepass")
+    return f"{part}:{hashlib.sha256(seed).hexdigest()[:40]}"
 
 
 def _ranked(archived: list[ToolResult], need: Need) -> list[ToolResult]:

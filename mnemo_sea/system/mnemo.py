@@ -9,6 +9,7 @@ is no longer there or no longer current, so a lagging index never shows deleted 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import logging
@@ -58,7 +59,7 @@ from mnemo_sea.system import curating
 from mnemo_sea.system.caches import Cache, MemoryCache, RedisCache, search_query_key
 from mnemo_sea.system.citations import Citation, CitationReport, check_citations
 from mnemo_sea.system.curating import CurationReport, RecallResult
-from mnemo_sea.system.operations import CheckCitationsOp, ContextOp, SearchOp
+from mnemo_sea.system.operations import CheckCitationsOp, ContextOp, CurateOp, RecallOp, SearchOp
 from mnemo_sea.system.projection.indexer import AppliedRow, DrainReport, GroupCommit, Indexer, OnApplied
 from mnemo_sea.system.results import DeletionCheck, IngestReport, SearchHit, SearchResult, SearchResultStatus
 from mnemo_sea.system.wiring.layout import ARCHIVE_FILE, INDEX_DIR
@@ -577,6 +578,8 @@ class Mnemo:
         budget_tokens: int = CurationPolicy.budget_tokens,
         large_result_tokens: int = CurationPolicy.large_result_tokens,
         keep_recent: int = CurationPolicy.keep_recent,
+        need: str | None = None,
+        around: int = DEFAULT_AROUND,
         idempotency_key: str | None = None,
     ) -> CurationReport:
         """Apply the automatic policy to the session (mnemo_sea/curation/policy.py): archive, in
@@ -584,11 +587,19 @@ class Mnemo:
         results followed, and, while the live results exceed `budget_tokens`, the oldest until
         they fit in half of it; each with its automatic note (curation/notes.py). Protected
         classes, results above the caller's clearance and the newest `keep_recent` stay.
-        Deterministic, no model. Raises InvalidInput (a parameter out of range), Forbidden
-        (not an agent), NotFound, and the archive's errors (ArchiveConflict when another caller
-        archived one of them first: nothing was archived, curate again)."""
+        With `need` (what the next step needs, in words), `recall` runs first, so the excerpt
+        that holds it is in view and, being newest, stays (`report.recall`): one call per turn
+        is the whole policy. Deterministic, no model. Raises InvalidInput (a parameter out of
+        range), Forbidden (not an agent), NotFound, and the archive's errors (ArchiveConflict
+        when another caller archived one of them first: nothing was archived, curate again)."""
+        check_caps(CurateOp, locals())
         policy = CurationPolicy(budget_tokens, large_result_tokens, keep_recent)
-        return curating.curate(self, principal, session_id, policy, idempotency_key)
+        recalled = None
+        if need is not None:
+            key = curating.part_key(idempotency_key, "recall")
+            recalled = curating.recall(self, principal, session_id, need, around, key)
+        report = curating.curate(self, principal, session_id, policy, idempotency_key)
+        return dataclasses.replace(report, recall=recalled)
 
     def recall(
         self,
@@ -604,6 +615,7 @@ class Mnemo:
         result holds it already, `recovered` with the excerpt (the holding line and `around`
         lines each side) appended to the session, `not_found` with every result checked (never a
         guess). Raises InvalidInput (a query with no word to look for), Forbidden, NotFound."""
+        check_caps(RecallOp, locals())
         return curating.recall(self, principal, session_id, query, around, idempotency_key)
 
     def context(

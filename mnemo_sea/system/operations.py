@@ -1,4 +1,4 @@
-"""The system's own operations (search, context, citation checks, ingest), each one's inputs
+"""The system's own operations (search, context, curation, recall, citation checks, ingest), each one's inputs
 described once, as a typed record: the archive's operations are in mnemo_sea.archive.rules.operations,
 and the same rules hold here (field names are every surface's names; the records are REST's
 bodies and MCP's tool inputs; descriptions teach a model the field).
@@ -11,9 +11,11 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StrictInt
 
 from mnemo_sea.archive.rules import limits as cap
+from mnemo_sea.archive.rules.excerpts import DEFAULT_AROUND, MAX_AROUND
 from mnemo_sea.archive.rules.limits import JsonCap
 from mnemo_sea.archive.rules.operations import EvidenceInput, IsoTime, KindName, Operation, Ref
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS
+from mnemo_sea.curation.policy import CurationPolicy
 
 SearchModeName = Literal["hybrid", "bm25", "dense"]
 
@@ -118,6 +120,46 @@ class CheckCitationsOp(Operation):
     )
 
 
+class RecallOp(Operation):
+    """Find the line of the session's results that holds a need, and bring back its excerpt."""
+
+    query: str = Field(
+        min_length=1,
+        max_length=cap.QUERY_CHARS,
+        description="What you need, in words, e.g. 'p99 latency of test_23' or 'amoxicillin stock'.",
+    )
+    around: StrictInt = Field(
+        DEFAULT_AROUND, ge=0, le=MAX_AROUND, description="Lines of context before and after the line found."
+    )
+
+
+class CurateOp(Operation):
+    """Set aside what the session no longer needs in view, and bring back what it needs now."""
+
+    budget_tokens: StrictInt = Field(
+        CurationPolicy.budget_tokens,
+        ge=1,
+        description="The tokens the session's live results should fit in; past it, the oldest are archived.",
+    )
+    large_result_tokens: StrictInt = Field(
+        CurationPolicy.large_result_tokens,
+        ge=1,
+        description="A live result this large is archived once newer results followed it.",
+    )
+    keep_recent: StrictInt = Field(
+        CurationPolicy.keep_recent, ge=0, le=1_000, description="The newest results always stay in view."
+    )
+    need: str | None = Field(
+        None,
+        min_length=1,
+        max_length=cap.QUERY_CHARS,
+        description="What the next step needs, in words: recalled first (only the excerpt that holds it).",
+    )
+    around: StrictInt = Field(
+        DEFAULT_AROUND, ge=0, le=MAX_AROUND, description="With need: lines of context around the line found."
+    )
+
+
 class IngestOp(Operation):
     """Store evidence records all or nothing (new versions supersede), then index them."""
 
@@ -131,7 +173,9 @@ __all__ = [
     "CheckCitationsOp",
     "CitationInput",
     "ContextOp",
+    "CurateOp",
     "IngestOp",
+    "RecallOp",
     "SearchModeName",
     "SearchOp",
     "ToolDefinition",

@@ -140,6 +140,15 @@ def test_a_session_records_archives_recovers_assembles_and_keeps_its_task_state(
     marked = {i.result.result_id: i for i in mnemo.live_view(session).items}
     assert marked[price.result_id].superseded_by == newer.result_id
     assert "[warning: price data goes stale" in marked[price.result_id].rendered
+    # The automatic policy and recall, as the library's own types.
+    curated = mnemo.curate(session, budget_tokens=10, keep_recent=1, need="next check in 2 weeks", around=0)
+    assert curated.recall is not None and curated.recall.status == "recovered"
+    assert (
+        curated.recall.recovered is not None
+        and curated.recall.recovered.content == b"next check in 2 weeks\n"
+    )
+    assert {a.reason for a in curated.archived} <= {"large", "budget"} and curated.receipt is not None
+    assert mnemo.recall(session, "no such need anywhere").status == "not_found"
 
     assembled = mnemo.context(session, budget_tokens=4000, instructions="You are a vet assistant.")
     assert isinstance(assembled, AssembledContext) and assembled.session_id == session

@@ -27,6 +27,7 @@ TOOL_NAMES = {
     "assemble_context",
     "update_task_state",
     "get_task_state",
+    "curate_context",
 }
 CBC = "CBC 2024-05-01: WBC 7.1 (normal), ALT 112 U/L (high), creatinine 1.1 mg/dL (normal)"
 WEIGHT = "Owner confirms Rex weighs 31 kg"
@@ -169,6 +170,42 @@ def test_recover_result_brings_back_an_excerpt_or_names_the_original_s_size(
         assert "r1 has 59 lines" in error["message"]
         live = payload(await client.call_tool("live_context", {"session_id": session_id}))
         assert [item["result_id"] for item in live["items"]] == ["r1", "r2"]  # nothing appended
+
+    with_client(mnemo, CLINIC, body)
+
+
+def test_curate_context_archives_what_is_due_and_recalls_the_need_in_one_call(
+    mnemo: Mnemo, session_id: str
+) -> None:
+    listing = "\n".join(f"src/module_{n}.py: 120 lines" for n in range(400)) + "\nsrc/billing.py: 99 lines"
+
+    async def body(client: Client) -> None:
+        for tool, content in (("list_files", listing), ("ask_owner", "fine"), ("notes", "plan")):
+            await client.call_tool(
+                "record_result",
+                {
+                    "session_id": session_id,
+                    "tool_name": tool,
+                    "content": content,
+                    "arguments": {"dir": "src"},
+                },
+            )
+        first = payload(
+            await client.call_tool(
+                "curate_context", {"session_id": session_id, "large_result_tokens": 500, "keep_recent": 2}
+            )
+        )
+        assert [a["result_id"] for a in first["archived"]] == ["r1"] and first["recall"] is None
+        assert first["archived"][0]["reason"] == "large" and first["receipt"]["archived"] == ["r1"]
+        second = payload(
+            await client.call_tool(
+                "curate_context", {"session_id": session_id, "need": "billing.py line count", "around": 0}
+            )
+        )
+        recall = second["recall"]
+        assert recall["status"] == "recovered" and recall["result_id"] == "r1"
+        assert recall["recovered"]["content"] == "src/billing.py: 99 lines"
+        assert second["archived"] == []  # the excerpt is newest: it stays in view
 
     with_client(mnemo, CLINIC, body)
 

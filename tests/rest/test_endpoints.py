@@ -405,6 +405,48 @@ def test_recover_with_a_span_returns_the_excerpt_checked_against_the_whole_origi
     assert [r["result_id"] for r in results["items"]] == ["r1", "r2"]  # refusals appended nothing
 
 
+def test_curate_and_recall_over_rest(api: Api) -> None:
+    agent = api.headers("agent")
+    log = "\n".join(f"2026-12-01T10:00:{n % 60:02d}Z INFO step {n} ok" for n in range(300))
+    log += "\n2026-12-01T10:05:00Z ERROR payment gateway 502 for order O-7781"
+    for tool, content in (("logs.search", log), ("ask_owner", "ok"), ("notes", "next: refund check")):
+        api.client.post(
+            "/v1/sessions/s/results",
+            json={"tool_name": tool, "content": content, "arguments": {"q": tool}},
+            headers=agent,
+        )
+    curated = api.client.post(
+        "/v1/sessions/s/curate",
+        json={"large_result_tokens": 500},
+        headers={**agent, "Idempotency-Key": "t-1"},
+    )
+    assert curated.status_code == 200, curated.text
+    body = curated.json()
+    assert [a["result_id"] for a in body["archived"]] == ["r1"]
+    assert "ERROR payment gateway 502 for order O-7781" in body["archived"][0]["note"]
+    again = api.client.post(
+        "/v1/sessions/s/curate",
+        json={"large_result_tokens": 500},
+        headers={**agent, "Idempotency-Key": "t-1"},
+    )
+    assert again.status_code == 200 and again.json()["archived"] == []  # a retry archives nothing twice
+
+    found = api.client.post(
+        "/v1/sessions/s/recall", json={"query": "gateway 502 O-7781", "around": 0}, headers=agent
+    )
+    assert found.status_code == 200, found.text
+    recall = found.json()
+    assert recall["status"] == "recovered" and recall["line_number"] == 301
+    assert recall["recovered"]["content"] == "2026-12-01T10:05:00Z ERROR payment gateway 502 for order O-7781"
+    missing = api.client.post(
+        "/v1/sessions/s/recall", json={"query": "vet approval for carprofen"}, headers=agent
+    )
+    assert missing.json()["status"] == "not_found" and missing.json()["recovered"] is None
+    assert_problem(api.client.post("/v1/sessions/s/recall", json={"query": ""}, headers=agent), 422)
+    reader = api.headers("reader")
+    assert_problem(api.client.post("/v1/sessions/s/curate", headers=reader), 403)
+
+
 def test_recover_returns_the_exact_bytes_with_a_staleness_warning(api: Api) -> None:
     agent = api.headers("agent")
     raw = b"\x89PNG\r\n\x1a\n\x00\xff binary"

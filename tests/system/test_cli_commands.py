@@ -180,6 +180,29 @@ def test_session_record_archive_live_recover(data: Path, tmp_path: Path) -> None
     one_line_error(outside, 2, "byte_range", f"r1 has 50 lines ({50 * len(line)} bytes)")
 
 
+def test_session_curate_and_recall(data: Path, tmp_path: Path) -> None:
+    log = tmp_path / "deploy.log"
+    lines = [f"2026-12-01T10:00:{n % 60:02d}Z INFO step {n} ok" for n in range(300)]
+    log.write_text(
+        "\n".join([*lines, "2026-12-01T10:05:00Z ERROR disk full on /var/lib/pg"]), encoding="utf-8"
+    )
+    common = ["--data-dir", data, *AGENT]
+    ok_json("session", "record", "s-9", "deploy.logs", "--file", log, *common)
+    ok_json("session", "record", "s-9", "ask_owner", "--content", "ok", *common)
+    ok_json("session", "record", "s-9", "notes", "--content", "next: check disk", *common)
+    curated = ok_json("session", "curate", "s-9", "--large-result-tokens", "500", *common)
+    assert [a["result_id"] for a in curated["archived"]] == ["r1"]
+    assert "ERROR disk full on /var/lib/pg" in curated["archived"][0]["note"]
+    found = ok_json("session", "recall", "s-9", "disk full /var/lib/pg", "--around", "0", *common)
+    assert found["status"] == "recovered" and found["recovered"]["content"].endswith(
+        "disk full on /var/lib/pg"
+    )
+    missing = ok_json("session", "recall", "s-9", "vet approval carprofen", *common)
+    assert missing["status"] == "not_found" and missing["checked"]
+    text = run("session", "curate", "s-9", "--need", "disk full", *common)
+    assert text.returncode == 0 and "in view: r4 line 1" in text.stdout
+
+
 def test_memory_remember_current_history(data: Path) -> None:
     common = ["--data-dir", data, *AGENT]
     ok_json("memory", "remember", "u-7", "pet_name", "Dodo", "--provenance", "user_claim", *common)

@@ -81,6 +81,28 @@ RECEIPT_OUT = {"receipt_out": "where to write the deletion receipt: a file is th
 
 OPERATIONS = (
     Operation(
+        "curate",
+        system_ops.CurateOp,
+        "curate",
+        None,
+        ("post", "/v1/sessions/{session_id}/curate"),
+        "curate_context",
+        ("session", "curate"),
+        in_session=True,
+        idempotent=True,
+    ),
+    Operation(
+        "recall",
+        system_ops.RecallOp,
+        "recall",
+        None,
+        ("post", "/v1/sessions/{session_id}/recall"),
+        None,  # MCP's one curation tool, curate_context, recalls through its `need`
+        ("session", "recall"),
+        in_session=True,
+        idempotent=True,
+    ),
+    Operation(
         "record",
         ops.RecordOp,
         "record",

@@ -20,8 +20,10 @@ from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.models import (
     ContextIn,
     ContextOut,
+    CurationOut,
     LiveViewOut,
     Page,
+    RecallOut,
     RecordIn,
     RecoveredOut,
     page,
@@ -29,6 +31,7 @@ from mnemo_sea.rest.models import (
 from mnemo_sea.rest.problems import responses
 from mnemo_sea.rest.routes.common import IdempotencyKey, Limit, Offset
 from mnemo_sea.rest.threads import PooledRoute
+from mnemo_sea.system.operations import CurateOp, RecallOp
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], route_class=PooledRoute)
 
@@ -99,6 +102,33 @@ def recover(
     span = {} if body is None else body.as_kwargs()
     return RecoveredOut.of(
         mnemo.recover(principal, session_id, result_id, **span, idempotency_key=idempotency_key)
+    )
+
+
+@router.post("/{session_id}/curate", response_model=CurationOut, responses=responses(403, 404, 409, 413))
+def curate(
+    session_id: str,
+    principal: Caller,
+    mnemo: System,
+    idempotency_key: IdempotencyKey = None,
+    body: CurateOp | None = None,
+) -> CurationOut:
+    """Set aside what the session no longer needs in view (the automatic policy: large results
+    newer ones followed, the oldest past the budget; never protected classes), each with an
+    automatic note; with `need`, first bring back only the excerpt that holds it."""
+    fields = {} if body is None else body.as_kwargs()
+    return CurationOut.of(mnemo.curate(principal, session_id, **fields, idempotency_key=idempotency_key))
+
+
+@router.post("/{session_id}/recall", response_model=RecallOut, responses=responses(403, 404, 413))
+def recall(
+    session_id: str, body: RecallOp, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
+) -> RecallOut:
+    """Find the line of the session's results that holds a need phrased as `query`, and bring back
+    only its excerpt (`recovered`); `in_view` when a live result holds it; `not_found` with every
+    result checked, never a guess."""
+    return RecallOut.of(
+        mnemo.recall(principal, session_id, **body.as_kwargs(), idempotency_key=idempotency_key)
     )
 
 
