@@ -17,7 +17,10 @@ they put in front of the model:
   extractive note; at a need whose quote is out of view, search the archived notes with the need's
   query, recover the best hit of the session and re-archive the copy after the turn that follows;
 - `archive_no_notes`: the heuristic with every note `(set aside)` (ablation: notes are what search
-  finds, so without them recovery is blind).
+  finds, so without them recovery is blind);
+- `archive_auto`: the library's own policy and nothing else: after each tool call `Mnemo.curate`
+  with its defaults (automatic notes), and at a need whose quote is out of view `Mnemo.recall`
+  with the need's query (a request), which brings back only the excerpt holding it.
 
 The parameters are the published defaults (K=5 from the issue; Anthropic's trigger of 100,000
 input tokens and keep=3; 2,000 tokens from the paper's "large result"); they are parameters only so
@@ -40,6 +43,7 @@ MASKING = "masking"
 ARCHIVE_SCRIPTED = "archive_scripted"
 ARCHIVE_HEURISTIC = "archive_heuristic"
 ARCHIVE_NO_NOTES = "archive_no_notes"
+ARCHIVE_AUTO = "archive_auto"
 ARM_NAMES: tuple[str, ...] = (
     FULL,
     WINDOW,
@@ -48,6 +52,7 @@ ARM_NAMES: tuple[str, ...] = (
     ARCHIVE_SCRIPTED,
     ARCHIVE_HEURISTIC,
     ARCHIVE_NO_NOTES,
+    ARCHIVE_AUTO,
 )
 
 CLEARED_PLACEHOLDER = "[tool result cleared]"
@@ -124,7 +129,7 @@ class Arm:
     @property
     def uses_archive(self) -> bool:
         """Whether its prompt is the archive's live view (stubs, recovered copies)."""
-        return self.name in (ARCHIVE_SCRIPTED, ARCHIVE_HEURISTIC, ARCHIVE_NO_NOTES)
+        return self.name in (ARCHIVE_SCRIPTED, ARCHIVE_HEURISTIC, ARCHIVE_NO_NOTES, ARCHIVE_AUTO)
 
     @property
     def heuristic(self) -> bool:

@@ -67,6 +67,7 @@ from mnemo_sea.system.mnemo import Mnemo
 from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
 from .arms import (
+    ARCHIVE_AUTO,
     ARCHIVE_NO_NOTES,
     ARCHIVE_SCRIPTED,
     ARCHIVE_TOOLS,
@@ -342,6 +343,8 @@ class _Replay:
         self.label_of[result.result_id] = call.label
         if self.arm.heuristic:
             self._heuristic_archive()
+        elif self.arm.name == ARCHIVE_AUTO:
+            self._auto_curate()
         self._turn(i, "tool_call")
 
     def _shows(self, ctx: AssembledContext, label: str, quote: str) -> bool:
@@ -357,6 +360,8 @@ class _Replay:
         # The policy is told what it needs (the trace's need); what it must find is where it is.
         if self.arm.heuristic and not self._shows(self._assemble(), need.source, quote):
             self._heuristic_recover(need.query)
+        elif self.arm.name == ARCHIVE_AUTO and not self._shows(self._assemble(), need.source, quote):
+            self._auto_recall(need.query)
         ctx = self._turn(i, "need")
         satisfied = self._shows(ctx, need.source, quote)
         stale = satisfied and self._stale_unwarned(ctx, need.source, quote, i)
@@ -582,6 +587,36 @@ class _Replay:
                 self.notes.get(rid) or self._note_for(rid, scripted=False),
                 len(self.turns) + 1,
             )
+
+    def _auto_curate(self) -> None:
+        """The library's policy after a tool call (its defaults; its own automatic notes)."""
+        start = time.perf_counter()
+        report = self.mnemo.curate(self.principal, self.session)
+        if report.receipt is None:
+            return
+        self.counts.archive_ms.append((time.perf_counter() - start) * 1000)
+        self.counts.archive_calls += 1
+        self.counts.archived_results += len(report.archived)
+        for done in report.archived:
+            self.archived.add(done.result_id)
+            self.notes[done.result_id] = done.note
+            label = self.label_of[done.result_id]
+            if done.result_id in self.live_copies.get(label, []):
+                self.live_copies[label].remove(done.result_id)
+
+    def _auto_recall(self, query: str) -> None:
+        """The library's recall of a need out of view: a tool call the model asks for (a request)."""
+        self.counts.searches += 1
+        start = time.perf_counter()
+        found = self.mnemo.recall(self.principal, self.session, query)
+        if found.recovered is None or found.result_id is None:
+            return
+        self.counts.recover_ms.append((time.perf_counter() - start) * 1000)
+        self.counts.recover_calls += 1
+        copy = found.recovered.appended.result_id
+        label = self.label_of[found.result_id]
+        self.label_of[copy] = label
+        self.live_copies.setdefault(label, []).append(copy)
 
     def _rearchive_due(self) -> None:
         done = len(self.turns) - 1

@@ -292,7 +292,8 @@ def session_recall(
 def _recall_line(found: RecallOut) -> str:
     if found.status == "not_found":
         return f"not found: no line of {', '.join(found.checked) or 'any result'} holds {found.query!r}"
-    where = f"{found.result_id} line {found.line_number}"
+    first, last = found.lines or (0, 0)
+    where = f"{found.result_id} lines {first}-{last}"
     if found.status == "in_view":
         return f"in view: {where}"
     appended = found.recovered.appended.result_id if found.recovered is not None else "?"

@@ -512,8 +512,7 @@ def _recall(reply: Reply, session_id: str, *at: str) -> RecallResult:
         status=parsed(reply, RecallStatus, *at, "status"),  # type: ignore[arg-type]
         checked=tuple(parsed(reply, list[str], *at, "checked")),
         result_id=parsed(reply, str | None, *at, "result_id"),  # type: ignore[arg-type]
-        line_number=parsed(reply, int | None, *at, "line_number"),  # type: ignore[arg-type]
-        line=parsed(reply, str | None, *at, "line"),  # type: ignore[arg-type]
+        lines=parsed(reply, tuple[int, int] | None, *at, "lines"),  # type: ignore[arg-type]
         score=parsed(reply, float | None, *at, "score"),  # type: ignore[arg-type]
         recovered=recovered,
     )

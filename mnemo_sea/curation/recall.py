@@ -1,23 +1,30 @@
-"""Recall's test of a candidate: does this original hold what the need asks for, and on which line?
+"""Recall's test of a candidate: does this result hold what the need asks for, and where?
 
 A need is phrased as a query ("p99 latency of test_23", "阿莫西林 库存"), not as the exact text,
-so a candidate is read line by line with the search's own tokenizer (stemmed English, Chinese
-words and characters, identifiers whole and in parts): a line holds the need when it carries
-most of the query's terms, weighted towards the specific ones (a term with a digit, an
-identifier) that a guess would not share. Below the bar, the answer is "not found", never the
-closest line: a recovery that does not hold the evidence would be cited as if it did.
+and its words are often spread over a result: the topic in its heading or its call's arguments,
+the figure on one line. So a result is read with the search's own tokenizer (stemmed English,
+Chinese words and characters, identifiers whole and in parts) and holds the need when its
+description (note, tool, arguments) and its text together carry most of the query's weight,
+weighted towards the specific terms (a digit, an identifier) that a guess would not share.
+Then the excerpt: a short original comes back whole; a long one, the window of lines that
+carries most of the need. Below the bar, the answer is "not found", never the closest result:
+a recovery that does not hold the evidence would be cited as if it did.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from mnemo_sea.archive import InvalidInput
 from mnemo_sea.retrieval import Tokenizer
 
-# The share of the query's weight a line must carry to hold the need.
+# The share of the need's weight a result (its description and text) must carry to hold it.
 HOLDS = 0.7
+# An original this short comes back whole: cutting it saves little and risks the line the need
+# is about (about 1,500 tokens).
+WHOLE_CHARS = 6_000
 _TOKENIZER: list[Tokenizer] = []
 
 
@@ -72,39 +79,58 @@ class Need:
             )
         return cls(query, terms)
 
-    def score(self, text: str) -> float:
-        """The share of the need's weight that `text` carries (0 to 1). A Chinese word or an
-        identifier (`billing.py`, `O-1042`) counts where the text holds it, however the text
-        segments around it (`src/billing.py` is one term of its own)."""
-        found = set(_tokenizer().tokenize(text))
+    def found(self, text: str) -> frozenset[str]:
+        """The need's terms that `text` holds. A Chinese word or an identifier (`billing.py`,
+        `O-1042`) counts where the text holds it, however the text segments around it
+        (`src/billing.py` is one term of its own)."""
+        tokens = set(_tokenizer().tokenize(text))
         lowered = text.lower()
-        total = sum(self.terms.values())
-        held = sum(w for t, w in self.terms.items() if t in found or (_whole(t) and t in lowered))
-        return held / total
+        return frozenset(t for t in self.terms if t in tokens or (_whole(t) and t in lowered))
+
+    def weight(self, terms: Iterable[str]) -> float:
+        """The share of the need's weight that `terms` carry (0 to 1)."""
+        return sum(self.terms[t] for t in set(terms)) / sum(self.terms.values())
+
+    def score(self, text: str) -> float:
+        return self.weight(self.found(text))
 
 
 @dataclass(frozen=True)
 class Holding:
-    """The line of an original that holds a need best, and how well."""
+    """Where an original holds a need: lines first..last (all of it when `whole`), how much of
+    the need the result carries (`score`, with its description) and the lines alone
+    (`window_score`)."""
 
-    line: str
-    line_number: int  # from 1
+    first_line: int
+    last_line: int
     score: float
+    window_score: float
+    whole: bool
 
 
-def holding_line(text: str, need: Need) -> Holding | None:
-    """The line of `text` that holds `need` best, if one carries at least HOLDS of its weight.
-    Lines sharing no term with the need as a substring are not tokenized (a 2 MB original is
-    read, not segmented)."""
+def holding(text: str, description: str, need: Need, around: int) -> Holding | None:
+    """Whether a result holds `need`, and where (see the module docstring). `description` is
+    what describes the whole result (its note, tool and arguments): its terms count for every
+    window. None when the result carries less than HOLDS of the need's weight."""
+    lines = text.splitlines()
     probes = [t for t in need.terms if len(t) >= 2 or not t.isascii()]
-    best: Holding | None = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        lowered = line.lower()
-        if not any(p in lowered for p in probes):
-            continue
-        score = need.score(line)
-        if score >= HOLDS and (best is None or score > best.score):
-            best = Holding(line, number, score)
-            if score == 1.0:
+    per_line = [need.found(line) if any(p in line.lower() for p in probes) else frozenset() for line in lines]
+    described = need.found(description)
+    score = need.weight(described.union(*per_line))
+    if score < HOLDS or not lines:
+        return None
+    if len(text) <= WHOLE_CHARS:
+        return Holding(1, len(lines), score, score, True)
+    size = 2 * around + 1
+    best = (0.0, 0)  # no line holds a term (the description alone held the need): the first lines
+    # A window starting at its first line that holds a term holds all it would hold further
+    # left: only those starts are tried, so a 2 MB original costs its matching lines, not its size.
+    for start in (i for i, found in enumerate(per_line) if found):
+        # The lines' own terms: the description holds for every window alike.
+        covered = need.weight(frozenset().union(*per_line[start : start + size]))
+        if covered > best[0]:
+            best = (covered, start)
+            if covered == 1.0:
                 break
-    return best
+    covered, start = best
+    return Holding(start + 1, min(len(lines), start + size), score, covered, False)

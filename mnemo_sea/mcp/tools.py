@@ -223,8 +223,8 @@ TOOLS: tuple[AgentTool[Any], ...] = (
         "call it once per turn. It sets aside results you no longer need in view (large ones that newer "
         "results followed; the oldest once the live results pass budget_tokens; never protected classes "
         "or the newest keep_recent), each replaced by an automatic note of what it held. With need (what "
-        "your next step needs, in words), it first finds the line that holds it among the session's "
-        "results and brings back only that excerpt (recall.status 'recovered'), says it is already in "
+        "your next step needs, in words), it first finds where the session's results hold it and "
+        "brings back only that excerpt (recall.status 'recovered'), says it is already in "
         "view ('in_view'), or says it was not found ('not_found': do not guess; re-run the tool). "
         "Returns what was archived and why, and the recall.",
         CurateContextInput,

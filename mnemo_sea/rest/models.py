@@ -157,10 +157,9 @@ class RecallOut(BaseModel):
     query: str
     status: RecallStatus
     checked: list[str] = Field(description="every result read, in order")
-    result_id: str | None = Field(None, description="the result whose line holds the need")
-    line_number: int | None = None
-    line: str | None = Field(None, description="the line that holds the need")
-    score: float | None = Field(None, description="the share of the need's terms the line carries")
+    result_id: str | None = Field(None, description="the result that holds the need")
+    lines: tuple[int, int] | None = Field(None, description="where it holds it: [first, last] line")
+    score: float | None = Field(None, description="the share of the need's terms the result carries")
     recovered: RecoveredOut | None = Field(None, description="the excerpt appended to the session")
 
     @classmethod
@@ -170,8 +169,7 @@ class RecallOut(BaseModel):
             status=found.status,
             checked=list(found.checked),
             result_id=found.result_id,
-            line_number=found.line_number,
-            line=found.line,
+            lines=found.lines,
             score=found.score,
             recovered=None if found.recovered is None else RecoveredOut.of(found.recovered),
         )

@@ -6,9 +6,10 @@ archives those results in one batch, each with its automatic note (curation/note
 
 `recall` answers a need phrased as a query: it reads the session's results, live ones first
 (a need already in view costs nothing), then the archived originals, best candidates first
-(their note, tool and arguments share the most of the need's terms), checks each for a line
-that holds the need (curation/recall.py), and recovers the excerpt around the best one. No
-line holds it: "not found", with what was checked; never a guess. The session's own originals
+(their note, tool and arguments share the most of the need's terms), checks whether each holds
+the need (curation/recall.py), and recovers the best one's excerpt: a short original whole, a
+long one's window of lines that carries most of the need. None holds it: "not found", with
+what was checked; never a guess. The session's own originals
 are read directly (a session holds dozens of results, not millions): exact, and current the
 moment they are archived.
 """
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Literal
 from mnemo_sea.archive import DEFAULT_AROUND, ArchiveReceipt, Principal, Recovered, Role, ToolResult
 from mnemo_sea.curation import automatic_note
 from mnemo_sea.curation.policy import CurationPolicy, Decision, LiveResult, plan
-from mnemo_sea.curation.recall import Holding, Need, holding_line
+from mnemo_sea.curation.recall import Holding, Need, holding
 
 if TYPE_CHECKING:
     from mnemo_sea.system.mnemo import Mnemo
@@ -52,16 +53,16 @@ RecallStatus = Literal["recovered", "in_view", "not_found"]
 
 @dataclass(frozen=True)
 class RecallResult:
-    """What a recall found. `recovered`: the excerpt appended to the session (`recovered`);
-    `in_view`: a live result already holds the need (`result_id`, `line_number`); `not_found`:
-    no result's line holds it. `checked` lists every result read, in order."""
+    """What a recall found. `recovered`: the excerpt appended to the session (`recovered`), lines
+    `lines` of `result_id` (all of a short original); `in_view`: a live result holds the need
+    already (`result_id`, `lines`); `not_found`: no result holds it. `checked` lists every
+    result read, in order; `score` is the share of the need's terms the result carries."""
 
     query: str
     status: RecallStatus
     checked: tuple[str, ...]
     result_id: str | None = None
-    line_number: int | None = None
-    line: str | None = None
+    lines: tuple[int, int] | None = None
     score: float | None = None
     recovered: Recovered | None = None
 
@@ -119,40 +120,45 @@ def recall(
 ) -> RecallResult:
     principal.require(Role.AGENT, "recalling evidence")
     need = Need.of(query)
-    results = [
-        r for r in mnemo.archive.list_results(principal, session_id) if principal.can_read(r.sensitivity)
-    ]
+    listed = mnemo.archive.list_results(principal, session_id)
+    results = [r for r in listed if principal.can_read(r.sensitivity)]
     checked: list[str] = []
     # A need already in view: the live results, newest first.
     for r in reversed([r for r in results if r.state == "live"]):
         checked.append(r.result_id)
-        held = _holding(mnemo, principal, session_id, r, need)
+        held = _holding(mnemo, principal, session_id, r, need, around)
         if held is not None:
-            return RecallResult(
-                query, "in_view", tuple(checked), r.result_id, held.line_number, held.line, held.score
-            )
+            span = (held.first_line, held.last_line)
+            return RecallResult(query, "in_view", tuple(checked), r.result_id, span, held.score)
     best: tuple[Holding, ToolResult] | None = None
     for r in _ranked([r for r in results if r.state == "archived"], need):
         checked.append(r.result_id)
-        held = _holding(mnemo, principal, session_id, r, need)
-        if held is not None and (best is None or held.score > best[0].score):
+        held = _holding(mnemo, principal, session_id, r, need, around)
+        if held is not None and (
+            best is None or (held.score, held.window_score) > (best[0].score, best[0].window_score)
+        ):
             best = (held, r)
-            if held.score == 1.0:
+            if held.score == 1.0 and held.window_score == 1.0:
                 break
     if best is None:
         return RecallResult(query, "not_found", tuple(checked))
     held, source = best
-    found = mnemo.recover(
-        principal,
-        session_id,
-        source.result_id,
-        match=held.line,
-        around=around,
-        idempotency_key=idempotency_key,
-    )
+    cut = None if held.whole else (held.first_line, held.last_line)
+    found = mnemo.recover(principal, session_id, source.result_id, lines=cut, idempotency_key=idempotency_key)
     return RecallResult(
-        query, "recovered", tuple(checked), source.result_id, held.line_number, held.line, held.score, found
+        query,
+        "recovered",
+        tuple(checked),
+        source.result_id,
+        (held.first_line, held.last_line),
+        held.score,
+        found,
     )
+
+
+def _described(r: ToolResult) -> str:
+    """What describes a result as a whole: its note, tool and arguments."""
+    return f"{r.note or ''}\n{r.tool_name}\n{json.dumps(r.arguments, ensure_ascii=False)}"
 
 
 def part_key(idempotency_key: str | None, part: str, detail: str = "") -> str | None:
@@ -169,16 +175,12 @@ def part_key(idempotency_key: str | None, part: str, detail: str = "") -> str | 
 def _ranked(archived: list[ToolResult], need: Need) -> list[ToolResult]:
     """The archived results, those whose note, tool and arguments share most of the need first,
     then the newest (the latest observation of a fact is the one a need usually wants)."""
-
-    def described(r: ToolResult) -> str:
-        return f"{r.note or ''}\n{r.tool_name}\n{json.dumps(r.arguments, ensure_ascii=False)}"
-
     newest_first = list(reversed(archived))
-    return sorted(newest_first, key=lambda r: -need.score(described(r)))
+    return sorted(newest_first, key=lambda r: -need.score(_described(r)))
 
 
 def _holding(
-    mnemo: Mnemo, principal: Principal, session_id: str, result: ToolResult, need: Need
+    mnemo: Mnemo, principal: Principal, session_id: str, result: ToolResult, need: Need, around: int
 ) -> Holding | None:
     _, _, content = mnemo.archive.read_result(principal, session_id, result.result_id)
     if content is None:
@@ -187,7 +189,7 @@ def _holding(
         text = content.decode("utf-8")
     except UnicodeDecodeError:
         return None  # a binary original holds no line
-    return holding_line(text, need)
+    return holding(text, _described(result), need, around)
 
 
 __all__ = ["DEFAULT_AROUND", "ArchivedByPolicy", "CurationReport", "RecallResult", "curate", "recall"]

@@ -612,9 +612,10 @@ class Mnemo:
     ) -> RecallResult:
         """Find what a need phrased as `query` asks for among the session's results and bring
         back the excerpt that holds it (mnemo_sea/system/curating.py): `in_view` when a live
-        result holds it already, `recovered` with the excerpt (the holding line and `around`
-        lines each side) appended to the session, `not_found` with every result checked (never a
-        guess). Raises InvalidInput (a query with no word to look for), Forbidden, NotFound."""
+        result holds it already, `recovered` with the excerpt (a short original whole, else the
+        `2 * around + 1` lines that carry most of the need) appended to the session,
+        `not_found` with every result checked (never a guess). Raises InvalidInput (a query
+        with no word to look for), Forbidden, NotFound."""
         check_caps(RecallOp, locals())
         return curating.recall(self, principal, session_id, query, around, idempotency_key)
 

@@ -77,6 +77,12 @@ HAND: dict[str, dict[str, Any]] = {
     "archive_no_notes": dict(requests=11, searches=1, archive_calls=1, archived_results=1, recover_calls=0,
                              needs_missing=1, citations_correct=1, protected_violations=0,
                              stale_unwarned=0, injection_leaks=0),
+    # The library's own policy at its defaults (a 16,000-token budget, results of 2,000 tokens
+    # large): the whole tiny session stays under both, so nothing is archived and every need is
+    # in view; the live view warns the stale stock result.
+    "archive_auto": dict(requests=9, searches=0, archive_calls=0, archived_results=0, recover_calls=0,
+                         needs_missing=0, citations_correct=2, protected_violations=0,
+                         stale_unwarned=0, injection_leaks=0),
 }  # fmt: skip
 
 

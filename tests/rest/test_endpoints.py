@@ -436,7 +436,7 @@ def test_curate_and_recall_over_rest(api: Api) -> None:
     )
     assert found.status_code == 200, found.text
     recall = found.json()
-    assert recall["status"] == "recovered" and recall["line_number"] == 301
+    assert recall["status"] == "recovered" and recall["lines"] == [301, 301]
     assert recall["recovered"]["content"] == "2026-12-01T10:05:00Z ERROR payment gateway 502 for order O-7781"
     missing = api.client.post(
         "/v1/sessions/s/recall", json={"query": "vet approval for carprofen"}, headers=agent

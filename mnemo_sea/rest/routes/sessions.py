@@ -120,7 +120,7 @@ def curate(
     return CurationOut.of(mnemo.curate(principal, session_id, **fields, idempotency_key=idempotency_key))
 
 
-@router.post("/{session_id}/recall", response_model=RecallOut, responses=responses(403, 404, 413))
+@router.post("/{session_id}/recall", response_model=RecallOut, responses=responses(403, 404, 409, 413))
 def recall(
     session_id: str, body: RecallOp, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
 ) -> RecallOut:
