@@ -1,0 +1,61 @@
+"""Recall's test of a result: whether it holds a need phrased as a query, and which lines."""
+
+from __future__ import annotations
+
+import pytest
+
+from mnemo_sea.archive import InvalidInput
+from mnemo_sea.curation.recall import HOLDS, WHOLE_CHARS, Need, holding
+
+LONG = "\n".join(f"2026-12-01T10:{n // 60:02d}:{n % 60:02d}Z INFO request {n} served" for n in range(400))
+
+
+def with_line(at: int, line: str) -> str:
+    lines = LONG.split("\n")
+    lines.insert(at - 1, line)
+    return "\n".join(lines)
+
+
+def test_a_long_original_comes_back_as_the_window_that_carries_the_need() -> None:
+    text = with_line(250, "2026-12-01T10:04:10Z ERROR payment gateway 502 for order O-7781")
+    assert len(text) > WHOLE_CHARS
+    found = holding(text, "logs.search", Need.of("gateway 502 O-7781"), around=2)
+    assert found is not None and not found.whole
+    assert (found.first_line, found.last_line) == (250, 254)  # from the line that holds it, 5 lines
+    assert found.score == found.window_score == 1.0
+
+
+def test_the_description_counts_for_the_result_not_for_a_window() -> None:
+    """The topic is in the call's arguments, the figure on one line: the result holds the need,
+    and the window is the line that carries the need's own terms."""
+    text = with_line(90, "2026-12-01T10:01:29Z WARN p95 latency 812 ms")
+    found = holding(text, 'metrics.query\n{"service": "checkout"}', Need.of("checkout p95 latency"), around=0)
+    assert found is not None and (found.first_line, found.last_line) == (90, 90)
+    assert found.score == 1.0 and found.window_score < 1.0
+
+
+def test_a_short_original_comes_back_whole() -> None:
+    text = "panel: cbc\nALT 112 U/L (high)\nnext check in two weeks"
+    found = holding(text, "lab_results", Need.of("ALT 112"), around=0)
+    assert found is not None and found.whole and (found.first_line, found.last_line) == (1, 3)
+
+
+def test_below_the_bar_nothing_holds_the_need() -> None:
+    text = with_line(10, "2026-12-01T10:00:09Z ERROR payment gateway timeout")
+    need = Need.of("refund approved for order O-9911")
+    assert holding(text, "logs.search", need, around=3) is None
+    assert need.score("order O-1042 refund pending") < HOLDS
+
+
+def test_identifiers_and_chinese_words_count_where_the_text_holds_them() -> None:
+    assert Need.of("billing.py line count").score("src/billing.py: 99 lines") >= HOLDS
+    stock = Need.of("阿莫西林库存")
+    assert set(stock.terms) == {"阿莫西林", "库存"}  # the longest words, not their parts
+    assert stock.score("阿莫西林 500mg 库存 3 盒") == 1.0
+    assert stock.score("处方依据：阿莫西林 12 mg/kg") == 0.5
+
+
+@pytest.mark.parametrize("query", ["", "   ", "the of and", "!!!"])
+def test_a_need_must_name_something_to_look_for(query: str) -> None:
+    with pytest.raises(InvalidInput):
+        Need.of(query)
