@@ -100,9 +100,10 @@ class TaskStateRejected(InvalidInput):
 
 class InvalidSpan(InvalidInput):
     """A span of an excerpt recovery that the original cannot satisfy: outside it, inverted,
-    empty, splitting a character, a text it does not hold, or two spans at once. `field` names
-    the span (lines, byte_range, match, around); `lines` and `size` (bytes) the original's size, so the
-    caller can ask again within it. Nothing was appended."""
+    empty, splitting a character, or naming a text it does not hold. `field` names the span
+    (lines, byte_range, match); `lines` and `size` (bytes) the original's size, so the caller
+    can ask again within it. Nothing was appended. (A malformed span, two spans at once or an
+    `around` out of range is a plain InvalidInput, refused before anything is read.)"""
 
     code = "invalid_span"
     result_id: str

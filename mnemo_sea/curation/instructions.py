@@ -33,7 +33,7 @@ import re
 # ---- the vocabularies -------------------------------------------------------------------------
 
 _ROLE = re.compile(
-    r"<\|?\s*/?\s*(?:im_start|im_end|system|assistant|user|developer|endoftext|eot_id|start_header_id)\b[^>]*>"
+    r"<\|?\s*/?\s*(?:im_start|im_end|system|assistant|user|developer|endoftext|eot_id|start_header_id)\b[^>]{0,200}>"
     r"|\[/?(?:INST|SYS)\]|<</?SYS>>"
     r"|^\s*(?:#+\s*)?(?:system|assistant|developer|instruction|instructions)\s*(?:prompt|message|override)?\s*[:：]"
     r"|^\s*[<\[]\s*(?:system|assistant|developer)\s*[>\]]"
@@ -167,9 +167,14 @@ _VOIDED = re.compile(
 _TO_READER = re.compile(r"\b(?:you|your|yours)\b|请|你|您", re.IGNORECASE)
 
 
+# How much of a line is judged: a note copies at most a few hundred characters of one, and the
+# patterns must not meet a megabyte-long line.
+JUDGED_CHARS = 4_000
+
+
 def reads_as_instruction(line: str) -> bool:
     """Whether `line` reads as an instruction to the model (see the module docstring)."""
-    text = " ".join(line.split())
+    text = " ".join(line[:JUDGED_CHARS].split())
     if not text:
         return False
     if _ROLE.search(text) or _TAKEOVER.search(text) or _OVERRIDE.search(text):
@@ -195,6 +200,19 @@ def paragraphs(lines: list[str]) -> list[int]:
 # How far an instruction's taint reaches within its paragraph: the payee, the account and the
 # amount follow the order on the next lines; a log's unrelated lines further on stay usable.
 TAINT_REACH = 3
+
+
+def tainted_line(lines: list[str], paragraph: list[int], i: int, memo: dict[int, bool]) -> bool:
+    """Whether line `i` may not be copied: it, or a line of its paragraph within TAINT_REACH,
+    reads as an instruction (`memo` keeps each line's verdict between calls)."""
+    for j in range(max(0, i - TAINT_REACH), min(len(lines), i + TAINT_REACH + 1)):
+        if paragraph[j] != paragraph[i]:
+            continue
+        if j not in memo:
+            memo[j] = reads_as_instruction(lines[j])
+        if memo[j]:
+            return True
+    return False
 
 
 def tainted_lines(lines: list[str]) -> set[int]:

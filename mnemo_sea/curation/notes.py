@@ -26,11 +26,15 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .instructions import reads_as_instruction, tainted_lines
+from .instructions import paragraphs, reads_as_instruction, tainted_line
 
 # A note's size: a stub is re-read on every turn (about 4 characters a token).
 NOTE_CHARS = 320
 _LINE_CHARS = 160
+# How much of a line is read at all: a note copies at most _LINE_CHARS of one.
+_SCAN_CHARS = 2_000
+# The lines screened for instructions whether a note would pick them or not.
+SCREENED_LINES = 1_000
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _ARG_TOKEN = re.compile(r"[^\s\"',;:()\[\]{}=]+")
 
@@ -106,19 +110,29 @@ def _kind(tool_name: str, lines: list[str], media_type: str, parsed: object) -> 
 
 
 class _Picker:
-    """The note's lines, in order of value, each once and never a tainted or empty one."""
+    """The note's lines, in order of value, each once and never a tainted or empty one.
 
-    def __init__(self, lines: list[str], tainted: set[int]) -> None:
+    Taint is judged only for the lines a note would pick (instructions.tainted_line, which
+    looks at their paragraph's neighbours): a 50,000-line log is not screened line by line to
+    pick a dozen lines from it."""
+
+    def __init__(self, lines: list[str]) -> None:
         self.lines = lines
-        self.tainted = tainted
+        self.paragraph = paragraphs(lines)
+        self.instruction: dict[int, bool] = {}
+        self.withheld: set[int] = set()
         self.picked: list[str] = []
 
     def usable(self, i: int) -> bool:
-        line = self.lines[i]
-        return i not in self.tainted and not _RULE_LINE.match(line)
+        if _RULE_LINE.match(self.lines[i]):
+            return False
+        if tainted_line(self.lines, self.paragraph, i, self.instruction):
+            self.withheld.add(i)
+            return False
+        return True
 
     def add(self, text: str) -> None:
-        text = _DECORATION.sub("", " ".join(_CONTROL.sub(" ", text).split()))
+        text = _DECORATION.sub("", " ".join(_CONTROL.sub(" ", text[:_SCAN_CHARS]).split()))
         if not text or reads_as_instruction(text):
             return
         if len(text) > _LINE_CHARS:
@@ -130,7 +144,7 @@ class _Picker:
         order = range(len(self.lines) - 1, -1, -1) if last else range(len(self.lines))
         found: list[str] = []
         for i in order:
-            if self.usable(i) and test(self.lines[i]):
+            if test(self.lines[i]) and self.usable(i):
                 found.append(self.lines[i])
                 if len(found) >= limit:
                     break
@@ -180,7 +194,7 @@ def _code(p: _Picker) -> None:
     for i, line in enumerate(p.lines):
         if shown >= 8:
             break
-        if p.usable(i) and _DEFINITION.match(line):
+        if _DEFINITION.match(line) and p.usable(i):
             p.add(f"L{i + 1} {line.strip().rstrip(':{')}")
             shown += 1
 
@@ -251,18 +265,25 @@ def automatic_note(
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return f"binary {media_type.split(';', 1)[0]}, {len(data)} bytes"
-    lines = text.splitlines()
+    # Lines as the archive counts them (at `\n`), each read as far as a note could use it: a
+    # 2 MB line is not matched against every pattern.
+    lines = [line[:_SCAN_CHARS] for line in text.split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()
     if not any(line.strip() for line in lines):
         return "(empty result)"
     parsed: object = None
     if text.lstrip()[:1] in ("{", "["):
         try:
             parsed = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than Python recurses
             parsed = None
     kind = _kind(tool_name, lines, media_type, parsed if isinstance(parsed, dict | list) else None)
-    tainted = tainted_lines(lines)
-    picker = _Picker(lines, tainted)
+    picker = _Picker(lines)
+    # The head of the result is screened whole, so the note can say what it left out there;
+    # further on, only the lines a note would pick are (and counted when refused).
+    for i in range(min(len(lines), SCREENED_LINES)):
+        picker.usable(i)
     picker.add(f"{kind}, {len(lines)} lines")
     if kind == "json":
         _json(picker, parsed)
@@ -271,9 +292,9 @@ def automatic_note(
     tokens = _argument_tokens(arguments)
     if tokens:
         picker.lines_where(lambda line: any(t in line for t in tokens), 3)
-    if tainted:
-        withheld = sum(1 for i in tainted if lines[i].strip())
-        picker.picked.insert(1, f"[{withheld} line(s) that read as instructions to the model left out]")
+    if picker.withheld:
+        count = len(picker.withheld)
+        picker.picked.insert(1, f"[{count} line(s) that read as instructions to the model left out]")
     return _fit(picker.picked, max_chars)
 
 

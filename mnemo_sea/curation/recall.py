@@ -87,6 +87,12 @@ class Need:
         lowered = text.lower()
         return frozenset(t for t in self.terms if t in tokens or (_whole(t) and t in lowered))
 
+    @property
+    def specific(self) -> frozenset[str]:
+        """The terms a guess would not share: those with a digit (an id, a figure, a date) and
+        identifiers. A result that lacks one of them is about something else."""
+        return frozenset(t for t in self.terms if any(ch.isdigit() for ch in t) or _JOINED.search(t))
+
     def weight(self, terms: Iterable[str]) -> float:
         """The share of the need's weight that `terms` carry (0 to 1)."""
         return sum(self.terms[t] for t in set(terms)) / sum(self.terms.values())
@@ -111,13 +117,20 @@ class Holding:
 def holding(text: str, description: str, need: Need, around: int) -> Holding | None:
     """Whether a result holds `need`, and where (see the module docstring). `description` is
     what describes the whole result (its note, tool and arguments): its terms count for every
-    window. None when the result carries less than HOLDS of the need's weight."""
-    lines = text.splitlines()
+    window. None when the result carries less than HOLDS of the need's weight, or misses one of
+    its specific terms (a figure, an id: the need is about that one, not a neighbour).
+
+    Lines end at `\n` only, as the archive counts them (rules/excerpts.py), so the lines named
+    here are the lines `recover(lines=...)` cuts: a `\r` of a progress bar is not a line end."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
     probes = [t for t in need.terms if len(t) >= 2 or not t.isascii()]
     per_line = [need.found(line) if any(p in line.lower() for p in probes) else frozenset() for line in lines]
     described = need.found(description)
-    score = need.weight(described.union(*per_line))
-    if score < HOLDS or not lines:
+    held = described.union(*per_line)
+    score = need.weight(held)
+    if score < HOLDS or not lines or not need.specific <= held:
         return None
     if len(text) <= WHOLE_CHARS:
         return Holding(1, len(lines), score, score, True)

@@ -10,6 +10,7 @@ that table, so a tool cannot be listed but unreachable.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -104,6 +105,10 @@ def recover_result(mnemo: Mnemo, principal: Principal, a: RecoverResultInput) ->
         "content_sha256": found.original.content_sha256,
         # For an excerpt: where it sits in the original (bytes [start, end), lines first..last).
         "excerpt": None if found.appended.excerpt is None else json_object(found.appended.excerpt),
+        # The hash of `content` itself when it is an excerpt (content_sha256 is the whole original's).
+        "excerpt_sha256": None
+        if found.appended.excerpt is None
+        else hashlib.sha256(found.content).hexdigest(),
         "staleness_warning": found.staleness_warning,
         # Binary originals come back byte-exact in base64; text ones as text only.
         **content_fields(found.content),

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from mnemo_sea.archive import DEFAULT_AROUND, ArchiveReceipt, Principal, Recovered, Role, ToolResult
+from mnemo_sea.archive.rules.excerpts import check_span
 from mnemo_sea.curation import automatic_note
 from mnemo_sea.curation.policy import CurationPolicy, Decision, LiveResult, plan
 from mnemo_sea.curation.recall import Holding, Need, holding
@@ -73,7 +74,9 @@ def curate(
     session_id: str,
     policy: CurationPolicy,
     idempotency_key: str | None,
+    keep: frozenset[str] = frozenset(),
 ) -> CurationReport:
+    """`keep`: results to leave in view whatever the policy says (what a recall just brought)."""
     principal.require(Role.AGENT, "curating a session")
     view = mnemo.live_view(principal, session_id)
     protected = mnemo.archive.policy.is_protected
@@ -81,7 +84,7 @@ def curate(
         LiveResult(
             i.result.result_id,
             mnemo.token_counter.count(i.rendered),
-            protected(i.result.policy_class),
+            protected(i.result.policy_class) or i.result.result_id in keep,
             principal.can_read(i.result.sensitivity),
         )
         for i in view.items
@@ -119,6 +122,7 @@ def recall(
     idempotency_key: str | None,
 ) -> RecallResult:
     principal.require(Role.AGENT, "recalling evidence")
+    check_span(around=around)
     need = Need.of(query)
     listed = mnemo.archive.list_results(principal, session_id)
     results = [r for r in listed if principal.can_read(r.sensitivity)]
@@ -128,10 +132,13 @@ def recall(
         checked.append(r.result_id)
         held = _holding(mnemo, principal, session_id, r, need, around)
         if held is not None:
-            span = (held.first_line, held.last_line)
+            # An excerpt's copy shows part of its original: its lines are the original's.
+            shift = 0 if r.excerpt is None else r.excerpt.first_line - 1
+            span = (held.first_line + shift, held.last_line + shift)
             return RecallResult(query, "in_view", tuple(checked), r.result_id, span, held.score)
     best: tuple[Holding, ToolResult] | None = None
-    for r in _ranked([r for r in results if r.state == "archived"], need):
+    # An archived excerpt's copy is skipped: its original (a candidate too) holds all it holds.
+    for r in _ranked([r for r in results if r.state == "archived" and r.excerpt is None], need):
         checked.append(r.result_id)
         held = _holding(mnemo, principal, session_id, r, need, around)
         if held is not None and (
@@ -144,7 +151,9 @@ def recall(
         return RecallResult(query, "not_found", tuple(checked))
     held, source = best
     cut = None if held.whole else (held.first_line, held.last_line)
-    found = mnemo.recover(principal, session_id, source.result_id, lines=cut, idempotency_key=idempotency_key)
+    # The key stands for this recovery (a retry that finds the same recovers it once).
+    key = part_key(idempotency_key, "recover", f"{source.result_id}\x1f{cut}")
+    found = mnemo.recover(principal, session_id, source.result_id, lines=cut, idempotency_key=key)
     return RecallResult(
         query,
         "recovered",

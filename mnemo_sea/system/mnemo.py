@@ -595,10 +595,13 @@ class Mnemo:
         check_caps(CurateOp, locals())
         policy = CurationPolicy(budget_tokens, large_result_tokens, keep_recent)
         recalled = None
+        keep: frozenset[str] = frozenset()
         if need is not None:
             key = curating.part_key(idempotency_key, "recall")
             recalled = curating.recall(self, principal, session_id, need, around, key)
-        report = curating.curate(self, principal, session_id, policy, idempotency_key)
+            if recalled.recovered is not None:
+                keep = frozenset({recalled.recovered.appended.result_id})  # what it just brought stays
+        report = curating.curate(self, principal, session_id, policy, idempotency_key, keep)
         return dataclasses.replace(report, recall=recalled)
 
     def recall(

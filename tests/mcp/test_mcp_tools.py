@@ -153,6 +153,7 @@ def test_recover_result_brings_back_an_excerpt_or_names_the_original_s_size(
         assert found["content"] == wanted and found["size"] == len(wanted.encode())
         assert found["content_sha256"] == hashlib.sha256(report.encode()).hexdigest()
         start = report.encode().index(wanted.encode())
+        assert found["excerpt_sha256"] == hashlib.sha256(wanted.encode()).hexdigest()
         assert found["excerpt"] == {
             "start": start,
             "end": start + len(wanted.encode()),

@@ -165,3 +165,71 @@ def test_a_concurrent_archive_makes_curate_fail_whole(mnemo: Mnemo, monkeypatch:
         mnemo.curate(AGENT, "s1", budget_tokens=10)
     monkeypatch.undo()
     assert [s for s in states(mnemo, "s1").values() if s == "archived"] == ["archived"]  # only the other's
+
+
+# ---- found in review: the cases a first version got wrong ------------------------------------------
+
+
+def test_recall_counts_lines_as_the_archive_does(mnemo: Mnemo) -> None:
+    """A progress bar's `\\r` is not a line end for the archive: recall's lines are recover's."""
+    bar = "\r".join(f"downloading {p}%" for p in range(0, 100, 5))
+    text = "\n".join([*(bar for _ in range(400)), "checksum mismatch for model.bin (sha 9f3c)"])
+    r = mnemo.record(AGENT, "s2", "fetch", text, arguments={"url": "https://x/model.bin"}).result_id
+    mnemo.record(AGENT, "s2", "notes", "next: retry")
+    mnemo.archive_results(AGENT, "s2", [(r, "download log")])
+    found = mnemo.recall(AGENT, "s2", "checksum mismatch model.bin", around=0)
+    assert found.status == "recovered" and found.lines == (401, 401)
+    assert (
+        found.recovered is not None
+        and found.recovered.content == b"checksum mismatch for model.bin (sha 9f3c)"
+    )
+
+
+def test_a_need_in_an_excerpt_in_view_is_named_by_the_original_s_lines(mnemo: Mnemo) -> None:
+    rows = "\n".join(f"row {n:05d} fine" for n in range(1, 3001)).replace(
+        "row 02501 fine", "row 02501 ALT 112 high"
+    )
+    r = mnemo.record(AGENT, "s3", "export", rows, arguments={"table": "labs"}).result_id
+    mnemo.archive_results(AGENT, "s3", [(r, "lab export")])
+    copy = mnemo.recover(AGENT, "s3", r, lines=(2000, 2999)).appended
+    found = mnemo.recall(AGENT, "s3", "ALT 112 high", around=0)
+    assert found.status == "in_view" and found.result_id == copy.result_id and found.lines == (2501, 2501)
+    # Archived again, the copy is not a candidate of its own: the original's line comes back.
+    mnemo.archive_results(AGENT, "s3", [(copy.result_id, "rows 2000-2999")])
+    again = mnemo.recall(AGENT, "s3", "ALT 112 high", around=0)
+    assert again.status == "recovered" and again.result_id == r and again.lines == (2501, 2501)
+    assert again.recovered is not None and again.recovered.content == b"row 02501 ALT 112 high\n"
+
+
+def test_recall_never_recovers_a_result_that_lacks_the_id_the_need_is_about(mnemo: Mnemo) -> None:
+    orders = "\n".join(f"order {n} billing service p99 latency {n % 500} ms" for n in range(7000, 7200))
+    r = mnemo.record(AGENT, "s4", "orders", orders, arguments={"range": "7000-7199"}).result_id
+    mnemo.record(AGENT, "s4", "notes", "next")
+    mnemo.archive_results(AGENT, "s4", [(r, "orders 7000-7199")])
+    found = mnemo.recall(AGENT, "s4", "billing service p99 latency for order 7731")
+    assert found.status == "not_found" and found.recovered is None
+
+
+def test_curate_survives_hostile_json_and_keeps_what_its_need_brought(mnemo: Mnemo) -> None:
+    mnemo.record(AGENT, "s5", "api.get", "[" * 100_000 + "]" * 100_000, arguments={"id": "x-1"})
+    r = mnemo.record(AGENT, "s5", "orders", "order O-77 shipped 2026-11-05\n" * 400, arguments={"o": "O-77"})
+    mnemo.record(AGENT, "s5", "notes", "next")
+    first = mnemo.curate(AGENT, "s5", large_result_tokens=500, keep_recent=0, idempotency_key="turn-1")
+    assert r.result_id in [a.result_id for a in first.archived]  # no RecursionError from the JSON
+    second = mnemo.curate(AGENT, "s5", keep_recent=0, need="O-77 shipped", around=0, idempotency_key="turn-2")
+    assert second.recall is not None and second.recall.recovered is not None
+    brought = second.recall.recovered.appended.result_id
+    assert brought not in [a.result_id for a in second.archived]
+    assert states(mnemo, "s5")[brought] == "live"
+    retried = mnemo.curate(
+        AGENT, "s5", keep_recent=0, need="O-77 shipped", around=0, idempotency_key="turn-2"
+    )
+    assert retried.recall is not None and retried.recall.status == "in_view"  # no key meets another request
+
+
+@pytest.mark.parametrize("around", ["3", -1, True, 2.5, 10**6])
+def test_recall_s_around_is_checked_before_anything_is_read(mnemo: Mnemo, around: Any) -> None:
+    session(mnemo)
+    with pytest.raises(InvalidInput) as e:
+        mnemo.recall(AGENT, "s1", "p99 latency", around=around)
+    assert e.value.field == "around"
