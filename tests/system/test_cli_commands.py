@@ -200,7 +200,7 @@ def test_session_curate_and_recall(data: Path, tmp_path: Path) -> None:
     missing = ok_json("session", "recall", "s-9", "vet approval carprofen", *common)
     assert missing["status"] == "not_found" and missing["checked"]
     text = run("session", "curate", "s-9", "--need", "disk full", *common)
-    assert text.returncode == 0 and "in view: r4 lines 1-1" in text.stdout
+    assert text.returncode == 0 and "in view: r4 lines 301-301" in text.stdout  # the original's line
 
 
 def test_memory_remember_current_history(data: Path) -> None:
