@@ -14,6 +14,9 @@ from datetime import datetime
 from . import fields
 from .errors import InvalidDocument
 
+# A heading is a label, searched with each chunk: long enough for a tool call's arguments.
+MAX_HEADING_CHARS = 512
+
 
 def sha256_hex(text: str) -> str:
     """The content hash used everywhere in retrieval: sha256 of the UTF-8 bytes."""
@@ -29,6 +32,9 @@ class EvidenceDocument:
     `valid_from`/`valid_until` must be timezone-aware; None means open-ended.
     `content_sha256`, when given, must match `text` (it is the archive's hash of these bytes, and a
     mismatch means the caller is indexing different text from what the archive holds).
+    `heading` (at most MAX_HEADING_CHARS, one line) is searched with every chunk but is no part
+    of any span: what a chunk cut from the middle of a long text is about (an archived tool
+    result's call: its tool and arguments), so a query naming it finds the chunk too.
 
     Raises InvalidDocument on any malformed field.
     """
@@ -46,6 +52,7 @@ class EvidenceDocument:
     valid_from: datetime | None = None
     valid_until: datetime | None = None
     content_sha256: str = ""
+    heading: str = ""
 
     def __post_init__(self) -> None:
         fields.identifier("tenant_id", self.tenant_id)
@@ -55,6 +62,10 @@ class EvidenceDocument:
         if not isinstance(self.text, str):
             raise InvalidDocument(
                 "text", f"must be a string, got {type(self.text).__name__}", self.evidence_id
+            )
+        if not isinstance(self.heading, str) or len(self.heading) > MAX_HEADING_CHARS or "\n" in self.heading:
+            raise InvalidDocument(
+                "heading", f"must be one line of at most {MAX_HEADING_CHARS} characters", self.evidence_id
             )
         fields.one_of("kind", self.kind, fields.KINDS)
         fields.one_of("status", self.status, fields.STATUSES)

@@ -27,6 +27,11 @@ class PreparedChunk:
     chunk: Chunk
     point_id: uuid.UUID
     payload: PointPayload
+    searched: str  # what its vectors are built from: the chunk's text, after its document's heading
+
+
+def searched_text(heading: str, chunk_text: str) -> str:
+    return f"{heading}\n{chunk_text}" if heading else chunk_text
 
 
 class PointEncoder:
@@ -40,6 +45,7 @@ class PointEncoder:
         """The chunks of `document` with their point ids and payloads (no model involved)."""
         prepared = []
         for chunk in split_into_chunks(document.text, self.encoding.chunking):
+            searched = searched_text(document.heading, chunk.text)
             payload = PointPayload(
                 tenant_id=document.tenant_id,
                 evidence_id=document.evidence_id,
@@ -47,7 +53,8 @@ class PointEncoder:
                 chunk=chunk.index,
                 chunk_start=chunk.start,
                 chunk_end=chunk.end,
-                chunk_sha256=sha256_hex(chunk.text),
+                # The embedding cache's key: the hash of what is embedded.
+                chunk_sha256=sha256_hex(searched),
                 content_sha256=document.content_sha256,
                 kind=document.kind,
                 scope=document.scope,
@@ -59,16 +66,16 @@ class PointEncoder:
                 valid_until=document.valid_until_epoch,
             )
             pid = point_id(document.tenant_id, document.evidence_id, document.version, chunk.index)
-            prepared.append(PreparedChunk(chunk, pid, payload))
+            prepared.append(PreparedChunk(chunk, pid, payload, searched))
         return prepared
 
     def encode(self, chunks: Sequence[PreparedChunk]) -> list[IndexPoint]:
         """Points with both vectors for `chunks` (one batched embedding call)."""
-        texts = [c.chunk.text for c in chunks]
+        texts = [c.searched for c in chunks]
         dense = self.embed(texts, [c.payload.chunk_sha256 for c in chunks])
         points = []
         for prepared, vector in zip(chunks, dense, strict=True):
-            sparse = self.bm25.encode_document(prepared.chunk.text)
+            sparse = self.bm25.encode_document(prepared.searched)
             points.append(IndexPoint(prepared.point_id, prepared.payload, vector, sparse))
         return points
 

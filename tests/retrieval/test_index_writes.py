@@ -238,3 +238,25 @@ def test_malformed_documents_name_the_field(fields: dict[str, object], field: st
     with pytest.raises(InvalidDocument) as caught:
         EvidenceDocument(**(base | fields))  # type: ignore[arg-type]
     assert caught.value.field == field
+
+
+def test_a_heading_is_searched_with_every_chunk_and_is_no_part_of_a_span(index: HybridIndex) -> None:
+    heading = 'bash {"command": "cat /var/log/wombatgateway.log"}'
+    doc = EvidenceDocument("t1", "log:1", 1, LONG, heading=heading)
+    index.upsert([doc])
+    index.flush()
+    scope = AccessScope("t1", clearance=0)
+    found = index.search(scope, SearchQuery("wombatgateway", mode=SearchMode.BM25, limit=50))
+    assert found.status == SearchStatus.RESULTS
+    # Every chunk carries the heading's words, yet each span is of the text alone.
+    chunks = {h.chunk for h in found.hits}
+    assert len(chunks) > 1 and chunks == set(range(len(chunks)))
+    assert all("wombatgateway" not in LONG[h.start : h.end] for h in found.hits)
+    plain = EvidenceDocument("t1", "log:2", 1, LONG)
+    index.upsert([plain])
+    index.flush()
+    again = index.search(scope, SearchQuery("wombatgateway", mode=SearchMode.BM25, limit=50))
+    assert {h.evidence_id for h in again.hits} == {"log:1"}
+    for bad in ("two\nlines", "x" * 513):
+        with pytest.raises(InvalidDocument):
+            EvidenceDocument("t1", "log:3", 1, "text", heading=bad)
