@@ -403,6 +403,13 @@ class Archive:
             self._audit(principal, "integrity_failure", target, {"action": "read_hits", **error.detail})
         return found
 
+    def pending_originals(self, principal: Principal) -> int:
+        """How many archived originals the caller may read have pages not yet indexed (their
+        text is not yet searchable; their notes are): see archive/hits.py."""
+        return self._guard(
+            principal, "pending_originals", "search", lambda: hits.pending_originals(self.store, principal)
+        )
+
     # ---- evidence ----------------------------------------------------------------------------
 
     def put_evidence(

@@ -40,6 +40,7 @@ from .rules.checks import aware
 from .rules.clock import utcnow
 from .rules.errors import ArchiveError, InvalidInput, NotFound, StoreUnavailable
 from .rules.in_force import expired_clause
+from .rules.original_pages import page_count, page_ref
 from .rules.principal import Principal, Role, Sensitivity, check_identifier
 from .rules.records import DeletionReceipt, ErasureState
 from .rules.refs import (
@@ -83,6 +84,7 @@ CONTENT_TABLES = (
 class _Removed:
     evidence_versions: list[tuple[str, int]] = field(default_factory=list)
     tool_results: list[str] = field(default_factory=list)
+    original_pages: list[str] = field(default_factory=list)  # outbox names of their pages
     sessions: list[str] = field(default_factory=list)
     memory_facts: list[tuple[str, str, int]] = field(default_factory=list)
     summaries: list[str] = field(default_factory=list)
@@ -98,10 +100,13 @@ def _outbox_targets(
     tool_results: Iterable[str],
     memory_facts: Iterable[tuple[str, str, int]],
     summaries: Iterable[str],
+    original_pages: Iterable[str] = (),
 ) -> list[tuple[Entity, str]]:
-    """The (entity, entity_ref) of every outbox row that may be about these targets."""
+    """The (entity, entity_ref) of every outbox row that may be about these targets (pages of
+    originals hold no content, only their name: a deletion marks them done, a check skips them)."""
     targets: list[tuple[Entity, str]] = [("evidence", f"{e}@{v}") for e, v in evidence_versions]
     targets += [("tool_result", ref) for ref in tool_results]
+    targets += [("result_original", ref) for ref in original_pages]
     targets += [("memory", f"{o}/{k}@{v}") for o, k, v in memory_facts]
     targets += [("summary", s) for s in summaries]
     return targets
@@ -133,9 +138,13 @@ def _session(conn: Connection, tenant: str, session_id: str, out: _Removed) -> N
     ).first()
     where_session = (t.tool_results.c.tenant_id == tenant) & (t.tool_results.c.session_id == session_id)
     for r in conn.execute(
-        select(t.tool_results.c.result_no, t.tool_results.c.blob_sha256).where(where_session)
+        select(t.tool_results.c.result_no, t.tool_results.c.blob_sha256, t.tool_results.c.size).where(
+            where_session
+        )
     ):
-        out.tool_results.append(f"{session_id}/{result_id(r.result_no)}")
+        ref = f"{session_id}/{result_id(r.result_no)}"
+        out.tool_results.append(ref)
+        out.original_pages += [page_ref(ref, page) for page in range(page_count(int(r.size)))]
         out.digests.add(r.blob_sha256)
     conn.execute(
         delete(t.archive_entries).where(
@@ -272,7 +281,9 @@ def _finish(
     scrub(
         conn,
         tenant,
-        _outbox_targets(out.evidence_versions, out.tool_results, out.memory_facts, out.summaries),
+        _outbox_targets(
+            out.evidence_versions, out.tool_results, out.memory_facts, out.summaries, out.original_pages
+        ),
     )
     outbox_ids: list[int] = []
     for evidence_id, version in out.evidence_versions:

@@ -5,6 +5,11 @@ before a record was retracted or superseded, by an older indexer, or simply wron
 something the caller may not read. So each hit is read again here, as the caller would read
 it through the archive's other reads:
 
+- an archived original's page (archive/rules/original_pages.py) as its note is, from the
+  result's archiving on, and only for a principal who may recover the original (the agent
+  role: `read_result`'s rule); its original hash-verified as a whole and the page cut as the
+  indexer cut it (the point's hash names the page's text, so a page cut otherwise is dropped);
+  its hit also names the lines and bytes of the original it quotes, which `recover` takes;
 - in the caller's tenant only (every statement is scoped by it), with the reader role;
 - clearance at least the record's sensitivity (an evidence version's, an archived result's, a
   summary's; memory counts as `records.MEMORY_SENSITIVITY`);
@@ -40,6 +45,7 @@ from .rules.in_force import (
     in_force,
     memory_answers_at,
 )
+from .rules.original_pages import page_first_line, page_of_version, page_span
 from .rules.principal import Principal, Role
 from .rules.records import MEMORY_SENSITIVITY
 from .rules.refs import (
@@ -51,7 +57,8 @@ from .rules.refs import (
 )
 from .rules.tool_results import parse_result_id
 from .storage import schema as t
-from .storage.blobs import verified
+from .storage.blobs import read_blob, sha256_hex, verified
+from .storage.outbox import originals_pending
 from .storage.rows import archived_notes, fact_from_row, summary_from_row
 from .storage.statements import PreparedSelect, prepared_select
 from .storage.store import ArchiveStore
@@ -81,11 +88,15 @@ class PointsToHit(Protocol):
 class HydratedHit(NamedTuple):
     """A hit as the caller may see it, read back from the archive: the exact, verified text of
     its span (`snippet`), where it is (`locator`) and what it is (`label`). It holds only what
-    the archive knows; what the index knew (scores, ranks) stays with the hit it came from."""
+    the archive knows; what the index knew (scores, ranks) stays with the hit it came from.
+    A hit in an archived original also names the original's lines (from 1, both included) and
+    bytes ([start, end)) that the snippet is: `recover(..., lines=...)` brings them back."""
 
     snippet: str
     locator: str
     label: str = "evidence"
+    lines: tuple[int, int] | None = None
+    byte_range: tuple[int, int] | None = None
 
 
 # What a pointer names, as dict keys: tuples hash and compare in C, and each search builds and
@@ -102,6 +113,13 @@ class _Note(NamedTuple):
     tag: str = "note"
 
 
+class _Page(NamedTuple):
+    session_id: str
+    result_no: int
+    page: int
+    tag: str = "page"
+
+
 class _Fact(NamedTuple):
     owner: str
     key: str
@@ -114,7 +132,7 @@ class _Summary(NamedTuple):
     tag: str = "summary"
 
 
-_Target = _Evidence | _Note | _Fact | _Summary
+_Target = _Evidence | _Note | _Page | _Fact | _Summary
 
 
 class _Readable(NamedTuple):
@@ -125,6 +143,8 @@ class _Readable(NamedTuple):
     locator: str
     label: str
     content_sha256: str | None = None
+    # Where the text starts in its original (byte offset, line from 1): an archived original's page.
+    origin: tuple[int, int] | None = None
 
 
 def read_hits(
@@ -147,19 +167,28 @@ def read_hits(
     tenant = principal.tenant_id
     # One pass sorts the targets by kind (the tag is each tuple's last field): nearly every
     # search names evidence only.
-    by_kind: dict[str, set[Any]] = {"evidence": set(), "note": set(), "fact": set(), "summary": set()}
+    by_kind: dict[str, set[Any]] = {
+        "evidence": set(),
+        "note": set(),
+        "page": set(),
+        "fact": set(),
+        "summary": set(),
+    }
     for x in wanted:
         by_kind[x.tag].add(x)
     evidence: set[_Evidence] = by_kind["evidence"]
     notes: set[_Note] = by_kind["note"]
+    pages: set[_Page] = by_kind["page"]
     facts: set[_Fact] = by_kind["fact"]
     summaries: set[_Summary] = by_kind["summary"]
     if evidence:  # nearly every hit: one prepared statement, outside a transaction
         readable.update(_read_evidence(store, tenant, principal, evidence, at, corrupt))
-    if notes or facts or summaries:
+    if notes or pages or facts or summaries:
         with store.read() as conn:
             if notes:
                 readable.update(_read_notes(conn, tenant, principal, notes, at))
+            if pages:
+                readable.update(_read_pages(conn, tenant, principal, pages, at, corrupt))
             if facts:
                 readable.update(_read_facts(conn, tenant, principal, facts, at))
             if summaries:
@@ -178,9 +207,13 @@ def _target(p: PointsToHit) -> _Target | None:
     named = parse_index_id(p.evidence_id)
     if p.kind == "tool_result" and isinstance(named, ResultIndexId):
         try:
-            return _Note(named.session_id, parse_result_id(named.result_id))
+            result_no = parse_result_id(named.result_id)
         except InvalidInput:
             return None
+        page = page_of_version(p.version)
+        return (
+            _Note(named.session_id, result_no) if page is None else _Page(named.session_id, result_no, page)
+        )
     if p.kind == "memory" and isinstance(named, MemoryIndexId):
         return _Fact(named.owner, named.key, p.version)
     if p.kind == "summary" and p.evidence_id.startswith(SUMMARY_PREFIX):
@@ -191,7 +224,15 @@ def _target(p: PointsToHit) -> _Target | None:
 def _cut(p: PointsToHit, found: _Readable | None) -> HydratedHit | None:
     if found is None or (found.content_sha256 is not None and found.content_sha256 != p.content_sha256):
         return None
-    return HydratedHit(found.text[p.start : p.end], found.locator, found.label)
+    snippet = found.text[p.start : p.end]
+    if found.origin is None:
+        return HydratedHit(snippet, found.locator, found.label)
+    byte_at, line_at = found.origin
+    start = byte_at + len(found.text[: p.start].encode("utf-8"))
+    end = start + len(snippet.encode("utf-8"))
+    first = line_at + found.text.count("\n", 0, p.start)
+    last = first + snippet.count("\n", 0, max(len(snippet) - 1, 0))
+    return HydratedHit(snippet, found.locator, found.label, (first, last), (start, end))
 
 
 class _EvidenceRow(NamedTuple):
@@ -371,6 +412,69 @@ def _read_notes(
         target = _Note(note.session_id, parse_result_id(note.result_id))
         out[target] = _Readable(note.note, f"{note.session_id}/{note.result_id}", "archived result note")
     return out
+
+
+def _read_pages(
+    conn: Connection,
+    tenant: str,
+    principal: Principal,
+    wanted: set[_Page],
+    at: datetime | None,
+    corrupt: list[tuple[str, IntegrityFailure]] | None,
+) -> dict[_Target, _Readable]:
+    """Pages of archived originals, readable as their notes are by a principal who may recover
+    them (agent role); each original is read once and verified as a whole."""
+    if not principal.has(Role.AGENT):
+        return {}
+    by_result: dict[tuple[str, int], list[int]] = {}
+    for x in wanted:
+        by_result.setdefault((x.session_id, x.result_no), []).append(x.page)
+    out: dict[_Target, _Readable] = {}
+    for note in archived_notes(conn, tenant, list(by_result)):
+        if note.copy or not principal.may_read(note.sensitivity, note.owner):
+            continue
+        if at is not None and not in_force(note.archived_at, None, at):
+            continue
+        result_no = parse_result_id(note.result_id)
+        locator = f"{note.session_id}/{note.result_id}"
+        try:
+            content = read_blob(conn, tenant, note.content_sha256)
+        except IntegrityFailure as e:
+            if corrupt is not None:
+                corrupt.append((f"result:{locator}", e))
+            continue
+        for page in by_result[(note.session_id, result_no)]:
+            start, end = page_span(content, page)
+            try:
+                text = content[start:end].decode("utf-8")
+            except UnicodeDecodeError:
+                continue  # a binary original has no indexed pages: the point is stale
+            origin = (start, page_first_line(content, start))
+            out[_Page(note.session_id, result_no, page)] = _Readable(
+                text, locator, "archived original", sha256_hex(content[start:end]), origin
+            )
+    return out
+
+
+def pending_originals(store: ArchiveStore, principal: Principal) -> int:
+    """How many archived originals the caller may read are not yet wholly searchable (pages
+    still in the outbox): a search tells its caller, since their text is not found meanwhile."""
+    principal.require(Role.READER, "searching")
+    if not principal.has(Role.AGENT):
+        return 0  # it would not find them indexed either: originals are the agents'
+    tenant = principal.tenant_id
+    with store.read() as conn:
+        refs = originals_pending(conn, tenant)
+        if not refs:
+            return 0
+        keys = [
+            (named.session_id, parse_result_id(named.result_id)) for named in map(ResultIndexId.of_ref, refs)
+        ]
+        return sum(
+            1
+            for note in archived_notes(conn, tenant, keys)
+            if principal.may_read(note.sensitivity, note.owner)
+        )
 
 
 def _read_facts(

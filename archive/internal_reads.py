@@ -66,6 +66,16 @@ class InternalReads:
         found = archived_notes(self.conn, tenant_id, [(session_id, parse_result_id(rid))])
         return found[0] if found else None
 
+    def archived_original(
+        self, tenant_id: str, session_id: str, rid: str
+    ) -> tuple[ArchivedNote, bytes] | None:
+        """An archived result's note with its original, hash-verified (IntegrityFailure when it
+        fails); None when the result is not archived (or gone)."""
+        note = self.archived_note(tenant_id, session_id, rid)
+        if note is None:
+            return None
+        return note, read_blob(self.conn, tenant_id, note.content_sha256)
+
     def memory_version(
         self, tenant_id: str, owner: str, key: str, version: int
     ) -> tuple[MemoryFact, datetime | None] | None:

@@ -20,6 +20,7 @@ from stores import create_database, drop_database, require_postgres
 from mnemo_sea.archive import Archive
 from mnemo_sea.archive.rules import clock as archive_clock
 from mnemo_sea.archive.storage.store import open_store
+from mnemo_sea.system.projection import indexer as indexer_module
 
 # Server mode refuses to start without a deployment key (it signs deletion receipts); every
 # server-mode test and the service subprocesses they start share this one.
@@ -30,6 +31,15 @@ os.environ.setdefault("MNEMO_RECEIPT_KEY", TEST_RECEIPT_KEY)
 # loaded machine reaches with no bug at all. Property tests check results, never speed.
 settings.register_profile("mnemo", deadline=None)
 settings.load_profile("mnemo")
+
+
+@pytest.fixture(autouse=True)
+def inline_trail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trail (archived originals indexed behind the writes) runs inline, right after the
+    write that started it, instead of on a thread: a test then never races it (a page indexed
+    or not yet, depending on the machine's load). Tests of the moment before it runs give a
+    starter of their own (`ManualClock.group_commit`); one test runs the real thread."""
+    monkeypatch.setattr(indexer_module, "thread_trail", lambda action: action())
 
 
 @pytest.fixture(scope="session")

@@ -51,6 +51,7 @@ class ManualClock:
     def __init__(self, now: float = 1_000.0) -> None:
         self.now = now
         self._timers: list[_ManualTimer] = []
+        self.trails: list[Callable[[], None]] = []
 
     def __call__(self) -> float:
         return self.now
@@ -73,8 +74,15 @@ class ManualClock:
             timer.action()
 
     def group_commit(self, **policy: Any) -> GroupCommit:
-        """The group commit timed by this clock (`rows=`, `seconds=` as GroupCommit takes them)."""
-        return GroupCommit(clock=self, start_timer=self.start_timer, **policy)
+        """The group commit timed by this clock (`rows=`, `seconds=` as GroupCommit takes them),
+        its trail held until `run_trails`."""
+        return GroupCommit(clock=self, start_timer=self.start_timer, start_trail=self.trails.append, **policy)
+
+    def run_trails(self) -> None:
+        """Run the trails started so far (archived originals indexed behind the writes), in the
+        calling thread, as their threads would have."""
+        while self.trails:
+            self.trails.pop(0)()
 
 
 class ManualWallClock:

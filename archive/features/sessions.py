@@ -41,6 +41,7 @@ from ..rules.errors import (
 )
 from ..rules.excerpts import DEFAULT_AROUND, Excerpt, check_span, resolve_span
 from ..rules.operations import ArchiveResultsOp, ArchiveTarget, RecordOp
+from ..rules.original_pages import page_count, page_ref
 from ..rules.policy import check_list_limit, check_policy_class
 from ..rules.principal import Principal, Role, Sensitivity, check_identifier
 from ..rules.records import ArchiveReceipt, LiveItem, LiveView, Recovered
@@ -57,7 +58,7 @@ from ..storage import schema as t
 from ..storage.audit import append_event
 from ..storage.blobs import put_blob, read_blob, sha256_hex, verified
 from ..storage.idempotency import keyed, previous_reply, save_reply
-from ..storage.outbox import enqueue
+from ..storage.outbox import enqueue, enqueue_many
 from ..storage.session_rows import check_opened, readable_session, session_row
 from ..storage.store import ArchiveStore
 from ..storage.upserts import dialect_insert
@@ -497,6 +498,23 @@ def archive(
                     "content_sha256": rows[n].blob_sha256,
                 },
             )
+        # Then its original, a page per row, indexed behind this write (original_pages.py); a
+        # recovered copy's original is its source's.
+        enqueue_many(
+            conn,
+            [
+                (
+                    tenant,
+                    "index_upsert",
+                    "result_original",
+                    page_ref(f"{session_id}/{result_id(n)}", page),
+                    {},
+                )
+                for n in numbers
+                if rows[n].recovered_from_no is None
+                for page in range(page_count(int(rows[n].size)))
+            ],
+        )
         archived = tuple(x.result_id for x in batch)
         enqueue(conn, tenant, "cache_purge", "tenant", tenant, {"reason": "results archived"})
         append_event(

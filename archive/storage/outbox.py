@@ -29,13 +29,16 @@ from sqlalchemy import Connection, func, or_, select, text, tuple_, update
 
 from ..rules.clock import utcnow
 from ..rules.errors import OutboxOwned
+from ..rules.original_pages import parse_page_ref
 from . import schema as t
 from .statements import prepared_insert
 from .store import ArchiveStore
 
 # index_status: a version stopped being current (superseded) but stays searchable `as_of` its time.
 Op = Literal["index_upsert", "index_status", "index_delete", "cache_purge"]
-Entity = Literal["evidence", "tool_result", "memory", "summary", "tenant"]
+# result_original: a page of an archived result's original (`<session>/<rN>#<page>`), indexed
+# behind the writes (the trailing lane, `claim_pending(lane=)`).
+Entity = Literal["evidence", "tool_result", "result_original", "memory", "summary", "tenant"]
 
 
 @dataclass(frozen=True)
@@ -113,8 +116,24 @@ def enqueue_many(conn: Connection, rows: Sequence[tuple[str, Op, Entity, str, di
 MAX_ATTEMPTS = 5
 
 
-def claim_pending(conn: Connection, limit: int = 100) -> list[OutboxItem]:
-    """Pending rows in order; on PostgreSQL rows locked by another drainer are skipped.
+# Rows applied behind the writes rather than by them: a write's drain leaves them, so an
+# agent's `archive` does not wait for its original's pages to be indexed (the indexer's trail).
+TRAILING: tuple[Entity, ...] = ("result_original",)
+# Which rows a drain claims: those of the writes, the trailing ones, or all (None).
+Lane = Literal["writes", "trailing"]
+
+
+def _in_lane(stmt: Any, lane: Lane | None) -> Any:
+    if lane == "writes":
+        return stmt.where(t.outbox.c.entity.not_in(TRAILING))
+    if lane == "trailing":
+        return stmt.where(t.outbox.c.entity.in_(TRAILING))
+    return stmt
+
+
+def claim_pending(conn: Connection, limit: int = 100, lane: Lane | None = None) -> list[OutboxItem]:
+    """Pending rows in order, of one lane or all; on PostgreSQL rows locked by another drainer
+    are skipped.
 
     A row that failed MAX_ATTEMPTS times is no longer claimed, so one poison row cannot stall
     the queue behind it; it stays pending (fsck reports it) until repaired.
@@ -127,6 +146,7 @@ def claim_pending(conn: Connection, limit: int = 100) -> list[OutboxItem]:
         .order_by(o.id)
         .limit(limit)
     )
+    stmt = _in_lane(stmt, lane)
     if conn.dialect.name == "postgresql":
         stmt = stmt.with_for_update(skip_locked=True)
     return [OutboxItem(*row) for row in conn.execute(stmt)]
@@ -272,10 +292,20 @@ def _pending(tenant_id: str | None) -> Any:
     return cond if tenant_id is None else cond & (t.outbox.c.tenant_id == tenant_id)
 
 
-def pending_count(conn: Connection, tenant_id: str | None = None) -> int:
-    """Rows not yet applied: all of them, or one tenant's (what a tenant may be told). Rows
-    applied and awaiting the index's flush are not counted (see `awaiting_flush_count`)."""
-    return int(conn.execute(select(func.count()).where(_pending(tenant_id))).scalar_one())
+def pending_count(conn: Connection, tenant_id: str | None = None, lane: Lane | None = None) -> int:
+    """Rows not yet applied: all of them, or one tenant's (what a tenant may be told), or one
+    lane's. Rows applied and awaiting the index's flush are not counted (see
+    `awaiting_flush_count`)."""
+    stmt = select(func.count()).where(_pending(tenant_id))
+    return int(conn.execute(_in_lane(stmt, lane)).scalar_one())
+
+
+def originals_pending(conn: Connection, tenant_id: str) -> list[str]:
+    """The archived originals of the tenant (`<session>/<rN>`) with pages not yet indexed:
+    their text is not yet searchable (their notes are)."""
+    o = t.outbox.c
+    stmt = select(o.entity_ref).where(_pending(tenant_id), o.entity == "result_original").distinct()
+    return sorted({parse_page_ref(str(r.entity_ref))[0] for r in conn.execute(stmt)})
 
 
 def awaiting_flush_count(conn: Connection) -> int:

@@ -99,7 +99,8 @@ def summary_from_row(row: Row[Any], refs: list[str]) -> Summary:
 
 @dataclass(frozen=True)
 class ArchivedNote:
-    """An archived tool result as the index sees it: the note is searchable, the original is not."""
+    """An archived tool result as the index sees it: its note, its call, and what its original
+    is (the original's pages are indexed too, archive/rules/original_pages.py)."""
 
     session_id: str
     result_id: str
@@ -109,6 +110,10 @@ class ArchivedNote:
     owner: str
     content_sha256: str
     archived_at: datetime  # when the note was written: `as_of` searches find it from then on
+    arguments_json: str = "{}"
+    size: int = 0  # the original's bytes
+    # A recovered copy: its original is its source's, indexed (once) when the source is archived.
+    copy: bool = False
 
 
 def archived_notes(
@@ -126,6 +131,9 @@ def archived_notes(
             t.tool_results.c.tool_name,
             t.tool_results.c.sensitivity,
             t.tool_results.c.blob_sha256,
+            t.tool_results.c.arguments_json,
+            t.tool_results.c.size,
+            t.tool_results.c.recovered_from_no,
             t.archive_entries.c.note,
             t.archive_entries.c.archived_at,
             t.sessions.c.owner,
@@ -158,6 +166,9 @@ def archived_notes(
             row.owner,
             row.blob_sha256,
             row.archived_at,
+            row.arguments_json,
+            int(row.size),
+            row.recovered_from_no is not None,
         )
         for row in rows
     ]

@@ -31,7 +31,7 @@ import importlib
 import re
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -64,6 +64,7 @@ from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS, assemble
 from mnemo_sea.context.gather import cited_conflicts, gather
 from mnemo_sea.context.material import ContextMaterial, EvidenceItem, HistoryItem
 from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.projection.indexer import GroupCommit
 from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
 from .arms import (
@@ -252,8 +253,18 @@ class _Counts:
 
 
 class _Replay:
-    def __init__(self, trace: Trace, arm: Arm, mnemo: Mnemo, counter: TokenCounter, contents: dict[str, str]):
+    def __init__(
+        self,
+        trace: Trace,
+        arm: Arm,
+        mnemo: Mnemo,
+        counter: TokenCounter,
+        contents: dict[str, str],
+        trails: list[Callable[[], None]] | None = None,
+    ):
         self.trace = trace
+        # The trails archives started (their originals indexed behind them), run by the replay.
+        self.trails = trails if trails is not None else []
         self.arm = arm
         self.p = arm.params
         self.mnemo = mnemo
@@ -529,6 +540,7 @@ class _Replay:
             self.counts.archive_ms.append((time.perf_counter() - start) * 1000)
         self.counts.archive_calls += 1
         self.counts.archived_results += len(receipt.archived)
+        self._index_originals()
         for rid, note in targets:
             self.archived.add(rid)
             self.notes[rid] = note
@@ -597,6 +609,7 @@ class _Replay:
         self.counts.archive_ms.append((time.perf_counter() - start) * 1000)
         self.counts.archive_calls += 1
         self.counts.archived_results += len(report.archived)
+        self._index_originals()
         for done in report.archived:
             self.archived.add(done.result_id)
             self.notes[done.result_id] = done.note
@@ -617,6 +630,12 @@ class _Replay:
         label = self.label_of[found.result_id]
         self.label_of[copy] = label
         self.live_copies.setdefault(label, []).append(copy)
+
+    def _index_originals(self) -> None:
+        """Run the trail an archive started, after its timing: an agent's next turn comes seconds
+        later, when the originals are searchable; the replay runs it then, so it is deterministic."""
+        while self.trails:
+            self.trails.pop(0)()
 
     def _rearchive_due(self) -> None:
         done = len(self.turns) - 1
@@ -807,11 +826,14 @@ def replay(
     InvalidInput for content it cannot produce."""
     started = time.perf_counter()
     texts = contents if contents is not None else trace_contents(trace)
+    trails: list[Callable[[], None]] = []
     with (
         tempfile.TemporaryDirectory(dir=work_dir) as tmp,
-        Mnemo.open(tmp, embedder=HashingEmbedder()) as mnemo,
+        Mnemo.open(
+            tmp, embedder=HashingEmbedder(), group_commit=GroupCommit(start_trail=trails.append)
+        ) as mnemo,
     ):
-        state = _Replay(trace, arm, mnemo, counter or shared_counter(), texts)
+        state = _Replay(trace, arm, mnemo, counter or shared_counter(), texts, trails)
         state.run()
         return state.outcome(time.perf_counter() - started)
 

@@ -262,11 +262,20 @@ def search(
         emit(result.to_dict(), as_json=True)
         return
     typer.echo(f"status: {result.status} ({len(result.hits)} hits)")
+    if result.pending_originals:
+        typer.echo(f"({result.pending_originals} archived originals not yet searchable: still being indexed)")
     for n, hit in enumerate(result.hits, start=1):
         typer.echo(
             f"{n}. {hit.evidence_id} v{hit.version} [{hit.kind}] {hit.source} / {hit.scope} / {hit.locator}"
             f"  score {hit.score:.4f} (bm25 {_rank(hit.bm25_rank)}, dense {_rank(hit.dense_rank)})"
         )
+        if hit.lines is not None and hit.byte_range is not None:
+            first, last = hit.lines
+            session_id, _, result_id = hit.locator.rpartition("/")
+            typer.echo(
+                f"   archived original, lines {first}-{last} (bytes {hit.byte_range[0]}-{hit.byte_range[1]});"
+                f" bring them back: mnemo-sea session recover {session_id} {result_id} --lines {first} {last}"
+            )
         typer.echo(f"   {' '.join(hit.snippet.split())[:300]}")
 
 

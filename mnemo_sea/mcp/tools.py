@@ -169,12 +169,14 @@ TOOLS: tuple[AgentTool[Any], ...] = (
     AgentTool(
         "search_evidence",
         "Search evidence",
-        "Search the evidence you may read (documents, remembered facts, summaries, and the notes of "
-        "archived tool results) with hybrid BM25 + vector search. Each hit has an evidence_id, version, "
-        "locator and the exact snippet: ground your answer in hits and cite them by evidence_id with a "
-        "verbatim quote, then run check_citations before answering. status is 'results' or 'no_match' "
-        "(then say you found nothing rather than guess). A tool_result hit is the note of an archived "
-        "result (locator '<session>/<rN>'): recover_result brings back its original.",
+        "Search the evidence you may read (documents, remembered facts, summaries, and archived tool "
+        "results: their notes and their originals) with hybrid BM25 + vector search. Each hit has an "
+        "evidence_id, version, locator and the exact snippet: ground your answer in hits and cite them "
+        "by evidence_id with a verbatim quote, then run check_citations before answering. status is "
+        "'results' or 'no_match' (then say you found nothing rather than guess). A tool_result hit "
+        "(locator '<session>/<rN>') is an archived result's note, or, labelled 'archived original', a "
+        "part of its original with its lines and byte_range: recover_result with those lines brings "
+        "back just that part. pending_originals counts originals not yet searchable (search again soon).",
         SearchEvidenceInput,
         search_evidence,
         read_only=True,

@@ -8,7 +8,9 @@ verdicts:
 - an evidence record's id: the quote is checked against its original;
 - `result:<session>/<rN>`, a session's tool result: against the original of a live result, and
   for an archived one its note (what search returns; it exists from the archiving on) or, for a
-  principal who may recover it (agent role), its original. Version 1 only; locator `<session>/<rN>`;
+  principal who may recover it (agent role), its original. Version 1 (the note), or the version
+  of a page of its original that a search hit names (2 and up: the quote is then checked
+  against the original); locator `<session>/<rN>`;
 - `memory:<owner>/<key>`, a memory fact: the version's `key: value` as search shows it, held
   from its write until superseded, valid until its TTL expiry; locator `<owner>/<key>`;
 - `sum:<id>`, a summary: its text, from its creation on. Version 1 only; locator its trace_ref.
@@ -96,6 +98,7 @@ from mnemo_sea.archive import (
 from mnemo_sea.archive.rules.checks import aware
 from mnemo_sea.archive.rules.clock import utcnow
 from mnemo_sea.archive.rules.in_force import in_force, valid_at
+from mnemo_sea.archive.rules.original_pages import page_count, page_of_version
 from mnemo_sea.archive.rules.refs import (
     SUMMARY_PREFIX,
     MemoryIndexId,
@@ -428,23 +431,31 @@ def _resolve_result(
     """`result:<session>/<rN>`: the quote may come from what the principal can read under that
     id: the original of a live result; an archived one's note (what search returns, written when
     it was archived) or, for an agent who may recover it, its original."""
-    _only_version_one(citation, "result")
     named = parse_index_id(citation.evidence_id)
     assert isinstance(named, ResultIndexId)  # _derived_resolver chose this resolver by the id
     session_id, rid = named.session_id, named.result_id
     result, archived_at, content = archive.read_result(principal, session_id, rid)
+    # The index's versions of a result: 1 its note, 2 and up the pages of its original.
+    page = None if citation.version is None else page_of_version(citation.version)
+    # A recovered copy has no pages of its own (its source's original is indexed).
+    copy = result.recovered_from is not None
+    if page is not None and (archived_at is None or copy or page >= page_count(result.size)):
+        raise NotFound("result", f"{citation.evidence_id}@{citation.version}")
     original = None if content is None else _decode(content, result.media_type)
     texts: list[tuple[str, datetime]] = []
     if original is not None:
-        texts.append((original, result.recorded_at))
-    if archived_at is not None and result.note is not None:
+        # A page exists from the archiving on, as the note does; a live result's original always.
+        since = archived_at if page is not None and archived_at is not None else result.recorded_at
+        texts.append((original, since))
+    if page is None and archived_at is not None and result.note is not None:
         texts.append((result.note, archived_at))  # the note exists from its archiving on
     # The text holding the quote; without one, the note when there is one (what search showed).
     match = next((x for x in texts if quote_in_text(citation.quote, x[0])), None)
     text, since = match or (texts[-1] if texts else (None, result.recorded_at))
+    version = citation.version or 1
     cited = _Cited(
-        name=f"{citation.evidence_id}@1",
-        version=1,
+        name=f"{citation.evidence_id}@{version}",
+        version=version,
         status="active",
         recorded_at=since,
         ended_at=None,

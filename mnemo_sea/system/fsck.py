@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mnemo_sea.archive import IntegrityFailure
+from mnemo_sea.archive.rules.original_pages import page_count, page_version
+from mnemo_sea.archive.rules.refs import result_index_id
 from mnemo_sea.retrieval import EvidenceDocument
 from mnemo_sea.retrieval.filters import FilterSpec, tenant_filter
 from mnemo_sea.system.mnemo import Mnemo
@@ -20,6 +22,7 @@ from mnemo_sea.system.projection.index_documents import (
     evidence_document,
     memory_document,
     note_document,
+    page_documents,
     summary_document,
 )
 
@@ -75,8 +78,18 @@ def _expected(
                     docs.append(doc)
         for session_id, rid in reads.archived_results(tenant):
             note = reads.archived_note(tenant, session_id, rid)
-            if note is not None:
-                docs.append(note_document(tenant, note))
+            if note is None:
+                continue
+            docs.append(note_document(tenant, note))
+            try:
+                original = reads.archived_original(tenant, session_id, rid)
+            except IntegrityFailure:
+                # Reported as a blob problem; the pages indexed before are left as they are.
+                indexed_as = result_index_id(session_id, rid)
+                corrupt.update((indexed_as, page_version(p)) for p in range(page_count(note.size)))
+                continue
+            if original is not None:
+                docs += page_documents(tenant, *original)
         for fact, ended_at in reads.searchable_memory(tenant):
             memory_doc = memory_document(tenant, fact, ended_at)
             if memory_doc is not None:

@@ -37,7 +37,7 @@ from mnemo_sea.archive.rules.checks import aware
 from mnemo_sea.archive.rules.clock import utcnow
 from mnemo_sea.archive.rules.operations import check_caps
 from mnemo_sea.archive.rules.refs import ResultIndexId, memory_index_id
-from mnemo_sea.archive.storage.outbox import SoleDrainer, claim_sole_drainer
+from mnemo_sea.archive.storage.outbox import Lane, SoleDrainer, claim_sole_drainer
 from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, TokenCounter
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS, assemble
 from mnemo_sea.context.gather import check_instructions, gather, tool_texts
@@ -135,6 +135,8 @@ class Pointer(NamedTuple):
             self.dense_rank,
             (self.start, self.end),
             text.label,
+            text.lines,
+            text.byte_range,
         )
 
 
@@ -197,15 +199,20 @@ def _archive_call(method: Callable[Concatenate[Archive, P], R]) -> Callable[Conc
     return call
 
 
-def _archive_write(method: Callable[Concatenate[Archive, P], R]) -> Callable[Concatenate[Mnemo, P], R]:
+def _archive_write(
+    method: Callable[Concatenate[Archive, P], R], *, trails: bool = False
+) -> Callable[Concatenate[Mnemo, P], R]:
     """`_archive_call` of a write whose outbox rows change the index or the caches: they are
-    applied after the commit (`Mnemo._after_write`)."""
+    applied after the commit (`Mnemo._after_write`); with `trails`, it also leaves rows to the
+    indexer's trail (an archive's pages of originals), which is started."""
     archived = _archive_call(method)
 
     @functools.wraps(method)
     def call(self: Mnemo, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if trails:
+            self.indexer.trail_may_be_pending = True  # before the commit: no search misses it
         out = archived(self, *args, **kwargs)
-        self._after_write()
+        self._after_write(trail=trails)
         return out
 
     call.__module__, call.__qualname__ = __name__, archived.__qualname__
@@ -380,11 +387,16 @@ class Mnemo:
         return self._drain_all(on_applied, defer_flush=False)
 
     def _drain_all(
-        self, on_applied: OnApplied | None, *, defer_flush: bool, made: EvidenceBatch | None = None
+        self,
+        on_applied: OnApplied | None,
+        *,
+        defer_flush: bool,
+        made: EvidenceBatch | None = None,
+        lane: Lane | None = None,
     ) -> DrainReport:
         total = DrainReport(0, 0, 0)
         while True:
-            report = self.indexer.drain(on_applied=on_applied, defer_flush=defer_flush, made=made)
+            report = self.indexer.drain(on_applied=on_applied, defer_flush=defer_flush, made=made, lane=lane)
             total = DrainReport(
                 total.applied + report.applied,
                 total.failed + report.failed,
@@ -401,6 +413,7 @@ class Mnemo:
         *,
         defer_flush: bool = True,
         made: EvidenceBatch | None = None,
+        trail: bool = False,
     ) -> DrainReport | None:
         """Apply the outbox after a committed write. The write already stands, so a store that
         fails now (index, cache, or the database right after the commit) must not turn it into
@@ -408,14 +421,18 @@ class Mnemo:
         from the archive meanwhile. The rows are searchable when this returns; the index's
         flush may be left to the group commit (mnemo_sea/system/projection/indexer.py), which marks them
         done within GROUP_COMMIT_SECONDS, at `sync()` or at `close()`; `defer_flush=False`
-        flushes before returning."""
+        flushes before returning. Pages of archived originals are left to the indexer's trail
+        (started when `trail`), which indexes them behind the writes; `sync()` applies them too."""
         if not self.sync_writes:
             return None
         try:
-            return self._drain_all(on_applied, defer_flush=defer_flush, made=made)
+            return self._drain_all(on_applied, defer_flush=defer_flush, made=made, lane="writes")
         except MnemoError as e:
             log.warning("outbox left pending after a committed write: %s", e)
             return None
+        finally:
+            if trail:
+                self.indexer.trail()
 
     # ---- knowledge ---------------------------------------------------------------------------
 
@@ -546,8 +563,19 @@ class Mnemo:
             )
         hits, dropped = self._hydrate(principal, pointers, when)
         status = SearchResultStatus.RESULTS if hits else SearchResultStatus.NO_MATCH
+        # Originals whose pages the trail has not indexed yet are not found by their text: say so.
+        # Asked of the archive only when the trail may be behind: an embedded index's only drainer
+        # knows (Indexer.trail_may_be_pending); over a server, other processes archive too.
+        searched_results = request.kinds is None or "tool_result" in request.kinds
+        behind = self.indexer.trail_may_be_pending or not self.index.owned_by_this_process
+        waiting = self.archive.pending_originals(principal) if searched_results and behind else 0
         return SearchResult(
-            status=status, hits=tuple(hits), reason=reason, dropped=dropped, cached=cached is not None
+            status=status,
+            hits=tuple(hits),
+            reason=reason,
+            dropped=dropped,
+            cached=cached is not None,
+            pending_originals=waiting,
         )
 
     def _hydrate(
@@ -566,7 +594,7 @@ class Mnemo:
     # once it is archived with a note, so recording needs no sync.
 
     record = _archive_call(Archive.record)
-    archive_results = _archive_write(Archive.archive_results)
+    archive_results = _archive_write(Archive.archive_results, trails=True)
     live_view = _archive_call(Archive.live_view)
     recover = _archive_call(Archive.recover)
 

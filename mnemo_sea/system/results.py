@@ -38,6 +38,10 @@ class SearchHit:
     dense_rank: int | None
     span: tuple[int, int]
     label: str = "evidence"
+    # A hit in an archived original: the original's lines (from 1, both included) and bytes
+    # ([start, end)) that the snippet is, which `recover(..., lines=...)` takes as they are.
+    lines: tuple[int, int] | None = None
+    byte_range: tuple[int, int] | None = None
 
     @classmethod
     def built(
@@ -54,6 +58,8 @@ class SearchHit:
         dense_rank: int | None,
         span: tuple[int, int],
         label: str,
+        lines: tuple[int, int] | None = None,
+        byte_range: tuple[int, int] | None = None,
     ) -> SearchHit:
         """The SearchHit the constructor makes of these values, made without calling it: a
         frozen dataclass's __init__ sets each field through object.__setattr__, 1.4 us a hit
@@ -73,6 +79,8 @@ class SearchHit:
             dense_rank=dense_rank,
             span=span,
             label=label,
+            lines=lines,
+            byte_range=byte_range,
         )
         return hit
 
@@ -90,6 +98,8 @@ class SearchHit:
             "dense_rank": self.dense_rank,
             "span": list(self.span),
             "label": self.label,
+            "lines": None if self.lines is None else list(self.lines),
+            "byte_range": None if self.byte_range is None else list(self.byte_range),
         }
 
 
@@ -114,6 +124,9 @@ class SearchResult:
     # catching up, or its payload was stale): read back through the archive and left out.
     dropped: int = 0
     cached: bool = False
+    # Archived originals the caller may read whose text is not yet searchable: their pages are
+    # still being indexed behind the writes (their notes are searchable already).
+    pending_originals: int = 0
 
     def __post_init__(self) -> None:
         # The same value as a plain string is accepted (a result rebuilt from JSON).
@@ -136,6 +149,7 @@ class SearchResult:
             "reason": self.reason,
             "dropped": self.dropped,
             "cached": self.cached,
+            "pending_originals": self.pending_originals,
             "hits": [h.to_dict() for h in self.hits],
         }
 

@@ -387,7 +387,12 @@ def test_success_writes_notes_state_one_audit_event_and_one_outbox_row_per_targe
     assert [(r.op, r.entity, r.entity_ref) for r in all_rows if r.op == "cache_purge"] == [
         ("cache_purge", "tenant", "clinic-a")
     ]
-    rows = [r for r in all_rows if r.op != "cache_purge"]
+    # And one row per page of each original (the trail's), named by the page, holding nothing.
+    pages = [r for r in all_rows if r.entity == "result_original"]
+    assert sorted((r.op, r.entity_ref, r.payload_json) for r in pages) == [
+        ("index_upsert", f"s1/{rid}#0", "{}") for rid in ("r1", "r3", "r4")
+    ]
+    rows = [r for r in all_rows if r.op != "cache_purge" and r.entity != "result_original"]
     assert len(rows) == 3
     assert {(r.op, r.entity, r.tenant_id) for r in rows} == {("index_upsert", "tool_result", "clinic-a")}
     assert sorted(r.entity_ref for r in rows) == ["s1/r1", "s1/r3", "s1/r4"]
@@ -408,7 +413,7 @@ def test_success_writes_notes_state_one_audit_event_and_one_outbox_row_per_targe
     second = archive.archive_results(agent, "s1", [("r2", "last one")])
     assert second.batch_id != receipt.batch_id
     assert audit_actions(archive, admin) == ["archive", "archive"]
-    assert len(outbox_rows(archive)) == 6  # 3 + 1 index rows, and a cache purge per batch
+    assert len(outbox_rows(archive)) == 10  # (3 + 1) notes and (3 + 1) pages, and a cache purge per batch
 
 
 # ---- idempotency ----------------------------------------------------------------------------

@@ -188,7 +188,9 @@ def test_concurrent_archivers_of_one_result_exactly_one_wins(
         assert entry.batch_id == batch_id
         assert entry.note == f"worker {winner} archived {rid}"
         assert [e for e in events if rid in e["results"]] == [{"batch_id": batch_id, "results": [rid]}]
-        assert Counter(o.entity_ref for o in data["outbox"])[f"{session}/{rid}"] == 1
+        notes = Counter(o.entity_ref for o in data["outbox"] if o.entity == "tool_result")
+        pages = Counter(o.entity_ref for o in data["outbox"] if o.entity == "result_original")
+        assert notes[f"{session}/{rid}"] == pages[f"{session}/{rid}#0"] == 1  # one note, one page
 
     assert len(data["entries"]) == rounds
     assert all(r.state == "archived" for r in data["results"])

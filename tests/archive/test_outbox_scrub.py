@@ -45,12 +45,14 @@ def test_a_deletion_empties_its_targets_rows_and_nothing_else(
 
     receipt = archive.delete_session(admin, "s")
     after = rows(archive)
-    about = [r for r in after if r[0] == agent.tenant_id and r[3] == "s/r1"]
-    assert [(op, payload, done) for _, op, _, _, payload, done in about] == [
-        ("index_upsert", {}, True),  # a re-read of a deleted target has nothing left to do
-        ("index_delete", {}, False),  # the deletion's own row still has to remove the point
+    about = [r for r in after if r[0] == agent.tenant_id and r[3] in ("s/r1", "s/r1#0")]
+    assert [(op, entity, payload, done) for _, op, entity, _, payload, done in about] == [
+        ("index_upsert", "tool_result", {}, True),  # a re-read of a deleted target has nothing left to do
+        ("index_upsert", "result_original", {}, True),  # nor has its original's page
+        ("index_delete", "tool_result", {}, False),  # the deletion's own row still has to remove the points
     ]
     assert ("index_upsert", "tool_result", "kept/r1") in {r[1:4] for r in after if not r[5]}
+    assert ("index_upsert", "result_original", "kept/r1#0") in {r[1:4] for r in after if not r[5]}
     kept = next(r for r in after if r[3] == "kept/r1")
     assert kept[4]["note"] == "kept note" and not kept[5]
     theirs = next(r for r in after if r[0] == other_tenant.tenant_id)

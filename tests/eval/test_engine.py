@@ -25,8 +25,11 @@ With PARAMS (window 2, trigger 1,500, keep 1, 200+ token results), by hand:
   is shown at need 8 and need 9 and re-archived after need 9 (1 call), so the answer cannot see
   `MDR1 mut/mut`: citations 1/2. requests 9 + 2 + 1 = 12; no need missing; stale 2; leaks 0
   (logistics was the newest when the trigger fired and is never archived).
-- archive_no_notes: lab archived as `(set aside)` (1 call); the search finds no note sharing a
-  word with the query, nothing is recovered: mdr1 missing (1/2), citations 1/2, requests 10.
+- archive_no_notes: lab archived as `(set aside)` (1 call); no note shares a word with the
+  query, but the search reads archived originals too (the replay runs the trail after each
+  archive): it finds `MDR1 genotype` in lab's original, which is recovered and re-archived as
+  in archive_heuristic: no need missing, citations 1/2, requests 13. The notes are no longer
+  the only way back, which is what searching originals is for.
 """
 
 from __future__ import annotations
@@ -73,9 +76,9 @@ HAND: dict[str, dict[str, Any]] = {
     "archive_heuristic": dict(requests=13, searches=1, archive_calls=2, archived_results=2, recover_calls=1,
                               needs_missing=0, citations_correct=1, protected_violations=0,
                               stale_unwarned=0, injection_leaks=0),
-    # 9 turns + 1 archive + 1 search that finds nothing = 11.
-    "archive_no_notes": dict(requests=11, searches=1, archive_calls=1, archived_results=1, recover_calls=0,
-                             needs_missing=1, citations_correct=1, protected_violations=0,
+    # Its note says nothing, its original does: as archive_heuristic, 13.
+    "archive_no_notes": dict(requests=13, searches=1, archive_calls=2, archived_results=2, recover_calls=1,
+                             needs_missing=0, citations_correct=1, protected_violations=0,
                              stale_unwarned=0, injection_leaks=0),
     # The library's own policy at its defaults (a 16,000-token budget, results of 2,000 tokens
     # large): the whole tiny session stays under both, so nothing is archived and every need is
@@ -105,11 +108,11 @@ def test_the_trigger_assumptions_hold_with_the_real_counter(runs: dict[str, Trac
     # it then, and that each curated arm stays under it afterwards (so each fires once).
     full = [t.tokens for t in runs["full"].turns]
     assert max(full[:3]) < PARAMS.trigger_tokens < full[3]
-    for arm in ("masking", "archive_no_notes"):
-        assert max(t.tokens for t in runs[arm].turns[3:]) < PARAMS.trigger_tokens
-    heuristic = [t.tokens for t in runs["archive_heuristic"].turns]
-    # Tool-call turns after the archiving (events 5 and 12) are under the trigger.
-    assert heuristic[4] < PARAMS.trigger_tokens and heuristic[8] < PARAMS.trigger_tokens
+    assert max(t.tokens for t in runs["masking"].turns[3:]) < PARAMS.trigger_tokens
+    for arm in ("archive_heuristic", "archive_no_notes"):
+        tokens = [t.tokens for t in runs[arm].turns]
+        # Tool-call turns after the archiving (events 5 and 12) are under the trigger.
+        assert tokens[4] < PARAMS.trigger_tokens and tokens[8] < PARAMS.trigger_tokens
 
 
 def test_final_prompt_is_the_counted_text(runs: dict[str, TraceRun]) -> None:
@@ -128,7 +131,8 @@ def test_window_and_masking_lose_what_the_archive_recovers(runs: dict[str, Trace
     mdr1 = {arm: next(n for n in r.needs if n.fact == "mdr1").satisfied for arm, r in runs.items()}
     assert not mdr1["window"] and not mdr1["masking"] and not mdr1["summary"]
     assert mdr1["archive_scripted"] and mdr1["archive_heuristic"] and mdr1["full"]
-    assert not mdr1["archive_no_notes"]  # the ablation: no note, nothing found
+    # The ablation: no note, yet found, in the archived original's own text.
+    assert mdr1["archive_no_notes"]
 
 
 def test_an_injection_in_a_note_is_a_leak_and_in_an_envelope_is_not(runs: dict[str, TraceRun]) -> None:
@@ -172,7 +176,7 @@ def test_aggregates_and_ratios_against_full(runs: dict[str, TraceRun]) -> None:
     assert scripted["vs_full"]["final_prompt_tokens"] == round(
         runs["archive_scripted"].turns[-1].tokens / runs["full"].turns[-1].tokens, 6
     )
-    assert arms["window"]["missing_rate"] == 1.0 and arms["archive_no_notes"]["missing_rate"] == 0.5
+    assert arms["window"]["missing_rate"] == 1.0 and arms["archive_no_notes"]["missing_rate"] == 0.0
     table = markdown_table(report)
     assert table.count("\n") == 2 + len(HAND)
     assert "| archive_scripted |" in table and "+33.3%" in table  # requests 12 vs 9

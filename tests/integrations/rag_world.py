@@ -113,6 +113,8 @@ def expected_metadata(hit: SearchHit) -> dict[str, Any]:
         "dense_rank": hit.dense_rank,
         "span": [hit.span[0], hit.span[1]],
         "label": hit.label,
+        "lines": None if hit.lines is None else list(hit.lines),
+        "byte_range": None if hit.byte_range is None else list(hit.byte_range),
     }
 
 

@@ -34,6 +34,7 @@ def main(data: Path, journal: Path, point: str, database_url: str | None) -> Non
 
     from mnemo_sea.archive import ArchiveTarget, EvidenceInput, Principal, Role, Sensitivity
     from mnemo_sea.system.mnemo import Mnemo
+    from mnemo_sea.system.projection.indexer import GroupCommit
     from mnemo_sea.system.wiring.layout import INDEX_DIR
     from mnemo_sea.system.wiring.settings import MnemoSettings
 
@@ -43,13 +44,15 @@ def main(data: Path, journal: Path, point: str, database_url: str | None) -> Non
     def note(entry: dict[str, object]) -> None:
         os.write(fd, (json.dumps(entry) + "\n").encode())
 
+    # No timer flush: the kill point decides. The trail (originals' pages) never starts: its rows
+    # stay pending, for the next open to replay, whatever the threads would have done first.
+    never: list[object] = []
+    policy = GroupCommit(rows=10_000, seconds=3600.0, start_trail=never.append)
     if database_url is None:
-        mnemo = Mnemo.open(data, embedder=HashingEmbedder())
+        mnemo = Mnemo.open(data, embedder=HashingEmbedder(), group_commit=policy)
     else:
         settings = MnemoSettings(database_url=database_url, index_path=data / INDEX_DIR)
-        mnemo = Mnemo.from_settings(settings, embedder=HashingEmbedder())
-    mnemo.indexer.group_commit_seconds = 3600.0  # no timer flush: the kill point decides
-    mnemo.indexer.group_commit_rows = 10_000
+        mnemo = Mnemo.from_settings(settings, embedder=HashingEmbedder(), group_commit=policy)
     mnemo.sync()
     shutil.copytree(data / INDEX_DIR / "shard", data / "shard-at-flush")
     for i in range(3):

@@ -58,6 +58,7 @@ def seed(mnemo: Mnemo) -> Moments:
     mnemo.create_summary(AGENT, "okapi ferry summary", ["evidence:ferry"])
     mnemo.record(AGENT, "s-1", "zoo.lookup", "raw zoo log")
     mnemo.archive_results(AGENT, "s-1", [("r1", "okapi sighting note")])
+    mnemo.sync()  # its original's page too, which the trail would index on a thread of its own
     return Moments(start, middle, tick())
 
 
@@ -116,7 +117,8 @@ def test_an_index_without_validity_is_dropped_at_hydration_and_repaired_by_fsck(
         ("memory", 1),
         ("memory", 2),
         ("summary", 1),
-        ("tool_result", 1),
+        ("tool_result", 1),  # the note
+        ("tool_result", 2),  # the one page of its original
     }
     # The old indexer dropped a superseded fact's points and indexed the rest as always valid.
     mnemo.index.delete(AGENT.tenant_id, "memory:u-1/pet", 1)

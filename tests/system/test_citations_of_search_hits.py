@@ -166,9 +166,10 @@ def test_missing_forbidden_and_foreign_ids(mnemo: Mnemo) -> None:
         "result:s-alice/x1",
     ]
     assert verdicts(mnemo, AGENT, [{"evidence_id": i, "quote": quote} for i in missing]) == ["unresolved"] * 6
-    # Versions that do not exist: results and summaries have one; the fact has two.
+    # Versions that do not exist: a result has its note (1) and a page per 32 KiB of its original
+    # (2, ...: this one has one page), a summary one; the fact has two.
     wrong_versions = [
-        {"evidence_id": "result:s-alice/r1", "quote": quote, "version": 2},
+        {"evidence_id": "result:s-alice/r1", "quote": quote, "version": 3},
         {"evidence_id": ids["summary"], "quote": quote, "version": 2},
         {"evidence_id": "memory:alice/pet", "quote": quote, "version": 3},
     ]

@@ -28,6 +28,7 @@ def mnemo(tmp_path: Path) -> Iterator[Mnemo]:
     m.ingest(AGENT, [EvidenceInput(body="policy text number 0, revised", source="kb", evidence_id="p:0")])
     m.record(AGENT, "s1", "logs", "a long log")
     m.archive_results(AGENT, "s1", [("r1", "the log said nothing new")])
+    m.sync()  # the original's page, which the trail would index on a thread of its own
     m.remember(AGENT, "owner-1", "city", "Hangzhou", "user_claim")
     try:
         yield m
@@ -38,8 +39,8 @@ def mnemo(tmp_path: Path) -> Iterator[Mnemo]:
 def test_a_consistent_system_has_no_problems(mnemo: Mnemo) -> None:
     report = run_fsck(mnemo)
     assert report.ok, report.problems
-    # 4 evidence ids + 1 superseded version + 1 archived note + 1 memory fact
-    assert report.checked["documents"] == 7 == report.checked["indexed"]
+    # 4 evidence ids + 1 superseded version + 1 archived note and its original's page + 1 memory fact
+    assert report.checked["documents"] == 8 == report.checked["indexed"]
 
 
 def test_drift_is_reported_and_repaired_from_the_archive(mnemo: Mnemo) -> None:

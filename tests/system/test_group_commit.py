@@ -56,9 +56,14 @@ def mnemo(request: pytest.FixtureRequest, tmp_path: Path, clock: ManualClock) ->
 
 
 def _rows(m: Mnemo) -> list[tuple[int, bool, bool]]:
-    """(id, applied_at set, done_at set) of every outbox row."""
+    """(id, applied_at set, done_at set) of every outbox row of the writes: the pages of an
+    archived original are the trail's, indexed behind them (tests/system/test_original_search.py)."""
     with m.archive.store.read() as conn:
-        rows = conn.execute(select(t.outbox.c.id, t.outbox.c.applied_at, t.outbox.c.done_at))
+        rows = conn.execute(
+            select(t.outbox.c.id, t.outbox.c.applied_at, t.outbox.c.done_at).where(
+                t.outbox.c.entity != "result_original"
+            )
+        )
         return [(r.id, r.applied_at is not None, r.done_at is not None) for r in rows]
 
 
@@ -73,7 +78,9 @@ def test_a_single_write_is_searchable_at_once_and_done_only_after_the_flush(mnem
     assert rows and all(applied and not done for _, applied, done in rows)
     assert mnemo.indexer.awaiting_flush == len(rows)
     with mnemo.archive.store.read() as conn:
-        assert pending_count(conn) == 0 and backlog(conn) == (0, None)  # applied, not a backlog
+        assert pending_count(conn, lane="writes") == 0  # applied, not a backlog
+        # The backlog is the original's one page, the trail's (not started here).
+        assert backlog(conn)[0] == pending_count(conn, lane="trailing") == 1
     assert [h.kind for h in mnemo.search(AGENT, "quokkanote", mode="bm25").hits] == ["tool_result"]
     report = mnemo.sync()
     assert (report.pending, report.awaiting_flush) == (0, 0)
@@ -175,7 +182,9 @@ def test_close_settles_and_the_next_open_has_nothing_to_replay(tmp_path: Path) -
     assert clock.armed == 0  # close cancelled the timer: the rows were flushed by close itself
     with Mnemo.open(folder, embedder=HashingEmbedder()) as m:
         assert all(not applied and done for _, applied, done in _rows(m))
-        assert len(m.search(AGENT, "closing note", mode="bm25").hits) == 1
+        # The note, and the original's page, which the trail never ran for: the open indexed it.
+        labels = sorted(h.label for h in m.search(AGENT, "closing note", mode="bm25").hits)
+        assert labels == ["archived original", "archived result note"]
 
 
 def test_edge_flushes_only_when_something_was_written(tmp_path: Path) -> None:

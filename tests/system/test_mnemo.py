@@ -61,8 +61,12 @@ def test_archived_notes_and_memory_are_searchable(mnemo: Mnemo) -> None:
     mnemo.record(CLINIC, "visit-1", "logistics.track", "504 upstream timeout " * 50)
     mnemo.archive_results(CLINIC, "visit-1", [("r1", "carrier query timed out three times; status unknown")])
     hits = mnemo.search(CLINIC, "carrier timed out", kinds=["tool_result"]).hits
-    assert [h.locator for h in hits] == ["visit-1/r1"]
-    assert "timed out" in hits[0].snippet
+    # The note, then the original it stands for ("timeout"), both pointing to the result.
+    assert [(h.locator, h.label) for h in hits] == [
+        ("visit-1/r1", "archived result note"),
+        ("visit-1/r1", "archived original"),
+    ]
+    assert "timed out" in hits[0].snippet and hits[1].lines == (1, 1)
 
     mnemo.remember(CLINIC, "owner-42", "timezone", "UTC", "user_claim")
     mnemo.remember(CLINIC, "owner-42", "timezone", "Asia/Shanghai", "user_correction")

@@ -1,6 +1,6 @@
 """The index's documents, built from what the archive holds: one per evidence version, archived
-result's note, memory fact version and summary. The indexer writes them; fsck builds them again
-to compare with what the index holds.
+result's note and page of its original, memory fact version and summary. The indexer writes
+them; fsck builds them again to compare with what the index holds.
 """
 
 from __future__ import annotations
@@ -8,10 +8,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from mnemo_sea.archive import EvidenceRecord, MemoryFact, Summary
+from mnemo_sea.archive.rules.original_pages import NOTE_VERSION, page_count, page_span, page_version
 from mnemo_sea.archive.rules.records import MEMORY_SENSITIVITY
 from mnemo_sea.archive.rules.refs import memory_index_id, result_index_id
 from mnemo_sea.archive.storage.rows import ArchivedNote
 from mnemo_sea.retrieval import EvidenceDocument
+from mnemo_sea.retrieval.evidence import MAX_HEADING_CHARS
 
 
 def _text(content: bytes) -> str | None:
@@ -56,13 +58,25 @@ def evidence_document(tenant: str, record: EvidenceRecord, content: bytes) -> Ev
     )
 
 
+def call_heading(note: ArchivedNote) -> str:
+    """What every chunk of an archived result is searched with: its tool and arguments (a path,
+    a URL, a command), on one line, cut to the index's bound."""
+    line = " ".join(f"{note.tool_name} {note.arguments_json}".split())
+    return line[:MAX_HEADING_CHARS]
+
+
 def note_document(tenant: str, note: ArchivedNote) -> EvidenceDocument:
     """An archived result's note, searchable `as_of` any time from its archiving on."""
+    return _result_document(tenant, note, NOTE_VERSION, note.note)
+
+
+def _result_document(tenant: str, note: ArchivedNote, version: int, text: str) -> EvidenceDocument:
+    """A version of an archived result's index id (its note, or a page of its original)."""
     return EvidenceDocument(
         tenant_id=tenant,
         evidence_id=result_index_id(note.session_id, note.result_id),
-        version=1,
-        text=note.note,
+        version=version,
+        text=text,
         kind="tool_result",
         source=note.tool_name[:256],
         scope=f"session:{note.session_id}",
@@ -70,7 +84,30 @@ def note_document(tenant: str, note: ArchivedNote) -> EvidenceDocument:
         owner=note.owner,
         sensitivity=note.sensitivity,
         valid_from=note.archived_at,
+        heading=call_heading(note),
     )
+
+
+def page_document(tenant: str, note: ArchivedNote, content: bytes, page: int) -> EvidenceDocument | None:
+    """Page `page` of an archived result's original (archive/rules/original_pages.py), searchable
+    as its note is; None when it has no text to search (empty, blank or not UTF-8) or the result
+    is a recovered copy (its source's original is indexed instead)."""
+    if note.copy:
+        return None
+    start, end = page_span(content, page)
+    try:
+        text = content[start:end].decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # a binary original is kept and recoverable, but not searchable
+    if not text.strip():
+        return None
+    return _result_document(tenant, note, page_version(page), text)
+
+
+def page_documents(tenant: str, note: ArchivedNote, content: bytes) -> list[EvidenceDocument]:
+    """Every page of the original that has text to search (fsck's view of what the index holds)."""
+    pages = (page_document(tenant, note, content, p) for p in range(page_count(len(content))))
+    return [doc for doc in pages if doc is not None]
 
 
 def memory_document(tenant: str, fact: MemoryFact, ended_at: datetime | None) -> EvidenceDocument | None:

@@ -36,6 +36,18 @@ each pass flushes (a no-op over a server, which acknowledges writes durably). Wi
 rows are read, applied, then marked, so no lock is held while text is being embedded, and the
 group commit applies.
 
+The trail: pages of archived originals (archive/rules/original_pages.py) are indexed behind the
+writes, not by them. A 2 MB original is about a thousand chunks, seconds of the real model; an
+agent's `archive` call waits for its note only. A write's drain takes the `writes` lane (every
+row but those pages); `trail()` then starts a thread (`GroupCommit.start_trail`, so a test
+runs it when it chooses) that applies the `trailing` lane a
+page per pass, letting go of the drain between pages, so a write arriving meanwhile waits for
+one page at most. `sync()`, the worker and fsck drain both lanes. Until its pages are applied, a
+search says how many originals it could not search yet (`SearchResult.pending_originals`).
+A deletion marks its result's pending pages done and removes every version of the result's
+index id, pages included; a page applied by a pass that read the original just before the
+deletion committed is removed by the deletion's own row, applied after that pass.
+
 Deleted points: the embedded index (Qdrant Edge) only tombstones them, their bytes stay in its
 files until `HybridIndex.compact()` rewrites the shard. By default a pass that deleted points
 compacts (`COMPACT_AFTER_DELETED = 1`): a deletion's promise is that nothing of it stays in any
@@ -62,8 +74,10 @@ from mnemo_sea.archive import (
     StoreUnavailable,
 )
 from mnemo_sea.archive.internal_reads import InternalReads
+from mnemo_sea.archive.rules.original_pages import parse_page_ref
 from mnemo_sea.archive.rules.refs import ResultIndexId, memory_index_id
 from mnemo_sea.archive.storage.outbox import (
+    Lane,
     OutboxItem,
     awaiting_flush_count,
     claim_pending,
@@ -82,6 +96,7 @@ from mnemo_sea.system.projection.index_documents import (
     evidence_document,
     memory_document,
     note_document,
+    page_document,
     summary_document,
 )
 
@@ -99,6 +114,8 @@ DRAIN_LIMIT = 2_000
 # longest a row waits for it. A crash costs at most this much replay on the next open.
 GROUP_COMMIT_ROWS = 64
 GROUP_COMMIT_SECONDS = 1.0
+# Rows (pages of originals) one pass of the trail applies before letting other drains in.
+TRAIL_ROWS = 1
 
 
 class FlushTimer(Protocol):
@@ -109,6 +126,8 @@ class FlushTimer(Protocol):
 
 # Starts a timer that calls the action (once, on a thread of its own) after that many seconds.
 StartTimer = Callable[[float, Callable[[], None]], FlushTimer]
+# Starts the trail (see the module docstring): runs the action once, on a thread of its own.
+StartTrail = Callable[[Callable[[], None]], None]
 
 
 def thread_timer(seconds: float, action: Callable[[], None]) -> FlushTimer:
@@ -121,16 +140,24 @@ def thread_timer(seconds: float, action: Callable[[], None]) -> FlushTimer:
     return timer
 
 
+def thread_trail(action: Callable[[], None]) -> None:
+    """The real trail: a daemon thread (what it leaves undone, the next open or sync applies)."""
+    threading.Thread(target=action, name="mnemo-trail", daemon=True).start()
+
+
 @dataclass(frozen=True)
 class GroupCommit:
-    """When a deferred flush comes (see the module docstring): once `rows` rows await it, or
-    `seconds` (of `clock`, a monotonic clock) after the oldest of them was applied, by a timer
-    `start_timer` starts, or by the next write once the clock says so."""
+    """When deferred index work runs (see the module docstring): a flush once `rows` rows await
+    it, or `seconds` (of `clock`, a monotonic clock) after the oldest of them was applied, by a
+    timer `start_timer` starts, or by the next write once the clock says so; and the trail,
+    on what `start_trail` starts (None: a thread, `thread_trail`). A test gives both starters
+    of its own, to run them itself."""
 
     rows: int = GROUP_COMMIT_ROWS
     seconds: float = GROUP_COMMIT_SECONDS
     clock: Callable[[], float] = time.monotonic
     start_timer: StartTimer = thread_timer
+    start_trail: StartTrail | None = None
 
 
 @dataclass(frozen=True)
@@ -181,6 +208,8 @@ class Indexer:
         self.group_commit_seconds = policy.seconds
         self._clock = policy.clock
         self._start_timer = policy.start_timer
+        # Looked up now, not when the class was defined: the test suite runs the trail inline.
+        self._start_trail = policy.start_trail or thread_trail
         # One drain at a time per process: with one drainer rows are read, not claimed, so two
         # threads could apply an upsert after the delete that follows it. Other processes: on
         # SQLite the embedded index admits one opener; on PostgreSQL a process owning an
@@ -197,6 +226,15 @@ class Indexer:
         self._reclaimed = False
         self._closed = False
         self._made: EvidenceBatch | None = None  # the write this drain applies, if any (drain(made=))
+        # The trail (see the module docstring): whether its thread runs, and how many times it
+        # was asked to, so a request arriving as it finishes is not lost.
+        self._trail_lock = threading.Lock()
+        self._trailing = False
+        self._trail_asked = 0
+        # Whether the trailing lane may hold rows: set before a write that fills it, cleared by
+        # a drain that leaves it empty; unknown (True) until the first such drain. A search asks
+        # the archive which originals are not yet searchable only while it is set.
+        self.trail_may_be_pending = True
 
     @property
     def awaiting_flush(self) -> int:
@@ -210,8 +248,10 @@ class Indexer:
         on_applied: OnApplied | None = None,
         defer_flush: bool = False,
         made: EvidenceBatch | None = None,
+        lane: Lane | None = None,
     ) -> DrainReport:
-        """Apply up to `limit` pending rows, oldest first; failures stay pending with their error.
+        """Apply up to `limit` pending rows, oldest first, of one lane or all (`lane=None`);
+        failures stay pending with their error.
 
         `on_applied` is called after each row is applied to the index (before the pass is
         flushed and marked done), so a caller can show progress through a long pass.
@@ -221,11 +261,44 @@ class Indexer:
         docstring).
         """
         with self._draining:
+            if self._closed and lane == "trailing":
+                return DrainReport(0, 0, 0)  # the trail's last pass, after close()
             self._made = made
             try:
-                return self._drain(limit, on_applied, defer_flush)
+                report = self._drain(limit, on_applied, defer_flush, lane)
             finally:
                 self._made = None
+            if lane != "writes" and report.pending == 0:
+                self.trail_may_be_pending = False
+            return report
+
+    def trail(self) -> None:
+        """Have the trailing lane applied behind the writes (see the module docstring): starts
+        its thread unless it runs already, in which case it makes one more round."""
+        with self._trail_lock:
+            self._trail_asked += 1
+            if self._trailing or self._closed:
+                return
+            self._trailing = True
+        self._start_trail(self._run_trail)
+
+    def _run_trail(self) -> None:
+        while True:
+            with self._trail_lock:
+                asked = self._trail_asked
+            try:
+                while not self._closed:
+                    # A pass that applied nothing ends the round (empty, or its row failed: the
+                    # failure is recorded, and the next write's trail() tries again).
+                    if self.drain(TRAIL_ROWS, defer_flush=True, lane="trailing").applied == 0:
+                        break
+            # A thread of its own: whatever stops it is logged, never lost with the thread.
+            except Exception as e:  # noqa: BLE001
+                log.warning("indexing archived originals stopped, resumed by the next write or sync: %s", e)
+            with self._trail_lock:
+                if self._closed or asked == self._trail_asked:
+                    self._trailing = False
+                    return
 
     def settle(self) -> int:
         """Flush the index if rows await it and mark them done; returns how many were marked."""
@@ -249,7 +322,9 @@ class Indexer:
                     e,
                 )
 
-    def _drain(self, limit: int, on_applied: OnApplied | None, defer_flush: bool) -> DrainReport:
+    def _drain(
+        self, limit: int, on_applied: OnApplied | None, defer_flush: bool, lane: Lane | None
+    ) -> DrainReport:
         if self.store.is_sqlite or self.index.owned_by_this_process:
             if not self._reclaimed:
                 # The first pass of this opener: rows an earlier process applied but never
@@ -262,7 +337,7 @@ class Indexer:
                         reclaim_applied(conn)
                 self._reclaimed = True
             with self.store.read() as conn:
-                items = claim_pending(conn, limit)
+                items = claim_pending(conn, limit, lane)
             done, problems = self._apply_all(items, on_applied)
             deleting = any(item.op == "index_delete" for item in items) or self._compaction_due()
             # A set: rows whose flush failed are claimed and applied again by the next pass.
@@ -280,13 +355,13 @@ class Indexer:
         else:
             # Rows are claimed (locked) by this transaction: they are flushed and marked in it.
             with self.store.write() as conn:
-                done, problems = self._apply_all(claim_pending(conn, limit), on_applied)
+                done, problems = self._apply_all(claim_pending(conn, limit, lane), on_applied)
                 if done:
                     self.index.flush()
                     self._compact_if_due()
                 self._record(conn, done, problems)
         with self.store.read() as conn:
-            pending = pending_count(conn)
+            pending = pending_count(conn, lane=lane)
         errors = tuple(f.error for f in problems[:20])
         return DrainReport(
             applied=len(done),
@@ -513,6 +588,14 @@ class Indexer:
                 note = InternalReads(conn).archived_note(tenant, result.session_id, result.result_id)
                 if note is not None:
                     self.index.upsert([note_document(tenant, note)])
+        elif item.entity == "result_original":
+            result_ref, page_no = parse_page_ref(item.entity_ref)
+            result = ResultIndexId.of_ref(result_ref)
+            original = InternalReads(conn).archived_original(tenant, result.session_id, result.result_id)
+            if original is not None:  # else deleted since: its deletion removed every page
+                page = page_document(tenant, *original, page_no)
+                if page is not None:
+                    return self.index.upsert([page]).written
         elif item.entity == "memory":
             ref, _, version_text = item.entity_ref.rpartition("@")
             owner, _, key = ref.partition("/")

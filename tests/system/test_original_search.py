@@ -1,0 +1,287 @@
+"""Search over archived originals: an archived result's original is indexed in pages behind the
+write, found by its text and by its call, and its hits name the original's lines and bytes.
+
+The trail (the thread indexing pages behind the writes) is started through the group commit's
+trail starter, so these tests run it when they choose (`ManualClock.run_trails`) and can look
+at the moment between the archive and its pages. The state is read raw: outbox rows, index
+points of every version of the result's index id, the blob re-hashed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from fakes import HashingEmbedder, ManualClock
+from sqlalchemy import func, select
+
+from mnemo_sea.archive import ArchiveTarget, Principal, Role, Sensitivity
+from mnemo_sea.archive.rules.original_pages import PAGE_BYTES, page_count
+from mnemo_sea.archive.rules.refs import result_index_id
+from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.retrieval.filters import evidence_filter, tenant_filter
+from mnemo_sea.system.fsck import run_fsck
+from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.projection import indexer as indexer_module
+from mnemo_sea.system.wiring.settings import MnemoSettings
+
+AGENT = Principal("clinic-a", "agent-1", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
+ADMIN = Principal("clinic-a", "admin-1", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
+# A user of the same tenant: reads sessions about itself only.
+OWNER_B = Principal("clinic-a", "owner-b", frozenset({Role.READER}), Sensitivity.RESTRICTED)
+OTHER_TENANT = Principal("shop-b", "admin-9", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
+
+real_thread_trail = indexer_module.thread_trail  # before the suite's fixture replaces it
+
+FACT = "ERROR payment gateway zephyrine timeout on invoice INV-88231"
+
+
+def log_text(lines: int = 5_000, fact_at: int = 3_210) -> str:
+    """A log of `lines` lines (several pages), one of which (line fact_at + 1) holds FACT."""
+    rows = [f"2026-12-01 10:{i % 60:02d} INFO worker {i} processed batch ok" for i in range(lines)]
+    rows[fact_at] = f"2026-12-01 11:11 {FACT}"
+    return "\n".join(rows) + "\n"
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def mnemo(tmp_path: Path, clock: ManualClock) -> Iterator[Mnemo]:
+    m = Mnemo.open(tmp_path / "data", embedder=HashingEmbedder(), group_commit=clock.group_commit())
+    try:
+        yield m
+    finally:
+        m.close()
+
+
+def archive_log(m: Mnemo, session: str = "s1", text: str | None = None) -> tuple[str, str]:
+    body = log_text() if text is None else text
+    rid = m.record(
+        AGENT, session, "bash", body, arguments={"command": "cat /var/log/payments-eu.log"}
+    ).result_id
+    m.record(AGENT, session, "notes", "next: check the refunds")
+    m.archive_results(AGENT, session, [ArchiveTarget(rid, "a payment worker log")])
+    return rid, body
+
+
+def pending_pages(m: Mnemo) -> int:
+    with m.archive.store.read() as conn:
+        return int(
+            conn.execute(
+                select(func.count()).where(
+                    t.outbox.c.entity == "result_original",
+                    t.outbox.c.done_at.is_(None),
+                    t.outbox.c.applied_at.is_(None),
+                )
+            ).scalar_one()
+        )
+
+
+def points(m: Mnemo, tenant: str, session: str, rid: str) -> dict[int, int]:
+    """Points of every version of the result's index id: version -> chunks."""
+    out: dict[int, int] = {}
+    for p in m.index.points_matching(evidence_filter(tenant, result_index_id(session, rid))):
+        out[p.version] = out.get(p.version, 0) + 1
+    return out
+
+
+def test_an_original_becomes_searchable_behind_the_archive_and_search_says_until_then(
+    mnemo: Mnemo, clock: ManualClock
+) -> None:
+    rid, text = archive_log(mnemo)
+    pages = page_count(len(text.encode()))
+    assert pages > 3
+    # The archive call indexed the note only: every page waits in the trailing lane.
+    assert pending_pages(mnemo) == pages
+    assert points(mnemo, "clinic-a", "s1", rid) == {1: 1}
+    before = mnemo.search(AGENT, "zephyrine INV-88231")
+    assert before.pending_originals == 1
+    assert all(h.label != "archived original" for h in before.hits)
+
+    clock.run_trails()  # the trail runs: one page per pass
+    assert pending_pages(mnemo) == 0
+    assert set(points(mnemo, "clinic-a", "s1", rid)) == {1, *range(2, 2 + pages)}
+    after = mnemo.search(AGENT, "zephyrine INV-88231", limit=3)
+    assert after.pending_originals == 0
+    hit = after.hits[0]
+    assert (hit.label, hit.locator, hit.kind) == ("archived original", f"s1/{rid}", "tool_result")
+    assert FACT in hit.snippet
+    # The hit names the original's bytes and lines it quotes: exactly the snippet.
+    assert hit.byte_range is not None and hit.lines is not None
+    start, end = hit.byte_range
+    assert text.encode()[start:end].decode() == hit.snippet
+    first, last = hit.lines
+    assert first <= 3_211 <= last
+    lines = text.splitlines()
+    assert lines[first - 1].endswith(hit.snippet.splitlines()[0])  # the snippet starts on `first`
+    assert lines[last - 1].startswith(hit.snippet.splitlines()[-1])  # and ends on `last`
+    # recover takes them as they are, and brings back those lines only.
+    copy = mnemo.recover(AGENT, "s1", rid, lines=hit.lines)
+    assert copy.content.decode().splitlines() == text.splitlines()[first - 1 : last]
+
+
+def test_the_call_is_searched_with_every_page(mnemo: Mnemo, clock: ManualClock) -> None:
+    archive_log(mnemo)
+    clock.run_trails()
+    # The path is in the arguments only, never in the log's text or the note.
+    found = mnemo.search(AGENT, "payments-eu.log", limit=5)
+    assert any(h.label == "archived original" for h in found.hits), found.hits
+
+
+def test_a_chinese_original_is_found_by_a_word_in_its_middle(mnemo: Mnemo, clock: ManualClock) -> None:
+    rows = [f"第{i}行：库存正常，无异常" for i in range(4_000)]
+    rows[2_500] = "阿莫西林 500mg 库存告急：仅剩 3 盒，供应商延迟到 12 月 9 日"
+    text = "\n".join(rows) + "\n"
+    rid, _ = archive_log(mnemo, text=text)
+    clock.run_trails()
+    hit = mnemo.search(AGENT, "阿莫西林 库存告急", limit=3).hits[0]
+    assert hit.label == "archived original" and "阿莫西林 500mg" in hit.snippet
+    assert hit.byte_range is not None
+    assert text.encode()[hit.byte_range[0] : hit.byte_range[1]].decode() == hit.snippet
+    assert hit.lines is not None and hit.lines[0] <= 2_501 <= hit.lines[1]
+    assert mnemo.recover(AGENT, "s1", rid, byte_range=hit.byte_range).content.decode() == hit.snippet
+
+
+def test_no_other_tenant_or_reader_finds_the_original(mnemo: Mnemo, clock: ManualClock) -> None:
+    rid, _ = archive_log(mnemo)
+    assert mnemo.search(OTHER_TENANT, "zephyrine").pending_originals == 0  # not even counted
+    assert mnemo.search(OWNER_B, "zephyrine").pending_originals == 0
+    clock.run_trails()
+    for who in (OTHER_TENANT, OWNER_B):
+        found = mnemo.search(who, "zephyrine INV-88231 payments-eu.log", limit=10)
+        assert [h for h in found.hits if h.locator == f"s1/{rid}"] == [], who
+    # In the raw index: every point of the original is the tenant's, none of another's.
+    assert mnemo.index.count_matching(tenant_filter("shop-b")) == 0
+    # Before the archiving, the original did not exist as a search result.
+    wound_back = mnemo.search(AGENT, "zephyrine", as_of=mnemo_archived_at(mnemo) - timedelta(seconds=1))
+    assert [h for h in wound_back.hits if h.locator == f"s1/{rid}"] == []
+
+
+def mnemo_archived_at(m: Mnemo):  # type: ignore[no-untyped-def]
+    with m.archive.store.read() as conn:
+        return conn.execute(select(t.archive_entries.c.archived_at)).scalar_one()
+
+
+@pytest.mark.parametrize("indexed_first", [True, False], ids=["indexed", "still-pending"])
+def test_deleting_the_session_removes_every_page(
+    mnemo: Mnemo, clock: ManualClock, indexed_first: bool
+) -> None:
+    rid, _ = archive_log(mnemo)
+    if indexed_first:
+        clock.run_trails()
+        assert len(points(mnemo, "clinic-a", "s1", rid)) > 2
+    receipt = mnemo.delete_session(ADMIN, "s1")
+    clock.run_trails()  # a trail started before the deletion runs after it: it finds nothing to index
+    assert points(mnemo, "clinic-a", "s1", rid) == {}
+    assert pending_pages(mnemo) == 0
+    with mnemo.archive.store.read() as conn:
+        left = conn.execute(
+            select(t.outbox.c.payload_json).where(
+                t.outbox.c.entity == "result_original", t.outbox.c.payload_json != "{}"
+            )
+        ).all()
+    assert left == []  # the pages' rows are named by their page and hold nothing
+    check = mnemo.verify_deleted(ADMIN, receipt)
+    assert check.ok, check
+    assert mnemo.search(AGENT, "zephyrine").hits == ()
+
+
+def test_fsck_finds_missing_pages_and_repairs_them_from_the_archive(mnemo: Mnemo, clock: ManualClock) -> None:
+    rid, _ = archive_log(mnemo)
+    clock.run_trails()
+    mnemo.sync()
+    assert run_fsck(mnemo).ok
+    mnemo.index.delete("clinic-a", result_index_id("s1", rid), 3)  # lose one page
+    report = run_fsck(mnemo)
+    assert [(p.kind, p.ref) for p in report.problems] == [("missing_point", f"result:s1/{rid}@3")]
+    assert run_fsck(mnemo, repair=True).ok
+    assert 3 in points(mnemo, "clinic-a", "s1", rid)
+
+
+def test_a_corrupt_original_is_never_quoted(mnemo: Mnemo, clock: ManualClock) -> None:
+    _rid, text = archive_log(mnemo)
+    clock.run_trails()
+    mnemo.sync()
+    with mnemo.archive.store.write() as conn:
+        conn.execute(t.blobs.update().values(content=text.replace("zephyrine", "ZEPHYRINE").encode()))
+    found = mnemo.search(AGENT, "zephyrine INV-88231", limit=5)
+    assert [h for h in found.hits if h.label == "archived original"] == []
+    assert any(p.kind == "blob_hash" for p in run_fsck(mnemo).problems)
+
+
+def test_binary_originals_and_recovered_copies_index_no_pages(mnemo: Mnemo, clock: ManualClock) -> None:
+    blob = bytes(range(256)) * (PAGE_BYTES // 64)
+    rid = mnemo.record(AGENT, "s2", "fetch", blob, media_type="application/octet-stream").result_id
+    copied = mnemo.record(AGENT, "s2", "bash", log_text(400, fact_at=100)).result_id
+    mnemo.record(AGENT, "s2", "notes", "next")
+    mnemo.archive_results(AGENT, "s2", [ArchiveTarget(copied, "a short log")])
+    copy = mnemo.recover(AGENT, "s2", copied).appended.result_id
+    mnemo.record(AGENT, "s2", "notes", "later")
+    mnemo.archive_results(AGENT, "s2", [ArchiveTarget(rid, "a binary"), ArchiveTarget(copy, "the copy")])
+    clock.run_trails()
+    mnemo.sync()
+    assert points(mnemo, "clinic-a", "s2", rid) == {1: 1}  # the note only
+    assert points(mnemo, "clinic-a", "s2", copy) == {1: 1}  # its source's pages are the original's
+    assert set(points(mnemo, "clinic-a", "s2", copied)) >= {1, 2}
+    assert run_fsck(mnemo).ok
+
+
+def test_a_write_between_pages_waits_for_one_page_not_the_original(mnemo: Mnemo, clock: ManualClock) -> None:
+    """The writes' drain never takes a page: pages are the trail's, a page per pass."""
+    archive_log(mnemo)
+    pages = pending_pages(mnemo)
+    mnemo.record(AGENT, "s1", "notes", "another write")  # its drain leaves every page
+    assert pending_pages(mnemo) == pages
+    report = mnemo.indexer.drain(1, lane="trailing")
+    assert report.applied == 1 and report.pending == pages - 1
+
+
+@pytest.mark.postgres
+def test_pages_are_indexed_and_deleted_on_postgresql_and_the_qdrant_client(
+    pg_migrated_url: str, redis_url: str, redis_prefix: str
+) -> None:
+    settings = MnemoSettings(
+        database_url=pg_migrated_url, qdrant_url=":memory:", redis_url=redis_url, redis_prefix=redis_prefix
+    )
+    clock = ManualClock()
+    with Mnemo.from_settings(settings, embedder=HashingEmbedder(), group_commit=clock.group_commit()) as m:
+        rid, text = archive_log(m)
+        assert m.search(AGENT, "zephyrine").pending_originals == 1
+        clock.run_trails()
+        hit = m.search(AGENT, "zephyrine INV-88231", limit=3).hits[0]
+        assert hit.label == "archived original" and hit.byte_range is not None
+        assert text.encode()[hit.byte_range[0] : hit.byte_range[1]].decode() == hit.snippet
+        receipt = m.delete_session(ADMIN, "s1")
+        assert points(m, "clinic-a", "s1", rid) == {}
+        assert m.verify_deleted(ADMIN, receipt).ok
+
+
+def test_the_real_trail_is_a_thread_that_indexes_the_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The thread itself (the suite runs the trail inline): waited for with an event, the bound
+    only ends a hang."""
+    monkeypatch.setattr(indexer_module, "thread_trail", real_thread_trail)
+    m = Mnemo.open(tmp_path / "data", embedder=HashingEmbedder())
+    done = threading.Event()
+    run = m.indexer._run_trail
+
+    def watched() -> None:
+        run()
+        done.set()
+
+    try:
+        m.indexer._run_trail = watched  # type: ignore[method-assign]
+        rid, text = archive_log(m)
+        assert done.wait(120), "the trail never ran"
+        assert pending_pages(m) == 0
+        assert len(points(m, "clinic-a", "s1", rid)) == 1 + page_count(len(text.encode()))
+        assert m.search(AGENT, "zephyrine INV-88231", limit=1).hits[0].label == "archived original"
+    finally:
+        m.close()
