@@ -40,13 +40,13 @@ class Latency:
     max_ms: float
 
 
-def _latency(samples: list[float]) -> Latency:
+def latency(samples: list[float]) -> Latency:
     ordered = sorted(samples)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     return Latency(len(samples), round(statistics.median(ordered), 3), round(p95, 3), round(ordered[-1], 3))
 
 
-def _log_text(rng: random.Random, size: int) -> str:
+def log_text(rng: random.Random, size: int) -> str:
     """Log-like text of about `size` bytes (what long tool outputs look like)."""
     words = [
         "GET",
@@ -71,7 +71,7 @@ def _log_text(rng: random.Random, size: int) -> str:
     return "\n".join(lines)[:size]
 
 
-def _timed(fn: Callable[[], object]) -> float:
+def timed(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
     fn()
     return (time.perf_counter() - start) * 1000
@@ -88,7 +88,7 @@ def run(
         archive = Archive.open(url)
         try:
             per_result = BATCH_BYTES // BATCH_RESULTS
-            payloads = [_log_text(rng, per_result) for _ in range(BATCH_RESULTS)]
+            payloads = [log_text(rng, per_result) for _ in range(BATCH_RESULTS)]
             batch_ms: list[float] = []
             for b in range(batches):
                 session = f"batch-{b}"
@@ -96,7 +96,7 @@ def run(
                 targets = [
                     {"id": rid, "note": f"log page {i}: no errors after retry"} for i, rid in enumerate(ids)
                 ]
-                batch_ms.append(_timed(partial(archive.archive_results, agent, session, targets)))
+                batch_ms.append(timed(partial(archive.archive_results, agent, session, targets)))
 
             recover: dict[str, Latency] = {}
             for label, size, runs in (
@@ -104,13 +104,13 @@ def run(
                 ("2mb", 2_000_000, max(20, recoveries // 4)),
             ):
                 session = f"recover-{label}"
-                text = _log_text(rng, size)
+                text = log_text(rng, size)
                 at = text.rfind("\n", 0, len(text) * 9 // 10) + 1
                 text = text[:at] + NEEDLE + "\n" + text[at:]  # a line to match, near the end
                 rid = archive.record(agent, session, "docs.fetch", text).result_id
                 archive.archive_results(agent, session, [(rid, f"{label} document")])
-                recover[label] = _latency(
-                    [_timed(partial(archive.recover, agent, session, rid)) for _ in range(runs)]
+                recover[label] = latency(
+                    [timed(partial(archive.recover, agent, session, rid)) for _ in range(runs)]
                 )
                 if label == "2mb":
                     spans: dict[str, dict[str, Any]] = {
@@ -118,15 +118,15 @@ def run(
                         "match": {"match": NEEDLE, "around": 3},
                     }
                     for kind, span in spans.items():
-                        recover[f"2mb_{kind}"] = _latency(
+                        recover[f"2mb_{kind}"] = latency(
                             [
-                                _timed(partial(archive.recover, agent, session, rid, **span))
+                                timed(partial(archive.recover, agent, session, rid, **span))
                                 for _ in range(runs)
                             ]
                         )
         finally:
             archive.close()
-    batch = _latency(batch_ms)
+    batch = latency(batch_ms)
     measured = {
         "archive_batch_p50": batch.p50_ms,
         "recover_10kb_p50": recover["10kb"].p50_ms,

@@ -42,6 +42,19 @@ def test_bench_archive_prints_json_with_targets() -> None:
     assert set(report["meets_targets"]) == set(report["targets_ms"])
 
 
+def test_bench_curation_prints_json_and_finds_the_line_no_note_holds() -> None:
+    proc = run("bench", "curation", "--json", "--archives", "2", "--recalls", "1", "--embedder", "hashing")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["benchmark"] == "curation" and report["archive_2mb"]["runs"] == 2
+    # The first original (and the warm-up's) waited for the trail, then its middle line was found.
+    searchable = report["original_searchable"]
+    assert searchable["pending_originals_before"] == 2 and searchable["found_middle_line"] is True
+    for key in ("archive_2mb", "recall", "recover_excerpt_10_lines"):
+        assert 0 < report[key]["p50_ms"] <= report[key]["p95_ms"] <= report[key]["max_ms"]
+    assert set(report["meets_targets"]) == {"archive_2mb_p50"}
+
+
 def test_bench_archive_unreachable_database_is_one_clear_line() -> None:
     proc = run("bench", "archive", "--db", "postgresql+psycopg://postgres@127.0.0.1:1/nope", "--batches", "1")
     assert proc.returncode == 6  # a store unavailable, as for every command (was 2 before the one table)

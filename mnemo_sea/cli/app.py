@@ -37,6 +37,22 @@ def bench_archive(
     emit(report, as_json)
 
 
+@bench_app.command("curation")
+def bench_curation(
+    archives: Annotated[int, typer.Option(min=1, help="archive calls of a 2 MB original to time")] = 15,
+    recalls: Annotated[int, typer.Option(min=1, help="recalls (and excerpt recoveries) to time")] = 10,
+    embedder: Annotated[str, typer.Option(help="default | hashing")] = "default",
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Time what an agent waits for through the facade: archiving a 2 MB original (its pages
+    indexed behind the call), recall and excerpt recovery; and the trail's time to searchable."""
+    from mnemo_sea.eval.bench_curation import run
+
+    with guard():
+        report = run(archives=archives, recalls=recalls, embedder=embedder)
+    emit(report, as_json)
+
+
 @bench_app.command("context")
 def bench_context(
     repeats: Annotated[int, typer.Option(min=1, help="warm assemblies to time")] = 20,
