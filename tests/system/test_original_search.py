@@ -104,9 +104,11 @@ def test_an_original_becomes_searchable_behind_the_archive_and_search_says_until
     assert before.pending_originals == 1
     assert all(h.label != "archived original" for h in before.hits)
 
+    assert mnemo.search(AGENT, "zephyrine INV-88231").cached  # a page filed before the trail ran
     clock.run_trails()  # the trail runs: one page per pass
     assert pending_pages(mnemo) == 0
     assert set(points(mnemo, "clinic-a", "s1", rid)) == {1, *range(2, 2 + pages)}
+    assert not mnemo.search(AGENT, "zephyrine INV-88231").cached  # the pages made it stale
     after = mnemo.search(AGENT, "zephyrine INV-88231", limit=3)
     assert after.pending_originals == 0
     hit = after.hits[0]

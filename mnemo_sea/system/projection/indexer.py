@@ -595,7 +595,10 @@ class Indexer:
             if original is not None:  # else deleted since: its deletion removed every page
                 page = page_document(tenant, *original, page_no)
                 if page is not None:
-                    return self.index.upsert([page]).written
+                    written = self.index.upsert([page]).written
+                    # A search cached before the page was indexed would not show it.
+                    self.cache.bump_generation(tenant)
+                    return written
         elif item.entity == "memory":
             ref, _, version_text = item.entity_ref.rpartition("@")
             owner, _, key = ref.partition("/")
