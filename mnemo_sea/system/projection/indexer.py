@@ -596,6 +596,14 @@ class Indexer:
                 page = page_document(tenant, *original, page_no)
                 if page is not None:
                     written = self.index.upsert([page]).written
+                    # Read again after writing: with several drainers (PostgreSQL) a deletion may
+                    # have committed, and its points been removed, while this page was embedded.
+                    with self.store.read() as after:
+                        if (
+                            InternalReads(after).archived_note(tenant, result.session_id, result.result_id)
+                            is None
+                        ):
+                            self.index.delete(tenant, str(result))
                     # A search cached before the page was indexed would not show it.
                     self.cache.bump_generation(tenant)
                     return written
