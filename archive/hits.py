@@ -47,7 +47,7 @@ from .rules.in_force import (
 )
 from .rules.original_pages import page_first_line, page_of_version, page_span
 from .rules.principal import Principal, Role
-from .rules.records import MEMORY_SENSITIVITY
+from .rules.records import MEMORY_SENSITIVITY, ORIGINAL_KIND
 from .rules.refs import (
     EVIDENCE_REF_PREFIX,
     SUMMARY_PREFIX,
@@ -196,7 +196,7 @@ def read_hits(
     return [_cut(p, None if x is None else readable.get(x)) for p, x in zip(pointers, targets, strict=True)]
 
 
-_OTHER_KINDS = frozenset({"tool_result", "memory", "summary"})
+_OTHER_KINDS = frozenset({"tool_result", ORIGINAL_KIND, "memory", "summary"})
 
 
 def _target(p: PointsToHit) -> _Target | None:
@@ -205,12 +205,14 @@ def _target(p: PointsToHit) -> _Target | None:
     if p.kind not in _OTHER_KINDS:
         return _Evidence(p.evidence_id, p.version)  # nearly every hit; no id to parse
     named = parse_index_id(p.evidence_id)
-    if p.kind == "tool_result" and isinstance(named, ResultIndexId):
+    if p.kind in ("tool_result", ORIGINAL_KIND) and isinstance(named, ResultIndexId):
         try:
             result_no = parse_result_id(named.result_id)
         except InvalidInput:
             return None
         page = page_of_version(p.version)
+        if (page is None) != (p.kind == "tool_result"):
+            return None  # a note is version 1, a page any later one
         return (
             _Note(named.session_id, result_no) if page is None else _Page(named.session_id, result_no, page)
         )

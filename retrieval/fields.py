@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from .errors import InvalidDocument, InvalidQuery
 
-KINDS = frozenset({"knowledge", "tool_result", "memory", "summary"})
+KINDS = frozenset({"knowledge", "tool_result", "archived_original", "memory", "summary"})
 STATUSES = frozenset({"active", "superseded", "retracted", "deleted"})
 # Search may see these; retracted and deleted evidence is never a hit.
 SEARCHABLE_STATUSES = frozenset({"active", "superseded"})

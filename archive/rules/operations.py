@@ -51,7 +51,7 @@ from .excerpts import DEFAULT_AROUND, MAX_AROUND
 from .json_types import IsoTime, IsoTimeAny, no_bool
 from .limits import ContentCap, JsonCap
 from .principal import Sensitivity
-from .records import EvidenceKind, Provenance
+from .records import Provenance, SearchKind
 
 # A fact that outlives a century is not time-sensitive; the bound keeps expiry dates in range.
 MAX_TTL = timedelta(days=36_500)
@@ -70,7 +70,7 @@ def _parsed_as(kind: Any) -> GetPydanticSchema:
 # published schema lists the names only.
 Clearance = Annotated[Sensitivity | str, _parsed_as(Sensitivity), BeforeValidator(no_bool)]
 ProvenanceName = Provenance
-KindName = EvidenceKind
+KindName = SearchKind
 # Memory facts and summaries are written by remember and create_summary, never stored directly.
 StoredKind = Annotated[str, _parsed_as(Literal["knowledge", "tool_result"])]
 # Text, or bytes from Python: JSON carries text (REST adds a base64 field for bytes).

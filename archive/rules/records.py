@@ -84,6 +84,10 @@ PROVENANCE_RANK: dict[str, int] = {
 }
 EvidenceKind = Literal["knowledge", "tool_result", "memory", "summary"]
 EVIDENCE_KINDS: tuple[str, ...] = get_args(EvidenceKind)
+# What a search finds: evidence of those kinds, and pages of archived originals, which only
+# agents may read (archive/rules/original_pages.py).
+ORIGINAL_KIND = "archived_original"
+SearchKind = Literal["knowledge", "tool_result", "archived_original", "memory", "summary"]
 
 
 def parse_provenance(value: str, field: str = "provenance") -> Provenance:

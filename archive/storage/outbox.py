@@ -131,9 +131,11 @@ def _in_lane(stmt: Any, lane: Lane | None) -> Any:
     return stmt
 
 
-def claim_pending(conn: Connection, limit: int = 100, lane: Lane | None = None) -> list[OutboxItem]:
-    """Pending rows in order, of one lane or all; on PostgreSQL rows locked by another drainer
-    are skipped.
+def claim_pending(
+    conn: Connection, limit: int = 100, lane: Lane | None = None, after: int = 0
+) -> list[OutboxItem]:
+    """Pending rows in order, of one lane or all, from the first row after id `after`; on
+    PostgreSQL rows locked by another drainer are skipped.
 
     A row that failed MAX_ATTEMPTS times is no longer claimed, so one poison row cannot stall
     the queue behind it; it stays pending (fsck reports it) until repaired.
@@ -142,7 +144,7 @@ def claim_pending(conn: Connection, limit: int = 100, lane: Lane | None = None) 
     stmt = (
         # The columns an OutboxItem holds: the rest is NULL for a pending row, or not used.
         select(o.id, o.tenant_id, o.op, o.entity, o.entity_ref, o.payload_json, o.attempts)
-        .where(_pending(None), o.attempts < MAX_ATTEMPTS)
+        .where(_pending(None), o.attempts < MAX_ATTEMPTS, o.id > after)
         .order_by(o.id)
         .limit(limit)
     )

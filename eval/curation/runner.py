@@ -581,7 +581,7 @@ class _Replay:
 
     def _heuristic_recover(self, query: str) -> None:
         self.counts.searches += 1  # a search is a tool call the model asks for: a request
-        found = self.mnemo.search(self.principal, query, kinds=["tool_result"])
+        found = self.mnemo.search(self.principal, query, kinds=["tool_result", "archived_original"])
         own = f"{RESULT_PREFIX}{self.session}/"
         # Only a note that shares a word with the query (a BM25 rank) counts as found: the dense
         # leg ranks every note, and with the hashing embedder a note sharing no word is noise.

@@ -174,9 +174,9 @@ TOOLS: tuple[AgentTool[Any], ...] = (
         "evidence_id, version, locator and the exact snippet: ground your answer in hits and cite them "
         "by evidence_id with a verbatim quote, then run check_citations before answering. status is "
         "'results' or 'no_match' (then say you found nothing rather than guess). A tool_result hit "
-        "(locator '<session>/<rN>') is an archived result's note, or, labelled 'archived original', a "
-        "part of its original with its lines and byte_range: recover_result with those lines brings "
-        "back just that part. pending_originals counts originals not yet searchable (search again soon).",
+        "(locator '<session>/<rN>') is an archived result's note; an archived_original hit is a part "
+        "of its original with its lines and byte_range: recover_result with those lines brings back "
+        "just that part. pending_originals counts originals not yet searchable (search again soon).",
         SearchEvidenceInput,
         search_evidence,
         read_only=True,

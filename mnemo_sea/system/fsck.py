@@ -104,12 +104,14 @@ def _expected(
 
 # What must agree between a point and the archive: everything a filter or a hydration reads
 # (an index built before notes, memory and summaries carried their start of validity has
-# valid_from at the beginning of time: a stale point, re-indexed by --repair).
-Fields = tuple[str, str, str | None, int, float, float]
+# valid_from at the beginning of time, and one built before originals' pages had a kind of
+# their own has pages of kind tool_result: stale points, re-indexed by --repair).
+Fields = tuple[str, str, str, str | None, int, float, float]
 
 
 def _fields(doc: EvidenceDocument) -> Fields:
     return (
+        doc.kind,
         doc.status,
         doc.content_sha256,
         doc.owner,
@@ -125,7 +127,7 @@ def _indexed(mnemo: Mnemo, tenant: str) -> dict[tuple[str, int], set[Fields]]:
     out: dict[tuple[str, int], set[Fields]] = defaultdict(set)
     for p in mnemo.index.points_matching(spec):
         out[(p.evidence_id, p.version)].add(
-            (p.status, p.content_sha256, p.owner, p.sensitivity, p.valid_from, p.valid_until)
+            (p.kind, p.status, p.content_sha256, p.owner, p.sensitivity, p.valid_from, p.valid_until)
         )
     return out
 

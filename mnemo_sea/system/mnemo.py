@@ -36,6 +36,7 @@ from mnemo_sea.archive.hits import HydratedHit
 from mnemo_sea.archive.rules.checks import aware
 from mnemo_sea.archive.rules.clock import utcnow
 from mnemo_sea.archive.rules.operations import check_caps
+from mnemo_sea.archive.rules.records import ORIGINAL_KIND
 from mnemo_sea.archive.rules.refs import ResultIndexId, memory_index_id
 from mnemo_sea.archive.storage.outbox import Lane, SoleDrainer, claim_sole_drainer
 from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, TokenCounter
@@ -54,6 +55,7 @@ from mnemo_sea.retrieval import (
     SearchQuery,
     SearchStatus,
 )
+from mnemo_sea.retrieval.fields import KINDS as INDEXED_KINDS
 from mnemo_sea.retrieval.filters import evidence_filter
 from mnemo_sea.system import curating
 from mnemo_sea.system.caches import Cache, MemoryCache, RedisCache, search_query_key
@@ -68,7 +70,10 @@ from mnemo_sea.system.wiring.settings import MnemoSettings, settings_receipt_key
 log = logging.getLogger(__name__)
 
 
-POINTER_FORMAT = 2  # the layout of a cached Pointer; 1 was a JSON object per hit
+# The layout of a cached Pointer: 1 was a JSON object per hit; 2 named an original's page
+# kind tool_result.
+POINTER_FORMAT = 3
+_ORIGINALS_FOR_AGENTS = "archived originals are searched by principals with the agent role only"
 
 
 @functools.lru_cache(maxsize=4096)
@@ -209,9 +214,11 @@ def _archive_write(
 
     @functools.wraps(method)
     def call(self: Mnemo, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        if trails:
-            self.indexer.trail_may_be_pending = True  # before the commit: no search misses it
-        out = archived(self, *args, **kwargs)
+        if not trails:
+            out = archived(self, *args, **kwargs)
+        else:
+            with self.indexer.filling_trail():  # from before the commit: no search misses it
+                out = archived(self, *args, **kwargs)
         self._after_write(trail=trails)
         return out
 
@@ -278,7 +285,7 @@ class Mnemo:
             archive.close()
             raise
         mnemo = cls(archive, index, MemoryCache(), group_commit=group_commit)
-        mnemo.sync()  # replay what a crash may have left pending
+        mnemo._replay()
         return mnemo
 
     @classmethod
@@ -352,7 +359,7 @@ class Mnemo:
             # The only process that can apply the outbox to this index: replay what a crash
             # left pending or applied but never flushed, as Mnemo.open does.
             try:
-                mnemo.sync()
+                mnemo._replay()
             except BaseException:
                 mnemo.close()
                 raise
@@ -385,6 +392,13 @@ class Mnemo:
         index, so every row is done, none left to the group commit; `on_applied` is called
         after each row (see `Indexer.drain`)."""
         return self._drain_all(on_applied, defer_flush=False)
+
+    def _replay(self) -> None:
+        """At open: apply what a crash left pending or applied but never flushed, except pages
+        of archived originals, which are left to the trail (a backlog of them must not hold
+        the open for minutes: search says which originals are not yet searchable)."""
+        self._drain_all(None, defer_flush=False, lane="writes")
+        self.indexer.trail()
 
     def _drain_all(
         self,
@@ -516,13 +530,20 @@ class Mnemo:
         check_caps(SearchOp, locals())
         principal.require(Role.READER, "searching")
         when = aware("as_of", as_of)
+        asked = None if kinds is None else frozenset(kinds)
+        if not principal.has(Role.AGENT):
+            # Originals are read by agents only (as read_result): their pages are left out in the
+            # index, so they neither crowd out hits the caller may read nor show in `dropped`.
+            if asked is not None and asked <= {ORIGINAL_KIND}:
+                return SearchResult(SearchResultStatus.FORBIDDEN, reason=_ORIGINALS_FOR_AGENTS)
+            asked = (INDEXED_KINDS if asked is None else asked) - {ORIGINAL_KIND}
         try:
             scope = _access_scope(principal)
             request = SearchQuery(
                 query,
                 limit=limit,
                 mode=SearchMode(mode),
-                kinds=None if kinds is None else frozenset(kinds),
+                kinds=asked,
                 scopes=None if scopes is None else frozenset(scopes),
                 sources=None if sources is None else frozenset(sources),
                 as_of=when,
@@ -566,7 +587,7 @@ class Mnemo:
         # Originals whose pages the trail has not indexed yet are not found by their text: say so.
         # Asked of the archive only when the trail may be behind: an embedded index's only drainer
         # knows (Indexer.trail_may_be_pending); over a server, other processes archive too.
-        searched_results = request.kinds is None or "tool_result" in request.kinds
+        searched_results = request.kinds is None or ORIGINAL_KIND in request.kinds
         behind = self.indexer.trail_may_be_pending or not self.index.owned_by_this_process
         waiting = self.archive.pending_originals(principal) if searched_results and behind else 0
         return SearchResult(

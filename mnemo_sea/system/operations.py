@@ -27,8 +27,8 @@ ToolDefinitions = Annotated[
 ]
 
 _KINDS = (
-    "knowledge (documents), tool_result (notes of archived results), memory (remembered facts), "
-    "summary (derived summaries)"
+    "knowledge (documents), tool_result (notes of archived results), archived_original (pages of "
+    "archived originals, agents only), memory (remembered facts), summary (derived summaries)"
 )
 
 

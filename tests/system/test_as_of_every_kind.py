@@ -118,7 +118,7 @@ def test_an_index_without_validity_is_dropped_at_hydration_and_repaired_by_fsck(
         ("memory", 2),
         ("summary", 1),
         ("tool_result", 1),  # the note
-        ("tool_result", 2),  # the one page of its original
+        ("archived_original", 2),  # the one page of its original
     }
     # The old indexer dropped a superseded fact's points and indexed the rest as always valid.
     mnemo.index.delete(AGENT.tenant_id, "memory:u-1/pet", 1)

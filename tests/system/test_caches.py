@@ -461,7 +461,7 @@ def test_the_cached_pointer_layout_is_the_one_its_format_names() -> None:
     from mnemo_sea.system.mnemo import POINTER_FORMAT, Pointer
 
     assert (POINTER_FORMAT, Pointer._fields) == (
-        2,
+        3,
         (
             "evidence_id",
             "version",

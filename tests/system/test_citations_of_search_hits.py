@@ -86,7 +86,7 @@ def verdicts(mnemo: Mnemo, principal: Principal, citations: list[dict[str, Any]]
 def test_every_hit_of_a_real_search_cites_ok_and_a_wrong_quote_does_not(mnemo: Mnemo) -> None:
     ids = seed(mnemo)
     hits = mnemo.search(AGENT, "okapi", mode="bm25", limit=20).hits
-    assert {h.kind for h in hits} == {"knowledge", "tool_result", "memory", "summary"}
+    assert {h.kind for h in hits} == {"knowledge", "tool_result", "archived_original", "memory", "summary"}
     assert {h.evidence_id for h in hits} == {
         "ferry",
         "result:s-alice/r1",

@@ -60,7 +60,7 @@ def test_a_deleted_record_is_unreachable_everywhere(mnemo: Mnemo) -> None:
 def test_archived_notes_and_memory_are_searchable(mnemo: Mnemo) -> None:
     mnemo.record(CLINIC, "visit-1", "logistics.track", "504 upstream timeout " * 50)
     mnemo.archive_results(CLINIC, "visit-1", [("r1", "carrier query timed out three times; status unknown")])
-    hits = mnemo.search(CLINIC, "carrier timed out", kinds=["tool_result"]).hits
+    hits = mnemo.search(CLINIC, "carrier timed out", kinds=["tool_result", "archived_original"]).hits
     # The note, then the original it stands for ("timeout"), both pointing to the result.
     assert [(h.locator, h.label) for h in hits] == [
         ("visit-1/r1", "archived result note"),

@@ -9,6 +9,7 @@ points of every version of the result's index id, the blob re-hashed.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
@@ -22,10 +23,13 @@ from mnemo_sea.archive import ArchiveTarget, Principal, Role, Sensitivity
 from mnemo_sea.archive.rules.original_pages import PAGE_BYTES, page_count
 from mnemo_sea.archive.rules.refs import result_index_id
 from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage.blobs import read_blob
+from mnemo_sea.archive.storage.rows import archived_notes
 from mnemo_sea.retrieval.filters import evidence_filter, tenant_filter
 from mnemo_sea.system.fsck import run_fsck
 from mnemo_sea.system.mnemo import Mnemo
 from mnemo_sea.system.projection import indexer as indexer_module
+from mnemo_sea.system.projection.index_documents import page_document
 from mnemo_sea.system.wiring.settings import MnemoSettings
 
 AGENT = Principal("clinic-a", "agent-1", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
@@ -112,7 +116,7 @@ def test_an_original_becomes_searchable_behind_the_archive_and_search_says_until
     after = mnemo.search(AGENT, "zephyrine INV-88231", limit=3)
     assert after.pending_originals == 0
     hit = after.hits[0]
-    assert (hit.label, hit.locator, hit.kind) == ("archived original", f"s1/{rid}", "tool_result")
+    assert (hit.label, hit.locator, hit.kind) == ("archived original", f"s1/{rid}", "archived_original")
     assert FACT in hit.snippet
     # The hit names the original's bytes and lines it quotes: exactly the snippet.
     assert hit.byte_range is not None and hit.lines is not None
@@ -165,6 +169,29 @@ def test_no_other_tenant_or_reader_finds_the_original(mnemo: Mnemo, clock: Manua
     assert [h for h in wound_back.hits if h.locator == f"s1/{rid}"] == []
 
 
+def test_a_reader_who_owns_the_session_finds_its_notes_never_its_originals(
+    mnemo: Mnemo, clock: ManualClock
+) -> None:
+    # A reader reads the notes of sessions about itself but may not recover their originals:
+    # their pages are left out in the index, so they neither crowd out the notes nor show in
+    # `dropped` (which would tell the reader a word it may not read is in an original).
+    rows = [f"2026-12-01 10:{i % 60:02d} INFO zephyrine worker {i} ok" for i in range(4_000)]
+    body = "\n".join(rows) + "\n"
+    rid = mnemo.record(AGENT, "s1", "bash", body, owner="owner-b").result_id
+    mnemo.record(AGENT, "s1", "notes", "next: check the refunds", owner="owner-b")
+    mnemo.archive_results(AGENT, "s1", [ArchiveTarget(rid, "zephyrine worker log, all ok")])
+    clock.run_trails()
+    pages = points(mnemo, "clinic-a", "s1", rid)
+    assert len(pages) == 1 + page_count(len(body.encode())), pages  # the index does hold them
+    found = mnemo.search(OWNER_B, "zephyrine worker", limit=3)
+    assert [(h.label, h.locator) for h in found.hits] == [("archived result note", f"s1/{rid}")]
+    assert found.dropped == 0
+    refused = mnemo.search(OWNER_B, "zephyrine", kinds=["archived_original"])
+    assert refused.status == "forbidden" and "agent role" in refused.reason
+    agent_sees = mnemo.search(AGENT, "zephyrine worker", limit=3, kinds=["archived_original"])
+    assert [h.kind for h in agent_sees.hits] == ["archived_original"] * 3
+
+
 def mnemo_archived_at(m: Mnemo):  # type: ignore[no-untyped-def]
     with m.archive.store.read() as conn:
         return conn.execute(select(t.archive_entries.c.archived_at)).scalar_one()
@@ -179,6 +206,8 @@ def test_deleting_the_session_removes_every_page(
         clock.run_trails()
         assert len(points(mnemo, "clinic-a", "s1", rid)) > 2
     receipt = mnemo.delete_session(ADMIN, "s1")
+    # The deletion itself marks the pages' rows done: none waits for the trail to find it gone.
+    assert pending_pages(mnemo) == 0
     clock.run_trails()  # a trail started before the deletion runs after it: it finds nothing to index
     assert points(mnemo, "clinic-a", "s1", rid) == {}
     assert pending_pages(mnemo) == 0
@@ -204,6 +233,20 @@ def test_fsck_finds_missing_pages_and_repairs_them_from_the_archive(mnemo: Mnemo
     assert [(p.kind, p.ref) for p in report.problems] == [("missing_point", f"result:s1/{rid}@3")]
     assert run_fsck(mnemo, repair=True).ok
     assert 3 in points(mnemo, "clinic-a", "s1", rid)
+    # A page indexed before pages had a kind of their own (tool_result, as the note) is stale.
+    with mnemo.archive.store.read() as conn:
+        (note,) = archived_notes(conn, "clinic-a", [("s1", 1)])
+        content = read_blob(conn, "clinic-a", note.content_sha256)
+    old = page_document("clinic-a", note, content, 1)
+    assert old is not None
+    mnemo.index.upsert([dataclasses.replace(old, kind="tool_result")])
+    mnemo.index.flush()
+    report = run_fsck(mnemo)
+    assert [(p.kind, p.ref) for p in report.problems] == [("stale_point", f"result:s1/{rid}@3")]
+    assert run_fsck(mnemo, repair=True).ok
+    indexed = mnemo.index.points_matching(evidence_filter("clinic-a", result_index_id("s1", rid)))
+    kinds = {p.kind for p in indexed}
+    assert kinds == {"tool_result", "archived_original"}
 
 
 def test_a_corrupt_original_is_never_quoted(mnemo: Mnemo, clock: ManualClock) -> None:
@@ -215,6 +258,66 @@ def test_a_corrupt_original_is_never_quoted(mnemo: Mnemo, clock: ManualClock) ->
     found = mnemo.search(AGENT, "zephyrine INV-88231", limit=5)
     assert [h for h in found.hits if h.label == "archived original"] == []
     assert any(p.kind == "blob_hash" for p in run_fsck(mnemo).problems)
+
+
+def test_a_page_that_fails_is_passed_over_and_the_next_originals_are_indexed(
+    mnemo: Mnemo, clock: ManualClock
+) -> None:
+    first, _ = archive_log(mnemo, "s1")
+    # The first original's first page row names a page no original has: applying it fails.
+    with mnemo.archive.store.write() as conn:
+        row = conn.execute(
+            select(func.min(t.outbox.c.id)).where(t.outbox.c.entity == "result_original")
+        ).scalar_one()
+        conn.execute(t.outbox.update().where(t.outbox.c.id == row).values(entity_ref=f"s1/{first}#x"))
+    second, _ = archive_log(mnemo, "s2")
+    clock.run_trails()  # one round: the second archive asked while the first's was waiting
+    # Every other page of both originals is indexed; the bad row is pending, tried once a round.
+    assert set(points(mnemo, "clinic-a", "s2", second)) == {1, *range(2, 2 + page_count(len(log_text())))}
+    assert len(points(mnemo, "clinic-a", "s1", first)) == page_count(len(log_text()))  # note, not page 0
+    with mnemo.archive.store.read() as conn:
+        failed = conn.execute(
+            select(t.outbox.c.attempts, t.outbox.c.done_at, t.outbox.c.last_error).where(t.outbox.c.id == row)
+        ).one()
+    assert failed.attempts == 1 and failed.done_at is None and "#x" in failed.last_error
+    assert pending_pages(mnemo) == 1
+
+
+def test_a_drain_during_an_archive_leaves_search_saying_originals_may_be_pending(
+    mnemo: Mnemo, clock: ManualClock
+) -> None:
+    clock.run_trails()
+    mnemo.sync()
+    assert not mnemo.indexer.trail_may_be_pending  # the lane is empty and no archive under way
+    # A drain that reads the lane empty while an archive is under way (its pages not yet
+    # committed) must not clear the flag: the pages it commits next would go unreported.
+    with mnemo.indexer.filling_trail():
+        assert mnemo.indexer.drain(lane="trailing").pending == 0
+        assert mnemo.indexer.trail_may_be_pending
+    assert mnemo.indexer.trail_may_be_pending  # the write started during the drain
+    archive_log(mnemo)
+    assert mnemo.search(AGENT, "zephyrine").pending_originals == 1
+    clock.run_trails()
+    assert not mnemo.indexer.trail_may_be_pending
+    assert mnemo.search(AGENT, "zephyrine").pending_originals == 0
+
+
+def test_opening_leaves_pages_to_the_trail(tmp_path: Path) -> None:
+    first = ManualClock()
+    m = Mnemo.open(tmp_path / "data", embedder=HashingEmbedder(), group_commit=first.group_commit())
+    rid, body = archive_log(m)
+    m.close()  # before the trail ran: every page is pending
+    later = ManualClock()
+    m = Mnemo.open(tmp_path / "data", embedder=HashingEmbedder(), group_commit=later.group_commit())
+    try:
+        # The open replayed the writes and started the trail, which indexes the pages behind it.
+        assert pending_pages(m) == page_count(len(body.encode())) and len(later.trails) == 1
+        assert m.search(AGENT, "zephyrine").pending_originals == 1
+        later.run_trails()
+        assert pending_pages(m) == 0
+        assert len(points(m, "clinic-a", "s1", rid)) == 1 + page_count(len(body.encode()))
+    finally:
+        m.close()
 
 
 def test_binary_originals_and_recovered_copies_index_no_pages(mnemo: Mnemo, clock: ManualClock) -> None:

@@ -32,6 +32,7 @@ def test_a_reader_finds_only_notes_and_summaries_about_itself(mnemo: Mnemo) -> N
     assert mnemo.search(BOB, "zebrafish diagnosis case summary").hits == ()
     assert {h.kind for h in mnemo.search(AGENT, "zebrafish diagnosis case summary").hits} == {
         "tool_result",
+        "archived_original",  # the agent may recover the original: its page is a hit too
         "summary",
     }
 

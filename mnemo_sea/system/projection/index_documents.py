@@ -9,7 +9,7 @@ from datetime import datetime
 
 from mnemo_sea.archive import EvidenceRecord, MemoryFact, Summary
 from mnemo_sea.archive.rules.original_pages import NOTE_VERSION, page_count, page_span, page_version
-from mnemo_sea.archive.rules.records import MEMORY_SENSITIVITY
+from mnemo_sea.archive.rules.records import MEMORY_SENSITIVITY, ORIGINAL_KIND
 from mnemo_sea.archive.rules.refs import memory_index_id, result_index_id
 from mnemo_sea.archive.storage.rows import ArchivedNote
 from mnemo_sea.retrieval import EvidenceDocument
@@ -67,17 +67,18 @@ def call_heading(note: ArchivedNote) -> str:
 
 def note_document(tenant: str, note: ArchivedNote) -> EvidenceDocument:
     """An archived result's note, searchable `as_of` any time from its archiving on."""
-    return _result_document(tenant, note, NOTE_VERSION, note.note)
+    return _result_document(tenant, note, NOTE_VERSION, note.note, "tool_result")
 
 
-def _result_document(tenant: str, note: ArchivedNote, version: int, text: str) -> EvidenceDocument:
-    """A version of an archived result's index id (its note, or a page of its original)."""
+def _result_document(tenant: str, note: ArchivedNote, version: int, text: str, kind: str) -> EvidenceDocument:
+    """A version of an archived result's index id: its note, or a page of its original (a kind
+    of its own, which a search leaves out for a principal who may not read originals)."""
     return EvidenceDocument(
         tenant_id=tenant,
         evidence_id=result_index_id(note.session_id, note.result_id),
         version=version,
         text=text,
-        kind="tool_result",
+        kind=kind,
         source=note.tool_name[:256],
         scope=f"session:{note.session_id}",
         # A reader finds notes of sessions about itself only, as with live_view.
@@ -101,7 +102,7 @@ def page_document(tenant: str, note: ArchivedNote, content: bytes, page: int) ->
         return None  # a binary original is kept and recoverable, but not searchable
     if not text.strip():
         return None
-    return _result_document(tenant, note, page_version(page), text)
+    return _result_document(tenant, note, page_version(page), text, ORIGINAL_KIND)
 
 
 def page_documents(tenant: str, note: ArchivedNote, content: bytes) -> list[EvidenceDocument]:

@@ -60,10 +60,11 @@ server vacuums by itself (its compact() does nothing).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -167,6 +168,8 @@ class DrainReport:
     pending: int  # rows not yet applied
     errors: tuple[str, ...] = ()
     awaiting_flush: int = 0  # rows applied (searchable), waiting for the group-commit flush
+    last_claimed: int = 0  # the highest row id this pass took (0: none)
+    outage: bool = False  # a failure was a store out of reach, not a problem of its row
 
 
 @dataclass(frozen=True)
@@ -233,8 +236,26 @@ class Indexer:
         self._trail_asked = 0
         # Whether the trailing lane may hold rows: set before a write that fills it, cleared by
         # a drain that leaves it empty; unknown (True) until the first such drain. A search asks
-        # the archive which originals are not yet searchable only while it is set.
+        # the archive which originals are not yet searchable only while it is set. A drain
+        # clears it only if no such write was under way when it started nor began since (the
+        # writes started, and those not yet committed): a write committing while the drain read
+        # the lane empty would otherwise leave its pages pending with the flag down.
         self.trail_may_be_pending = True
+        self._fills_started = 0
+        self._fills_in_flight = 0
+
+    @contextlib.contextmanager
+    def filling_trail(self) -> Iterator[None]:
+        """Around a write that leaves rows to the trail (see `trail_may_be_pending`)."""
+        with self._trail_lock:
+            self._fills_started += 1
+            self._fills_in_flight += 1
+            self.trail_may_be_pending = True
+        try:
+            yield
+        finally:
+            with self._trail_lock:
+                self._fills_in_flight -= 1
 
     @property
     def awaiting_flush(self) -> int:
@@ -249,9 +270,10 @@ class Indexer:
         defer_flush: bool = False,
         made: EvidenceBatch | None = None,
         lane: Lane | None = None,
+        after: int = 0,
     ) -> DrainReport:
-        """Apply up to `limit` pending rows, oldest first, of one lane or all (`lane=None`);
-        failures stay pending with their error.
+        """Apply up to `limit` pending rows, oldest first, of one lane or all (`lane=None`),
+        from the first after row id `after`; failures stay pending with their error.
 
         `on_applied` is called after each row is applied to the index (before the pass is
         flushed and marked done), so a caller can show progress through a long pass.
@@ -263,13 +285,17 @@ class Indexer:
         with self._draining:
             if self._closed and lane == "trailing":
                 return DrainReport(0, 0, 0)  # the trail's last pass, after close()
+            with self._trail_lock:
+                fills = (self._fills_started, self._fills_in_flight)
             self._made = made
             try:
-                report = self._drain(limit, on_applied, defer_flush, lane)
+                report = self._drain(limit, on_applied, defer_flush, lane, after)
             finally:
                 self._made = None
             if lane != "writes" and report.pending == 0:
-                self.trail_may_be_pending = False
+                with self._trail_lock:
+                    if fills == (self._fills_started, 0):
+                        self.trail_may_be_pending = False
             return report
 
     def trail(self) -> None:
@@ -287,11 +313,16 @@ class Indexer:
             with self._trail_lock:
                 asked = self._trail_asked
             try:
+                # A row that fails is passed over for the rest of the round (its failure is
+                # recorded, and the next round tries it again), so one bad page does not hold
+                # back every other original; a pass that met an outage or found nothing ends it.
+                after = 0
                 while not self._closed:
-                    # A pass that applied nothing ends the round (empty, or its row failed: the
-                    # failure is recorded, and the next write's trail() tries again).
-                    if self.drain(TRAIL_ROWS, defer_flush=True, lane="trailing").applied == 0:
+                    passed = self.drain(TRAIL_ROWS, defer_flush=True, lane="trailing", after=after)
+                    if passed.outage or passed.last_claimed == 0:
                         break
+                    if passed.applied == 0:
+                        after = passed.last_claimed
             # A thread of its own: whatever stops it is logged, never lost with the thread.
             except Exception as e:  # noqa: BLE001
                 log.warning("indexing archived originals stopped, resumed by the next write or sync: %s", e)
@@ -323,7 +354,7 @@ class Indexer:
                 )
 
     def _drain(
-        self, limit: int, on_applied: OnApplied | None, defer_flush: bool, lane: Lane | None
+        self, limit: int, on_applied: OnApplied | None, defer_flush: bool, lane: Lane | None, after: int
     ) -> DrainReport:
         if self.store.is_sqlite or self.index.owned_by_this_process:
             if not self._reclaimed:
@@ -337,7 +368,7 @@ class Indexer:
                         reclaim_applied(conn)
                 self._reclaimed = True
             with self.store.read() as conn:
-                items = claim_pending(conn, limit, lane)
+                items = claim_pending(conn, limit, lane, after)
             done, problems = self._apply_all(items, on_applied)
             deleting = any(item.op == "index_delete" for item in items) or self._compaction_due()
             # A set: rows whose flush failed are claimed and applied again by the next pass.
@@ -355,7 +386,8 @@ class Indexer:
         else:
             # Rows are claimed (locked) by this transaction: they are flushed and marked in it.
             with self.store.write() as conn:
-                done, problems = self._apply_all(claim_pending(conn, limit, lane), on_applied)
+                items = claim_pending(conn, limit, lane, after)
+                done, problems = self._apply_all(items, on_applied)
                 if done:
                     self.index.flush()
                     self._compact_if_due()
@@ -369,6 +401,8 @@ class Indexer:
             pending=pending,
             errors=errors,
             awaiting_flush=len(self._awaiting),
+            last_claimed=max((item.id for item in items), default=0),
+            outage=any(f.outage for f in problems),
         )
 
     def _flush_due(self) -> bool:
