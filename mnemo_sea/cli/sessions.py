@@ -225,7 +225,7 @@ def session_curate(
     target: Target,
     session_id: SessionIdArg,
     budget_tokens: Annotated[
-        int, typer.Option(help="the tokens the live results should fit in")
+        int, typer.Option(help="the tokens the older live results (not the newest) should fit in")
     ] = CurationPolicy.budget_tokens,
     large_result_tokens: Annotated[
         int, typer.Option(help="a live result this large is archived once newer ones followed it")

@@ -4,8 +4,12 @@ Two triggers, so a session gets help before it is large, not only past a fixed 1
 
 - **size**: a live result of at least `large_result_tokens` is set aside once `keep_recent`
   newer results followed it (an agent reads a 40k-token listing once, then works from notes);
-- **budget**: when the live results together exceed `budget_tokens`, the oldest are set aside
-  until they fit in half of it (the half keeps the policy from archiving again on every turn).
+- **budget**: when the live results the policy may set aside together exceed `budget_tokens`,
+  the oldest of them are set aside until they fit in half of it (the half keeps the policy from
+  archiving again on every turn). The newest and the protected results stay whatever they weigh,
+  so they are not counted: a large result just read must not push out old small ones, whose
+  archiving would save nothing it costs. Results of at least SMALL_RESULT_TOKENS go first;
+  smaller ones only when those were not enough.
 
 Never set aside: a protected class (user-confirmed facts, prescription basis, approvals: the
 archive refuses them anyway), a result the caller cannot read, one already archived, and the
@@ -19,6 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mnemo_sea.archive import InvalidInput
+
+# An archived result is shown as its stub and a note of up to NOTE_CHARS (curation/notes.py),
+# about 150 tokens: setting aside a result not much larger saves little and hides its evidence.
+SMALL_RESULT_TOKENS = 500
 
 
 @dataclass(frozen=True)
@@ -71,14 +79,16 @@ def plan(live: Sequence[LiveResult], policy: CurationPolicy) -> CurationPlan:
     for r in candidates:
         if r.tokens >= policy.large_result_tokens:
             chosen[r.result_id] = Decision(r.result_id, r.tokens, "large")
-    remaining = total - sum(d.tokens for d in chosen.values())
-    if remaining > policy.budget_tokens:
-        for r in candidates:  # oldest first
-            if remaining <= policy.budget_tokens // 2:
+    movable = sum(r.tokens for r in candidates if r.result_id not in chosen)
+    if movable > policy.budget_tokens:
+        # Oldest first, results worth archiving before small ones (a stable sort keeps the age order).
+        for r in sorted(candidates, key=lambda r: r.tokens < SMALL_RESULT_TOKENS):
+            if movable <= policy.budget_tokens // 2:
                 break
             if r.result_id not in chosen:
                 chosen[r.result_id] = Decision(r.result_id, r.tokens, "budget")
-                remaining -= r.tokens
+                movable -= r.tokens
+    remaining = total - sum(d.tokens for d in chosen.values())
     order = {r.result_id: i for i, r in enumerate(live)}
     decisions = tuple(sorted(chosen.values(), key=lambda d: order[d.result_id]))
     return CurationPlan(decisions, total, remaining)

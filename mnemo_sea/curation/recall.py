@@ -94,8 +94,19 @@ class Need:
         return frozenset(t for t in self.terms if any(ch.isdigit() for ch in t) or _JOINED.search(t))
 
     def weight(self, terms: Iterable[str]) -> float:
-        """The share of the need's weight that `terms` carry (0 to 1)."""
-        return sum(self.terms[t] for t in set(terms)) / sum(self.terms.values())
+        """The share of the need's weight that `terms` carry (0 to 1); terms not the need's count nothing."""
+        return sum(self.terms.get(t, 0.0) for t in set(terms)) / sum(self.terms.values())
+
+    def within(self, held: frozenset[str]) -> Need:
+        """The need as a session holding only the terms `held` can answer it: a word that no
+        result holds is the asker's own (a paraphrase: "the last 20 orders" of `orders.recent
+        {"limit": 20}`) and is left out of the weight, as long as two of its terms remain and
+        every specific one (a figure, an id) does; otherwise the need as it is, which then
+        nothing holds."""
+        kept = {t: w for t, w in self.terms.items() if t in held}
+        if len(kept) < 2 or not self.specific <= kept.keys() or len(kept) == len(self.terms):
+            return self
+        return Need(self.query, kept)
 
     def score(self, text: str) -> float:
         return self.weight(self.found(text))
@@ -114,31 +125,58 @@ class Holding:
     whole: bool
 
 
-def holding(text: str, description: str, need: Need, around: int) -> Holding | None:
-    """Whether a result holds `need`, and where (see the module docstring). `description` is
-    what describes the whole result (its note, tool and arguments): its terms count for every
-    window. None when the result carries less than HOLDS of the need's weight, or misses one of
-    its specific terms (a figure, an id: the need is about that one, not a neighbour).
+@dataclass(frozen=True)
+class Reading:
+    """A result read for a need: the need's terms each of its lines holds (`\n` ends a line, as
+    the archive counts them: rules/excerpts.py, so the lines named here are those
+    `recover(lines=...)` cuts; a `\r` of a progress bar is no line end), those its description
+    (note, tool, arguments) holds, and its length."""
 
-    Lines end at `\n` only, as the archive counts them (rules/excerpts.py), so the lines named
-    here are the lines `recover(lines=...)` cuts: a `\r` of a progress bar is not a line end."""
+    per_line: tuple[frozenset[str], ...]
+    described: frozenset[str]
+    chars: int
+
+    @property
+    def terms(self) -> frozenset[str]:
+        """Every term of the need the result holds."""
+        return self.described.union(*self.per_line)
+
+
+_NONE: frozenset[str] = frozenset()
+
+
+def read(text: str, description: str, need: Need) -> Reading:
+    """`text` read for `need`, line by line (only lines holding a probe are tokenized)."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     probes = [t for t in need.terms if len(t) >= 2 or not t.isascii()]
-    per_line = [need.found(line) if any(p in line.lower() for p in probes) else frozenset() for line in lines]
-    described = need.found(description)
-    held = described.union(*per_line)
+    per_line = tuple(need.found(line) if any(p in line.lower() for p in probes) else _NONE for line in lines)
+    return Reading(per_line, need.found(description), len(text))
+
+
+def holding(text: str, description: str, need: Need, around: int) -> Holding | None:
+    """Whether a result holds `need`, and where: `holding_of` its reading."""
+    return holding_of(read(text, description, need), need, around)
+
+
+def holding_of(reading: Reading, need: Need, around: int) -> Holding | None:
+    """Whether a result holds `need`, and where (see the module docstring). Its description's
+    terms count for every window. None when the result carries less than HOLDS of the need's
+    weight, or misses one of its specific terms (a figure, an id: the need is about that one,
+    not a neighbour). `need` may be narrower than the one read for (`Need.within`)."""
+    per_line = reading.per_line
+    held = reading.terms & need.terms.keys()
     score = need.weight(held)
-    if score < HOLDS or not lines or not need.specific <= held:
+    if score < HOLDS or not per_line or not need.specific <= held:
         return None
-    if len(text) <= WHOLE_CHARS:
-        return Holding(1, len(lines), score, score, True)
+    if reading.chars <= WHOLE_CHARS:
+        return Holding(1, len(per_line), score, score, True)
     size = 2 * around + 1
     best = (0.0, 0)  # no line holds a term (the description alone held the need): the first lines
     # A window starting at its first line that holds a term holds all it would hold further
     # left: only those starts are tried, so a 2 MB original costs its matching lines, not its size.
-    for start in (i for i, found in enumerate(per_line) if found):
+    for start in (i for i, found in enumerate(per_line) if found & need.terms.keys()):
         # The lines' own terms: the description holds for every window alike.
         covered = need.weight(frozenset().union(*per_line[start : start + size]))
         if covered > best[0]:
@@ -146,4 +184,4 @@ def holding(text: str, description: str, need: Need, around: int) -> Holding | N
             if covered == 1.0:
                 break
     covered, start = best
-    return Holding(start + 1, min(len(lines), start + size), score, covered, False)
+    return Holding(start + 1, min(len(per_line), start + size), score, covered, False)

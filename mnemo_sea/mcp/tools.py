@@ -228,7 +228,7 @@ TOOLS: tuple[AgentTool[Any], ...] = (
         "Curate the context (automatic)",
         "The whole archive policy in one call, if you would rather not decide each archive yourself: "
         "call it once per turn. It sets aside results you no longer need in view (large ones that newer "
-        "results followed; the oldest once the live results pass budget_tokens; never protected classes "
+        "results followed; the oldest once older live results pass budget_tokens; never protected classes "
         "or the newest keep_recent), each replaced by an automatic note of what it held. With need (what "
         "your next step needs, in words), it first finds where the session's results hold it and "
         "brings back only that excerpt (recall.status 'recovered'), says it is already in "

@@ -4,14 +4,16 @@
 each live result as the model is sent it, picks what to set aside by size, age and class, and
 archives those results in one batch, each with its automatic note (curation/notes.py).
 
-`recall` answers a need phrased as a query: it reads the session's results, live ones first
-(a need already in view costs nothing), then the archived originals, best candidates first
-(their note, tool and arguments share the most of the need's terms), checks whether each holds
-the need (curation/recall.py), and recovers the best one's excerpt: a short original whole, a
-long one's window of lines that carries most of the need. None holds it: "not found", with
-what was checked; never a guess. The session's own originals
-are read directly (a session holds dozens of results, not millions): exact, and current the
-moment they are archived.
+`recall` answers a need phrased as a query: it reads every result of the session the caller
+may read (live ones, an excerpt's copy in view included, and archived originals), checks which
+hold the need (curation/recall.py; a word no result holds is the asker's paraphrase, left out
+while two terms remain), and picks the best holder: most of the need, then the one whose call
+(tool, arguments, note) names it over one that merely mentions its words, then the window's
+share, then one already in view (it costs nothing), then the newest. A live best answers "in
+view"; an archived one's excerpt is recovered: a short original whole, a long one's window of
+lines that carries most of the need. None holds it: "not found", with what was checked; never
+a guess. The session's own originals are read directly (a session holds dozens of results, not
+millions): exact, and current the moment they are archived.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from mnemo_sea.archive import DEFAULT_AROUND, ArchiveReceipt, Principal, Recover
 from mnemo_sea.archive.rules.excerpts import check_span
 from mnemo_sea.curation import automatic_note
 from mnemo_sea.curation.policy import CurationPolicy, Decision, LiveResult, plan
-from mnemo_sea.curation.recall import Holding, Need, holding
+from mnemo_sea.curation.recall import Holding, Need, Reading, holding_of, read
 
 if TYPE_CHECKING:
     from mnemo_sea.system.mnemo import Mnemo
@@ -125,31 +127,44 @@ def recall(
     check_span(around=around)
     need = Need.of(query)
     listed = mnemo.archive.list_results(principal, session_id)
-    results = [r for r in listed if principal.can_read(r.sensitivity)]
-    checked: list[str] = []
-    # A need already in view: the live results, newest first.
-    for r in reversed([r for r in results if r.state == "live"]):
-        checked.append(r.result_id)
-        held = _holding(mnemo, principal, session_id, r, need, around)
-        if held is not None:
-            # An excerpt's copy shows part of its original: its lines are the original's.
-            shift = 0 if r.excerpt is None else r.excerpt.first_line - 1
-            span = (held.first_line + shift, held.last_line + shift)
-            return RecallResult(query, "in_view", tuple(checked), r.result_id, span, held.score)
-    best: tuple[Holding, ToolResult] | None = None
-    # An archived excerpt's copy is skipped: its original (a candidate too) holds all it holds.
-    for r in _ranked([r for r in results if r.state == "archived" and r.excerpt is None], need):
-        checked.append(r.result_id)
-        held = _holding(mnemo, principal, session_id, r, need, around)
-        if held is not None and (
-            best is None or (held.score, held.window_score) > (best[0].score, best[0].window_score)
-        ):
-            best = (held, r)
-            if held.score == 1.0 and held.window_score == 1.0:
-                break
+    # Every live result (an excerpt's copy in view included) and every archived original; an
+    # archived excerpt's copy is skipped: its original holds all it holds.
+    candidates = [
+        r
+        for r in listed
+        if principal.can_read(r.sensitivity)
+        and (r.state == "live" or (r.state == "archived" and r.excerpt is None))
+    ]
+    checked = [r.result_id for r in candidates]
+    # A recovered copy is described as its original is (its note, tool and arguments): the same
+    # text, so an original never outranks its own copy in view.
+    by_id = {r.result_id: r for r in listed}
+    readings = [
+        (r, x)
+        for r in candidates
+        if (x := _read(mnemo, principal, session_id, r, by_id.get(r.recovered_from or "", r), need))
+        is not None
+    ]
+    asked = need.within(frozenset().union(*(x.terms for _, x in readings)))
+    # The best holder, live or archived: most of the need, then a call about it (a result that
+    # only mentions the need's words loses to the one whose tool and arguments name them), then
+    # the window's share, then already in view (it costs nothing), then the newest.
+    best: tuple[tuple[float, float, float, bool, int], Holding, ToolResult] | None = None
+    for n, (r, reading) in enumerate(readings):
+        held = holding_of(reading, asked, around)
+        if held is None:
+            continue
+        rank = (held.score, asked.weight(reading.described), held.window_score, r.state == "live", n)
+        if best is None or rank > best[0]:
+            best = (rank, held, r)
     if best is None:
         return RecallResult(query, "not_found", tuple(checked))
-    held, source = best
+    _, held, source = best
+    if source.state == "live":
+        # An excerpt's copy shows part of its original: its lines are the original's.
+        shift = 0 if source.excerpt is None else source.excerpt.first_line - 1
+        span = (held.first_line + shift, held.last_line + shift)
+        return RecallResult(query, "in_view", tuple(checked), source.result_id, span, held.score)
     cut = None if held.whole else (held.first_line, held.last_line)
     # The key stands for this recovery (a retry that finds the same recovers it once).
     key = part_key(idempotency_key, "recover", f"{source.result_id}\x1f{cut}")
@@ -181,24 +196,19 @@ def part_key(idempotency_key: str | None, part: str, detail: str = "") -> str | 
     return f"{part}:{hashlib.sha256(seed).hexdigest()[:40]}"
 
 
-def _ranked(archived: list[ToolResult], need: Need) -> list[ToolResult]:
-    """The archived results, those whose note, tool and arguments share most of the need first,
-    then the newest (the latest observation of a fact is the one a need usually wants)."""
-    newest_first = list(reversed(archived))
-    return sorted(newest_first, key=lambda r: -need.score(_described(r)))
-
-
-def _holding(
-    mnemo: Mnemo, principal: Principal, session_id: str, result: ToolResult, need: Need, around: int
-) -> Holding | None:
+def _read(
+    mnemo: Mnemo, principal: Principal, session_id: str, result: ToolResult, described: ToolResult, need: Need
+) -> Reading | None:
+    """The result's original read for `need`, with the description of `described`; None for a
+    binary one (it holds no line)."""
     _, _, content = mnemo.archive.read_result(principal, session_id, result.result_id)
     if content is None:
         return None
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError:
-        return None  # a binary original holds no line
-    return holding(text, _described(result), need, around)
+        return None
+    return read(text, _described(described), need)
 
 
 __all__ = ["DEFAULT_AROUND", "ArchivedByPolicy", "CurationReport", "RecallResult", "curate", "recall"]

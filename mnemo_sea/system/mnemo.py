@@ -633,9 +633,10 @@ class Mnemo:
     ) -> CurationReport:
         """Apply the automatic policy to the session (mnemo_sea/curation/policy.py): archive, in
         one batch, each live result of at least `large_result_tokens` that `keep_recent` newer
-        results followed, and, while the live results exceed `budget_tokens`, the oldest until
-        they fit in half of it; each with its automatic note (curation/notes.py). Protected
-        classes, results above the caller's clearance and the newest `keep_recent` stay.
+        results followed, and, while the results it may set aside exceed `budget_tokens`, the
+        oldest (of 500 tokens or more first) until they fit in half of it; each with its
+        automatic note (curation/notes.py). Protected classes, results above the caller's
+        clearance and the newest `keep_recent` stay.
         With `need` (what the next step needs, in words), `recall` runs first, so the excerpt
         that holds it is in view and, being newest, stays (`report.recall`): one call per turn
         is the whole policy. Deterministic, no model. Raises InvalidInput (a parameter out of

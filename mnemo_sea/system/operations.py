@@ -139,7 +139,10 @@ class CurateOp(Operation):
     budget_tokens: StrictInt = Field(
         CurationPolicy.budget_tokens,
         ge=1,
-        description="The tokens the session's live results should fit in; past it, the oldest are archived.",
+        description=(
+            "The tokens the older live results (not the newest, not protected) should fit in; "
+            "past it, the oldest are archived."
+        ),
     )
     large_result_tokens: StrictInt = Field(
         CurationPolicy.large_result_tokens,

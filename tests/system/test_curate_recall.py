@@ -32,6 +32,7 @@ def states(mnemo: Mnemo, session: str) -> dict[str, str]:
 
 def test_the_policy_sets_aside_large_results_behind_the_newest_and_fits_the_budget() -> None:
     live = [
+        LiveResult("r0", 200, False),  # small: set aside for the budget only after the others
         LiveResult("r1", 900, False),
         LiveResult("r2", 5_000, False),  # large
         LiveResult("r3", 700, True),  # protected: never
@@ -40,14 +41,19 @@ def test_the_policy_sets_aside_large_results_behind_the_newest_and_fits_the_budg
         LiveResult("r6", 100, False),
     ]
     assert [d.result_id for d in plan(live, CurationPolicy(budget_tokens=100_000)).archive] == ["r2"]
-    tight = plan(live, CurationPolicy(budget_tokens=4_000))
-    # Large first; then the oldest until the rest fits in half the budget (4,200 -> 3,300 ... 2,000).
+    # The budget counts what may be set aside (r0, r1, r4: 1,900): the newest and the protected
+    # stay whatever they weigh, so a large new result never pushes out old small ones.
+    assert [d.result_id for d in plan(live, CurationPolicy(budget_tokens=4_000)).archive] == ["r2"]
+    tight = plan(live, CurationPolicy(budget_tokens=1_000))
+    # Large first; then the oldest worth archiving until the rest fits in half (1,900 -> 1,000 -> 200).
     assert [(d.result_id, d.reason) for d in tight.archive] == [
         ("r1", "budget"),
         ("r2", "large"),
         ("r4", "budget"),
     ]
-    assert tight.live_tokens_before == 10_500 and tight.live_tokens_after == 3_800
+    assert tight.live_tokens_before == 10_700 and tight.live_tokens_after == 4_000
+    tighter = plan(live, CurationPolicy(budget_tokens=300))  # the small one too, when needed
+    assert [d.result_id for d in tighter.archive] == ["r0", "r1", "r2", "r4"]
     assert plan(live[:2], CurationPolicy(keep_recent=2)).archive == ()
     for bad in ({"budget_tokens": 0}, {"keep_recent": -1}, {"large_result_tokens": True}):
         with pytest.raises(InvalidInput):
@@ -208,6 +214,49 @@ def test_recall_never_recovers_a_result_that_lacks_the_id_the_need_is_about(mnem
     mnemo.archive_results(AGENT, "s4", [(r, "orders 7000-7199")])
     found = mnemo.recall(AGENT, "s4", "billing service p99 latency for order 7731")
     assert found.status == "not_found" and found.recovered is None
+
+
+def test_recall_prefers_the_result_whose_call_names_the_need_to_one_in_view_that_mentions_it(
+    mnemo: Mnemo,
+) -> None:
+    # The order's record, archived, and a live retry that mentions the order: both hold the
+    # need's words, but the record holds all of them and its call is about the order.
+    record = "\n".join(
+        ["{", '  "order_id": "O-1042",', '  "status": "shipped",', '  "shipped_at": "2026-11-05"', "}"]
+    )
+    r = mnemo.record(AGENT, "s6", "orders.get", record, arguments={"order_id": "O-1042"}).result_id
+    mnemo.record(AGENT, "s6", "notes", "next")
+    mnemo.archive_results(AGENT, "s6", [(r, "order record")])
+    live = mnemo.record(
+        AGENT,
+        "s6",
+        "logistics.track",
+        "track O-1042: read timeout; status UNKNOWN",
+        arguments={"order_id": "O-1042"},
+    ).result_id
+    found = mnemo.recall(AGENT, "s6", "order O-1042 shipped")
+    assert found.status == "recovered" and found.result_id == r
+    assert found.recovered is not None and b'"shipped_at": "2026-11-05"' in found.recovered.content
+    assert states(mnemo, "s6")[live] == "live"
+    # What only the live retry holds is answered in view: nothing appended.
+    before = len(states(mnemo, "s6"))
+    timeout = mnemo.recall(AGENT, "s6", "O-1042 read timeout")
+    assert timeout.status == "in_view" and timeout.result_id == live
+    assert len(states(mnemo, "s6")) == before
+
+
+def test_a_word_no_result_holds_is_the_asker_s_own_and_not_needed(mnemo: Mnemo) -> None:
+    orders = "\n".join(f'{{"order_id": "O-{n}", "status": "shipped"}}' for n in range(5000, 5020))
+    r = mnemo.record(AGENT, "s7", "orders.recent", orders, arguments={"limit": 20}).result_id
+    mnemo.record(AGENT, "s7", "kubectl.logs", "cart pod ok\nrequest handled", arguments={"pod": "cart-0"})
+    mnemo.record(AGENT, "s7", "notes", "next")
+    mnemo.archive_results(AGENT, "s7", [(r, "recent orders")])
+    # "last" is in no result: the need is "shipped orders", which only orders.recent holds.
+    found = mnemo.recall(AGENT, "s7", "last shipped orders")
+    assert found.status == "recovered" and found.result_id == r
+    # Never a single word alone, and never without the id a need is about.
+    assert mnemo.recall(AGENT, "s7", "refunded orders yesterday").status == "not_found"
+    assert mnemo.recall(AGENT, "s7", "the last 20 orders of O-9999").status == "not_found"
 
 
 def test_curate_survives_hostile_json_and_keeps_what_its_need_brought(mnemo: Mnemo) -> None:
