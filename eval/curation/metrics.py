@@ -6,8 +6,9 @@ Per (trace, arm), over its turns t = 1..n with prompt tokens P_t:
   run of leading segments identical (same text) to prompt t-1's (all of prompt 1): what a
   provider's prefix cache could not have served, counted over whole segments;
 - requests = turns + archive_calls + recover_calls + searches + rejected (the heuristic arms'
-  searches of archived notes are tool calls; rejected archive batches and refused recoveries are
-  requests too);
+  searches of archived notes and the automatic arm's recalls are tool calls; a recall that
+  recovers is still one call, its recovery counted in `recalled`, not a request; rejected
+  archive batches and refused recoveries are requests too);
 - missing_rate = needs whose quote was not in that turn's prompt where it comes from its source
   (the source's envelope or what the arm shows instead, a recovered copy, the task state citing
   it) / needs;
@@ -47,6 +48,7 @@ SUMMED = (
     "archived_results",
     "recover_calls",
     "searches",
+    "recalled",
     "rejected",
     "needs",
     "needs_missing",
@@ -102,6 +104,7 @@ def trace_metrics(run: TraceRun) -> dict[str, Any]:
         "archived_results": run.archived_results,
         "recover_calls": run.recover_calls,
         "searches": run.searches,
+        "recalled": run.recalled,
         "rejected": run.rejected,
         "needs": len(run.needs),
         "needs_missing": missing,

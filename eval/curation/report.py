@@ -77,7 +77,8 @@ def markdown_table(report: dict[str, Any], family: str | None = None) -> str:
         lines.append(
             f"| {arm} | {a['final_prompt_tokens']:,} | {_ratio(vs['final_prompt_tokens'])} "
             f"| {a['cumulative_input_tokens']:,} | {_ratio(vs['cumulative_input_tokens'])} "
-            f"| {a['requests']:,} | {_ratio(vs['requests'])} | {a['archive_calls']} / {a['recover_calls']} "
+            f"| {a['requests']:,} | {_ratio(vs['requests'])} "
+            f"| {a['archive_calls']} / {a['recover_calls'] + a['recalled']} "
             f"| {_pct(a['missing_rate'])} ({a['needs_missing']}/{a['needs']}) "
             f"| {_pct(a['citation_precision'])} ({a['citations_correct']}/{a['citations']}) "
             f"| {a['protected_violations']} | {a['stale_unwarned']} | {a['injection_leaks']} "

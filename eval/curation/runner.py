@@ -171,7 +171,8 @@ class TraceRun:
     unknown_definite: int  # turns
     archive_ms: tuple[float, ...] = ()
     recover_ms: tuple[float, ...] = ()
-    searches: int = 0  # the heuristic arms' searches of archived notes (each one a tool call)
+    searches: int = 0  # searches of archived notes and recalls (each one tool call)
+    recalled: int = 0  # recoveries made inside a recall's one call (no tool call of their own)
     seconds: float = 0.0
 
 
@@ -248,6 +249,7 @@ class _Counts:
     recover_calls: int = 0
     rejected: int = 0
     searches: int = 0
+    recalled: int = 0
     archive_ms: list[float] = field(default_factory=list)
     recover_ms: list[float] = field(default_factory=list)
 
@@ -618,14 +620,15 @@ class _Replay:
                 self.live_copies[label].remove(done.result_id)
 
     def _auto_recall(self, query: str) -> None:
-        """The library's recall of a need out of view: a tool call the model asks for (a request)."""
+        """The library's recall of a need out of view: one tool call the model asks for (a request),
+        which searches and, when something holds the need, recovers it in the same call."""
         self.counts.searches += 1
         start = time.perf_counter()
         found = self.mnemo.recall(self.principal, self.session, query)
         if found.recovered is None or found.result_id is None:
             return
         self.counts.recover_ms.append((time.perf_counter() - start) * 1000)
-        self.counts.recover_calls += 1
+        self.counts.recalled += 1
         copy = found.recovered.appended.result_id
         label = self.label_of[found.result_id]
         self.label_of[copy] = label
@@ -786,6 +789,7 @@ class _Replay:
             archived_results=c.archived_results,
             recover_calls=c.recover_calls,
             searches=c.searches,
+            recalled=c.recalled,
             rejected=c.rejected,
             needs=tuple(self.needs),
             citations=tuple(self.citations),
