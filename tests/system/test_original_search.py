@@ -320,6 +320,24 @@ def test_opening_leaves_pages_to_the_trail(tmp_path: Path) -> None:
         m.close()
 
 
+def test_a_trail_that_could_not_start_is_started_by_the_next_write(mnemo: Mnemo, clock: ManualClock) -> None:
+    starts: list[int] = []
+
+    def no_thread(run: object) -> None:
+        starts.append(1)
+        raise RuntimeError("can't start new thread")
+
+    clock.run_trails()  # the open's, so the next write starts one
+    mnemo.indexer._start_trail = no_thread
+    rid, body = archive_log(mnemo, "s1")  # the archive stands; its pages wait
+    assert pending_pages(mnemo) == page_count(len(body.encode())) and starts == [1]
+    mnemo.indexer._start_trail = clock.trails.append
+    archive_log(mnemo, "s2")
+    clock.run_trails()
+    assert pending_pages(mnemo) == 0
+    assert len(points(mnemo, "clinic-a", "s1", rid)) == 1 + page_count(len(body.encode()))
+
+
 def test_binary_originals_and_recovered_copies_index_no_pages(mnemo: Mnemo, clock: ManualClock) -> None:
     blob = bytes(range(256)) * (PAGE_BYTES // 64)
     rid = mnemo.record(AGENT, "s2", "fetch", blob, media_type="application/octet-stream").result_id

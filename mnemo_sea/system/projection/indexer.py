@@ -306,7 +306,14 @@ class Indexer:
             if self._trailing or self._closed:
                 return
             self._trailing = True
-        self._start_trail(self._run_trail)
+        try:
+            self._start_trail(self._run_trail)
+        except Exception as e:  # noqa: BLE001
+            # No thread (the process is out of them): the write that asked stands, its pages stay
+            # pending for the next write's trail or sync, which must be able to start one.
+            with self._trail_lock:
+                self._trailing = False
+            log.warning("indexing archived originals not started, retried by the next write or sync: %s", e)
 
     def _run_trail(self) -> None:
         while True:
