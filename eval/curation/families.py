@@ -78,8 +78,9 @@ class _Script:
     def archive(self, *labels: str) -> None:
         self.events.append({"type": "archive", "labels": list(labels)})
 
-    def recover(self, label: str) -> None:
-        self.events.append({"type": "recover", "label": label})
+    def recover(self, label: str, match: str | None = None) -> None:
+        event = {"type": "recover", "label": label}
+        self.events.append(event if match is None else event | {"match": match})
 
     def need(self, fact: str, quote: str, source: str, query: str) -> None:
         self.events.append({"type": "need", "fact": fact, "quote": quote, "source": source, "query": query})
@@ -1161,7 +1162,9 @@ def _f5(seed: int) -> Trace:
         "rule": f"FR-{rng.randint(100, 999)}",
     }
     # Notes say what each result is about and never copy its ids or numbers: only the original has them.
-    longs: list[tuple[str, str, dict[str, Any], str, str, str | None, str | None, str]] = [
+    # The last field is what the scripted agent looks for when it recovers (an excerpt around it):
+    # words of the finding the note describes, never the ids it needs.
+    longs: list[tuple[str, str, dict[str, Any], str, str, str | None, str | None, str, str | None]] = [
         (
             "settlement",
             "acquirer.settlement_file",
@@ -1171,6 +1174,7 @@ def _f5(seed: int) -> Trace:
             "orders",
             f"settlement batch {ids['batch']} mismatch delta=SGD{ids['amount']}",
             "acquirer settlement batch mismatch",
+            "mismatch delta",
         ),
         (
             "payouts",
@@ -1181,6 +1185,7 @@ def _f5(seed: int) -> Trace:
             "orders",
             f"payout {ids['payout']} executed twice",
             "merchant payout ledger executed twice",
+            "executed twice",
         ),
         (
             "job_log",
@@ -1191,6 +1196,7 @@ def _f5(seed: int) -> Trace:
             None,
             f"retry of {ids['request']} after acquirer timeout: idempotency key missing",
             "settlement job retry storm idempotency",
+            "idempotency key missing",
         ),
         (
             "gateway",
@@ -1201,6 +1207,7 @@ def _f5(seed: int) -> Trace:
             None,
             f"duplicate capture request_id={ids['request']} http.status_code=409",
             "gateway duplicate capture spans",
+            "duplicate capture",
         ),
         (
             "disputes",
@@ -1211,6 +1218,7 @@ def _f5(seed: int) -> Trace:
             "orders",
             f"dispute {ids['dispute']} opened reason=duplicate_processing",
             "dispute export double payout",
+            "reason=duplicate_processing",
         ),
         (
             "fraud",
@@ -1221,6 +1229,7 @@ def _f5(seed: int) -> Trace:
             None,
             f"rule {ids['rule']} velocity_exceeded merchant=m_northwind",
             "fraud velocity rule hits",
+            "velocity_exceeded",
         ),
         (
             "fx",
@@ -1231,11 +1240,12 @@ def _f5(seed: int) -> Trace:
             "metrics",
             None,
             "",
+            None,
         ),
     ]
     weights = [rng.uniform(0.7, 1.3) for _ in longs]
     sizes = _split(round(620_000 * (1 + rng.uniform(-0.05, 0.05))), weights)
-    for (label, tool, args, note, gen, schema, needle, _), size in zip(longs, sizes, strict=True):
+    for (label, tool, args, note, gen, schema, needle, *_), size in zip(longs, sizes, strict=True):
         params: dict[str, Any] = {"needles": [needle] if needle else []}
         if needle:
             params["at"] = [round(rng.uniform(0.3, 0.8), 3)]
@@ -1262,10 +1272,10 @@ def _f5(seed: int) -> Trace:
     ):
         s.call(label, tool, {"ref": "INC-5120"}, f"{tool} for INC-5120", content=content)
     cites: list[tuple[str, str]] = []
-    for label, *_, needle, query in longs:
+    for label, *_, needle, query, match in longs:
         if needle is None:
             continue
-        s.recover(label)
+        s.recover(label, match)
         s.need(f"{label}_id", needle, label, query)
         cites.append((label, needle))
     # An agent quotes what it has in view: the recovered copies stay live until it has answered,

@@ -310,7 +310,7 @@ class _Replay:
                     self._archive([self._live_id(label) for label in event.labels], scripted=True)
             elif isinstance(event, Recover):
                 if self.arm.name == ARCHIVE_SCRIPTED:
-                    self._recover(self.by_label[event.label].result.result_id)
+                    self._recover(self.by_label[event.label].result.result_id, match=event.match)
             elif isinstance(event, Need):
                 self._need(i, event)
             elif isinstance(event, Answer):
@@ -550,10 +550,10 @@ class _Replay:
             if rid in self.live_copies.get(label, []):
                 self.live_copies[label].remove(rid)
 
-    def _recover(self, rid: str) -> str | None:
+    def _recover(self, rid: str, *, match: str | None = None) -> str | None:
         start = time.perf_counter()
         try:
-            recovered = self.mnemo.recover(self.principal, self.session, rid)
+            recovered = self.mnemo.recover(self.principal, self.session, rid, match=match)
         except StateConflict:
             self.counts.rejected += 1
             return None

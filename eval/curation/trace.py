@@ -75,7 +75,11 @@ class Archive:
 
 @dataclass(frozen=True)
 class Recover:
+    """The scripted agent recovers `label`'s original: whole, or, with `match`, only the lines
+    around the first occurrence of that text (the archive's excerpt recovery)."""
+
     label: str
+    match: str | None = None
 
 
 @dataclass(frozen=True)

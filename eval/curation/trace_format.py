@@ -5,15 +5,17 @@ cannot be replayed: the format string, every field's presence and type (unknown 
 refused, since a misspelt key would silently change a run), unique tool call labels, every
 `source`/`label` naming an earlier tool call, archive and recover decisions that follow the
 archive's rules (only a live, unprotected result is archived; only an archived one recovered),
-a need's quote being an exact substring of its source's original (generated content is
-generated to check), policy class syntax, times with a zone, known generators and fault kinds.
+a need's quote and a recover's match being exact substrings of their source's original
+(generated content is generated to check), policy class syntax, times with a zone, known
+generators and fault kinds.
 
 An error is a `TraceError` naming the origin, the event (index and type) and the field:
 `traces/f2.json: events[7] (need): quote "MDR1 mut/mut" is not in the original of lab_mdr1`.
 
-`trace_to_json` is canonical (fixed keys, optional fields written out) and round-trips:
-`parse_trace(trace_to_json(t)) == t`. `trace_digest` hashes that JSON together with every
-generated original, so a frozen test set also notices a generator whose output changed.
+`trace_to_json` is canonical (fixed keys, optional fields written out, but for a recover's
+`match`, which came later) and round-trips: `parse_trace(trace_to_json(t)) == t`. `trace_digest`
+hashes that JSON together with every generated original, so a frozen test set also notices a
+generator whose output changed.
 """
 
 from __future__ import annotations
@@ -316,15 +318,20 @@ class _Parser:
         return Archive(labels)
 
     def _recover(self, r: _Reader) -> Recover:
-        r.only({"type", "label"})
+        r.only({"type", "label", "match"})
         call = self.call(r, "label")
+        match = r.value("match", None)
+        if match is not None:
+            match = r.text("match")
+            if match not in original(call.content):
+                raise r.fail("match", f"{_show(match)} is not in the original of {call.label}")
         if call.label not in self.archived:
             raise r.fail(
                 "label", f"{call.label!r} is not archived at this point, so there is nothing to recover"
             )
         # A recovered copy is live again; scripting its archive again is what re-archiving after use is.
         self.archived.discard(call.label)
-        return Recover(call.label)
+        return Recover(call.label, match)
 
     def _need(self, r: _Reader) -> Need:
         r.only({"type", "fact", "quote", "source", "query"})
@@ -516,7 +523,9 @@ def _event_json(e: Event) -> dict[str, Any]:
     if isinstance(e, Archive):
         return {"type": "archive", "labels": list(e.labels)}
     if isinstance(e, Recover):
-        return {"type": "recover", "label": e.label}
+        # `match` came after traces were frozen: written only when set, so their digests stay.
+        out = {"type": "recover", "label": e.label}
+        return out if e.match is None else out | {"match": e.match}
     if isinstance(e, Need):
         return {"type": "need", "fact": e.fact, "quote": e.quote, "source": e.source, "query": e.query}
     if isinstance(e, Answer):

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tiny_trace import LOGISTICS, PARAMS, T0, TINY
+from tiny_trace import LAB_FILLER, LOGISTICS, MDR1, PARAMS, T0, TINY
 from typer.testing import CliRunner
 
 from mnemo_sea.archive import Archive as ArchiveApi
@@ -54,7 +54,16 @@ from mnemo_sea.eval.curation.arms import Arm, ArmParams, extract_note, parse_arm
 from mnemo_sea.eval.curation.metrics import evaluate, trace_metrics, uncached_prefix
 from mnemo_sea.eval.curation.report import build_report, markdown_table, to_json, write_chart
 from mnemo_sea.eval.curation.runner import TraceRun, replay
-from mnemo_sea.eval.curation.trace import Answer, Citation, Need, State, StateFact, Summary, ToolCall
+from mnemo_sea.eval.curation.trace import (
+    Answer,
+    Citation,
+    Need,
+    Recover,
+    State,
+    StateFact,
+    Summary,
+    ToolCall,
+)
 
 # The arms that show the archive's live view: since the live view warns a time-sensitive live
 # result once it is old (issue 26), the stock result shown after the clock advance carries the
@@ -316,3 +325,19 @@ def test_a_quote_counts_only_where_it_comes_from_its_source() -> None:
 
 def runner_call(label: str, content: str, minutes: int) -> ToolCall:
     return ToolCall(label, f"tool.{label}", {}, content, "default", T0 + timedelta(minutes=minutes), label)
+
+
+def test_a_scripted_recover_with_a_match_brings_back_only_the_lines_around_it() -> None:
+    """The trace's recover names what the agent looks for: the copy is the excerpt around it (the
+    archive's excerpt recovery), the need is served from it, and the prompt holds 7 lines of the
+    lab report instead of all 63."""
+    events = tuple(Recover("lab", MDR1) if isinstance(e, Recover) else e for e in TINY.events)
+    trace = type(TINY)(**{**TINY.__dict__, "events": events})
+    whole = replay(TINY, Arm("archive_scripted", PARAMS))
+    excerpt = replay(trace, Arm("archive_scripted", PARAMS))
+    assert [n.satisfied for n in excerpt.needs] == [n.satisfied for n in whole.needs] == [True, True]
+    assert [c.correct for c in excerpt.citations] == [True, True]
+    need_turn = next(i for i, t in enumerate(whole.turns) if t.event == "need")
+    counter = BpeCounter()
+    saved = whole.turns[need_turn].tokens - excerpt.turns[need_turn].tokens
+    assert saved >= counter.count("\n".join([LAB_FILLER] * 50))  # 56 of the 63 lines stay archived

@@ -103,6 +103,15 @@ def test_a_valid_trace_parses_and_round_trips_through_canonical_json() -> None:
     assert trace_to_json(again) == trace_to_json(trace)
 
 
+def test_a_recover_may_name_the_text_whose_lines_it_recovers_and_round_trips_with_it() -> None:
+    obj = tiny()
+    assert "match" not in trace_to_json(parse_trace(obj, "tiny.json"))["events"][3]  # digests kept
+    obj["events"][3]["match"] = "ALT 186"
+    trace = parse_trace(obj, "tiny.json")
+    assert trace.events[3] == Recover("lab_log", "ALT 186")
+    assert parse_trace(json.loads(json.dumps(trace_to_json(trace))), "again") == trace
+
+
 def _broken(change: Any) -> TraceError:
     obj = tiny()
     change(obj)
@@ -176,6 +185,14 @@ def _broken(change: Any) -> TraceError:
         ),
         (lambda o: o["events"][2].update(labels=["lab_mdr1"]), 2, "archive", "labels[0]", "protected"),
         (lambda o: o["events"][3].update(label="lab_mdr1"), 3, "recover", "label", "not archived"),
+        (
+            lambda o: o["events"][3].update(match="ALT 999"),
+            3,
+            "recover",
+            "match",
+            '"ALT 999" is not in the original of lab_log',
+        ),
+        (lambda o: o["events"][3].update(match=" "), 3, "recover", "match", "must not be empty"),
         (lambda o: o["events"][4].update(qoute="x"), 4, "need", "qoute", "not a field"),
         (lambda o: o["events"][5].update(quote="a <b>"), 5, "need", "quote", "escapes"),
         (lambda o: o["events"][0].pop("tool"), 0, "tool_call", "tool", "is required"),
@@ -437,7 +454,12 @@ def test_f4_needs_most_of_its_results_and_f5_notes_leave_out_what_is_needed(
         assert set(need.query.lower().split()) & set(
             note.lower().replace(":", " ").split()
         )  # the note can be found
-        assert f5.events[i - 1] == Recover(need.source)  # a scripted recover just before
+        recover = f5.events[i - 1]  # a scripted recover just before, of the excerpt holding the need:
+        assert isinstance(recover, Recover) and recover.label == need.source and recover.match
+        assert not any(c.isdigit() for c in recover.match)  # looked for by words, not by the ids
+        text = original(calls[need.source].content)
+        at = text.index(recover.match)
+        assert need.quote in text[text.rfind("\n", 0, at) + 1 : text.find("\n", at)]
         later_calls = [e for e in f5.events[:i] if isinstance(e, ToolCall)]
         assert need.source not in [c.label for c in later_calls[-5:]]  # out of any last-5 window
         head = "\n".join(original(calls[need.source].content).splitlines()[:2])
