@@ -98,15 +98,17 @@ class Need:
         return sum(self.terms.get(t, 0.0) for t in set(terms)) / sum(self.terms.values())
 
     def within(self, held: frozenset[str]) -> Need:
-        """The need as a session holding only the terms `held` can answer it: a word that no
+        """The need as a session holding only the terms `held` can answer it: one word that no
         result holds is the asker's own (a paraphrase: "the last 20 orders" of `orders.recent
-        {"limit": 20}`) and is left out of the weight, as long as two of its terms remain and
-        every specific one (a figure, an id) does; otherwise the need as it is, which then
-        nothing holds."""
-        kept = {t: w for t, w in self.terms.items() if t in held}
-        if len(kept) < 2 or not self.specific <= kept.keys() or len(kept) == len(self.terms):
+        {"limit": 20}`) and is left out of the weight, as long as two terms remain and it is
+        not a specific one (a figure, an id). One word only: a need whose words the session
+        mostly lacks is about something the session does not hold, however well its remaining
+        words match (in a session of one order record, "customer complaint about the shipped
+        order" would else be held by the record). Otherwise the need as it is."""
+        missing = [t for t in self.terms if t not in held]
+        if len(missing) != 1 or missing[0] in self.specific or len(self.terms) < 3:
             return self
-        return Need(self.query, kept)
+        return Need(self.query, {t: w for t, w in self.terms.items() if t in held})
 
     def score(self, text: str) -> float:
         return self.weight(self.found(text))

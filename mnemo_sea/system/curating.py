@@ -23,7 +23,14 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from mnemo_sea.archive import DEFAULT_AROUND, ArchiveReceipt, Principal, Recovered, Role, ToolResult
+from mnemo_sea.archive import (
+    DEFAULT_AROUND,
+    ArchiveReceipt,
+    Principal,
+    Recovered,
+    Role,
+    ToolResult,
+)
 from mnemo_sea.archive.rules.excerpts import check_span
 from mnemo_sea.curation import automatic_note
 from mnemo_sea.curation.policy import CurationPolicy, Decision, LiveResult, plan
@@ -59,7 +66,8 @@ class RecallResult:
     """What a recall found. `recovered`: the excerpt appended to the session (`recovered`), lines
     `lines` of `result_id` (all of a short original); `in_view`: a live result holds the need
     already (`result_id`, `lines`); `not_found`: no result holds it. `checked` lists every
-    result read, in order; `score` is the share of the need's terms the result carries."""
+    result looked at, in order (a binary original holds nothing);
+    `score` is the share of the need's terms the result carries."""
 
     query: str
     status: RecallStatus
@@ -149,22 +157,23 @@ def recall(
     # The best holder, live or archived: most of the need, then a call about it (a result that
     # only mentions the need's words loses to the one whose tool and arguments name them), then
     # the window's share, then already in view (it costs nothing), then the newest.
-    best: tuple[tuple[float, float, float, bool, int], Holding, ToolResult] | None = None
+    best: tuple[tuple[float, float, float, bool, int], Holding, ToolResult, Reading] | None = None
     for n, (r, reading) in enumerate(readings):
         held = holding_of(reading, asked, around)
         if held is None:
             continue
         rank = (held.score, asked.weight(reading.described), held.window_score, r.state == "live", n)
         if best is None or rank > best[0]:
-            best = (rank, held, r)
+            best = (rank, held, r, reading)
     if best is None:
         return RecallResult(query, "not_found", tuple(checked))
-    _, held, source = best
+    _, held, source, reading = best
+    score = need.weight(reading.terms)  # the share of the need as asked, not of the narrowed one
     if source.state == "live":
         # An excerpt's copy shows part of its original: its lines are the original's.
         shift = 0 if source.excerpt is None else source.excerpt.first_line - 1
         span = (held.first_line + shift, held.last_line + shift)
-        return RecallResult(query, "in_view", tuple(checked), source.result_id, span, held.score)
+        return RecallResult(query, "in_view", tuple(checked), source.result_id, span, score)
     cut = None if held.whole else (held.first_line, held.last_line)
     # The key stands for this recovery (a retry that finds the same recovers it once).
     key = part_key(idempotency_key, "recover", f"{source.result_id}\x1f{cut}")
@@ -175,7 +184,7 @@ def recall(
         tuple(checked),
         source.result_id,
         (held.first_line, held.last_line),
-        held.score,
+        score,
         found,
     )
 

@@ -254,9 +254,26 @@ def test_a_word_no_result_holds_is_the_asker_s_own_and_not_needed(mnemo: Mnemo) 
     # "last" is in no result: the need is "shipped orders", which only orders.recent holds.
     found = mnemo.recall(AGENT, "s7", "last shipped orders")
     assert found.status == "recovered" and found.result_id == r
-    # Never a single word alone, and never without the id a need is about.
+    assert found.score == pytest.approx(2 / 3)  # the share of the need as asked
+    # Never a single word alone, and never without the id a need is about; nothing appended.
+    before = states(mnemo, "s7")
     assert mnemo.recall(AGENT, "s7", "refunded orders yesterday").status == "not_found"
     assert mnemo.recall(AGENT, "s7", "the last 20 orders of O-9999").status == "not_found"
+    assert states(mnemo, "s7") == before
+
+
+def test_a_need_whose_words_the_session_mostly_lacks_is_not_found(mnemo: Mnemo) -> None:
+    """One word the session lacks is the asker's; more say the need is about something it does
+    not hold, even where its other words and its id match the only result (a review's case)."""
+    record = '{"order_id": "O-1042", "status": "shipped", "carrier": "SF"}'
+    r = mnemo.record(AGENT, "s8", "orders.get", record, arguments={"order_id": "O-1042"}).result_id
+    mnemo.record(AGENT, "s8", "notes", "next")
+    mnemo.archive_results(AGENT, "s8", [(r, "order record")])
+    before = states(mnemo, "s8")
+    for query in ("customer complaint about shipped order", "cancellation refund amount order O-1042"):
+        assert mnemo.recall(AGENT, "s8", query).status == "not_found", query
+    assert states(mnemo, "s8") == before  # nothing recovered
+    assert mnemo.recall(AGENT, "s8", "carrier of order O-1042").status == "recovered"
 
 
 def test_curate_survives_hostile_json_and_keeps_what_its_need_brought(mnemo: Mnemo) -> None:
