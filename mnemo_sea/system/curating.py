@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Literal
 from mnemo_sea.archive import (
     DEFAULT_AROUND,
     ArchiveReceipt,
+    IntegrityFailure,
     Principal,
     Recovered,
     Role,
@@ -66,7 +67,7 @@ class RecallResult:
     """What a recall found. `recovered`: the excerpt appended to the session (`recovered`), lines
     `lines` of `result_id` (all of a short original); `in_view`: a live result holds the need
     already (`result_id`, `lines`); `not_found`: no result holds it. `checked` lists every
-    result looked at, in order (a binary original holds nothing);
+    result looked at, in order (a binary original, or one failing its hash, holds nothing);
     `score` is the share of the need's terms the result carries."""
 
     query: str
@@ -209,8 +210,13 @@ def _read(
     mnemo: Mnemo, principal: Principal, session_id: str, result: ToolResult, described: ToolResult, need: Need
 ) -> Reading | None:
     """The result's original read for `need`, with the description of `described`; None for a
-    binary one (it holds no line)."""
-    _, _, content = mnemo.archive.read_result(principal, session_id, result.result_id)
+    binary one (it holds no line) and for one whose bytes fail their hash: recall never quotes
+    it, and the other results may still hold the need (the failure is in the audit trail, and
+    `recover` or fsck names it)."""
+    try:
+        _, _, content = mnemo.archive.read_result(principal, session_id, result.result_id)
+    except IntegrityFailure:
+        return None
     if content is None:
         return None
     try:

@@ -299,3 +299,31 @@ def test_recall_s_around_is_checked_before_anything_is_read(mnemo: Mnemo, around
     with pytest.raises(InvalidInput) as e:
         mnemo.recall(AGENT, "s1", "p99 latency", around=around)
     assert e.value.field == "around"
+
+
+def test_a_corrupt_original_is_passed_over_and_never_quoted(mnemo: Mnemo) -> None:
+    """One original failing its hash does not break every recall of the session: the others are
+    read, the corrupt one is never quoted, and its failure is in the audit trail."""
+    log = "\n".join(f"2026-12-01T10:00:{n:02d}Z INFO request {n} served" for n in range(40))
+    broken = mnemo.record(AGENT, "s9", "logs.search", log + "\nERROR ledger drift L-42").result_id
+    mnemo.record(AGENT, "s9", "notes", "next")
+    mnemo.archive_results(AGENT, "s9", [(broken, "search logs")])
+    live = mnemo.record(AGENT, "s9", "orders.get", "order O-77 shipped 2026-11-05").result_id
+    with mnemo.archive.store.write() as conn:
+        sha = conn.execute(
+            select(t.tool_results.c.blob_sha256).where(
+                t.tool_results.c.session_id == "s9", t.tool_results.c.result_no == int(broken[1:])
+            )
+        ).scalar_one()
+        conn.execute(
+            t.blobs.update().where(t.blobs.c.sha256 == sha).values(content=b"ERROR ledger drift L-42")
+        )
+    before = states(mnemo, "s9")
+    shipped = mnemo.recall(AGENT, "s9", "O-77 shipped")
+    assert shipped.status == "in_view" and shipped.result_id == live
+    drift = mnemo.recall(AGENT, "s9", "ledger drift L-42")
+    assert drift.status == "not_found" and broken in drift.checked
+    assert states(mnemo, "s9") == before  # nothing recovered
+    with mnemo.archive.store.read() as conn:
+        actions = conn.execute(select(t.audit_events.c.action)).scalars().all()
+    assert "integrity_failure" in actions
