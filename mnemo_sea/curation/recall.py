@@ -148,12 +148,21 @@ _NONE: frozenset[str] = frozenset()
 
 
 def read(text: str, description: str, need: Need) -> Reading:
-    """`text` read for `need`, line by line (only lines holding a probe are tokenized)."""
+    """`text` read for `need`, line by line: only lines holding a probe (a term as text) are
+    tokenized, and only the probes the text holds at all are looked for in its lines (recall
+    reads every result of a session on each call)."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    probes = [t for t in need.terms if len(t) >= 2 or not t.isascii()]
-    per_line = tuple(need.found(line) if any(p in line.lower() for p in probes) else _NONE for line in lines)
+    lowered = text.lower()  # lowering never adds nor removes a newline: its lines are `lines`
+    probes = [t for t in need.terms if (len(t) >= 2 or not t.isascii()) and t in lowered]
+    if probes:
+        low = lowered.split("\n")
+        per_line = tuple(
+            need.found(line) if any(p in low[i] for p in probes) else _NONE for i, line in enumerate(lines)
+        )
+    else:
+        per_line = (_NONE,) * len(lines)
     return Reading(per_line, need.found(description), len(text))
 
 
