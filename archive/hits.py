@@ -426,7 +426,7 @@ def _read_pages(
 ) -> dict[_Target, _Readable]:
     """Pages of archived originals, readable as their notes are by a principal who may recover
     them (agent role); each original is read once and verified as a whole."""
-    if not principal.has(Role.AGENT):
+    if not principal.may_read_originals():
         return {}
     by_result: dict[tuple[str, int], list[int]] = {}
     for x in wanted:
@@ -462,7 +462,7 @@ def pending_originals(store: ArchiveStore, principal: Principal) -> int:
     """How many archived originals the caller may read are not yet wholly searchable (pages
     still in the outbox): a search tells its caller, since their text is not found meanwhile."""
     principal.require(Role.READER, "searching")
-    if not principal.has(Role.AGENT):
+    if not principal.may_read_originals():
         return 0  # it would not find them indexed either: originals are the agents'
     tenant = principal.tenant_id
     with store.read() as conn:

@@ -839,7 +839,7 @@ def read_result(
                 t.archive_entries.c.result_no == number,
             )
         ).scalar_one_or_none()
-        readable = archived_at is None or principal.has(Role.AGENT)
+        readable = archived_at is None or principal.may_read_originals()
         content = shown(result, read_blob(conn, tenant, result.content_sha256)) if readable else None
     return result, archived_at, content
 

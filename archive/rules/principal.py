@@ -127,6 +127,11 @@ class Principal:
                 needed_role=role.value,
             )
 
+    def may_read_originals(self) -> bool:
+        """Whether this principal may read archived originals (and their pages in search): an
+        agent's own working material, not a reader's, so agents and admins only."""
+        return self.has(Role.AGENT)
+
     def can_read(self, sensitivity: Sensitivity) -> bool:
         return sensitivity <= self.clearance
 

@@ -87,7 +87,8 @@ EVIDENCE_KINDS: tuple[str, ...] = get_args(EvidenceKind)
 # What a search finds: evidence of those kinds, and pages of archived originals, which only
 # agents may read (archive/rules/original_pages.py).
 ORIGINAL_KIND = "archived_original"
-SearchKind = Literal["knowledge", "tool_result", "archived_original", "memory", "summary"]
+SearchKind = Literal[EvidenceKind, "archived_original"]
+SEARCH_KINDS: tuple[str, ...] = get_args(SearchKind)  # the index's own list (retrieval/fields.py)
 
 
 def parse_provenance(value: str, field: str = "provenance") -> Provenance:

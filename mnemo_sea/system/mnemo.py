@@ -36,7 +36,7 @@ from mnemo_sea.archive.hits import HydratedHit
 from mnemo_sea.archive.rules.checks import aware
 from mnemo_sea.archive.rules.clock import utcnow
 from mnemo_sea.archive.rules.operations import check_caps
-from mnemo_sea.archive.rules.records import ORIGINAL_KIND
+from mnemo_sea.archive.rules.records import ORIGINAL_KIND, SEARCH_KINDS
 from mnemo_sea.archive.rules.refs import ResultIndexId, memory_index_id
 from mnemo_sea.archive.storage.outbox import Lane, SoleDrainer, claim_sole_drainer
 from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, TokenCounter
@@ -55,7 +55,6 @@ from mnemo_sea.retrieval import (
     SearchQuery,
     SearchStatus,
 )
-from mnemo_sea.retrieval.fields import KINDS as INDEXED_KINDS
 from mnemo_sea.retrieval.filters import evidence_filter
 from mnemo_sea.system import curating
 from mnemo_sea.system.caches import Cache, MemoryCache, RedisCache, search_query_key
@@ -531,12 +530,12 @@ class Mnemo:
         principal.require(Role.READER, "searching")
         when = aware("as_of", as_of)
         asked = None if kinds is None else frozenset(kinds)
-        if not principal.has(Role.AGENT):
-            # Originals are read by agents only (as read_result): their pages are left out in the
-            # index, so they neither crowd out hits the caller may read nor show in `dropped`.
-            if asked is not None and asked <= {ORIGINAL_KIND}:
+        if not principal.may_read_originals():
+            # Their pages are left out in the index, so they neither crowd out hits the caller
+            # may read nor show in `dropped`; asking for them alone is asking for what it may not read.
+            if asked == frozenset({ORIGINAL_KIND}):
                 return SearchResult(SearchResultStatus.FORBIDDEN, reason=_ORIGINALS_FOR_AGENTS)
-            asked = (INDEXED_KINDS if asked is None else asked) - {ORIGINAL_KIND}
+            asked = (frozenset(SEARCH_KINDS) if asked is None else asked) - {ORIGINAL_KIND}
         try:
             scope = _access_scope(principal)
             request = SearchQuery(

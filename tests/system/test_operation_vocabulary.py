@@ -584,3 +584,14 @@ def test_the_comparison_catches_a_field_on_one_surface_only() -> None:
     assert differences(op, "mcp", {**fields, "ttl_seconds": frozenset({"integer"})}) == [
         "mcp.ttl_seconds is ['integer'], the record's ['number']"
     ]
+
+
+def test_the_archive_and_the_index_name_the_same_search_kinds() -> None:
+    """archive/ and retrieval/ never import each other, so each keeps its list of what a search
+    may ask for: the archive's (`SearchKind`, which every surface's `kinds` is typed by) and the
+    index's (what it accepts in a filter). They must be one vocabulary."""
+    from mnemo_sea.archive.rules.records import EVIDENCE_KINDS, ORIGINAL_KIND, SEARCH_KINDS
+    from mnemo_sea.retrieval.fields import KINDS
+
+    assert frozenset(SEARCH_KINDS) == KINDS
+    assert set(SEARCH_KINDS) == {*EVIDENCE_KINDS, ORIGINAL_KIND}

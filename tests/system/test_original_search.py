@@ -188,6 +188,9 @@ def test_a_reader_who_owns_the_session_finds_its_notes_never_its_originals(
     assert found.dropped == 0
     refused = mnemo.search(OWNER_B, "zephyrine", kinds=["archived_original"])
     assert refused.status == "forbidden" and "agent role" in refused.reason
+    # No kind at all is a mistake, for a reader as for an agent, not a refusal.
+    assert mnemo.search(OWNER_B, "zephyrine", kinds=[]).status == "invalid"
+    assert mnemo.search(AGENT, "zephyrine", kinds=[]).status == "invalid"
     agent_sees = mnemo.search(AGENT, "zephyrine worker", limit=3, kinds=["archived_original"])
     assert [h.kind for h in agent_sees.hits] == ["archived_original"] * 3
 
