@@ -263,9 +263,11 @@ def test_a_corrupt_original_is_never_quoted(mnemo: Mnemo, clock: ManualClock) ->
     assert any(p.kind == "blob_hash" for p in run_fsck(mnemo).problems)
 
 
+@pytest.mark.parametrize("rows", [1, 4])  # pages per pass: a failure among applied rows too
 def test_a_page_that_fails_is_passed_over_and_the_next_originals_are_indexed(
-    mnemo: Mnemo, clock: ManualClock
+    mnemo: Mnemo, clock: ManualClock, monkeypatch: pytest.MonkeyPatch, rows: int
 ) -> None:
+    monkeypatch.setattr(indexer_module, "TRAIL_ROWS", rows)
     first, _ = archive_log(mnemo, "s1")
     # The first original's first page row names a page no original has: applying it fails.
     with mnemo.archive.store.write() as conn:

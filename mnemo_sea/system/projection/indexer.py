@@ -328,8 +328,9 @@ class Indexer:
                     passed = self.drain(TRAIL_ROWS, defer_flush=True, lane="trailing", after=after)
                     if passed.outage or passed.last_claimed == 0:
                         break
-                    if passed.applied == 0:
-                        after = passed.last_claimed
+                    # Past every row the pass claimed: those applied are done, a failed one waits
+                    # for the next round (restarting from 0 would retry it in this one).
+                    after = passed.last_claimed
             # A thread of its own: whatever stops it is logged, never lost with the thread.
             except Exception as e:  # noqa: BLE001
                 log.warning("indexing archived originals stopped, resumed by the next write or sync: %s", e)
