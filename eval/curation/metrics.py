@@ -186,6 +186,7 @@ def evaluate(runs: Sequence[TraceRun], *, timings: bool = False) -> dict[str, An
             a: {
                 "archive": _latency([ms for r in runs if r.arm == a for ms in r.archive_ms]),
                 "recover": _latency([ms for r in runs if r.arm == a for ms in r.recover_ms]),
+                "recall": _latency([ms for r in runs if r.arm == a for ms in r.recall_ms]),
                 "replay_seconds": round(sum(r.seconds for r in runs if r.arm == a), 3),
             }
             for a in arm_order

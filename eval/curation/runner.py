@@ -171,6 +171,7 @@ class TraceRun:
     unknown_definite: int  # turns
     archive_ms: tuple[float, ...] = ()
     recover_ms: tuple[float, ...] = ()
+    recall_ms: tuple[float, ...] = ()  # every recall, whether it recovered or not
     searches: int = 0  # searches of archived notes and recalls (each one tool call)
     recalled: int = 0  # recoveries made inside a recall's one call (no tool call of their own)
     seconds: float = 0.0
@@ -252,6 +253,7 @@ class _Counts:
     recalled: int = 0
     archive_ms: list[float] = field(default_factory=list)
     recover_ms: list[float] = field(default_factory=list)
+    recall_ms: list[float] = field(default_factory=list)
 
 
 class _Replay:
@@ -625,9 +627,9 @@ class _Replay:
         self.counts.searches += 1
         start = time.perf_counter()
         found = self.mnemo.recall(self.principal, self.session, query)
+        self.counts.recall_ms.append((time.perf_counter() - start) * 1000)
         if found.recovered is None or found.result_id is None:
             return
-        self.counts.recover_ms.append((time.perf_counter() - start) * 1000)
         self.counts.recalled += 1
         copy = found.recovered.appended.result_id
         label = self.label_of[found.result_id]
@@ -798,6 +800,7 @@ class _Replay:
             unknown_definite=self.unknown_definite,
             archive_ms=tuple(c.archive_ms),
             recover_ms=tuple(c.recover_ms),
+            recall_ms=tuple(c.recall_ms),
             seconds=seconds,
         )
 

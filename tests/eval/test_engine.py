@@ -341,3 +341,30 @@ def test_a_scripted_recover_with_a_match_brings_back_only_the_lines_around_it() 
     counter = BpeCounter()
     saved = whole.turns[need_turn].tokens - excerpt.turns[need_turn].tokens
     assert saved >= counter.count("\n".join([LAB_FILLER] * 50))  # 56 of the 63 lines stay archived
+
+
+def test_the_automatic_arm_counts_a_recall_as_one_request_and_its_recovery_apart() -> None:
+    """Its policy archives a large result once two newer ones followed; a need out of view is one
+    recall (a search, a request) that recovers the excerpt holding it; a need that nothing holds
+    is a recall too, which recovers nothing. Every recall is timed, not only those that recover."""
+    rows = [f"2026-12-01T10:{n // 60:02d}:{n % 60:02d}Z INFO ledger batch {n} balanced" for n in range(400)]
+    calls = [
+        runner_call("ledger", "\n".join(rows), 0),
+        runner_call("a", "filler a", 1),
+        runner_call("b", "filler b", 2),
+        runner_call("c", "filler c", 3),
+    ]
+    events = (
+        *calls,
+        Need("batch", "ledger batch 317 balanced", "ledger", "ledger batch 317"),
+        Need("in_view", "filler c", "c", "filler c"),  # in view: no recall
+        Need("absent", "ledger batch 18 balanced", "ledger", "refund approved for O-9911"),
+    )
+    trace = type(TINY)(**{**TINY.__dict__, "events": events})
+    run = replay(trace, Arm("archive_auto", PARAMS))
+    assert run.archive_calls == 1  # the ledger was set aside, so its lines were out of view
+    assert [n.satisfied for n in run.needs] == [True, True, False]
+    got = trace_metrics(run)
+    assert (got["searches"], got["recalled"], got["recover_calls"]) == (2, 1, 0)
+    assert got["requests"] == got["turns"] + 1 + 2  # the turns, the archive call, the two recalls
+    assert len(run.recall_ms) == 2 and run.recover_ms == ()
