@@ -110,9 +110,6 @@ class Need:
             return self
         return Need(self.query, {t: w for t, w in self.terms.items() if t in held})
 
-    def score(self, text: str) -> float:
-        return self.weight(self.found(text))
-
 
 @dataclass(frozen=True)
 class Holding:
@@ -164,11 +161,6 @@ def read(text: str, description: str, need: Need) -> Reading:
     else:
         per_line = (_NONE,) * len(lines)
     return Reading(per_line, need.found(description), len(text))
-
-
-def holding(text: str, description: str, need: Need, around: int) -> Holding | None:
-    """Whether a result holds `need`, and where: `holding_of` its reading."""
-    return holding_of(read(text, description, need), need, around)
 
 
 def holding_of(reading: Reading, need: Need, around: int) -> Holding | None:
