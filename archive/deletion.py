@@ -518,7 +518,7 @@ def reclaim(store: ArchiveStore) -> ErasureState:
     Best effort: the deletion stands either way, so a failure is logged and returned as the
     state, not raised. "pending_reader": a reader holds SQLite's log, and the store retries
     (ArchiveStore.empty_log); "pending": the store failed, and the next deletion (or, for
-    PostgreSQL, the operator's step in the README) catches up.
+    PostgreSQL, the operator's step in docs/operations.md) catches up.
     """
     try:
         done = store.reclaim(CONTENT_TABLES)
@@ -571,7 +571,7 @@ def check_deleted(store: ArchiveStore, principal: Principal, receipt: DeletionRe
     afterwards, its raw file is read for the page images it keeps. A receipt holds no content
     to search the bytes for, so a log that could not be emptied is a finding in itself: any of
     its page images may be one written before the deletion. (The database file is zeroed where
-    rows were deleted, `secure_delete`; PostgreSQL's files are not looked at, see the README.)
+    rows were deleted, `secure_delete`; PostgreSQL's files are not looked at, see docs/operations.md.)
     """
     left = _table_leftovers(store, principal, receipt)
     # After the read transaction closed: a checkpoint waits for this process's readers too.

@@ -1,4 +1,4 @@
-"""The evaluation and benchmark harnesses (shipped as `mnemo_sea.eval`; see README.md)."""
+"""The evaluation and benchmark harnesses (shipped as `mnemo_sea.eval`; see eval/README.md)."""
 
 # This folder ships as mnemo_sea.eval (the link mnemo_sea/eval). Imported as `eval` from
 # the repository root it would load a second copy of every class, and isinstance checks and

@@ -185,7 +185,7 @@ class EdgeIndex:
         Ids, both named vectors, payloads, the shard's on-disk config and the payload indexes are
         carried over, so searches answer the same. The lock stays held throughout. A failure
         before the swap leaves the current shard in use and removes the partial copy; a crash
-        is repaired by the next open. Costs a full copy: see README's deletion section.
+        is repaired by the next open. Costs a full copy: see docs/operations.md.
         """
         shard = self._shard
         if shard is None:

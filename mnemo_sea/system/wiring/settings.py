@@ -74,10 +74,10 @@ class MnemoSettings(BaseSettings):
     max_request_bytes: int = Field(default=40 * 1024 * 1024, ge=1024)
     # Enough to overlap one request's Python with others' waits on PostgreSQL, Redis and fsync;
     # 40 (the thread pool's own default) contended for the GIL: 10 % fewer searches a second at
-    # 8 clients, and archives starved behind searches at 32 (see README, issue 13).
+    # 8 clients, and archives starved behind searches at 32 (docs/figures.md, issue 13).
     api_threads: int = Field(default=4, ge=1, le=256)
     # None: half the pool. A tenant's share is a count of threads: the rest stay free for the
-    # others whatever it sends (rest/admission.py; the figures of `bench api --flood` in README).
+    # others whatever it sends (rest/admission.py; the figures of `bench api --flood` in docs/figures.md).
     api_tenant_threads: int | None = Field(default=None, ge=1, le=256)
     # Enough for a tenant's burst of agents to wait rather than be refused; beyond it, a client
     # is told when to come back instead of adding to a line it would wait in for minutes.
