@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakes import HashingEmbedder, ManualClock
@@ -413,3 +414,26 @@ def test_the_real_trail_is_a_thread_that_indexes_the_pages(
         assert m.search(AGENT, "zephyrine INV-88231", limit=1).hits[0].label == "archived original"
     finally:
         m.close()
+
+
+def test_a_page_written_while_its_result_was_deleted_elsewhere_is_removed(
+    mnemo: Mnemo, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With several drainers (PostgreSQL), a deletion may commit, and another drainer remove the
+    result's points, while this one embeds a page: the page must not outlive the deletion. The
+    race is made deterministic here: the deletion and the other drainer's removal run inside the
+    page's upsert, before its points are written."""
+    rid, _ = archive_log(mnemo)
+    index, upsert = mnemo.indexer.index, mnemo.indexer.index.upsert
+    raced: list[str] = []
+
+    def upsert_after_a_deletion(documents: Any) -> Any:
+        if not raced and any(d.kind == "archived_original" for d in documents):
+            raced.append(mnemo.archive.delete_session(ADMIN, "s1").target)
+            index.delete("clinic-a", result_index_id("s1", rid))  # the other drainer's pass
+        return upsert(documents)
+
+    monkeypatch.setattr(index, "upsert", upsert_after_a_deletion)
+    clock.run_trails()  # the trailing lane only: the deletion's own row is not drained here
+    assert raced
+    assert points(mnemo, "clinic-a", "s1", rid) == {}
