@@ -241,8 +241,9 @@ def session_curate(
     as_json: JsonOpt = False,
 ) -> None:
     """The automatic policy: set aside large results newer ones followed and, past the budget, the
-    oldest, each with an automatic note; never protected classes or the newest. With --need,
-    first bring back only the excerpt that holds it."""
+    oldest, each with an automatic note; never protected classes or the newest, and a recovered
+    copy only once the task state cites it. With --need, first bring back only the excerpt that
+    holds it."""
     principal = target.principal()
     with open_mnemo(target) as mnemo:
         report = mnemo.curate(

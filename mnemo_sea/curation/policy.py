@@ -15,6 +15,11 @@ Never set aside: a protected class (user-confirmed facts, prescription basis, ap
 archive refuses them anyway), a result the caller cannot read, one already archived, and the
 `keep_recent` newest results, which the agent is working on. Deterministic, no model: the same
 session and the same parameters give the same plan.
+
+A recovered copy was brought back because the agent needed it: until the session's task state
+cites it (or its original), it is `awaiting_citation`, which the size trigger leaves alone and
+the budget takes last, after every other result. Once cited, it is a result like any other and
+goes back by the same rules (its evidence stays in the task state and in the original).
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ class LiveResult:
     tokens: int  # its envelope's, as the model would be sent it
     protected: bool
     readable: bool = True
+    awaiting_citation: bool = False  # a recovered copy the task state does not cite yet
 
 
 @dataclass(frozen=True)
@@ -77,12 +83,13 @@ def plan(live: Sequence[LiveResult], policy: CurationPolicy) -> CurationPlan:
     candidates = [r for r in live if r.readable and not r.protected and r.result_id not in recent]
     chosen: dict[str, Decision] = {}
     for r in candidates:
-        if r.tokens >= policy.large_result_tokens:
+        if r.tokens >= policy.large_result_tokens and not r.awaiting_citation:
             chosen[r.result_id] = Decision(r.result_id, r.tokens, "large")
     movable = sum(r.tokens for r in candidates if r.result_id not in chosen)
     if movable > policy.budget_tokens:
-        # Oldest first, results worth archiving before small ones (a stable sort keeps the age order).
-        for r in sorted(candidates, key=lambda r: r.tokens < SMALL_RESULT_TOKENS):
+        # Oldest first, results worth archiving before small ones, copies not yet cited last (a
+        # stable sort keeps the age order within each).
+        for r in sorted(candidates, key=lambda r: (r.awaiting_citation, r.tokens < SMALL_RESULT_TOKENS)):
             if movable <= policy.budget_tokens // 2:
                 break
             if r.result_id not in chosen:

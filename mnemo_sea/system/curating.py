@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Literal
 
 from mnemo_sea.archive import (
     DEFAULT_AROUND,
+    RESULT_PREFIX,
     ArchiveReceipt,
+    Forbidden,
     IntegrityFailure,
     Principal,
     Recovered,
@@ -91,12 +93,14 @@ def curate(
     principal.require(Role.AGENT, "curating a session")
     view = mnemo.live_view(principal, session_id)
     protected = mnemo.archive.policy.is_protected
+    cited = _cited_results(mnemo, principal, session_id)
     live = [
         LiveResult(
             i.result.result_id,
             mnemo.token_counter.count(i.rendered),
             protected(i.result.policy_class) or i.result.result_id in keep,
             principal.can_read(i.result.sensitivity),
+            i.result.recovered_from is not None and not {i.result.result_id, i.result.recovered_from} & cited,
         )
         for i in view.items
         if i.result.state == "live"
@@ -113,6 +117,21 @@ def curate(
     receipt = mnemo.archive_results(principal, session_id, targets, idempotency_key=key)
     return CurationReport(
         session_id, archived, decided.live_tokens_before, decided.live_tokens_after, receipt
+    )
+
+
+def _cited_results(mnemo: Mnemo, principal: Principal, session_id: str) -> frozenset[str]:
+    """The session's results its current task state cites (`result:<session>/<rN>`), by id.
+    A task state above the caller's clearance cites nothing it may know of."""
+    try:
+        state = mnemo.archive.task_state(principal, session_id)
+    except Forbidden:
+        return frozenset()
+    own = f"{RESULT_PREFIX}{session_id}/"
+    facts = () if state is None else state.confirmed
+    # A page of an original is cited as a version of its result (`result:s/r3@4`): the result.
+    return frozenset(
+        f.evidence_id.removeprefix(own).split("@")[0] for f in facts if f.evidence_id.startswith(own)
     )
 
 

@@ -635,7 +635,8 @@ class Mnemo:
         results followed, and, while the results it may set aside exceed `budget_tokens`, the
         oldest (of 500 tokens or more first) until they fit in half of it; each with its
         automatic note (curation/notes.py). Protected classes, results above the caller's
-        clearance and the newest `keep_recent` stay.
+        clearance and the newest `keep_recent` stay; a recovered copy that the task state does
+        not cite yet stays through the size trigger and goes last for the budget.
         With `need` (what the next step needs, in words), `recall` runs first, so the excerpt
         that holds it is in view and, being newest, stays (`report.recall`): one call per turn
         is the whole policy. Deterministic, no model. Raises InvalidInput (a parameter out of

@@ -6,6 +6,7 @@ holds, what was appended; never only at what the call answered.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -58,6 +59,49 @@ def test_the_policy_sets_aside_large_results_behind_the_newest_and_fits_the_budg
     for bad in ({"budget_tokens": 0}, {"keep_recent": -1}, {"large_result_tokens": True}):
         with pytest.raises(InvalidInput):
             CurationPolicy(**bad)
+
+
+def test_a_copy_not_yet_cited_stays_through_the_size_trigger_and_goes_last_for_the_budget() -> None:
+    live = [
+        LiveResult("r0", 1_900, False),
+        LiveResult("r1", 3_000, False, awaiting_citation=True),  # a whole recovery, not yet cited
+        LiveResult("r2", 1_900, False),
+        LiveResult("r3", 100, False),
+        LiveResult("r4", 100, False),
+    ]
+    assert plan(live, CurationPolicy(budget_tokens=100_000)).archive == ()  # large, yet it stays
+    # Over the budget (6,800 may be set aside): every other result first (down to 3,000, within
+    # half of 6,400), the copy only when they were not enough.
+    assert [d.result_id for d in plan(live, CurationPolicy(budget_tokens=6_400)).archive] == ["r0", "r2"]
+    assert [d.result_id for d in plan(live, CurationPolicy(budget_tokens=2_000)).archive] == [
+        "r0",
+        "r1",
+        "r2",
+    ]
+    cited = [dataclasses.replace(r, awaiting_citation=False) for r in live]
+    assert [d.reason for d in plan(cited, CurationPolicy(budget_tokens=100_000)).archive] == ["large"]
+
+
+def test_a_recovered_copy_stays_until_the_task_state_cites_it_then_goes_back(mnemo: Mnemo) -> None:
+    log = "\n".join(
+        f"2026-12-01T10:{n // 60:02d}:{n % 60:02d}Z INFO ledger batch {n} balanced" for n in range(400)
+    )
+    source = mnemo.record(AGENT, "s10", "ledger.log", log).result_id
+    mnemo.record(AGENT, "s10", "notes", "a")
+    mnemo.archive_results(AGENT, "s10", [(source, "ledger log")])
+    copy = mnemo.recover(AGENT, "s10", source).appended.result_id  # whole: about 9,000 tokens
+    for n in range(3):
+        mnemo.record(AGENT, "s10", "notes", f"next {n}")
+    first = mnemo.curate(AGENT, "s10")
+    assert copy not in [a.result_id for a in first.archived]
+    assert states(mnemo, "s10")[copy] == "live"
+    # The answer's fact rests on the original: the copy has served and goes back.
+    fact = {"fact": "batch 317 balanced", "evidence_id": f"result:s10/{source}"}
+    mnemo.update_task_state(AGENT, "s10", goal="reconcile the ledger", confirmed=[fact])
+    second = mnemo.curate(AGENT, "s10")
+    assert [(a.result_id, a.reason) for a in second.archived] == [(copy, "large")]
+    assert states(mnemo, "s10")[copy] == "archived"
+    assert mnemo.recover(AGENT, "s10", source).content == log.encode()  # nothing lost
 
 
 PYTEST = "\n".join(
