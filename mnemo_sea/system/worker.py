@@ -3,7 +3,8 @@
 Several workers (in several processes) may share one PostgreSQL database: each claims rows
 with `FOR UPDATE SKIP LOCKED`, so a row is applied by one worker at a time, and applying a
 row twice (after a crash) is harmless. Failed rows stay pending with their error and are
-retried on the next pass.
+retried on the next pass. A pass applies the pending writes, then one page of an archived
+original (its trailing lane): a write waits behind one page at most.
 
 The worker also runs the TTL purge (`Mnemo.purge_expired_everywhere`) every `purge_seconds`:
 expired memory facts are deleted with their index points, cached searches and an audit event,
@@ -24,6 +25,7 @@ from pathlib import Path
 from mnemo_sea.archive import ArchiveError, StoreUnavailable
 from mnemo_sea.retrieval import IndexUnavailable
 from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.projection.indexer import TRAIL_ROWS
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +87,11 @@ def run_worker(
                     stats.purges += 1
                     stats.purged_facts += sum(len(r.memory_facts) for r in receipts)
                 next_purge = clock() + purge_seconds
-            report = mnemo.indexer.drain(batch)
+            # Writes first, then one page of an archived original: a large original's pages
+            # trail the writes, as the embedded default's trail does, instead of holding back
+            # every write queued behind them for as long as they take to embed.
+            writes = mnemo.indexer.drain(batch, lane="writes")
+            pages = mnemo.indexer.drain(TRAIL_ROWS, lane="trailing")
         except (StoreUnavailable, IndexUnavailable):
             stats.store_errors += 1
             stop.wait(poll_seconds)
@@ -93,8 +99,8 @@ def run_worker(
         stats.passes += 1
         if heartbeat is not None:
             heartbeat.touch()
-        stats.applied += report.applied
-        stats.failed += report.failed
-        if report.applied == 0:
+        stats.applied += writes.applied + pages.applied
+        stats.failed += writes.failed + pages.failed
+        if writes.applied + pages.applied == 0:
             stop.wait(poll_seconds)
     return stats

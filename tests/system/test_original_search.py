@@ -437,3 +437,28 @@ def test_a_page_written_while_its_result_was_deleted_elsewhere_is_removed(
     clock.run_trails()  # the trailing lane only: the deletion's own row is not drained here
     assert raced
     assert points(mnemo, "clinic-a", "s1", rid) == {}
+
+
+def test_the_worker_applies_a_write_queued_behind_pages_in_its_first_pass(
+    mnemo: Mnemo, clock: ManualClock
+) -> None:
+    """Server mode's worker applies the outbox: a write queued after a large original's pages
+    is applied in the worker's next pass, not after every page is embedded."""
+    from mnemo_sea.archive import EvidenceInput
+    from mnemo_sea.system.worker import run_worker
+
+    rid, body = archive_log(mnemo)
+    pages = page_count(len(body.encode()))
+    mnemo.sync_writes = False  # as in server mode: the worker applies the outbox
+    mnemo.ingest(AGENT, [EvidenceInput(body="refund window is 30 days", source="policy", evidence_id="p-1")])
+    stop = threading.Event()
+
+    class OnePass:  # the worker's heartbeat after each pass: stop after the first
+        def touch(self) -> None:
+            stop.set()
+
+    stats = run_worker(mnemo, stop, poll_seconds=0, batch=2, heartbeat=OnePass(), purge_seconds=None)  # type: ignore[arg-type]
+    assert stats.passes == 1
+    assert mnemo.search(AGENT, "refund window", kinds=["knowledge"]).hits[0].evidence_id == "p-1"
+    assert pending_pages(mnemo) == pages - 1  # one page with the write, the rest behind it
+    assert len(points(mnemo, "clinic-a", "s1", rid)) == 2  # the note and that page
