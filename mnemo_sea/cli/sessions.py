@@ -297,6 +297,10 @@ def _recall_line(found: RecallOut) -> str:
     where = f"{found.result_id} lines {first}-{last}"
     if found.status == "in_view":
         return f"in view: {where}"
+    if found.status == "ambiguous":
+        return (
+            f"ambiguous: {where} hold {found.query!r} alike, too many to bring back; say what singles it out"
+        )
     appended = found.recovered.appended.result_id if found.recovered is not None else "?"
     return f"recovered: {where}, appended as {appended}"
 

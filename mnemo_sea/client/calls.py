@@ -461,7 +461,8 @@ def recall(
     session_id: str, query: str, *, around: int = DEFAULT_AROUND, idempotency_key: str | None = None
 ) -> Plan[RecallResult]:
     """`Mnemo.recall`: the line of the session's results that holds a need, and its excerpt
-    recovered (`recovered`, checked as `recover` checks an excerpt), `in_view` or `not_found`."""
+    recovered (`recovered`, checked as `recover` checks an excerpt), `in_view`, `ambiguous` or
+    `not_found`."""
     path = _session(session_id, "/recall")
     body = {"query": query, "around": around}
     reply = yield keyed_write("POST", path, idempotency_key, body=body)

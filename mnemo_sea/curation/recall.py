@@ -8,7 +8,10 @@ description (note, tool, arguments) and its text together carry most of the quer
 weighted towards the specific terms (a digit, an identifier) that a guess would not share.
 Then the excerpt: a short original comes back whole; a long one, the window of lines that
 carries most of the need. Below the bar, the answer is "not found", never the closest result:
-a recovery that does not hold the evidence would be cited as if it did.
+a recovery that does not hold the evidence would be cited as if it did. For the same reason a
+window is never picked among equals: when windows far apart carry the need alike (26 stock
+lines of one drug, one per lot), the excerpt spans them all if that fits in TIED_SPAN_BYTES,
+and otherwise the need is ambiguous: where it is held is said, and nothing is recovered.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ HOLDS = 0.7
 # An original this short comes back whole: cutting it saves little and risks the line the need
 # is about (about 1,500 tokens).
 WHOLE_CHARS = 6_000
+# Lines that hold a need alike come back together up to this size, a page of the search over
+# originals (archive/rules/original_pages.py: about 8,000 tokens of English): beyond it the
+# need names too much of the original to bring back, and the asker must say what singles it out.
+TIED_SPAN_BYTES = 32 * 1024
 _TOKENIZER: list[Tokenizer] = []
 
 
@@ -122,6 +129,10 @@ class Holding:
     score: float
     window_score: float
     whole: bool
+    # Windows far apart that carry as much of the need as the best (1: the best alone). Over
+    # one, first..last spans them all; `ambiguous` when that span is over TIED_SPAN_BYTES.
+    tied: int = 1
+    ambiguous: bool = False
 
 
 @dataclass(frozen=True)
@@ -134,6 +145,7 @@ class Reading:
     per_line: tuple[frozenset[str], ...]
     described: frozenset[str]
     chars: int
+    line_bytes: tuple[int, ...] = ()  # each line's length in UTF-8 with its newline
 
     @property
     def terms(self) -> frozenset[str]:
@@ -160,7 +172,8 @@ def read(text: str, description: str, need: Need) -> Reading:
         )
     else:
         per_line = (_NONE,) * len(lines)
-    return Reading(per_line, need.found(description), len(text))
+    line_bytes = tuple(len(line.encode("utf-8", "surrogatepass")) + 1 for line in lines)
+    return Reading(per_line, need.found(description), len(text), line_bytes)
 
 
 def holding_of(reading: Reading, need: Need, around: int) -> Holding | None:
@@ -176,15 +189,18 @@ def holding_of(reading: Reading, need: Need, around: int) -> Holding | None:
     if reading.chars <= WHOLE_CHARS:
         return Holding(1, len(per_line), score, score, True)
     size = 2 * around + 1
-    best = (0.0, 0)  # no line holds a term (the description alone held the need): the first lines
+    best, starts = 0.0, [0]  # no line holds a term (the description alone held it): the first lines
     # A window starting at its first line that holds a term holds all it would hold further
     # left: only those starts are tried, so a 2 MB original costs its matching lines, not its size.
     for start in (i for i, found in enumerate(per_line) if found & need.terms.keys()):
         # The lines' own terms: the description holds for every window alike.
         covered = need.weight(frozenset().union(*per_line[start : start + size]))
-        if covered > best[0]:
-            best = (covered, start)
-            if covered == 1.0:
-                break
-    covered, start = best
-    return Holding(start + 1, min(len(per_line), start + size), score, covered, False)
+        if covered > best:
+            best, starts = covered, [start]
+        elif covered == best and start >= starts[-1] + size:  # an equal, beyond the last one
+            starts.append(start)
+    first, last = starts[0] + 1, min(len(per_line), starts[-1] + size)
+    if len(starts) == 1:
+        return Holding(first, last, score, best, False)
+    spanned = sum(reading.line_bytes[first - 1 : last])
+    return Holding(first, last, score, best, False, len(starts), spanned > TIED_SPAN_BYTES)

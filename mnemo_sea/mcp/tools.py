@@ -233,7 +233,9 @@ TOOLS: tuple[AgentTool[Any], ...] = (
         "replaced by an automatic note of what it held. With need (what "
         "your next step needs, in words), it first finds where the session's results hold it and "
         "brings back only that excerpt (recall.status 'recovered'), says it is already in "
-        "view ('in_view'), or says it was not found ('not_found': do not guess; re-run the tool). "
+        "view ('in_view'), that lines far apart hold it alike ('ambiguous': ask again naming what singles "
+        "it out, an id, a date, a name), or that it was not found ('not_found': do not guess; re-run "
+        "the tool). "
         "Returns what was archived and why, and the recall.",
         CurateContextInput,
         curate_context,

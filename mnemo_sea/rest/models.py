@@ -152,7 +152,8 @@ class RecoveredOut(BaseModel):
 
 class RecallOut(BaseModel):
     """What a recall found (Mnemo.recall): `recovered` with the excerpt that holds the need,
-    `in_view` when a live result holds it, `not_found` with every result checked."""
+    `in_view` when a live result holds it, `ambiguous` when lines far apart hold it alike (too
+    many to bring back), `not_found` with every result checked."""
 
     query: str
     status: RecallStatus

@@ -61,14 +61,16 @@ class CurationReport:
     recall: RecallResult | None = None  # what `need` brought back, when one was given
 
 
-RecallStatus = Literal["recovered", "in_view", "not_found"]
+RecallStatus = Literal["recovered", "in_view", "ambiguous", "not_found"]
 
 
 @dataclass(frozen=True)
 class RecallResult:
     """What a recall found. `recovered`: the excerpt appended to the session (`recovered`), lines
     `lines` of `result_id` (all of a short original); `in_view`: a live result holds the need
-    already (`result_id`, `lines`); `not_found`: no result holds it. `checked` lists every
+    already (`result_id`, `lines`); `ambiguous`: lines of an archived result far apart hold it
+    alike, too many to bring back (`lines` spans them; nothing recovered: say what singles the
+    need out); `not_found`: no result holds it. `checked` lists every
     result looked at, in order (a binary original, or one failing its hash, holds nothing);
     `score` is the share of the need's terms the result carries."""
 
@@ -194,6 +196,9 @@ def recall(
         shift = 0 if source.excerpt is None else source.excerpt.first_line - 1
         span = (held.first_line + shift, held.last_line + shift)
         return RecallResult(query, "in_view", tuple(checked), source.result_id, span, score)
+    if held.ambiguous:
+        span = (held.first_line, held.last_line)
+        return RecallResult(query, "ambiguous", tuple(checked), source.result_id, span, score)
     cut = None if held.whole else (held.first_line, held.last_line)
     # The key stands for this recovery (a retry that finds the same recovers it once).
     key = part_key(idempotency_key, "recover", f"{source.result_id}\x1f{cut}")

@@ -666,9 +666,11 @@ class Mnemo:
         """Find what a need phrased as `query` asks for among the session's results and bring
         back the excerpt that holds it (mnemo_sea/system/curating.py): `in_view` when a live
         result holds it already, `recovered` with the excerpt (a short original whole, else the
-        `2 * around + 1` lines that carry most of the need) appended to the session,
-        `not_found` with every result checked (never a guess). Raises InvalidInput (a query
-        with no word to look for), Forbidden, NotFound."""
+        `2 * around + 1` lines that carry most of the need; lines far apart that hold it
+        alike, all of them, up to 32 KiB) appended to the session, `ambiguous` when such lines
+        span more (where they are, nothing appended), `not_found` with every result checked
+        (never a guess). Raises InvalidInput (a query with no word to look for), Forbidden,
+        NotFound."""
         check_caps(RecallOp, locals())
         return curating.recall(self, principal, session_id, query, around, idempotency_key)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mnemo_sea.archive import InvalidInput
-from mnemo_sea.curation.recall import HOLDS, WHOLE_CHARS, Holding, Need, holding_of, read
+from mnemo_sea.curation.recall import HOLDS, TIED_SPAN_BYTES, WHOLE_CHARS, Holding, Need, holding_of, read
 
 LONG = "\n".join(f"2026-12-01T10:{n // 60:02d}:{n % 60:02d}Z INFO request {n} served" for n in range(400))
 
@@ -68,3 +68,41 @@ def test_identifiers_and_chinese_words_count_where_the_text_holds_them() -> None
 def test_a_need_must_name_something_to_look_for(query: str) -> None:
     with pytest.raises(InvalidInput):
         Need.of(query)
+
+
+def lines_of(count: int, extra: dict[int, str]) -> str:
+    rows = [f"2026-12-01T10:{n // 60 % 60:02d}:{n % 60:02d}Z INFO request {n} served" for n in range(count)]
+    for at, line in extra.items():
+        rows[at - 1] = line
+    return "\n".join(rows)
+
+
+def test_windows_far_apart_that_hold_the_need_alike_come_back_together() -> None:
+    """Two lots of one drug, 250 lines apart: one window would be a guess between them."""
+    text = lines_of(
+        400,
+        {
+            50: "stock metronidazole 250mg lot L1 on hand 12",
+            300: "stock metronidazole 250mg lot L2 on hand 40",
+        },
+    )
+    found = holding(text, "pharmacy.stock", Need.of("metronidazole stock"), around=2)
+    assert found is not None and found.tied == 2 and not found.ambiguous
+    assert (found.first_line, found.last_line) == (50, 304)  # from the first window to the last
+
+
+def test_equals_within_one_window_or_a_better_line_are_no_tie() -> None:
+    near = lines_of(400, {50: "stock metronidazole lot L1", 52: "stock metronidazole lot L2"})
+    found = holding(near, "pharmacy.stock", Need.of("metronidazole stock"), around=2)
+    assert found is not None and found.tied == 1 and (found.first_line, found.last_line) == (50, 54)
+    better = lines_of(400, {50: "stock metronidazole lot L1", 300: "stock metronidazole lot L2 expired"})
+    found = holding(better, "pharmacy.stock", Need.of("metronidazole stock expired"), around=2)
+    assert found is not None and found.tied == 1 and found.first_line == 300
+
+
+def test_equals_spread_over_more_than_a_page_are_ambiguous() -> None:
+    text = lines_of(3_000, {10: "stock metronidazole lot L1", 2_900: "stock metronidazole lot L2"})
+    found = holding(text, "pharmacy.stock", Need.of("metronidazole stock"), around=2)
+    assert found is not None and found.ambiguous and found.tied == 2
+    assert len(text.encode()) > TIED_SPAN_BYTES
+    assert (found.first_line, found.last_line) == (10, 2_904)

@@ -442,6 +442,19 @@ def test_curate_and_recall_over_rest(api: Api) -> None:
         "/v1/sessions/s/recall", json={"query": "vet approval for carprofen"}, headers=agent
     )
     assert missing.json()["status"] == "not_found" and missing.json()["recovered"] is None
+    # A need every line of a 2,000-line log holds alike: where, and nothing brought back.
+    wide = "\n".join(f"2026-12-01T10:{n // 60 % 60:02d}:{n % 60:02d}Z INFO step {n} ok" for n in range(2_000))
+    for tool, content in (("logs.tail", wide), ("notes", "a"), ("notes", "b")):
+        api.client.post("/v1/sessions/w/results", json={"tool_name": tool, "content": content}, headers=agent)
+    api.client.post("/v1/sessions/w/curate", json={"large_result_tokens": 500}, headers=agent)
+    alike = api.client.post("/v1/sessions/w/recall", json={"query": "step ok", "around": 0}, headers=agent)
+    assert alike.status_code == 200, alike.text
+    assert {k: alike.json()[k] for k in ("status", "result_id", "lines", "recovered")} == {
+        "status": "ambiguous",
+        "result_id": "r1",
+        "lines": [1, 2_000],
+        "recovered": None,
+    }
     assert_problem(api.client.post("/v1/sessions/s/recall", json={"query": ""}, headers=agent), 422)
     reader = api.headers("reader")
     assert_problem(api.client.post("/v1/sessions/s/curate", headers=reader), 403)

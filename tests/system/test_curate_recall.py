@@ -371,3 +371,37 @@ def test_a_corrupt_original_is_passed_over_and_never_quoted(mnemo: Mnemo) -> Non
     with mnemo.archive.store.read() as conn:
         actions = conn.execute(select(t.audit_events.c.action)).scalars().all()
     assert "integrity_failure" in actions
+
+
+def test_lines_far_apart_holding_a_need_alike_come_back_together_or_are_ambiguous(mnemo: Mnemo) -> None:
+    """Never one window picked among equals: all of them when they fit in a page of the search
+    (32 KiB), else `ambiguous`, with where they are and nothing appended."""
+
+    def snapshot(count: int, lots: dict[int, str]) -> str:
+        rows = [
+            f'{{"sku": "AMX-{n}", "name": "amoxicillin 250mg", "on_hand": {n % 90}}}' for n in range(count)
+        ]
+        for at, lot in lots.items():
+            rows[at - 1] = f'{{"sku": "MTR-{at}", "name": "metronidazole 250mg", "lot": "{lot}"}}'
+        return "\n".join(rows)
+
+    small = mnemo.record(AGENT, "s11", "pharmacy.stock", snapshot(300, {40: "L1", 260: "L2"})).result_id
+    large = mnemo.record(AGENT, "s12", "pharmacy.stock", snapshot(3_000, {40: "L1", 2_900: "L2"})).result_id
+    for session, rid in (("s11", small), ("s12", large)):
+        mnemo.record(AGENT, session, "notes", "next")
+        mnemo.archive_results(AGENT, session, [(rid, "stock snapshot")])
+    both = mnemo.recall(AGENT, "s11", "metronidazole stock", around=1)
+    assert both.status == "recovered" and both.lines == (40, 262)
+    assert both.recovered is not None
+    assert b'"lot": "L1"' in both.recovered.content and b'"lot": "L2"' in both.recovered.content
+    before = states(mnemo, "s12")
+    wide = mnemo.recall(AGENT, "s12", "metronidazole stock", around=1)
+    assert (wide.status, wide.result_id, wide.lines, wide.recovered) == (
+        "ambiguous",
+        large,
+        (40, 2_902),
+        None,
+    )
+    assert states(mnemo, "s12") == before  # nothing appended
+    named = mnemo.recall(AGENT, "s12", "metronidazole stock lot L2", around=1)
+    assert named.status == "recovered" and named.lines == (2_900, 2_902)

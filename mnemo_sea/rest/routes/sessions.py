@@ -125,8 +125,9 @@ def recall(
     session_id: str, body: RecallOp, principal: Caller, mnemo: System, idempotency_key: IdempotencyKey = None
 ) -> RecallOut:
     """Find the line of the session's results that holds a need phrased as `query`, and bring back
-    only its excerpt (`recovered`); `in_view` when a live result holds it; `not_found` with every
-    result checked, never a guess."""
+    only its excerpt (`recovered`); `in_view` when a live result holds it; `ambiguous` when lines
+    far apart hold it alike, too many to bring back; `not_found` with every result checked, never
+    a guess."""
     return RecallOut.of(
         mnemo.recall(principal, session_id, **body.as_kwargs(), idempotency_key=idempotency_key)
     )
