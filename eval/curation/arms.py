@@ -5,9 +5,11 @@ them) and renders every prompt through the context assembler; they differ only i
 they put in front of the model:
 
 - `full`: every result live, in its envelope;
-- `window`: the last `window_k` results verbatim, older ones absent (no placeholder);
+- `window`: the last `window_k` results verbatim, older ones absent (no placeholder) except the
+  protected classes, which stay in view (pinned, as masking and the archive keep them);
 - `summary`: the last `window_k` verbatim, each older one replaced by its extractive summary
-  (`extract_note`) in the envelope of a `summary` pseudo-result; originals are not recoverable;
+  (`extract_note`) in the envelope of a `summary` pseudo-result, the protected classes verbatim;
+  originals are not recoverable;
 - `masking`: Anthropic's `clear_tool_uses_20250919` semantics: when the prompt exceeds
   `trigger_tokens`, every result except the newest `keep` and the protected classes is replaced in
   place by `[tool result cleared]`, for good;

@@ -656,11 +656,18 @@ class _Replay:
         items = self.results
         name = "full" if everything else self.arm.name
         k = self.p.window_k
+        # Window and summary pin protected results as masking and the archive do: a harness
+        # keeps what it may never drop (an approval, a user-confirmed fact) whatever its rule.
         if name == WINDOW:
-            return tuple(HistoryItem(r.result, r.rendered, r.protected) for r in items[-k:])
+            recent = {r.result.result_id for r in items[-k:]}
+            return tuple(
+                HistoryItem(r.result, r.rendered, r.protected)
+                for r in items
+                if r.protected or r.result.result_id in recent
+            )
         out: list[HistoryItem] = []
         for n, r in enumerate(items):
-            if name == SUMMARY and n < len(items) - k:
+            if name == SUMMARY and n < len(items) - k and not r.protected:
                 pseudo = dataclasses.replace(r.result, tool_name="summary")
                 out.append(HistoryItem(pseudo, r.summary(self.p.summary_lines, self.p.summary_chars), False))
             elif name == MASKING and r.result.result_id in self.cleared:

@@ -7,12 +7,12 @@ With PARAMS (window 2, trigger 1,500, keep 1, 200+ token results), by hand:
 
 - full: all live. requests 9; no need missing; citations 2/2; the stale stock is shown live
   without a warning at need 9 and at the answer: stale 2; violations 0; leaks 0.
-- window (last 2): at need 8 the last two are logistics, vitals: mdr1 and stock both missing
-  (2/2), citations 0/2; approval is outside the window from the 4th result on: turns at events
-  3, 5, 8, 9, 10, 12 = 6 violations; nothing stale is shown.
+- window (last 2, protected results pinned): at need 8 the last two are logistics, vitals: mdr1
+  and stock both missing (2/2), citations 0/2; the approval stays in view outside the window:
+  0 violations; nothing stale is shown.
 - summary: lab's summary (its first 2 lines, no line with `pet-7` holds the quote) loses mdr1;
   stock's one line is its summary, so `3 boxes` stays (unwarned: stale 2); citations 1/2; the
-  approval is one line, kept whole by its summary: 0 violations.
+  approval, protected, stays verbatim: 0 violations.
 - masking: after logistics the prompt passes 1,500: lab and stock are cleared (logistics is the
   newest, approval protected) for good: both needs missing, citations 0/2, violations 0.
 - archive_scripted: archive [lab, logistics] (1 call, 2 results), recover lab (1), archive the
@@ -72,7 +72,7 @@ HAND: dict[str, dict[str, Any]] = {
     "full": dict(requests=9, archive_calls=0, archived_results=0, recover_calls=0, needs_missing=0,
                  citations_correct=2, protected_violations=0, stale_unwarned=2, injection_leaks=0),
     "window": dict(requests=9, archive_calls=0, archived_results=0, recover_calls=0, needs_missing=2,
-                   citations_correct=0, protected_violations=6, stale_unwarned=0, injection_leaks=0),
+                   citations_correct=0, protected_violations=0, stale_unwarned=0, injection_leaks=0),
     "summary": dict(requests=9, archive_calls=0, archived_results=0, recover_calls=0, needs_missing=1,
                     citations_correct=1, protected_violations=0, stale_unwarned=2, injection_leaks=0),
     "masking": dict(requests=9, archive_calls=0, archived_results=0, recover_calls=0, needs_missing=2,
@@ -368,3 +368,17 @@ def test_the_automatic_arm_counts_a_recall_as_one_request_and_its_recovery_apart
     assert (got["searches"], got["recalled"], got["recover_calls"]) == (2, 1, 0)
     assert got["requests"] == got["turns"] + 1 + 2  # the turns, the archive call, the two recalls
     assert len(run.recall_ms) == 2 and run.recover_ms == ()
+
+
+def test_window_and_summary_pin_protected_results_as_masking_and_the_archive_do() -> None:
+    """An approval of four lines, older than the window: window keeps it in view and summary
+    keeps it verbatim (neither drops nor shortens what a harness may never drop)."""
+    approval = "Dr. Li approved the plan for pet-7\nscope: milbemycin only\ndose: 0.5 mg/kg\nvalid: 7 days"
+    calls = [
+        ToolCall("approval", "vet.approve", {}, approval, "vet_approval", T0, "approval"),
+        *(runner_call(f"r{n}", f"filler {n}", n + 1) for n in range(4)),
+    ]
+    trace = type(TINY)(**{**TINY.__dict__, "events": (*calls, Answer("ok", ()))})
+    for arm in ("window", "summary"):
+        run = replay(trace, Arm(arm, PARAMS))
+        assert run.protected_violations == 0, arm
