@@ -201,6 +201,13 @@ def test_session_curate_and_recall(data: Path, tmp_path: Path) -> None:
     assert missing["status"] == "not_found" and missing["checked"]
     text = run("session", "curate", "s-9", "--need", "disk full", *common)
     assert text.returncode == 0 and "in view: r4 lines 301-301" in text.stdout  # the original's line
+    wide = tmp_path / "wide.log"  # every line holds "step ok": more than 32 KiB of equals
+    wide.write_text("\n".join(f"2026-12-01T10:00:{n % 60:02d}Z INFO step {n} ok" for n in range(2_000)))
+    ok_json("session", "record", "s-8", "deploy.logs", "--file", wide, *common)
+    ok_json("session", "archive", "s-8", "r1=deploy log", *common)
+    alike = run("session", "recall", "s-8", "step ok", "--around", "0", *common)
+    assert alike.returncode == 0, alike.stderr
+    assert alike.stdout.startswith("ambiguous: r1 lines 1-2000 hold 'step ok' alike")
 
 
 def test_memory_remember_current_history(data: Path) -> None:
