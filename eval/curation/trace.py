@@ -15,7 +15,8 @@ Format `mnemo-sea/context-trace/1` (JSON; a file holds one trace or a list of tr
        {"type": "tool_call", "label": "lab_log", "tool": "lab.log", "arguments": {},
         "content": "..." | "generator": {"name": "log", "size": 250000, "seed": 3},
         "policy_class": "default", "observed_at": "2026-11-30T09:00:00+08:00",
-        "note": "the note a scripted agent leaves when it archives this result"},
+        "note": "the note a scripted agent leaves when it archives this result",
+        "reread": "stable" | {"content": "..."} | {"generator": {...}}},
        {"type": "archive", "labels": ["lab_log"]},
        {"type": "recover", "label": "lab_log"},
        {"type": "need", "fact": "mdr1", "quote": "MDR1 mut/mut", "source": "lab_mdr1", "query": "MDR1"},
@@ -30,6 +31,10 @@ Format `mnemo-sea/context-trace/1` (JSON; a file holds one trace or a list of tr
        {"type": "fault", "kind": "store_down"}
      ]}
 
+`reread` (optional) says the call is read-only and may be run again by a baseline that needs its
+result out of view: `stable` (a file, a fixed report: the same output) or what a run returns
+now (a stock level, a rotating log, a page that changed: the output may no longer hold what
+the first run did). Without it the call is not to be run again (an action, an approval).
 `source` and `label` name a tool call of the same trace (a `state` fact's `source` may also be
 `evidence:<id>`). Times are ISO-8601 with a zone. `evidence` stores a knowledge record (a second
 event with the same id is its next version, superseding the first); `state` is a scripted task
@@ -58,6 +63,17 @@ class Generated:
 
 
 @dataclass(frozen=True)
+class Reread:
+    """How the call runs again: `current` is what a run returns now; None: stable, the original."""
+
+    current: str | Generated | None = None
+
+    @property
+    def stable(self) -> bool:
+        return self.current is None
+
+
+@dataclass(frozen=True)
 class ToolCall:
     label: str
     tool: str
@@ -66,6 +82,7 @@ class ToolCall:
     policy_class: str
     observed_at: datetime
     note: str | None  # what a scripted agent writes when it archives this result
+    reread: Reread | None = None  # None: not read-only, never run again
 
 
 @dataclass(frozen=True)

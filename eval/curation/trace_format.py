@@ -13,9 +13,10 @@ An error is a `TraceError` naming the origin, the event (index and type) and the
 `traces/f2.json: events[7] (need): quote "MDR1 mut/mut" is not in the original of lab_mdr1`.
 
 `trace_to_json` is canonical (fixed keys, optional fields written out, but for a recover's
-`match`, which came later) and round-trips: `parse_trace(trace_to_json(t)) == t`. `trace_digest`
-hashes that JSON together with every generated original, so a frozen test set also notices a
-generator whose output changed.
+`match` and a call's `reread`, which came later) and round-trips:
+`parse_trace(trace_to_json(t)) == t`. `trace_digest` hashes that JSON together with every
+generated original and re-run output, so a frozen test set also notices a generator whose
+output changed.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from .trace import (
     Need,
     Recover,
     Released,
+    Reread,
     State,
     StateFact,
     Summary,
@@ -206,6 +208,42 @@ def _quote(r: _Reader, key: str, source: ToolCall, what: str) -> str:
     return quote
 
 
+def _content(r: _Reader) -> str | Generated:
+    """A tool call's output, given (`content`) or generated (`generator`): exactly one."""
+    if ("content" in r.obj) == ("generator" in r.obj):
+        raise r.fail("content", "give exactly one of content and generator")
+    if "content" in r.obj:
+        content = r.text("content", empty=True)
+        if not content:
+            raise r.fail("content", "must not be empty (the archive refuses empty results)")
+        return content
+    spec = r.value("generator")
+    if not isinstance(spec, dict):
+        raise r.fail("generator", f"must be an object, got {_kind(spec)}")
+    g = _Nested(spec, r, "generator")
+    g.only({"name", "size", "seed", "params"})
+    params = g.value("params", {})
+    if not isinstance(params, dict):
+        raise g.fail("params", f"must be an object, got {_kind(params)}")
+    generated = Generated(g.text("name"), g.value("size"), g.value("seed"), params)
+    try:
+        check_generated(generated)
+    except InvalidInput as e:
+        raise g.fail(e.field, e.problem) from None
+    return generated
+
+
+def _reread(r: _Reader) -> Reread:
+    value = r.value("reread")
+    if value == "stable":
+        return Reread()
+    if not isinstance(value, dict):
+        raise r.fail("reread", f'must be "stable" or an object with content or generator, got {_kind(value)}')
+    current = _Nested(value, r, "reread")
+    current.only({"content", "generator"})
+    return Reread(_content(current))
+
+
 def _show(text: str) -> str:
     return json.dumps(text if len(text) <= 80 else text[:80] + "…", ensure_ascii=False)
 
@@ -251,6 +289,7 @@ class _Parser:
             "policy_class",
             "observed_at",
             "note",
+            "reread",
         }
         r.only(keys)
         label = r.text("label")
@@ -264,27 +303,7 @@ class _Parser:
         arguments = r.value("arguments", {})
         if not isinstance(arguments, dict):
             raise r.fail("arguments", f"must be an object, got {_kind(arguments)}")
-        content: str | Generated
-        if ("content" in r.obj) == ("generator" in r.obj):
-            raise r.fail("content", "give exactly one of content and generator")
-        if "content" in r.obj:
-            content = r.text("content", empty=True)
-            if not content:
-                raise r.fail("content", "must not be empty (the archive refuses empty results)")
-        else:
-            spec = r.value("generator")
-            if not isinstance(spec, dict):
-                raise r.fail("generator", f"must be an object, got {_kind(spec)}")
-            g = _Nested(spec, r, "generator")
-            g.only({"name", "size", "seed", "params"})
-            params = g.value("params", {})
-            if not isinstance(params, dict):
-                raise g.fail("params", f"must be an object, got {_kind(params)}")
-            content = Generated(g.text("name"), g.value("size"), g.value("seed"), params)
-            try:
-                check_generated(content)
-            except InvalidInput as e:
-                raise g.fail(e.field, e.problem) from None
+        content = _content(r)
         policy_class = r.value("policy_class", "default")
         try:
             check_policy_class(policy_class)
@@ -295,7 +314,8 @@ class _Parser:
             note = r.text("note")
             if len(note) > MAX_NOTE_CHARS:
                 raise r.fail("note", f"is {len(note)} characters; the archive's limit is {MAX_NOTE_CHARS}")
-        call = ToolCall(label, tool, arguments, content, policy_class, _time(r, "observed_at"), note)
+        reread = _reread(r) if "reread" in r.obj else None
+        call = ToolCall(label, tool, arguments, content, policy_class, _time(r, "observed_at"), note, reread)
         self.calls[label] = call
         return call
 
@@ -505,6 +525,13 @@ def load_traces(path: str | Path) -> list[Trace]:
     return traces
 
 
+def _content_json(content: str | Generated) -> dict[str, Any]:
+    if isinstance(content, Generated):
+        g = content
+        return {"generator": {"name": g.name, "size": g.size, "seed": g.seed, "params": g.params}}
+    return {"content": content}
+
+
 def _event_json(e: Event) -> dict[str, Any]:
     if isinstance(e, ToolCall):
         out: dict[str, Any] = {
@@ -513,12 +540,10 @@ def _event_json(e: Event) -> dict[str, Any]:
             "tool": e.tool,
             "arguments": e.arguments,
         }
-        if isinstance(e.content, Generated):
-            g = e.content
-            out["generator"] = {"name": g.name, "size": g.size, "seed": g.seed, "params": g.params}
-        else:
-            out["content"] = e.content
+        out |= _content_json(e.content)
         out |= {"policy_class": e.policy_class, "observed_at": e.observed_at.isoformat(), "note": e.note}
+        if e.reread is not None:  # written only when set, as a recover's match
+            out["reread"] = "stable" if e.reread.current is None else _content_json(e.reread.current)
         return out
     if isinstance(e, Archive):
         return {"type": "archive", "labels": list(e.labels)}
@@ -585,6 +610,13 @@ def trace_digest(trace: Trace) -> str:
     order: a trace is the same only if its JSON and the text its generators produce are."""
     h = hashlib.sha256(canonical_bytes(trace))
     for e in trace.events:
-        if isinstance(e, ToolCall) and isinstance(e.content, Generated):
-            h.update(b"\n" + hashlib.sha256(original(e.content).encode("utf-8")).hexdigest().encode("ascii"))
+        if not isinstance(e, ToolCall):
+            continue
+        # A re-run's generated output after the call's own (traces without one keep their digest).
+        rerun = e.reread.current if e.reread is not None else None
+        for content in (e.content, rerun):
+            if isinstance(content, Generated):
+                h.update(
+                    b"\n" + hashlib.sha256(original(content).encode("utf-8")).hexdigest().encode("ascii")
+                )
     return h.hexdigest()

@@ -13,7 +13,17 @@ import pytest
 from mnemo_sea.archive import InvalidInput
 from mnemo_sea.eval.curation import families
 from mnemo_sea.eval.curation.generators import GENERATORS, generate, original
-from mnemo_sea.eval.curation.trace import Answer, Archive, Generated, Need, Recover, Task, ToolCall, Trace
+from mnemo_sea.eval.curation.trace import (
+    Answer,
+    Archive,
+    Generated,
+    Need,
+    Recover,
+    Reread,
+    Task,
+    ToolCall,
+    Trace,
+)
 from mnemo_sea.eval.curation.trace_format import (
     TraceError,
     load_traces,
@@ -112,6 +122,20 @@ def test_a_recover_may_name_the_text_whose_lines_it_recovers_and_round_trips_wit
     assert parse_trace(json.loads(json.dumps(trace_to_json(trace))), "again") == trace
 
 
+def test_a_read_only_call_says_how_it_runs_again_and_round_trips_with_it() -> None:
+    obj = tiny()
+    assert "reread" not in trace_to_json(parse_trace(obj, "tiny.json"))["events"][1]  # digests kept
+    obj["events"][0]["reread"] = "stable"
+    obj["events"][1]["reread"] = {"generator": {"name": "lab_log", "size": 3000, "seed": 4}}
+    trace = parse_trace(obj, "tiny.json")
+    first, second = trace.events[0], trace.events[1]
+    assert isinstance(first, ToolCall) and first.reread == Reread()
+    assert isinstance(second, ToolCall) and second.reread == Reread(Generated("lab_log", 3000, 4, {}))
+    again = parse_trace(json.loads(json.dumps(trace_to_json(trace))), "again")
+    assert again == trace
+    assert trace_digest(again) != trace_digest(parse_trace(tiny(), "tiny.json"))
+
+
 def _broken(change: Any) -> TraceError:
     obj = tiny()
     change(obj)
@@ -193,6 +217,16 @@ def _broken(change: Any) -> TraceError:
             '"ALT 999" is not in the original of lab_log',
         ),
         (lambda o: o["events"][3].update(match=" "), 3, "recover", "match", "must not be empty"),
+        (lambda o: o["events"][0].update(reread="always"), 0, "tool_call", "reread", 'must be "stable"'),
+        (lambda o: o["events"][0].update(reread={"content": ""}), 0, "tool_call", "reread.content", "empty"),
+        (lambda o: o["events"][0].update(reread={"text": "x"}), 0, "tool_call", "reread.text", "not a field"),
+        (
+            lambda o: o["events"][0].update(reread={"content": "a", "generator": {}}),
+            0,
+            "tool_call",
+            "reread.content",
+            "exactly one",
+        ),
         (lambda o: o["events"][4].update(qoute="x"), 4, "need", "qoute", "not a field"),
         (lambda o: o["events"][5].update(quote="a <b>"), 5, "need", "quote", "escapes"),
         (lambda o: o["events"][0].pop("tool"), 0, "tool_call", "tool", "is required"),
