@@ -13,6 +13,10 @@ they put in front of the model:
 - `masking`: Anthropic's `clear_tool_uses_20250919` semantics: when the prompt exceeds
   `trigger_tokens`, every result except the newest `keep` and the protected classes is replaced in
   place by `[tool result cleared]`, for good;
+- `window+reread`, `masking+reread`: those baselines at their best: at a need whose quote is out
+  of view, a call the trace marks read-only (`reread`) is run again (a request) and its output
+  appended as a new result: the original for a stable tool, what the trace says a run returns
+  now for another (a moved log, today's stock), which may no longer hold the quote;
 - `archive_scripted`: the trace's own archive/recover decisions, applied through the archive;
 - `archive_heuristic`: after a tool call, when the prompt exceeds `trigger_tokens`, archive every
   live non-protected result older than the newest `keep` of at least `min_result_tokens`, with an
@@ -42,6 +46,9 @@ FULL = "full"
 WINDOW = "window"
 SUMMARY = "summary"
 MASKING = "masking"
+WINDOW_REREAD = "window+reread"
+MASKING_REREAD = "masking+reread"
+REREAD_SUFFIX = "+reread"
 ARCHIVE_SCRIPTED = "archive_scripted"
 ARCHIVE_HEURISTIC = "archive_heuristic"
 ARCHIVE_NO_NOTES = "archive_no_notes"
@@ -49,8 +56,10 @@ ARCHIVE_AUTO = "archive_auto"
 ARM_NAMES: tuple[str, ...] = (
     FULL,
     WINDOW,
+    WINDOW_REREAD,
     SUMMARY,
     MASKING,
+    MASKING_REREAD,
     ARCHIVE_SCRIPTED,
     ARCHIVE_HEURISTIC,
     ARCHIVE_NO_NOTES,
@@ -127,6 +136,16 @@ class Arm:
     def __post_init__(self) -> None:
         if self.name not in ARM_NAMES:
             raise InvalidInput("arms", f"{self.name!r} is not an arm; the arms are {', '.join(ARM_NAMES)}")
+
+    @property
+    def shows(self) -> str:
+        """The arm whose history it shows (a `+reread` arm shows its baseline's)."""
+        return self.name.removesuffix(REREAD_SUFFIX)
+
+    @property
+    def rereads(self) -> bool:
+        """Whether a need out of view runs a read-only call again."""
+        return self.name.endswith(REREAD_SUFFIX)
 
     @property
     def uses_archive(self) -> bool:

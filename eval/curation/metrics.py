@@ -5,10 +5,11 @@ Per (trace, arm), over its turns t = 1..n with prompt tokens P_t:
 - uncached_prefix_tokens = sum over t of the tokens of the segments of prompt t after the longest
   run of leading segments identical (same text) to prompt t-1's (all of prompt 1): what a
   provider's prefix cache could not have served, counted over whole segments;
-- requests = turns + archive_calls + recover_calls + searches + rejected (the heuristic arms'
-  searches of archived notes and the automatic arm's recalls are tool calls; a recall that
-  recovers is still one call, its recovery counted in `recalled`, not a request; rejected
-  archive batches and refused recoveries are requests too);
+- requests = turns + archive_calls + recover_calls + searches + rereads + rejected (the
+  heuristic arms' searches of archived notes and the automatic arm's recalls are tool calls; a
+  recall that recovers is still one call, its recovery counted in `recalled`, not a request; a
+  `+reread` baseline's call run again is one; rejected archive batches and refused recoveries
+  are requests too);
 - missing_rate = needs whose quote was not in that turn's prompt where it comes from its source
   (the source's envelope or what the arm shows instead, a recovered copy, the task state citing
   it) / needs;
@@ -49,6 +50,7 @@ SUMMED = (
     "recover_calls",
     "searches",
     "recalled",
+    "rereads",
     "rejected",
     "needs",
     "needs_missing",
@@ -95,7 +97,12 @@ def trace_metrics(run: TraceRun) -> dict[str, Any]:
     correct = sum(1 for c in run.citations if c.correct)
     out: dict[str, Any] = {
         "turns": len(run.turns),
-        "requests": len(run.turns) + run.archive_calls + run.recover_calls + run.searches + run.rejected,
+        "requests": len(run.turns)
+        + run.archive_calls
+        + run.recover_calls
+        + run.searches
+        + run.rereads
+        + run.rejected,
         "final_prompt_tokens": tokens[-1] if tokens else 0,
         "peak_prompt_tokens": max(tokens, default=0),
         "cumulative_input_tokens": sum(tokens),
@@ -105,6 +112,7 @@ def trace_metrics(run: TraceRun) -> dict[str, Any]:
         "recover_calls": run.recover_calls,
         "searches": run.searches,
         "recalled": run.recalled,
+        "rereads": run.rereads,
         "rejected": run.rejected,
         "needs": len(run.needs),
         "needs_missing": missing,

@@ -66,7 +66,7 @@ def markdown_table(report: dict[str, Any], family: str | None = None) -> str:
     order = [a for a in report["arm_order"] if a in arms]
     lines = [
         "| arm | final prompt | vs full | cumulative input | vs full | requests | vs full "
-        "| archive / recover | key evidence missing | citation precision | protected viol. "
+        "| archive / recover / re-read | key evidence missing | citation precision | protected viol. "
         "| stale unwarned | injection leaks "
         "| unknown→definite |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -78,7 +78,7 @@ def markdown_table(report: dict[str, Any], family: str | None = None) -> str:
             f"| {arm} | {a['final_prompt_tokens']:,} | {_ratio(vs['final_prompt_tokens'])} "
             f"| {a['cumulative_input_tokens']:,} | {_ratio(vs['cumulative_input_tokens'])} "
             f"| {a['requests']:,} | {_ratio(vs['requests'])} "
-            f"| {a['archive_calls']} / {a['recover_calls'] + a['recalled']} "
+            f"| {a['archive_calls']} / {a['recover_calls'] + a['recalled']} / {a['rereads']} "
             f"| {_pct(a['missing_rate'])} ({a['needs_missing']}/{a['needs']}) "
             f"| {_pct(a['citation_precision'])} ({a['citations_correct']}/{a['citations']}) "
             f"| {a['protected_violations']} | {a['stale_unwarned']} | {a['injection_leaks']} "

@@ -172,6 +172,7 @@ class TraceRun:
     archive_ms: tuple[float, ...] = ()
     recover_ms: tuple[float, ...] = ()
     recall_ms: tuple[float, ...] = ()  # every recall, whether it recovered or not
+    rereads: int = 0  # read-only calls run again by a `+reread` baseline (each a request)
     searches: int = 0  # searches of archived notes and recalls (each one tool call)
     recalled: int = 0  # recoveries made inside a recall's one call (no tool call of their own)
     seconds: float = 0.0
@@ -251,6 +252,7 @@ class _Counts:
     rejected: int = 0
     searches: int = 0
     recalled: int = 0
+    rereads: int = 0
     archive_ms: list[float] = field(default_factory=list)
     recover_ms: list[float] = field(default_factory=list)
     recall_ms: list[float] = field(default_factory=list)
@@ -281,6 +283,9 @@ class _Replay:
         self.by_label: dict[str, _Result] = {}
         self.label_of: dict[str, str] = {}  # result id (originals and copies) -> label
         self.live_copies: dict[str, list[str]] = {}  # label -> live recovered copies
+        self.calls = trace.calls()
+        self.rerun: dict[str, list[str]] = {}  # label -> results of its calls run again
+        self.now: datetime | None = None  # the session's time: the last call's, moved by clock events
         self.archived: set[str] = set()
         self.notes: dict[str, str] = {}  # result id -> the note it was archived with
         self.cleared: set[str] = set()  # masking
@@ -319,6 +324,8 @@ class _Replay:
                 self._answer(i, event)
             elif isinstance(event, Clock):
                 self.offset += timedelta(hours=event.hours)
+                if self.now is not None:
+                    self.now += timedelta(hours=event.hours)
                 if event.hours > 0:
                     self.clock_marks.append(i)
             elif isinstance(event, Task):
@@ -335,6 +342,7 @@ class _Replay:
     def _tool_call(self, i: int, call: ToolCall) -> None:
         content = self.contents[call.label]
         observed: datetime = call.observed_at + self.offset
+        self.now = observed
         result = self.mnemo.record(
             self.principal,
             self.session,
@@ -367,7 +375,7 @@ class _Replay:
         what the arm shows in its place), a recovered copy of it, or the task state citing it. The
         same text in another result does not count: an agent cannot cite what it cannot see."""
         rid = self.by_label[label].result.result_id
-        accepted = {rid, f"{RESULT_PREFIX}{self.session}/{rid}"}
+        accepted = {rid, f"{RESULT_PREFIX}{self.session}/{rid}", *self.rerun.get(label, ())}
         return any(quote in s.text for s in ctx.segments if accepted & set(s.ids))
 
     def _need(self, i: int, need: Need) -> None:
@@ -377,6 +385,8 @@ class _Replay:
             self._heuristic_recover(need.query)
         elif self.arm.name == ARCHIVE_AUTO and not self._shows(self._assemble(), need.source, quote):
             self._auto_recall(need.query)
+        elif self.arm.rereads and not self._shows(self._assemble(), need.source, quote):
+            self._reread(i, need.source)
         ctx = self._turn(i, "need")
         satisfied = self._shows(ctx, need.source, quote)
         stale = satisfied and self._stale_unwarned(ctx, need.source, quote, i)
@@ -636,6 +646,32 @@ class _Replay:
         self.label_of[copy] = label
         self.live_copies.setdefault(label, []).append(copy)
 
+    def _reread(self, i: int, label: str) -> None:
+        """Run `label`'s call again, if the trace says it is read-only: one tool call (a request),
+        whose output is appended as the newest result, observed now. A stable call gives its
+        original; another, what the trace says a run returns now."""
+        call = self.calls[label]
+        if call.reread is None:
+            return  # an action or an approval is not run again to be read
+        content = (
+            self.contents[label] if call.reread.current is None else resolve_content(call.reread.current)
+        )
+        self.counts.rereads += 1
+        result = self.mnemo.record(
+            self.principal,
+            self.session,
+            call.tool,
+            content,
+            arguments=call.arguments,
+            observed_at=self.now,
+            policy_class=call.policy_class,
+            owner=self.trace.owner,
+        )
+        source = self.by_label[label]
+        self.results.append(_Result(label, i, result, content, source.protected, source.time_sensitive))
+        self.label_of[result.result_id] = label
+        self.rerun.setdefault(label, []).append(result.result_id)
+
     def _index_originals(self) -> None:
         """Run the trail an archive started, after its timing: an agent's next turn comes seconds
         later, when the originals are searchable; the replay runs it then, so it is deterministic."""
@@ -654,7 +690,7 @@ class _Replay:
 
     def _harness_history(self, *, everything: bool = False) -> tuple[HistoryItem, ...]:
         items = self.results
-        name = "full" if everything else self.arm.name
+        name = "full" if everything else self.arm.shows
         k = self.p.window_k
         # Window and summary pin protected results as masking and the archive do: a harness
         # keeps what it may never drop (an approval, a user-confirmed fact) whatever its rule.
@@ -720,7 +756,7 @@ class _Replay:
 
     def _assemble(self, candidate_min_tokens: int = DEFAULT_CANDIDATE_MIN_TOKENS) -> AssembledContext:
         ctx = self._fit(self._material(), candidate_min_tokens)
-        if self.arm.name == MASKING and ctx.used_tokens > self.p.trigger_tokens:
+        if self.arm.shows == MASKING and ctx.used_tokens > self.p.trigger_tokens:
             keep = {r.result.result_id for r in self.results[-self.p.keep :]} if self.p.keep else set()
             clear = {
                 r.result.result_id for r in self.results if not r.protected and r.result.result_id not in keep
@@ -799,6 +835,7 @@ class _Replay:
             recover_calls=c.recover_calls,
             searches=c.searches,
             recalled=c.recalled,
+            rereads=c.rereads,
             rejected=c.rejected,
             needs=tuple(self.needs),
             citations=tuple(self.citations),

@@ -15,6 +15,12 @@ With PARAMS (window 2, trigger 1,500, keep 1, 200+ token results), by hand:
   approval, protected, stays verbatim: 0 violations.
 - masking: after logistics the prompt passes 1,500: lab and stock are cleared (logistics is the
   newest, approval protected) for good: both needs missing, citations 0/2, violations 0.
+- window+reread and masking+reread: as their baselines until need 8, where the lab report is out
+  of view; its call is read-only and stable, so it runs again (a request) and the report comes
+  back whole as the newest result: mdr1 found. At need 9 the stock is out of view; its call runs
+  again (a request) but a stock level moves: the run returns "1 box", so `3 boxes` is missing.
+  requests 9 + 2 = 11; 1 need missing; citations 1/2 (lab's quote is in the report run again,
+  the stock's nowhere); nothing stale is shown (the new count is observed now).
 - archive_scripted: archive [lab, logistics] (1 call, 2 results), recover lab (1), archive the
   copy (1 call, 1 result): requests 9 + 2 + 1 = 12; no need missing; citations 2/2; stale 2
   (the stock itself was never archived); the logistics note carries the injected sentence, so
@@ -42,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tiny_trace import LAB_FILLER, LOGISTICS, MDR1, PARAMS, T0, TINY
+from tiny_trace import LAB, LAB_FILLER, LOGISTICS, MDR1, PARAMS, STOCK_NOW, T0, TINY
 from typer.testing import CliRunner
 
 from mnemo_sea.archive import Archive as ArchiveApi
@@ -64,6 +70,7 @@ from mnemo_sea.eval.curation.trace import (
     Summary,
     ToolCall,
 )
+from mnemo_sea.system.mnemo import Mnemo
 
 # The arms that show the archive's live view: since the live view warns a time-sensitive live
 # result once it is old (issue 26), the stock result shown after the clock advance carries the
@@ -77,6 +84,10 @@ HAND: dict[str, dict[str, Any]] = {
                     citations_correct=1, protected_violations=0, stale_unwarned=2, injection_leaks=0),
     "masking": dict(requests=9, archive_calls=0, archived_results=0, recover_calls=0, needs_missing=2,
                     citations_correct=0, protected_violations=0, stale_unwarned=0, injection_leaks=0),
+    "window+reread": dict(requests=11, rereads=2, archive_calls=0, recover_calls=0, needs_missing=1,
+                          citations_correct=1, protected_violations=0, stale_unwarned=0, injection_leaks=0),
+    "masking+reread": dict(requests=11, rereads=2, archive_calls=0, recover_calls=0, needs_missing=1,
+                           citations_correct=1, protected_violations=0, stale_unwarned=0, injection_leaks=0),
     "archive_scripted": dict(requests=12, archive_calls=2, archived_results=3, recover_calls=1,
                              needs_missing=0, citations_correct=2, protected_violations=0,
                              stale_unwarned=0, injection_leaks=5),
@@ -382,3 +393,34 @@ def test_window_and_summary_pin_protected_results_as_masking_and_the_archive_do(
     for arm in ("window", "summary"):
         run = replay(trace, Arm(arm, PARAMS))
         assert run.protected_violations == 0, arm
+
+
+def test_a_reread_records_the_call_run_again_and_only_a_read_only_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a `+reread` baseline adds to the session: the lab report again (stable) and the stock
+    as it is now, both observed after the clock advance; never the approval or the vitals, whose
+    calls the trace does not mark read-only."""
+    recorded: list[tuple[str, str, Any]] = []
+    record = Mnemo.record
+
+    def spy(self: Mnemo, principal: Any, session: str, tool: str, content: str, **kw: Any) -> Any:
+        recorded.append((tool, content, kw.get("observed_at")))
+        return record(self, principal, session, tool, content, **kw)
+
+    monkeypatch.setattr(Mnemo, "record", spy)
+    replay(TINY, Arm("window+reread", PARAMS))
+    tools = [tool for tool, _, _ in recorded]
+    assert tools == [
+        "lab.report",
+        "vet.approval",
+        "pharmacy.stock",
+        "logistics.note",
+        "vitals.get",
+        "lab.report",  # need 8, run again
+        "pharmacy.stock",  # need 9, run again
+        "scale.get",
+    ]
+    (_, lab_again, lab_at), (_, stock_now, stock_at) = recorded[5], recorded[6]
+    assert lab_again == LAB and stock_now == STOCK_NOW
+    assert lab_at == stock_at == T0 + timedelta(hours=24, minutes=5)  # the session's time then
