@@ -45,6 +45,74 @@ _UTC = timezone.utc  # noqa: UP017 (timezone.utc reads as what it is beside time
 _CST = timezone(timedelta(hours=8))
 
 
+# How the families' tools run again, for the baselines that re-read (trace.py's `reread`). A
+# stable tool reads a fixed thing (a file, a commit, a dated report, a record of the past): run
+# again, the same output. A moving one reads something that changes (a log window, a metric, a
+# stock level, a status): run again later, a fresh output of the same kind (the generator's next
+# seed) that no longer holds the lines the first run was needed for. A moving tool whose output
+# a family gives as text gets no mark (the family has no later output to give), nor does a call
+# that acts or confirms (a patch, a command, an approval): neither is run again.
+STABLE_TOOLS = frozenset(
+    {
+        "acquirer.settlement_file",
+        "crm.messages",
+        "deploys.list",
+        "flags.list",
+        "flags.rollout",
+        "fs.read_file",
+        "git.log",
+        "git.show",
+        "his.patient_record",
+        "his.visit_note",
+        "http.get",
+        "imaging.report",
+        "kb.drug_label",
+        "lab.analyser_log",
+        "lab.mdr1_genotype",
+        "orders.get",
+        "otel.compare",
+        "otel.get_trace",
+        "payments.ledger",
+        "policy.cache",
+        "shell.grep",
+        "tracker.comments",
+        "tracker.get",
+    }
+)
+MOVING_TOOLS = frozenset(
+    {
+        "acquirer.disputes",
+        "kubectl.describe",
+        "kubectl.get",
+        "kubectl.logs",
+        "kubectl.top",
+        "ledger.payouts",
+        "logistics.raw_events",
+        "logistics.track",
+        "orders.recent",
+        "otel.search_logs",
+        "otel.search_spans",
+        "pager.oncall",
+        "pharmacy.stock",
+        "prometheus.query",
+        "risk.rule_hits",
+        "status.page",
+        "treasury.fx_rates",
+        "wms.events",
+    }
+)
+
+
+def _reread(tool: str, gen: tuple[str, int, int, dict[str, Any]] | None) -> str | dict[str, Any] | None:
+    if tool in STABLE_TOOLS:
+        return "stable"
+    if tool in MOVING_TOOLS and gen is not None:
+        name, size, seed, params = gen
+        later = {k: v for k, v in params.items() if k not in ("needles", "at")}
+        return {"generator": {"name": name, "size": size, "seed": seed + 1, "params": later}}
+    return None
+
+
 class _Script:
     """Builds a trace's JSON event by event, keeping the simulated time of each tool call."""
 
@@ -73,6 +141,9 @@ class _Script:
             name, size, seed, params = gen
             event["generator"] = {"name": name, "size": size, "seed": seed, "params": params}
         event |= {"policy_class": policy, "observed_at": self.now.isoformat(), "note": note}
+        reread = _reread(tool, gen)
+        if reread is not None:
+            event["reread"] = reread
         self.events.append(event)
 
     def archive(self, *labels: str) -> None:

@@ -529,3 +529,22 @@ def test_a_generator_change_changes_the_digest(built: dict[tuple[str, int], Trac
     call = next(e for e in obj["events"] if "generator" in e)
     call["generator"]["seed"] += 1
     assert trace_digest(parse_trace(obj)) != trace_digest(trace)
+
+
+def test_every_family_tool_says_whether_it_runs_again(built: dict[tuple[str, int], Trace]) -> None:
+    """A tool added to a family must be classed: stable, moving, or an action never run again.
+    A moving tool's later run no longer holds the line the first run was needed for."""
+    actions = {"fs.apply_patch", "owner.confirm", "shell.run", "vet.approve"}
+    for trace in built.values():
+        for call in trace.calls().values():
+            if call.tool in actions:
+                assert call.reread is None, call.tool
+            elif call.tool in families.STABLE_TOOLS:
+                assert call.reread == Reread(), call.tool
+            else:
+                assert call.tool in families.MOVING_TOOLS, f"{call.tool} is not classed"
+    f2 = built[("F2", 101)]
+    stock = f2.calls()["stock"]
+    need = next(e for e in f2.events if isinstance(e, Need) and e.source == "stock")
+    assert stock.reread is not None and stock.reread.current is not None
+    assert need.quote in original(stock.content) and need.quote not in original(stock.reread.current)
