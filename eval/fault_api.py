@@ -56,6 +56,11 @@ from .write_audit import audit_all
 # timeout. Anything slower than that plus a margin is a hang.
 HANG_BOUND_S = PG_CONNECT_TIMEOUT_S + 5.0
 FAULT_MIX = {"search": 0.30, "record": 0.35, "archive": 0.20, "recover": 0.15}
+# A phase lasts `phase_s` and, on a busy machine, longer: until every operation of the mix was
+# answered in it at least this often (a bound of PHASE_CAP times `phase_s` only stops a hang), so
+# what a phase shows never rests on how much a loaded machine got done in a fixed time.
+MIN_CALLS_PER_OP = 2
+PHASE_CAP = 8
 TENANT = "faults"
 
 
@@ -115,18 +120,38 @@ class ReadyProbe:
         self._http.close()
 
 
+def _hold(fleet: Fleet, since: float, phase_s: float) -> None:
+    """Let the phase begun at `since` run `phase_s`, then until each operation was answered in
+    it MIN_CALLS_PER_OP times (or PHASE_CAP times `phase_s` passed)."""
+    time.sleep(phase_s)
+    deadline = since + PHASE_CAP * phase_s
+    while time.monotonic() < deadline:
+        now = time.monotonic()
+        answered = Counter(
+            c.op for c in fleet.calls() if since <= c.started and c.started + c.ms / 1000 <= now
+        )
+        if all(answered[op] >= MIN_CALLS_PER_OP for op in FAULT_MIX):
+            return
+        time.sleep(0.1)
+
+
 def _outage(
-    timeline: Timeline, name: str, kill: Callable[[], None], start: Callable[[], float], phase_s: float
+    timeline: Timeline,
+    fleet: Fleet,
+    name: str,
+    kill: Callable[[], None],
+    start: Callable[[], float],
+    phase_s: float,
 ) -> dict[str, float]:
-    """Kill a store, leave it down for `phase_s`, restart it, leave it up for `phase_s`."""
+    """Kill a store, leave it down for a phase, restart it, leave it up for a phase (`_hold`)."""
     t_kill = timeline.mark(f"{name}_killing")
     kill()
     t_down = timeline.mark(f"{name}_down")
-    time.sleep(phase_s)
+    _hold(fleet, t_down, phase_s)
     t_restart = timeline.mark(f"{name}_restarting")
     start()
     t_back = timeline.mark(f"{name}_back")
-    time.sleep(phase_s)
+    _hold(fleet, t_back, phase_s)
     return {"kill": t_kill, "down": t_down, "restart": t_restart, "back": t_back}
 
 
@@ -245,7 +270,8 @@ def run(
     missing = missing_fault_binaries()
     if missing:
         raise StackError(f"the fault scenario needs {', '.join(missing)}")
-    bound = hard_timeout_s if hard_timeout_s is not None else 12 * phase_s + 240
+    # Five phases held up to PHASE_CAP times phase_s each, two restarts, the audit.
+    bound = hard_timeout_s if hard_timeout_s is not None else 5 * PHASE_CAP * phase_s + 240
     root = Path(tempfile.mkdtemp(prefix="mnemo-faults-"))
     root.chmod(0o755)  # PostgreSQL runs as its own system user when we are root
     (root / "pg").mkdir()
@@ -300,13 +326,13 @@ def run(
             )
             probe = ReadyProbe(server.base_url, keys[-1])
             timeline = Timeline()
-            timeline.mark("baseline")
+            since = timeline.mark("baseline")
             fleet.start()
             probe.start()
-            time.sleep(phase_s)
+            _hold(fleet, since, phase_s)
             outages = {
-                "postgres": _outage(timeline, "postgres", pg.kill, pg.start, phase_s),
-                "redis": _outage(timeline, "redis", cache.kill, cache.start, phase_s),
+                "postgres": _outage(timeline, fleet, "postgres", pg.kill, pg.start, phase_s),
+                "redis": _outage(timeline, fleet, "redis", cache.kill, cache.start, phase_s),
             }
             stuck = fleet.stop(HANG_BOUND_S + 10)
             end = time.monotonic()

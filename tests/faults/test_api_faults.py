@@ -1,6 +1,7 @@
 """Store outages under load: PostgreSQL, then Redis, killed and restarted under one API process.
 
-The scenario (`mnemo-sea bench faults`, here with 2.5-second phases) runs once for the module
+The scenario (`mnemo-sea bench faults`, here with phases of 2.5 seconds and as long as it takes
+every operation to be answered twice in each) runs once for the module
 on throwaway servers; each test checks one promise of the API on its report:
 
 - while a store is down, calls that need it answer 503 problem+json, never 500, never hang;
@@ -22,7 +23,8 @@ ALL_OPS = ("search", "record", "archive", "recover")
 @pytest.fixture(scope="module")
 def report(fault_binaries: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     logs = tmp_path_factory.mktemp("fault-logs")
-    return fault_api.run(clients=4, phase_s=2.5, seed_docs=20, hard_timeout_s=150, logs_dir=logs)
+    # The hard timeout bounds a hang only: on a busy machine each phase waits for its calls.
+    return fault_api.run(clients=4, phase_s=2.5, seed_docs=20, hard_timeout_s=300, logs_dir=logs)
 
 
 def test_calls_answer_2xx_or_503_problem_json_and_never_500(report: dict[str, Any]) -> None:
