@@ -167,10 +167,15 @@ def bench_api(
 
 def bench_faults(
     clients: Annotated[int, typer.Option(min=1, max=64, help="concurrent clients")] = 4,
-    phase: Annotated[float, typer.Option(min=1, help="seconds per phase (up, down, back)")] = 4.0,
+    phase: Annotated[
+        float,
+        typer.Option(
+            min=1, help="seconds per phase (up, down, back), longer until each operation answered twice"
+        ),
+    ] = 4.0,
     embedder: EmbedderOption = "hashing",
     timeout: Annotated[
-        float | None, typer.Option(min=30, help="hard timeout in seconds (default: 12 x phase + 240)")
+        float | None, typer.Option(min=30, help="hard timeout in seconds (default: 40 x phase + 240)")
     ] = None,
     as_json: AsJson = False,
 ) -> None:
