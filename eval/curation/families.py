@@ -45,16 +45,19 @@ _UTC = timezone.utc  # noqa: UP017 (timezone.utc reads as what it is beside time
 _CST = timezone(timedelta(hours=8))
 
 
-# How the families' tools run again, for the baselines that re-read (trace.py's `reread`). A
-# stable tool reads a fixed thing (a file, a commit, a dated report, a record of the past): run
-# again, the same output. A moving one reads something that changes (a log window, a metric, a
-# stock level, a status): run again later, a fresh output of the same kind (the generator's next
-# seed) that no longer holds the lines the first run was needed for. A moving tool whose output
-# a family gives as text gets no mark (the family has no later output to give), nor does a call
-# that acts or confirms (a patch, a command, an approval): neither is run again.
-STABLE_TOOLS = frozenset(
+# How the families' calls run again, for the baselines that re-read (trace.py's `reread`),
+# decided by what a call reads, not by what a trace needs:
+# - stable: a fixed thing (a file, a commit, a record, a report, a trace by id, an id's event
+#   history, a ticket) or a stated period of the past (`since`, `window`, `range`, `day`, `date`,
+#   a `previous` container): run again within the session, the same output;
+# - moving: the current state or the newest N of something (a stock level, the last N log lines,
+#   the newest orders, an instant metric, who is on call): run again later, a fresh output of the
+#   same kind (the generator's next seed) without the lines the first run was needed for; one a
+#   family gives as text gets no mark (the family has no later output to give);
+# - an action or a confirmation (a patch, a command, an approval) is never run again to be read.
+ACTIONS = frozenset({"fs.apply_patch", "owner.confirm", "shell.run", "vet.approve"})
+FIXED_TOOLS = frozenset(
     {
-        "acquirer.settlement_file",
         "crm.messages",
         "deploys.list",
         "flags.list",
@@ -67,8 +70,8 @@ STABLE_TOOLS = frozenset(
         "http.get",
         "imaging.report",
         "kb.drug_label",
-        "lab.analyser_log",
         "lab.mdr1_genotype",
+        "logistics.track",
         "orders.get",
         "otel.compare",
         "otel.get_trace",
@@ -77,40 +80,24 @@ STABLE_TOOLS = frozenset(
         "shell.grep",
         "tracker.comments",
         "tracker.get",
-    }
-)
-MOVING_TOOLS = frozenset(
-    {
-        "acquirer.disputes",
-        "kubectl.describe",
-        "kubectl.get",
-        "kubectl.logs",
-        "kubectl.top",
-        "ledger.payouts",
-        "logistics.raw_events",
-        "logistics.track",
-        "orders.recent",
-        "otel.search_logs",
-        "otel.search_spans",
-        "pager.oncall",
-        "pharmacy.stock",
-        "prometheus.query",
-        "risk.rule_hits",
-        "status.page",
-        "treasury.fx_rates",
         "wms.events",
     }
 )
+PERIOD_ARGUMENTS = frozenset({"date", "day", "previous", "range", "since", "window"})
 
 
-def _reread(tool: str, gen: tuple[str, int, int, dict[str, Any]] | None) -> str | dict[str, Any] | None:
-    if tool in STABLE_TOOLS:
+def _reread(
+    tool: str, arguments: dict[str, Any], gen: tuple[str, int, int, dict[str, Any]] | None
+) -> str | dict[str, Any] | None:
+    if tool in ACTIONS:
+        return None
+    if tool in FIXED_TOOLS or PERIOD_ARGUMENTS & arguments.keys():
         return "stable"
-    if tool in MOVING_TOOLS and gen is not None:
-        name, size, seed, params = gen
-        later = {k: v for k, v in params.items() if k not in ("needles", "at")}
-        return {"generator": {"name": name, "size": size, "seed": seed + 1, "params": later}}
-    return None
+    if gen is None:
+        return None
+    name, size, seed, params = gen
+    later = {k: v for k, v in params.items() if k not in ("needles", "at")}
+    return {"generator": {"name": name, "size": size, "seed": seed + 1, "params": later}}
 
 
 class _Script:
@@ -141,7 +128,7 @@ class _Script:
             name, size, seed, params = gen
             event["generator"] = {"name": name, "size": size, "seed": seed, "params": params}
         event |= {"policy_class": policy, "observed_at": self.now.isoformat(), "note": note}
-        reread = _reread(tool, gen)
+        reread = _reread(tool, arguments, gen)
         if reread is not None:
             event["reread"] = reread
         self.events.append(event)

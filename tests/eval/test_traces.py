@@ -531,20 +531,20 @@ def test_a_generator_change_changes_the_digest(built: dict[tuple[str, int], Trac
     assert trace_digest(parse_trace(obj)) != trace_digest(trace)
 
 
-def test_every_family_tool_says_whether_it_runs_again(built: dict[tuple[str, int], Trace]) -> None:
-    """A tool added to a family must be classed: stable, moving, or an action never run again.
-    A moving tool's later run no longer holds the line the first run was needed for."""
-    actions = {"fs.apply_patch", "owner.confirm", "shell.run", "vet.approve"}
+def test_every_family_call_says_whether_it_runs_again(built: dict[tuple[str, int], Trace]) -> None:
+    """Actions never run again; a fixed thing or a stated period of the past runs again the same;
+    the current state runs again as a later output without the line the first run was needed for."""
     for trace in built.values():
         for call in trace.calls().values():
-            if call.tool in actions:
+            if call.tool in families.ACTIONS:
                 assert call.reread is None, call.tool
-            elif call.tool in families.STABLE_TOOLS:
+            elif call.tool in families.FIXED_TOOLS or families.PERIOD_ARGUMENTS & call.arguments.keys():
                 assert call.reread == Reread(), call.tool
             else:
-                assert call.tool in families.MOVING_TOOLS, f"{call.tool} is not classed"
+                assert call.reread is None or call.reread.current is not None, call.tool
     f2 = built[("F2", 101)]
-    stock = f2.calls()["stock"]
+    stock = f2.calls()["stock"]  # a stock level: the current state
     need = next(e for e in f2.events if isinstance(e, Need) and e.source == "stock")
     assert stock.reread is not None and stock.reread.current is not None
     assert need.quote in original(stock.content) and need.quote not in original(stock.reread.current)
+    assert f2.calls()["lab_log"].reread == Reread()  # the analyser's log of a stated date
