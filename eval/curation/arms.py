@@ -14,7 +14,8 @@ they put in front of the model:
   `trigger_tokens`, every result except the newest `keep` and the protected classes is replaced in
   place by `[tool result cleared]`, for good;
 - `window+reread`, `masking+reread`: those baselines at their best: at a need whose quote is out
-  of view, a call the trace marks read-only (`reread`) is run again (a request) and its output
+  of view, and before an answer for each cited source out of view, a call the trace marks
+  read-only (`reread`) is run again (a request) and its output
   appended as a new result: the original for a stable tool, what the trace says a run returns
   now for another (a moved log, today's stock), which may no longer hold the quote;
 - `archive_scripted`: the trace's own archive/recover decisions, applied through the archive;

@@ -385,14 +385,21 @@ class _Replay:
             self._heuristic_recover(need.query)
         elif self.arm.name == ARCHIVE_AUTO and not self._shows(self._assemble(), need.source, quote):
             self._auto_recall(need.query)
-        elif self.arm.rereads and not self._shows(self._assemble(), need.source, quote):
-            self._reread(i, need.source)
+        elif self.arm.rereads and not self._shows(before := self._assemble(), need.source, quote):
+            self._reread(i, need.source, before)
         ctx = self._turn(i, "need")
         satisfied = self._shows(ctx, need.source, quote)
         stale = satisfied and self._stale_unwarned(ctx, need.source, quote, i)
         self.needs.append(NeedOutcome(i, need.fact, need.source, satisfied, stale))
 
     def _answer(self, i: int, answer: Answer) -> None:
+        if self.arm.rereads:
+            # At its best, a baseline that re-reads does so for what it is about to quote too.
+            before = self._assemble()
+            for source in dict.fromkeys(c.source for c in answer.citations):
+                quotes = [escape_text(c.quote) for c in answer.citations if c.source == source]
+                if not all(self._shows(before, source, q) for q in quotes):
+                    self._reread(i, source, before)
         ctx = self._turn(i, "answer")
         if not answer.citations:
             return
@@ -646,13 +653,17 @@ class _Replay:
         self.label_of[copy] = label
         self.live_copies.setdefault(label, []).append(copy)
 
-    def _reread(self, i: int, label: str) -> None:
+    def _reread(self, i: int, label: str, shown: AssembledContext) -> None:
         """Run `label`'s call again, if the trace says it is read-only: one tool call (a request),
         whose output is appended as the newest result, observed now. A stable call gives its
-        original; another, what the trace says a run returns now."""
+        original; another, what the trace says a run returns now. Not when its last run is in
+        view (`shown`): the agent sees what a run returns now, and another would return it again."""
         call = self.calls[label]
         if call.reread is None:
             return  # an action or an approval is not run again to be read
+        runs = self.rerun.get(label)
+        if runs and any(runs[-1] in s.ids for s in shown.segments):
+            return
         content = (
             self.contents[label] if call.reread.current is None else resolve_content(call.reread.current)
         )

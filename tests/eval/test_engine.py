@@ -65,6 +65,7 @@ from mnemo_sea.eval.curation.trace import (
     Citation,
     Need,
     Recover,
+    Reread,
     State,
     StateFact,
     Summary,
@@ -424,3 +425,19 @@ def test_a_reread_records_the_call_run_again_and_only_a_read_only_call(
     (_, lab_again, lab_at), (_, stock_now, stock_at) = recorded[5], recorded[6]
     assert lab_again == LAB and stock_now == STOCK_NOW
     assert lab_at == stock_at == T0 + timedelta(hours=24, minutes=5)  # the session's time then
+
+
+def test_a_reread_baseline_runs_a_cited_call_again_before_it_answers() -> None:
+    """No need asked for the lab report, but the answer quotes it: window+reread runs its stable
+    call again first (a request) and quotes it; the window alone cannot."""
+    calls = [
+        ToolCall("lab", "lab.report", {}, f"report\n{MDR1}\nend", "default", T0, "lab", Reread()),
+        *(runner_call(f"r{n}", f"filler {n}", n + 1) for n in range(3)),
+    ]
+    answer = Answer("No ivermectin.", (Citation("lab", "MDR1 mut/mut"),))
+    trace = type(TINY)(**{**TINY.__dict__, "events": (*calls, answer)})
+    window = replay(trace, Arm("window", PARAMS))
+    reread = replay(trace, Arm("window+reread", PARAMS))
+    assert [c.correct for c in window.citations] == [False]
+    assert [c.correct for c in reread.citations] == [True]
+    assert (reread.rereads, trace_metrics(reread)["requests"]) == (1, trace_metrics(window)["requests"] + 1)
