@@ -662,8 +662,8 @@ class _Replay:
         if call.reread is None:
             return  # an action or an approval is not run again to be read
         runs = self.rerun.get(label)
-        if runs and any(runs[-1] in s.ids for s in shown.segments):
-            return
+        if runs and runs[-1] not in self.cleared and any(runs[-1] in s.ids for s in shown.segments):
+            return  # (a run masking cleared is no longer seen: it may run again)
         content = (
             self.contents[label] if call.reread.current is None else resolve_content(call.reread.current)
         )

@@ -441,3 +441,24 @@ def test_a_reread_baseline_runs_a_cited_call_again_before_it_answers() -> None:
     assert [c.correct for c in window.citations] == [False]
     assert [c.correct for c in reread.citations] == [True]
     assert (reread.rereads, trace_metrics(reread)["requests"]) == (1, trace_metrics(window)["requests"] + 1)
+
+
+def test_a_run_masking_cleared_again_may_run_once_more_before_the_answer() -> None:
+    """masking+reread: the report run again for a need is cleared by masking when the next large
+    result arrives; before the answer quotes it, it runs again (its placeholder is no view)."""
+    filler = "\n".join([LAB_FILLER] * 60)
+    calls = [
+        ToolCall("lab", "lab.report", {}, f"report\n{MDR1}\n{filler}", "default", T0, "lab", Reread()),
+        runner_call("big1", filler, 1),
+    ]
+    later = runner_call("big2", filler.replace("routine", "repeat"), 3)
+    events = (
+        *calls,
+        Need("mdr1", "MDR1 mut/mut", "lab", "MDR1"),
+        later,
+        Answer("No ivermectin.", (Citation("lab", "MDR1 mut/mut"),)),
+    )
+    trace = type(TINY)(**{**TINY.__dict__, "events": events})
+    run = replay(trace, Arm("masking+reread", PARAMS))
+    assert [n.satisfied for n in run.needs] == [True]
+    assert run.rereads == 2 and [c.correct for c in run.citations] == [True]
