@@ -343,16 +343,7 @@ class _Replay:
         content = self.contents[call.label]
         observed: datetime = call.observed_at + self.offset
         self.now = observed
-        result = self.mnemo.record(
-            self.principal,
-            self.session,
-            call.tool,
-            content,
-            arguments=call.arguments,
-            observed_at=observed,
-            policy_class=call.policy_class,
-            owner=self.trace.owner,
-        )
+        result = self._record(call, content, observed)
         item = _Result(
             call.label,
             i,
@@ -369,6 +360,19 @@ class _Replay:
         elif self.arm.name == ARCHIVE_AUTO:
             self._auto_curate()
         self._turn(i, "tool_call")
+
+    def _record(self, call: ToolCall, content: str, observed: datetime | None) -> ToolResult:
+        """The call's output recorded in the session, as every arm records it."""
+        return self.mnemo.record(
+            self.principal,
+            self.session,
+            call.tool,
+            content,
+            arguments=call.arguments,
+            observed_at=observed,
+            policy_class=call.policy_class,
+            owner=self.trace.owner,
+        )
 
     def _shows(self, ctx: AssembledContext, label: str, quote: str) -> bool:
         """Whether the prompt holds `quote` where it comes from `label`'s result: its envelope (or
@@ -668,16 +672,7 @@ class _Replay:
             self.contents[label] if call.reread.current is None else resolve_content(call.reread.current)
         )
         self.counts.rereads += 1
-        result = self.mnemo.record(
-            self.principal,
-            self.session,
-            call.tool,
-            content,
-            arguments=call.arguments,
-            observed_at=self.now,
-            policy_class=call.policy_class,
-            owner=self.trace.owner,
-        )
+        result = self._record(call, content, self.now)
         source = self.by_label[label]
         self.results.append(_Result(label, i, result, content, source.protected, source.time_sensitive))
         self.label_of[result.result_id] = label
