@@ -12,6 +12,7 @@ import pytest
 
 from mnemo_sea.archive import InvalidInput
 from mnemo_sea.eval.curation import families
+from mnemo_sea.eval.curation.arms import ARM_NAMES
 from mnemo_sea.eval.curation.generators import GENERATORS, generate, original
 from mnemo_sea.eval.curation.trace import (
     Answer,
@@ -548,3 +549,29 @@ def test_every_family_call_says_whether_it_runs_again(built: dict[tuple[str, int
     assert stock.reread is not None and stock.reread.current is not None
     assert need.quote in original(stock.content) and need.quote not in original(stock.reread.current)
     assert f2.calls()["lab_log"].reread == Reread()  # the analyser's log of a stated date
+
+
+def test_every_arms_figures_are_byte_identical_across_processes_and_hash_seeds(
+    built: dict[tuple[str, int], Trace], tmp_path: Path
+) -> None:
+    """Two processes with different PYTHONHASHSEED values replay the same trace under every arm
+    and print the same JSON, byte for byte (a set or dict order leaking into a figure would
+    show here, not in one process)."""
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "f4.json"
+    path.write_text(json.dumps(trace_to_json(built[("F4", 1)]), ensure_ascii=False), encoding="utf-8")
+    cli = [sys.executable, "-c", "from mnemo_sea.cli.app import main; main()"]
+    args = ["eval", "context", "--traces", str(path), "--json", "--quiet", "--no-gate"]
+    outputs = []
+    for seed in ("1", "4242"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        proc = subprocess.run(
+            [*cli, *args], capture_output=True, text=True, timeout=600, check=False, env=env
+        )
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(proc.stdout)
+    assert outputs[0] == outputs[1]
+    assert set(json.loads(outputs[0])["arm_order"]) == set(ARM_NAMES)
