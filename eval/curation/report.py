@@ -138,3 +138,47 @@ def write_chart(report: dict[str, Any], path: Path, trace_id: str | None = None)
     finally:
         plt.close(fig)
     return chosen
+
+
+def write_tradeoff_chart(report: dict[str, Any], path: Path) -> None:
+    """A PNG of what each arm costs against what it loses: one panel per family and one for the
+    pooled set, each arm a point at (cumulative input against full history, key evidence
+    missing), so the families and arms read without the table."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [("all traces", report["arms"]), *sorted(report["families"].items())]
+    arms = [a for a in report["arm_order"] if a != FULL]
+    columns = 3
+    rows = -(-len(panels) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.6 * rows), dpi=110, squeeze=False)
+    try:
+        markers = "os^vD<>pPX*h"
+        for n, (title, by_arm) in enumerate(panels):
+            ax = axes[n // columns][n % columns]
+            for k, arm in enumerate(arms):
+                if arm not in by_arm:
+                    continue
+                a = by_arm[arm]
+                ratio, missing = a["vs_full"]["cumulative_input_tokens"], a["missing_rate"]
+                if ratio is None or missing is None:
+                    continue  # no full history to compare with, or no need to miss
+                ax.scatter(100 * ratio, 100 * missing, marker=markers[k % len(markers)], label=arm)
+            ax.axvline(100, color="grey", lw=0.8)  # full history's cost, which loses nothing
+            ax.set_title(title)
+            ax.set_xlim(0, 110)
+            ax.set_ylim(-3, 103)
+            ax.set_xlabel("cumulative input, % of full history")
+            ax.set_ylabel("key evidence missing, %")
+            ax.grid(alpha=0.3)
+        for n in range(len(panels), rows * columns):
+            axes[n // columns][n % columns].axis("off")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=5, fontsize="small")
+        fig.suptitle("Cost against loss, by family and arm (lower left is better)")
+        fig.tight_layout(rect=(0, 0.07 + 0.02 * (len(labels) // 5), 1, 1))
+        fig.savefig(path, format="png", metadata={"Software": None})
+    finally:
+        plt.close(fig)

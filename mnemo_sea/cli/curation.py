@@ -54,13 +54,17 @@ def eval_context(
     chart_trace: Annotated[
         str | None, typer.Option(help="the trace to chart (default: the first F1 trace)")
     ] = None,
+    tradeoff_chart: Annotated[
+        Path | None,
+        typer.Option(help="write a PNG of cost against loss, one panel per family, one point per arm"),
+    ] = None,
     gate: Annotated[bool, typer.Option(help="run the safety gate")] = True,
     quiet: Annotated[bool, typer.Option(help="no progress on stderr")] = False,
 ) -> None:
     """The context-curation experiment: tokens, requests, missing evidence and citations per arm."""
     from mnemo_sea.eval.curation.arms import ArmParams, parse_arms
     from mnemo_sea.eval.curation.gates import run_gate
-    from mnemo_sea.eval.curation.report import build_report, to_json, write_chart
+    from mnemo_sea.eval.curation.report import build_report, to_json, write_chart, write_tradeoff_chart
     from mnemo_sea.eval.curation.report import markdown as to_markdown
     from mnemo_sea.eval.curation.runner import replay_all
 
@@ -90,6 +94,9 @@ def eval_context(
         except ValueError as e:
             raise CliError(str(e)) from None
         progress(f"chart of {shown} written to {chart}")
+    if tradeoff_chart is not None:
+        write_tradeoff_chart(report, tradeoff_chart)
+        progress(f"cost against loss written to {tradeoff_chart}")
     typer.echo(to_json(report) if as_json else table, nl=False)
     if gate_report is not None and not gate_report.passed:
         raise typer.Exit(code=EXIT_PROBLEMS)

@@ -58,7 +58,13 @@ from mnemo_sea.context import BpeCounter
 from mnemo_sea.eval.curation import gates, runner
 from mnemo_sea.eval.curation.arms import Arm, ArmParams, extract_note, parse_arms
 from mnemo_sea.eval.curation.metrics import evaluate, trace_metrics, uncached_prefix
-from mnemo_sea.eval.curation.report import build_report, markdown_table, to_json, write_chart
+from mnemo_sea.eval.curation.report import (
+    build_report,
+    markdown_table,
+    to_json,
+    write_chart,
+    write_tradeoff_chart,
+)
 from mnemo_sea.eval.curation.runner import TraceRun, replay
 from mnemo_sea.eval.curation.trace import (
     Answer,
@@ -296,24 +302,36 @@ def test_chart_is_a_png(runs: dict[str, TraceRun], tmp_path: Path) -> None:
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_the_cost_against_loss_chart_draws_every_family_and_the_same_bytes_twice(
+    runs: dict[str, TraceRun], tmp_path: Path
+) -> None:
+    report = build_report(list(runs.values()), params=PARAMS, gate=None, trace_set="tiny")
+    first, second = tmp_path / "a.png", tmp_path / "b.png"
+    write_tradeoff_chart(report, first)
+    write_tradeoff_chart(report, second)
+    assert first.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert first.read_bytes() == second.read_bytes()  # no timestamp: a report draws one chart
+
+
 def test_cli_eval_context_on_given_traces(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from mnemo_sea.cli.app import app
 
     fake = types.ModuleType("mnemo_sea.eval.curation.trace_format")
     fake.load_traces = lambda path: [TINY]  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "mnemo_sea.eval.curation.trace_format", fake)
-    md, png = tmp_path / "table.md", tmp_path / "chart.png"
+    md, png, tradeoff = tmp_path / "table.md", tmp_path / "chart.png", tmp_path / "tradeoff.png"
     result = CliRunner().invoke(
         app,
         ["eval", "context", "--traces", str(tmp_path), "--arms", "window,archive_scripted", "--json",
-         "--markdown", str(md), "--chart", str(png), "--quiet", "--no-gate"],
+         "--markdown", str(md), "--chart", str(png), "--tradeoff-chart", str(tradeoff), "--quiet",
+         "--no-gate"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["arm_order"] == ["full", "window", "archive_scripted"]
     # The default parameters are the published ones: at these sizes nothing triggers.
     assert report["parameters"] == ArmParams().to_dict()
-    assert "| window |" in md.read_text() and png.exists()
+    assert "| window |" in md.read_text() and png.exists() and tradeoff.exists()
 
 
 def test_a_quote_counts_only_where_it_comes_from_its_source() -> None:
