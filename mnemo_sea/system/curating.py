@@ -25,14 +25,15 @@ from typing import TYPE_CHECKING, Literal
 
 from mnemo_sea.archive import (
     DEFAULT_AROUND,
-    RESULT_PREFIX,
     ArchiveReceipt,
     Forbidden,
     IntegrityFailure,
     Principal,
     Recovered,
+    ResultIndexId,
     Role,
     ToolResult,
+    parse_index_id,
 )
 from mnemo_sea.archive.rules.excerpts import check_span
 from mnemo_sea.curation import automatic_note
@@ -95,7 +96,8 @@ def curate(
     principal.require(Role.AGENT, "curating a session")
     view = mnemo.live_view(principal, session_id)
     protected = mnemo.archive.policy.is_protected
-    cited = _cited_results(mnemo, principal, session_id)
+    copies = any(i.result.recovered_from is not None and i.result.state == "live" for i in view.items)
+    cited = _cited_results(mnemo, principal, session_id) if copies else frozenset()
     live = [
         LiveResult(
             i.result.result_id,
@@ -129,11 +131,9 @@ def _cited_results(mnemo: Mnemo, principal: Principal, session_id: str) -> froze
         state = mnemo.archive.task_state(principal, session_id)
     except Forbidden:
         return frozenset()
-    own = f"{RESULT_PREFIX}{session_id}/"
-    facts = () if state is None else state.confirmed
-    # A page of an original is cited as a version of its result (`result:s/r3@4`): the result.
+    named = [parse_index_id(f.evidence_id) for f in (() if state is None else state.confirmed)]
     return frozenset(
-        f.evidence_id.removeprefix(own).split("@")[0] for f in facts if f.evidence_id.startswith(own)
+        n.result_id for n in named if isinstance(n, ResultIndexId) and n.session_id == session_id
     )
 
 
