@@ -91,16 +91,23 @@ def run_worker(
             # trail the writes, as the embedded default's trail does, instead of holding back
             # every write queued behind them for as long as they take to embed.
             writes = mnemo.indexer.drain(batch, lane="writes")
-            pages = mnemo.indexer.drain(TRAIL_ROWS, lane="trailing")
         except (StoreUnavailable, IndexUnavailable):
             stats.store_errors += 1
             stop.wait(poll_seconds)
             continue
         stats.passes += 1
         if heartbeat is not None:
-            heartbeat.touch()
-        stats.applied += writes.applied + pages.applied
-        stats.failed += writes.failed + pages.failed
-        if writes.applied + pages.applied == 0:
+            heartbeat.touch()  # the writes were applied: a health check sees a live worker
+        stats.applied += writes.applied
+        stats.failed += writes.failed
+        try:
+            pages = mnemo.indexer.drain(TRAIL_ROWS, lane="trailing")
+        except (StoreUnavailable, IndexUnavailable):
+            stats.store_errors += 1  # the page waits for the next pass; the writes counted
+            pages = None
+        if pages is not None:
+            stats.applied += pages.applied
+            stats.failed += pages.failed
+        if writes.applied + (pages.applied if pages is not None else 0) == 0:
             stop.wait(poll_seconds)
     return stats

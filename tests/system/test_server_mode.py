@@ -334,3 +334,30 @@ def test_server_mode_can_keep_an_embedded_edge_index_instead_of_a_qdrant_server(
     assert (tmp_path / "ix").is_dir()
     with Mnemo.from_settings(settings, embedder=HashingEmbedder()) as again:  # the index persisted
         assert again.index.count("shop") == 1
+
+
+def test_a_page_drain_that_fails_leaves_the_passes_writes_counted_and_the_heartbeat_touched(
+    tmp_path: Path,
+) -> None:
+    """Writes and pages drain in turn: an index outage while embedding a page must not hide the
+    writes the same pass applied, nor make a live worker look stuck to its health check."""
+    import threading
+    from types import SimpleNamespace
+
+    from mnemo_sea.archive import StoreUnavailable
+    from mnemo_sea.system.projection.indexer import DrainReport
+    from mnemo_sea.system.worker import run_worker
+
+    stop = threading.Event()
+    heartbeat = tmp_path / "heartbeat"
+
+    def drain(_batch: int, lane: str) -> DrainReport:
+        if lane == "trailing":
+            stop.set()
+            raise StoreUnavailable("index restarting")
+        return DrainReport(applied=5, failed=0, pending=0)
+
+    fake = SimpleNamespace(indexer=SimpleNamespace(drain=drain), purge_expired_everywhere=list)
+    stats = run_worker(fake, stop, poll_seconds=0, heartbeat=heartbeat, purge_seconds=None)  # type: ignore[arg-type]
+    assert (stats.passes, stats.applied, stats.store_errors) == (1, 5, 1)
+    assert heartbeat.exists()
