@@ -145,7 +145,7 @@ class Reading:
     per_line: tuple[frozenset[str], ...]
     described: frozenset[str]
     chars: int
-    line_bytes: tuple[int, ...] = ()  # each line's length in UTF-8 with its newline
+    lines: list[str]  # the text's lines, for the size of a span of them (measured only when asked)
 
     @property
     def terms(self) -> frozenset[str]:
@@ -172,8 +172,7 @@ def read(text: str, description: str, need: Need) -> Reading:
         )
     else:
         per_line = (_NONE,) * len(lines)
-    line_bytes = tuple(len(line.encode("utf-8", "surrogatepass")) + 1 for line in lines)
-    return Reading(per_line, need.found(description), len(text), line_bytes)
+    return Reading(per_line, need.found(description), len(text), lines)
 
 
 def holding_of(reading: Reading, need: Need, around: int) -> Holding | None:
@@ -202,5 +201,5 @@ def holding_of(reading: Reading, need: Need, around: int) -> Holding | None:
     first, last = starts[0] + 1, min(len(per_line), starts[-1] + size)
     if len(starts) == 1:
         return Holding(first, last, score, best, False)
-    spanned = sum(reading.line_bytes[first - 1 : last])
+    spanned = sum(len(line.encode("utf-8", "surrogatepass")) + 1 for line in reading.lines[first - 1 : last])
     return Holding(first, last, score, best, False, len(starts), spanned > TIED_SPAN_BYTES)
