@@ -549,6 +549,12 @@ def test_every_family_call_says_whether_it_runs_again(built: dict[tuple[str, int
     assert stock.reread is not None and stock.reread.current is not None
     assert need.quote in original(stock.content) and need.quote not in original(stock.reread.current)
     assert f2.calls()["lab_log"].reread == Reread()  # the analyser's log of a stated date
+    # Named calls, read as a reader would class them (not through the classing code):
+    f4, f5 = built[("F4", 101)].calls(), built[("F5", 101)].calls()
+    assert f2.calls()["vet_approval"].reread is None  # an approval is never run again
+    assert f5["job_log"].reread == Reread()  # kubectl logs --since 24h: a period of the past
+    canary = f4["canary_log"].reread  # kubectl logs --tail 40: the last lines, which move on
+    assert canary is not None and isinstance(canary.current, Generated)
 
 
 def test_every_arms_figures_are_byte_identical_across_processes_and_hash_seeds(
