@@ -74,29 +74,42 @@ NO_NOTE = "(set aside)"
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _ARG_TOKEN = re.compile(r"[^\s\"',;:()\[\]{}=]+")
 
-# What an archiving agent has that the others do not: the two tools, paid for in every prompt.
-ARCHIVE_TOOLS: tuple[str, ...] = (
-    json.dumps(
-        {
-            "name": "archive_results",
-            "description": (
-                "Set aside tool results, each replaced in place by your note; originals stay recoverable."
-            ),
-            "input_schema": {"targets": [{"id": "rN", "note": "what the result held"}]},
-        },
+
+def _tool(name: str, description: str, input_schema: dict[str, Any]) -> str:
+    return json.dumps(
+        {"name": name, "description": description, "input_schema": input_schema},
         sort_keys=True,
         separators=(",", ":"),
+    )
+
+
+# What an archiving agent has that the others do not: its tools, paid for in every prompt.
+ARCHIVE_RESULTS = "archive_results"
+RECOVER_RESULT = "recover_result"
+SEARCH_ARCHIVE = "search_archive"
+RECALL = "recall"
+_TOOL_DEFINITIONS = {
+    ARCHIVE_RESULTS: _tool(
+        ARCHIVE_RESULTS,
+        "Set aside tool results, each replaced in place by your note; originals stay recoverable.",
+        {"targets": [{"id": "rN", "note": "what the result held"}]},
     ),
-    json.dumps(
-        {
-            "name": "recover_result",
-            "description": "Append the exact original of an archived result, labelled historical.",
-            "input_schema": {"id": "rN"},
-        },
-        sort_keys=True,
-        separators=(",", ":"),
+    RECOVER_RESULT: _tool(
+        RECOVER_RESULT,
+        "Append the exact original of an archived result, labelled historical.",
+        {"id": "rN"},
     ),
-)
+    SEARCH_ARCHIVE: _tool(
+        SEARCH_ARCHIVE,
+        "Search the notes of the session's archived results; answers their ids, best first.",
+        {"query": "words"},
+    ),
+    RECALL: _tool(
+        RECALL,
+        "Find the lines of the session's results that hold what you need, and bring them back.",
+        {"query": "what you need, in words"},
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -156,6 +169,21 @@ class Arm:
     @property
     def heuristic(self) -> bool:
         return self.name in (ARCHIVE_HEURISTIC, ARCHIVE_NO_NOTES)
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        """The definitions of the curation tools the arm's model calls, in every prompt: the
+        scripted agent archives and recovers, the heuristic searches too, and the library's arm
+        only recalls (its archiving is `curate`, run by the harness, not asked for)."""
+        if self.name == ARCHIVE_AUTO:
+            names: tuple[str, ...] = (RECALL,)
+        elif self.heuristic:
+            names = (ARCHIVE_RESULTS, RECOVER_RESULT, SEARCH_ARCHIVE)
+        elif self.name == ARCHIVE_SCRIPTED:
+            names = (ARCHIVE_RESULTS, RECOVER_RESULT)
+        else:
+            names = ()
+        return tuple(_TOOL_DEFINITIONS[n] for n in names)
 
 
 def parse_arms(text: str | None, params: ArmParams | None = None) -> tuple[Arm, ...]:

@@ -254,16 +254,16 @@ def check_store_down(work_dir: Path | None = None) -> GateCheck:
         )
     archived = replay(GATE_TRACE, Arm(ARCHIVE_SCRIPTED), work_dir=work_dir)
     full = replay(GATE_TRACE, Arm(FULL), work_dir=work_dir)
-    last = archived.turns[-1]
+    last = archived.prompts[-1]
     if not last.fallback:
         return GateCheck(name, False, "the turn after the store went down was not recorded as a fallback")
     history = [s for s in last.segments if s[0] in ("live_result", "protected_result")]
-    full_history = [s for s in full.turns[-1].segments if s[0] in ("live_result", "protected_result")]
+    full_history = [s for s in full.prompts[-1].segments if s[0] in ("live_result", "protected_result")]
     if history != full_history:
         return GateCheck(name, False, "the fallback turn's history is not the full history")
     if not archived.needs[-1].satisfied:
         return GateCheck(name, False, "the fallback turn did not show the archived original")
-    if any(t.fallback for t in archived.turns[:-1]):
+    if any(t.fallback for t in archived.prompts[:-1]):
         return GateCheck(name, False, "a turn before the fault was recorded as a fallback")
     return GateCheck(
         name, True, "StoreUnavailable raised; that turn fell back to the full history (recorded)"

@@ -1,27 +1,33 @@
 """The experiment's figures, per (trace, arm) and per arm over a set, with ratios against `full`.
 
-Per (trace, arm), over its turns t = 1..n with prompt tokens P_t:
+Per (trace, arm), over every model request t = 1..n it makes, in order, with prompt tokens P_t:
+a prompt is the assembled context plus the transcript (transcript.py: the model's tool calls and
+answers, the curation tools' replies), so P_t counts everything the model is sent.
+- requests = n = turns + archive_calls + recover_calls + searches + rereads + rejected, where
+  turns are the requests the trace asks for (after a tool call, at a need, an answer, a pivot)
+  and the others those the arm adds: the scripted and heuristic agents' archive and recover
+  calls, the heuristic's searches of archived notes, the library arm's recalls (a recall that
+  recovers is one call; its recovery is counted in `recalled`), a `+reread` baseline's call run
+  again, a rejected archive batch or refused recovery. The library arm's `curate` runs in the
+  harness without asking the model: counted in `archive_calls`, not in requests, and it has no
+  prompt of its own;
 - final_prompt_tokens = P_n; peak_prompt_tokens = max P_t; cumulative_input_tokens = sum P_t;
 - uncached_prefix_tokens = sum over t of the tokens of the segments of prompt t after the longest
   run of leading segments identical (same text) to prompt t-1's (all of prompt 1): what a
   provider's prefix cache could not have served, counted over whole segments;
-- requests = turns + archive_calls + recover_calls + searches + rereads + rejected (the
-  heuristic arms' searches of archived notes and the automatic arm's recalls are tool calls; a
-  recall that recovers is still one call, its recovery counted in `recalled`, not a request; a
-  `+reread` baseline's call run again is one; rejected archive batches and refused recoveries
-  are requests too);
 - missing_rate = needs whose quote was not in that turn's prompt where it comes from its source
   (the source's envelope or what the arm shows instead, a recovered copy, the task state citing
   it) / needs;
 - citation_precision = citations the checker says ok AND whose quote was so in view in that
   turn's prompt / citations;
-- protected_violations: turns where a protected result is not verbatim in the prompt;
+- protected_violations: prompts in which a protected result is not verbatim;
 - stale_unwarned: needs and citations served by a time-sensitive result observed before a clock
   advance, shown without a staleness warning;
-- injection_leaks: turns where the injected instruction appears outside a tool-result envelope
-  (a note, a summary, the task state);
-- unknown_definite: turns where a derived summary appears anywhere but in its labelled segment;
-- fallback_turns: turns assembled from the harness's full history because the store was down.
+- injection_leaks: prompts in which the injected instruction appears outside a tool-result
+  envelope (a note, a summary, the task state, the transcript);
+- unknown_definite: prompts in which a derived summary appears anywhere but in its labelled
+  segment;
+- fallback_turns: prompts assembled from the harness's full history because the store was down.
 
 Per arm, over traces: every count and token figure is summed, the rates are pooled (sum of
 missing over sum of needs, likewise precision), and `vs_full` gives each token and request
@@ -36,7 +42,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .arms import FULL
-from .runner import TraceRun, TurnRecord
+from .runner import PromptRecord, TraceRun
+from .transcript import TURN_EVENTS
 
 SUMMED = (
     "turns",
@@ -72,17 +79,17 @@ AGAINST_FULL = (
 )
 
 
-def uncached_prefix(turns: Sequence[TurnRecord]) -> int:
+def uncached_prefix(prompts: Sequence[PromptRecord]) -> int:
     total = 0
     previous: tuple[tuple[str, str, int], ...] = ()
-    for turn in turns:
+    for prompt in prompts:
         shared = 0
-        for a, b in zip(previous, turn.segments, strict=False):
+        for a, b in zip(previous, prompt.segments, strict=False):
             if a[1] != b[1]:
                 break
             shared += 1
-        total += sum(s[2] for s in turn.segments[shared:])
-        previous = turn.segments
+        total += sum(s[2] for s in prompt.segments[shared:])
+        previous = prompt.segments
     return total
 
 
@@ -92,21 +99,16 @@ def _rate(part: int, whole: int) -> float | None:
 
 def trace_metrics(run: TraceRun) -> dict[str, Any]:
     """The figures of one (trace, arm); see the module docstring for each formula."""
-    tokens = [t.tokens for t in run.turns]
+    tokens = [p.tokens for p in run.prompts]
     missing = sum(1 for n in run.needs if not n.satisfied)
     correct = sum(1 for c in run.citations if c.correct)
     out: dict[str, Any] = {
-        "turns": len(run.turns),
-        "requests": len(run.turns)
-        + run.archive_calls
-        + run.recover_calls
-        + run.searches
-        + run.rereads
-        + run.rejected,
+        "turns": sum(1 for p in run.prompts if p.event in TURN_EVENTS),
+        "requests": len(run.prompts),
         "final_prompt_tokens": tokens[-1] if tokens else 0,
         "peak_prompt_tokens": max(tokens, default=0),
         "cumulative_input_tokens": sum(tokens),
-        "uncached_prefix_tokens": uncached_prefix(run.turns),
+        "uncached_prefix_tokens": uncached_prefix(run.prompts),
         "archive_calls": run.archive_calls,
         "archived_results": run.archived_results,
         "recover_calls": run.recover_calls,
@@ -126,7 +128,7 @@ def trace_metrics(run: TraceRun) -> dict[str, Any]:
         + sum(c.stale_unwarned for c in run.citations),
         "injection_leaks": run.injection_leaks,
         "unknown_definite": run.unknown_definite,
-        "fallback_turns": sum(t.fallback for t in run.turns),
+        "fallback_turns": sum(t.fallback for t in run.prompts),
         "prompt_tokens": tokens,
     }
     return out

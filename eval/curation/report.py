@@ -18,6 +18,7 @@ from .arms import FULL, ArmParams
 from .gates import GateReport
 from .metrics import evaluate
 from .runner import BUDGET_TOKENS, OUTPUT_RESERVE, TraceRun
+from .targets import check_targets, targets_table
 
 REPORT_FORMAT = "mnemo-sea/context-eval/1"
 
@@ -42,6 +43,7 @@ def build_report(
             "gate": None if gate is None else gate.to_dict(),
         }
     )
+    report["targets"] = check_targets(report)
     return report
 
 
@@ -88,8 +90,18 @@ def markdown_table(report: dict[str, Any], family: str | None = None) -> str:
 
 
 def markdown(report: dict[str, Any]) -> str:
-    """The whole set's table, then one per family, then the gate."""
-    parts = [f"## All traces ({report['set']})\n", markdown_table(report)]
+    """The targets, the whole set's table, then one per family, then the gate."""
+    parts: list[str] = []
+    targets = report.get("targets")
+    if targets is not None:
+        controls = ", ".join(targets["controls"]) or "none"
+        verdict = "met" if targets["met"] else "NOT met"
+        parts += [
+            f"## Targets: {verdict} (controls, not held to them: {controls})\n",
+            targets_table(targets),
+            "\n",
+        ]
+    parts += [f"## All traces ({report['set']})\n", markdown_table(report)]
     for family in sorted(report["families"]):
         parts += [f"\n### {family}\n", markdown_table(report, family)]
     gate = report.get("gate")

@@ -70,11 +70,14 @@ from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 from .arms import (
     ARCHIVE_AUTO,
     ARCHIVE_NO_NOTES,
+    ARCHIVE_RESULTS,
     ARCHIVE_SCRIPTED,
-    ARCHIVE_TOOLS,
     CLEARED_PLACEHOLDER,
     MASKING,
     NO_NOTE,
+    RECALL,
+    RECOVER_RESULT,
+    SEARCH_ARCHIVE,
     SUMMARY,
     WINDOW,
     Arm,
@@ -95,6 +98,7 @@ from .trace import (
     ToolCall,
     Trace,
 )
+from .transcript import Message, MessageKind, interleave, reply, result_number, said, tool_use
 
 BUDGET_TOKENS = 10_000_000  # never drops anything: the arms decide what is shown, not the budget
 OUTPUT_RESERVE = 4096
@@ -123,10 +127,11 @@ class ReplayError(InvalidInput):
 
 
 @dataclass(frozen=True)
-class TurnRecord:
+class PromptRecord:
     index: int
     event_index: int
-    event: str  # tool_call | need | answer | task
+    # What asked for it: the trace (TURN_EVENTS) or the arm (archive, recover, search, recall, reread).
+    event: str
     tokens: int
     segments: tuple[tuple[str, str, int], ...]  # (kind, sha256 of the text, tokens), in order
     fallback: bool = False
@@ -159,7 +164,7 @@ class TraceRun:
     trace_id: str
     family: str
     arm: str
-    turns: tuple[TurnRecord, ...]
+    prompts: tuple[PromptRecord, ...]  # every model request's, in order
     archive_calls: int
     archived_results: int
     recover_calls: int
@@ -296,7 +301,11 @@ class _Replay:
         self.conflicts: tuple[Any, ...] = ()
         self.summaries: list[EvidenceItem] = []
         self.store_down_next = False
-        self.turns: list[TurnRecord] = []
+        self.prompts: list[PromptRecord] = []  # every model request's prompt, in order
+        self.transcript: list[Message] = []  # what the model wrote and the curation tools replied
+        self.at = -1  # the event being replayed
+        self.newest = 0  # the number of the session's newest result (originals, runs, copies)
+        self.trace_turns = 0  # the requests the trace asks for (not those an arm adds)
         self.counts = _Counts()
         self.needs: list[NeedOutcome] = []
         self.citations: list[CitationOutcome] = []
@@ -310,6 +319,7 @@ class _Replay:
         t = self.trace
         self._write_state(-1, "start", goal=t.goal, constraints=t.constraints)
         for i, event in enumerate(t.events):
+            self.at = i
             if isinstance(event, ToolCall):
                 self._tool_call(i, event)
             elif isinstance(event, Archive):
@@ -343,6 +353,7 @@ class _Replay:
         content = self.contents[call.label]
         observed: datetime = call.observed_at + self.offset
         self.now = observed
+        self._say("assistant", tool_use(call.tool, call.arguments))  # the call, then its result
         result = self._record(call, content, observed)
         item = _Result(
             call.label,
@@ -363,7 +374,7 @@ class _Replay:
 
     def _record(self, call: ToolCall, content: str, observed: datetime | None) -> ToolResult:
         """The call's output recorded in the session, as every arm records it."""
-        return self.mnemo.record(
+        result = self.mnemo.record(
             self.principal,
             self.session,
             call.tool,
@@ -373,6 +384,11 @@ class _Replay:
             policy_class=call.policy_class,
             owner=self.trace.owner,
         )
+        self._added(result.result_id)
+        return result
+
+    def _added(self, result_id: str) -> None:
+        self.newest = max(self.newest, result_number(result_id))
 
     def _shows(self, ctx: AssembledContext, label: str, quote: str) -> bool:
         """Whether the prompt holds `quote` where it comes from `label`'s result: its envelope (or
@@ -405,6 +421,7 @@ class _Replay:
                 if not all(self._shows(before, source, q) for q in quotes):
                     self._reread(i, source, before)
         ctx = self._turn(i, "answer")
+        self._say("assistant", said(answer.text))
         if not answer.citations:
             return
         cited = [
@@ -555,14 +572,19 @@ class _Replay:
         if not rids:
             return
         targets = [(rid, (notes or {}).get(rid) or self._note_for(rid, scripted=scripted)) for rid in rids]
+        self._request("archive")
+        asked = [{"id": rid, "note": note} for rid, note in targets]
+        self._say("assistant", tool_use(ARCHIVE_RESULTS, {"targets": asked}))
         start = time.perf_counter()
         try:
             receipt = self.mnemo.archive_results(self.principal, self.session, targets)
-        except (BatchRejected, ArchiveConflict):
+        except (BatchRejected, ArchiveConflict) as e:
             self.counts.rejected += 1
+            self._say("tool_reply", reply(ARCHIVE_RESULTS, {"refused": str(e)}))
             return
         finally:
             self.counts.archive_ms.append((time.perf_counter() - start) * 1000)
+        self._say("tool_reply", reply(ARCHIVE_RESULTS, {"archived": list(receipt.archived)}))
         self.counts.archive_calls += 1
         self.counts.archived_results += len(receipt.archived)
         self._index_originals()
@@ -574,16 +596,21 @@ class _Replay:
                 self.live_copies[label].remove(rid)
 
     def _recover(self, rid: str, *, match: str | None = None) -> str | None:
+        self._request("recover")
+        self._say("assistant", tool_use(RECOVER_RESULT, {"id": rid} | ({"match": match} if match else {})))
         start = time.perf_counter()
         try:
             recovered = self.mnemo.recover(self.principal, self.session, rid, match=match)
-        except StateConflict:
+        except StateConflict as e:
             self.counts.rejected += 1
+            self._say("tool_reply", reply(RECOVER_RESULT, {"refused": str(e)}))
             return None
         finally:
             self.counts.recover_ms.append((time.perf_counter() - start) * 1000)
         self.counts.recover_calls += 1
         copy = recovered.appended.result_id
+        self._say("tool_reply", reply(RECOVER_RESULT, {"recovered": rid, "as": copy}))
+        self._added(copy)
         label = self.label_of[rid]
         self.label_of[copy] = label
         self.live_copies.setdefault(label, []).append(copy)
@@ -591,7 +618,7 @@ class _Replay:
 
     def _heuristic_archive(self) -> None:
         ctx = self._assemble(candidate_min_tokens=self.p.min_result_tokens)
-        if ctx.used_tokens <= self.p.trigger_tokens:
+        if ctx.used_tokens + self._transcript_tokens() <= self.p.trigger_tokens:
             return
         history = [s.ids[0] for s in ctx.segments if s.component == "history"]
         newest = set(history[-self.p.keep :]) if self.p.keep else set()
@@ -606,11 +633,14 @@ class _Replay:
 
     def _heuristic_recover(self, query: str) -> None:
         self.counts.searches += 1  # a search is a tool call the model asks for: a request
+        self._request("search")
+        self._say("assistant", tool_use(SEARCH_ARCHIVE, {"query": query}))
         found = self.mnemo.search(self.principal, query, kinds=["tool_result", "archived_original"])
         own = f"{RESULT_PREFIX}{self.session}/"
         # Only a note that shares a word with the query (a BM25 rank) counts as found: the dense
         # leg ranks every note, and with the hashing embedder a note sharing no word is noise.
         hits = [h for h in found.hits if h.evidence_id.startswith(own) and h.bm25_rank is not None]
+        self._say("tool_reply", reply(SEARCH_ARCHIVE, {"hits": [h.evidence_id for h in hits]}))
         if not hits:
             return
         rid = hits[0].evidence_id.removeprefix(own)
@@ -622,7 +652,7 @@ class _Replay:
             # The copy stays for the need's turn and the one after, then goes back with its note.
             self.pending[copy] = (
                 self.notes.get(rid) or self._note_for(rid, scripted=False),
-                len(self.turns) + 1,
+                self.trace_turns + 1,
             )
 
     def _auto_curate(self) -> None:
@@ -646,13 +676,18 @@ class _Replay:
         """The library's recall of a need out of view: one tool call the model asks for (a request),
         which searches and, when something holds the need, recovers it in the same call."""
         self.counts.searches += 1
+        self._request("recall")
+        self._say("assistant", tool_use(RECALL, {"query": query}))
         start = time.perf_counter()
         found = self.mnemo.recall(self.principal, self.session, query)
         self.counts.recall_ms.append((time.perf_counter() - start) * 1000)
-        if found.recovered is None or found.result_id is None:
+        copy = None if found.recovered is None else found.recovered.appended.result_id
+        answered = {"status": found.status, "result_id": found.result_id, "lines": found.lines, "as": copy}
+        self._say("tool_reply", reply(RECALL, {k: v for k, v in answered.items() if v is not None}))
+        if copy is None or found.result_id is None:
             return
+        self._added(copy)
         self.counts.recalled += 1
-        copy = found.recovered.appended.result_id
         label = self.label_of[found.result_id]
         self.label_of[copy] = label
         self.live_copies.setdefault(label, []).append(copy)
@@ -672,6 +707,8 @@ class _Replay:
             self.contents[label] if call.reread.current is None else resolve_content(call.reread.current)
         )
         self.counts.rereads += 1
+        self._request("reread")
+        self._say("assistant", tool_use(call.tool, call.arguments))
         result = self._record(call, content, self.now)
         source = self.by_label[label]
         self.results.append(_Result(label, i, result, content, source.protected, source.time_sensitive))
@@ -685,8 +722,8 @@ class _Replay:
             self.trails.pop(0)()
 
     def _rearchive_due(self) -> None:
-        done = len(self.turns) - 1
-        due = sorted((rid for rid, (_, turn) in self.pending.items() if turn <= done), key=_result_number)
+        done = self.trace_turns - 1
+        due = sorted((rid for rid, (_, turn) in self.pending.items() if turn <= done), key=result_number)
         if not due:
             return
         notes = {rid: self.pending.pop(rid)[0] for rid in due}
@@ -719,20 +756,19 @@ class _Replay:
         return tuple(out)
 
     def _material(self) -> ContextMaterial:
-        tools = ARCHIVE_TOOLS if self.arm.uses_archive else ()
         if self.arm.uses_archive:
             return gather(
                 self.mnemo.archive,
                 self.principal,
                 self.session,
                 instructions=self.trace.instructions,
-                tools=tools,
+                tools=self.arm.tools,
                 evidence=self.summaries,
             )
         return ContextMaterial(
             session_id=self.session,
             instructions=self.trace.instructions,
-            tools=tools,
+            tools=self.arm.tools,
             task_state=self.state,
             history=self._harness_history(),
             evidence=tuple(self.summaries),
@@ -744,7 +780,7 @@ class _Replay:
         return ContextMaterial(
             session_id=self.session,
             instructions=self.trace.instructions,
-            tools=ARCHIVE_TOOLS if self.arm.uses_archive else (),
+            tools=self.arm.tools,
             task_state=self.state,
             history=self._harness_history(everything=True),
             evidence=tuple(self.summaries),
@@ -762,7 +798,8 @@ class _Replay:
 
     def _assemble(self, candidate_min_tokens: int = DEFAULT_CANDIDATE_MIN_TOKENS) -> AssembledContext:
         ctx = self._fit(self._material(), candidate_min_tokens)
-        if self.arm.shows == MASKING and ctx.used_tokens > self.p.trigger_tokens:
+        # The trigger is on the whole prompt, as a provider counts input tokens.
+        if self.arm.shows == MASKING and ctx.used_tokens + self._transcript_tokens() > self.p.trigger_tokens:
             keep = {r.result.result_id for r in self.results[-self.p.keep :]} if self.p.keep else set()
             clear = {
                 r.result.result_id for r in self.results if not r.protected and r.result.result_id not in keep
@@ -772,9 +809,30 @@ class _Replay:
                 ctx = self._fit(self._material(), candidate_min_tokens)
         return ctx
 
+    def _say(self, kind: MessageKind, text: str) -> None:
+        self.transcript.append(Message(kind, text, self.counter.count(text), self.newest))
+
+    def _transcript_tokens(self) -> int:
+        return sum(m.tokens for m in self.transcript)
+
     def _turn(self, i: int, kind: str) -> AssembledContext:
+        """A model request the trace asks for: after a tool call, at a need, an answer, a pivot."""
+        ctx = self._prompt(i, kind, fault=True)
+        self.trace_turns += 1
+        if self.arm.heuristic:
+            self._rearchive_due()
+        return ctx
+
+    def _request(self, kind: str) -> None:
+        """A model request an arm adds (a curation call, a re-read): its prompt is the context
+        as it stands when the model asks; the call and its reply are in the prompts after it."""
+        self._prompt(self.at, kind)
+
+    def _prompt(self, i: int, kind: str, *, fault: bool = False) -> AssembledContext:
+        """Assemble and record one request's prompt: the assembled context, then the transcript.
+        `fault`: a trace turn, which meets a `store_down` fault waiting for it."""
         fallback = False
-        if self.store_down_next:
+        if fault and self.store_down_next:
             self.store_down_next = False
             with store_unreachable(self.mnemo):
                 try:
@@ -784,23 +842,24 @@ class _Replay:
                     fallback = True
         else:
             ctx = self._assemble()
+        shown = interleave(ctx.segments, self.transcript)
         segments = tuple(
-            (s.kind, hashlib.sha256(s.text.encode("utf-8", "surrogatepass")).hexdigest(), s.tokens)
-            for s in ctx.segments
+            (kind_, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(), tokens)
+            for kind_, text, tokens in shown
         )
-        self.turns.append(TurnRecord(len(self.turns), i, kind, ctx.used_tokens, segments, fallback))
-        self._check_turn(ctx)
-        if self.arm.heuristic:
-            self._rearchive_due()
+        tokens = ctx.used_tokens + self._transcript_tokens()
+        self.prompts.append(PromptRecord(len(self.prompts), i, kind, tokens, segments, fallback))
+        self._check_prompt(ctx)
         return ctx
 
     # ---- per-turn checks ---------------------------------------------------------------------
 
-    def _check_turn(self, ctx: AssembledContext) -> None:
+    def _check_prompt(self, ctx: AssembledContext) -> None:
         text = ctx.text
         if any(r.protected and escape_text(r.content) not in text for r in self.results):
             self.protected_violations += 1
         outside = [s.text for s in ctx.segments if s.kind not in _ENVELOPES and s.kind not in _CALLER_OWN]
+        outside += [m.text for m in self.transcript]
         if any(INJECTION.search(t) for t in outside):
             self.injection_leaks += 1
         if self._summary_unlabelled(ctx):
@@ -835,7 +894,7 @@ class _Replay:
             trace_id=self.trace.trace_id,
             family=self.trace.family,
             arm=self.arm.name,
-            turns=tuple(self.turns),
+            prompts=tuple(self.prompts),
             archive_calls=c.archive_calls,
             archived_results=c.archived_results,
             recover_calls=c.recover_calls,
@@ -853,10 +912,6 @@ class _Replay:
             recall_ms=tuple(c.recall_ms),
             seconds=seconds,
         )
-
-
-def _result_number(rid: str) -> int:
-    return int(rid.removeprefix("r"))
 
 
 _SHARED_COUNTER: list[TokenCounter] = []
@@ -918,9 +973,9 @@ __all__ = [
     "INJECTION",
     "CitationOutcome",
     "NeedOutcome",
+    "PromptRecord",
     "ReplayError",
     "TraceRun",
-    "TurnRecord",
     "replay",
     "replay_all",
     "resolve_content",

@@ -3,7 +3,7 @@
 Turns follow events 0 lab, 1 approval, 2 stock, 3 logistics, 5 vitals, 8 need mdr1, 9 need
 stock, 10 answer, 12 weight: 9 turns in every arm. Results in order: lab, approval (protected),
 stock (time-sensitive, observed before the clock advance at event 6), logistics, vitals, weight.
-With PARAMS (window 2, trigger 1,500, keep 1, 200+ token results), by hand:
+With PARAMS (window 2, trigger 2,000, keep 1, 200+ token results), by hand:
 
 - full: all live. requests 9; no need missing; citations 2/2; the stale stock is shown live
   without a warning at need 9 and at the answer: stale 2; violations 0; leaks 0.
@@ -13,7 +13,7 @@ With PARAMS (window 2, trigger 1,500, keep 1, 200+ token results), by hand:
 - summary: lab's summary (its first 2 lines, no line with `pet-7` holds the quote) loses mdr1;
   stock's one line is its summary, so `3 boxes` stays (unwarned: stale 2); citations 1/2; the
   approval, protected, stays verbatim: 0 violations.
-- masking: after logistics the prompt passes 1,500: lab and stock are cleared (logistics is the
+- masking: after logistics the prompt passes 2,000: lab and stock are cleared (logistics is the
   newest, approval protected) for good: both needs missing, citations 0/2, violations 0.
 - window+reread and masking+reread: as their baselines until need 8, where the lab report is out
   of view; its call is read-only and stable, so it runs again (a request) and the report comes
@@ -23,9 +23,10 @@ With PARAMS (window 2, trigger 1,500, keep 1, 200+ token results), by hand:
   the stock's nowhere); nothing stale is shown (the new count is observed now).
 - archive_scripted: archive [lab, logistics] (1 call, 2 results), recover lab (1), archive the
   copy (1 call, 1 result): requests 9 + 2 + 1 = 12; no need missing; citations 2/2; stale 2
-  (the stock itself was never archived); the logistics note carries the injected sentence, so
-  every turn from event 5 on leaks: 5 turns.
-- archive_heuristic: after logistics the prompt passes 1,500 and lab (not the newest, 200+
+  (the stock itself was never archived); the logistics note carries the injected sentence, in
+  its stub and in the archive call that wrote it (the transcript), so every prompt after that
+  call leaks: the turns of events 5, 8, 9, 10, 12 and the recover and re-archive requests: 7.
+- archive_heuristic: after logistics the prompt passes 2,000 and lab (not the newest, 200+
   tokens) is archived (1 call) with its extractive note, whose first line names `MDR1 genotype`;
   at need 8 the quote is out of view, the note search finds lab, it is recovered (1); the copy
   is shown at need 8 and need 9 and re-archived after need 9 (1 call), so the answer cannot see
@@ -40,6 +41,7 @@ With PARAMS (window 2, trigger 1,500, keep 1, 200+ token results), by hand:
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import types
@@ -77,6 +79,7 @@ from mnemo_sea.eval.curation.trace import (
     Summary,
     ToolCall,
 )
+from mnemo_sea.eval.curation.transcript import said, tool_use
 from mnemo_sea.system.mnemo import Mnemo
 
 # The arms that show the archive's live view: since the live view warns a time-sensitive live
@@ -97,7 +100,7 @@ HAND: dict[str, dict[str, Any]] = {
                            citations_correct=1, protected_violations=0, stale_unwarned=0, injection_leaks=0),
     "archive_scripted": dict(requests=12, archive_calls=2, archived_results=3, recover_calls=1,
                              needs_missing=0, citations_correct=2, protected_violations=0,
-                             stale_unwarned=0, injection_leaks=5),
+                             stale_unwarned=0, injection_leaks=7),
     # The heuristic arms search the archived notes once, for mdr1 (its lab report is archived;
     # the stock result is too small to be): 9 turns + 2 archives + 1 recover + 1 search = 13.
     "archive_heuristic": dict(requests=13, searches=1, archive_calls=2, archived_results=2, recover_calls=1,
@@ -130,28 +133,62 @@ def test_the_hand_derived_figures_of_every_arm(runs: dict[str, TraceRun]) -> Non
         assert got["rejected"] == 0 and got["fallback_turns"] == 0
 
 
+def test_every_request_has_its_prompt_counted(runs: dict[str, TraceRun]) -> None:
+    """A request is a prompt: the trace's turns and each call an arm adds (archive, recover,
+    search, recall, re-read, a rejected one), except the library's curate, which the harness runs
+    without asking the model. Cumulative input is the sum over them all."""
+    for arm, run in runs.items():
+        got = trace_metrics(run)
+        asked = 0 if arm == "archive_auto" else got["archive_calls"]
+        added = asked + got["recover_calls"] + got["searches"] + got["rereads"] + got["rejected"]
+        assert got["requests"] == len(run.prompts) == got["turns"] + added, arm
+        assert got["cumulative_input_tokens"] == sum(p.tokens for p in run.prompts), arm
+    events = [p.event for p in runs["archive_scripted"].prompts]
+    assert events.count("archive") == 2 and events.count("recover") == 1
+    assert [p.event for p in runs["masking+reread"].prompts].count("reread") == 2
+
+
+def test_the_models_own_messages_are_in_every_prompt_after_them(runs: dict[str, TraceRun]) -> None:
+    """The archive call carrying its notes, the tool calls, the answer: each is a piece of every
+    later prompt, counted in its tokens, in every arm alike."""
+    counter = BpeCounter()
+    scripted = runs["archive_scripted"].prompts
+    first_archive = next(n for n, p in enumerate(scripted) if p.event == "archive")
+    spoken = [{s[1] for s in p.segments if s[0] in ("assistant", "tool_reply")} for p in scripted]
+    for before, after in itertools.pairwise(spoken):
+        assert before <= after  # nothing said is ever left out again
+    assert len(spoken[first_archive + 1] - spoken[first_archive]) == 3  # the call, its receipt, vitals' call
+    full = runs["full"].prompts
+    call_tokens = [s[2] for s in full[-1].segments if s[0] == "assistant"]
+    assert len(call_tokens) == 6 + 1  # six tool calls and the answer
+    assert full[-1].tokens == sum(s[2] for s in full[-1].segments)
+    texts = [tool_use(e.tool, e.arguments) for e in TINY.events if isinstance(e, ToolCall)]
+    texts += [said(e.text) for e in TINY.events if isinstance(e, Answer)]
+    assert sorted(call_tokens) == sorted(counter.count(t) for t in texts)
+
+
 def test_the_trigger_assumptions_hold_with_the_real_counter(runs: dict[str, TraceRun]) -> None:
-    # The derivation above assumes the full prompt stays under 1,500 until logistics and passes
+    # The derivation above assumes the full prompt stays under 2,000 until logistics and passes
     # it then, and that each curated arm stays under it afterwards (so each fires once).
-    full = [t.tokens for t in runs["full"].turns]
+    full = [t.tokens for t in runs["full"].prompts]
     assert max(full[:3]) < PARAMS.trigger_tokens < full[3]
-    assert max(t.tokens for t in runs["masking"].turns[3:]) < PARAMS.trigger_tokens
+    assert max(t.tokens for t in runs["masking"].prompts[3:]) < PARAMS.trigger_tokens
     for arm in ("archive_heuristic", "archive_no_notes"):
-        tokens = [t.tokens for t in runs[arm].turns]
         # Tool-call turns after the archiving (events 5 and 12) are under the trigger.
-        assert tokens[4] < PARAMS.trigger_tokens and tokens[8] < PARAMS.trigger_tokens
+        after = [p.tokens for p in runs[arm].prompts if p.event == "tool_call" and p.event_index in (5, 12)]
+        assert len(after) == 2 and max(after) < PARAMS.trigger_tokens
 
 
 def test_final_prompt_is_the_counted_text(runs: dict[str, TraceRun]) -> None:
     # Full history: every result's envelope is in the last prompt, and the prompt only grows by
     # appending, so the uncached-prefix proxy equals the final prompt (all else was a prefix).
     run = runs["full"]
-    assert trace_metrics(run)["uncached_prefix_tokens"] == run.turns[-1].tokens
+    assert trace_metrics(run)["uncached_prefix_tokens"] == run.prompts[-1].tokens
     # Archiving breaks the prefix at the archived result: the proxy then exceeds the final prompt.
     scripted = runs["archive_scripted"]
-    assert uncached_prefix(scripted.turns) > scripted.turns[-1].tokens
+    assert uncached_prefix(scripted.prompts) > scripted.prompts[-1].tokens
     counter = BpeCounter()
-    assert run.turns[-1].tokens > counter.count(LOGISTICS)  # counted, not estimated
+    assert run.prompts[-1].tokens > counter.count(LOGISTICS)  # counted, not estimated
 
 
 def test_window_and_masking_lose_what_the_archive_recovers(runs: dict[str, TraceRun]) -> None:
@@ -163,7 +200,7 @@ def test_window_and_masking_lose_what_the_archive_recovers(runs: dict[str, Trace
 
 
 def test_an_injection_in_a_note_is_a_leak_and_in_an_envelope_is_not(runs: dict[str, TraceRun]) -> None:
-    assert runs["archive_scripted"].injection_leaks == 5
+    assert runs["archive_scripted"].injection_leaks == 7
     assert runs["full"].injection_leaks == 0  # the same text, inside its envelope
 
 
@@ -181,7 +218,7 @@ def test_a_summary_copied_into_the_task_state_is_unknown_turned_definite() -> No
     # Need turn: the summary is shown in its labelled segment (fine); answer turn: the task state
     # confirms it as a fact.
     assert run.unknown_definite == 1
-    assert [t.event for t in run.turns] == ["tool_call"] * 4 + ["need", "answer"]
+    assert [t.event for t in run.prompts] == ["tool_call"] * 4 + ["need", "answer"]
 
 
 def test_two_runs_give_identical_json(runs: dict[str, TraceRun]) -> None:
@@ -201,7 +238,7 @@ def test_aggregates_and_ratios_against_full(runs: dict[str, TraceRun]) -> None:
     scripted = arms["archive_scripted"]
     assert scripted["vs_full"]["requests"] == round(12 / 9, 6)
     assert scripted["vs_full"]["final_prompt_tokens"] == round(
-        runs["archive_scripted"].turns[-1].tokens / runs["full"].turns[-1].tokens, 6
+        runs["archive_scripted"].prompts[-1].tokens / runs["full"].prompts[-1].tokens, 6
     )
     assert arms["window"]["missing_rate"] == 1.0 and arms["archive_no_notes"]["missing_rate"] == 0.0
     table = markdown_table(report)
@@ -288,7 +325,9 @@ def test_gate_fails_when_the_store_never_goes_down(monkeypatch: pytest.MonkeyPat
 
 def test_store_down_turn_falls_back_to_full_history() -> None:
     run = replay(gates.GATE_TRACE, Arm("archive_scripted"))
-    assert [t.fallback for t in run.turns] == [False, False, True]
+    # The trace's turns: only the one after the fault (the archive call's request is not one).
+    assert [p.fallback for p in run.prompts if p.event != "archive"] == [False, False, True]
+    assert [p.fallback for p in run.prompts if p.event == "archive"] == [False]
     assert run.needs[-1].satisfied
 
 
@@ -367,9 +406,13 @@ def test_a_scripted_recover_with_a_match_brings_back_only_the_lines_around_it() 
     excerpt = replay(trace, Arm("archive_scripted", PARAMS))
     assert [n.satisfied for n in excerpt.needs] == [n.satisfied for n in whole.needs] == [True, True]
     assert [c.correct for c in excerpt.citations] == [True, True]
-    need_turn = next(i for i, t in enumerate(whole.turns) if t.event == "need")
+    need_turn = next(i for i, t in enumerate(whole.prompts) if t.event == "need")
+
+    def copies(run: TraceRun) -> int:
+        return sum(s[2] for s in run.prompts[need_turn].segments if s[0] == "recovered_copy")
+
     counter = BpeCounter()
-    saved = whole.turns[need_turn].tokens - excerpt.turns[need_turn].tokens
+    saved = copies(whole) - copies(excerpt)
     assert saved >= counter.count("\n".join([LAB_FILLER] * 50))  # 56 of the 63 lines stay archived
 
 
@@ -396,7 +439,9 @@ def test_the_automatic_arm_counts_a_recall_as_one_request_and_its_recovery_apart
     assert [n.satisfied for n in run.needs] == [True, True, False]
     got = trace_metrics(run)
     assert (got["searches"], got["recalled"], got["recover_calls"]) == (2, 1, 0)
-    assert got["requests"] == got["turns"] + 1 + 2  # the turns, the archive call, the two recalls
+    # The turns and the two recalls; curate runs in the harness, not asked of the model.
+    assert got["requests"] == got["turns"] + 2
+    assert [p.event for p in run.prompts if p.event not in ("tool_call", "need")] == ["recall", "recall"]
     assert len(run.recall_ms) == 2 and run.recover_ms == ()
 
 
