@@ -23,8 +23,13 @@ answers, the curation tools' replies), so P_t counts everything the model is sen
 - protected_violations: prompts in which a protected result is not verbatim;
 - stale_unwarned: needs and citations served by a time-sensitive result observed before a clock
   advance, shown without a staleness warning;
-- injection_leaks: prompts in which the injected instruction appears outside a tool-result
-  envelope (a note, a summary, the task state, the transcript);
+- injection_leaks: prompts in which an injection reaches text outside an original's escaped
+  envelope (a note, the summary arm's summary text, the task state, the transcript): a text the
+  trace marks `injected`, or a phrasing of the experiment's own detector (injection.py, kept apart
+  from the library's note filter);
+- superseded_cited: citations, and facts a `state` event confirms, resting on a source replaced
+  before them (a tool call another `supersedes`; a knowledge record withdrawn or of a version the
+  citation checker finds replaced: retracted, stale_version, superseded);
 - unknown_definite: prompts in which a derived summary appears anywhere but in its labelled
   segment;
 - fallback_turns: prompts assembled from the harness's full history because the store was down.
@@ -67,6 +72,7 @@ SUMMED = (
     "stale_unwarned",
     "injection_leaks",
     "unknown_definite",
+    "superseded_cited",
     "fallback_turns",
 )
 # Figures compared with full history as a ratio.
@@ -128,6 +134,7 @@ def trace_metrics(run: TraceRun) -> dict[str, Any]:
         + sum(c.stale_unwarned for c in run.citations),
         "injection_leaks": run.injection_leaks,
         "unknown_definite": run.unknown_definite,
+        "superseded_cited": run.superseded_cited,
         "fallback_turns": sum(t.fallback for t in run.prompts),
         "prompt_tokens": tokens,
     }

@@ -70,8 +70,8 @@ def markdown_table(report: dict[str, Any], family: str | None = None) -> str:
         "| arm | final prompt | vs full | cumulative input | vs full | requests | vs full "
         "| archive / recover / re-read | key evidence missing | citation precision | protected viol. "
         "| stale unwarned | injection leaks "
-        "| unknown→definite |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| unknown→definite | superseded cited |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for arm in order:
         a = arms[arm]
@@ -84,7 +84,7 @@ def markdown_table(report: dict[str, Any], family: str | None = None) -> str:
             f"| {_pct(a['missing_rate'])} ({a['needs_missing']}/{a['needs']}) "
             f"| {_pct(a['citation_precision'])} ({a['citations_correct']}/{a['citations']}) "
             f"| {a['protected_violations']} | {a['stale_unwarned']} | {a['injection_leaks']} "
-            f"| {a['unknown_definite']} |"
+            f"| {a['unknown_definite']} | {a['superseded_cited']} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib
-import re
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -83,19 +82,24 @@ from .arms import (
     Arm,
     extract_note,
 )
+from .injection import leaks
 from .trace import (
+    EVIDENCE_SOURCE,
     Answer,
     Archive,
+    Citation,
     Clock,
     Evidence,
     Fault,
     Generated,
     Need,
     Recover,
+    Said,
     State,
     Summary,
     Task,
     ToolCall,
+    ToolCalls,
     Trace,
 )
 from .transcript import Message, MessageKind, interleave, reply, result_number, said, tool_use
@@ -104,14 +108,10 @@ BUDGET_TOKENS = 10_000_000  # never drops anything: the arms decide what is show
 OUTPUT_RESERVE = 4096
 AGENT_SUBJECT = "agent"
 SUMMARY_LABEL = "derived summary (not original evidence)"
-# The injected instruction of F3 (design note 001: a logistics note that says "ignore previous
-# instructions"); matched case-insensitively, English and Chinese.
-INJECTION = re.compile(
-    r"ignore\s+(?:all\s+)?(?:the\s+)?(?:previous|prior|above|earlier)\s+instructions|忽略(?:之前|以上|先前|上述)?的?(?:所有)?指令",
-    re.IGNORECASE,
-)
 _ENVELOPES = frozenset({"live_result", "protected_result", "recovered_copy"})
 _CALLER_OWN = frozenset({"instructions", "tools"})
+# The checker's verdicts for a knowledge record's version that no longer holds.
+_REPLACED_VERDICTS = frozenset({"retracted", "stale_version", "superseded"})
 
 
 class ReplayError(InvalidInput):
@@ -178,6 +178,7 @@ class TraceRun:
     recover_ms: tuple[float, ...] = ()
     recall_ms: tuple[float, ...] = ()  # every recall, whether it recovered or not
     rereads: int = 0  # read-only calls run again by a `+reread` baseline (each a request)
+    superseded_cited: int = 0  # citations and confirmed facts resting on a replaced source
     searches: int = 0  # searches of archived notes and recalls (each one tool call)
     recalled: int = 0  # recoveries made inside a recall's one call (no tool call of their own)
     seconds: float = 0.0
@@ -201,7 +202,7 @@ def resolve_content(content: str | Generated) -> str:
 
 def trace_contents(trace: Trace) -> dict[str, str]:
     """Every tool call's text by label, generated once and shared by all arms."""
-    return {e.label: resolve_content(e.content) for e in trace.events if isinstance(e, ToolCall)}
+    return {label: resolve_content(call.content) for label, call in trace.calls().items()}
 
 
 @contextmanager
@@ -312,6 +313,12 @@ class _Replay:
         self.protected_violations = 0
         self.injection_leaks = 0
         self.unknown_definite = 0
+        self.planted: list[str] = []  # the injected texts of the results recorded, as envelopes show them
+        self.derived: set[str] = set()  # results the last history built shows as summary text
+        self.replaced: dict[str, int] = {}  # label -> event index of the call that superseded it
+        self.knowledge: dict[str, EvidenceItem] = {}  # evidence id -> its current version, shown
+        self.withdrawn: set[str] = set()  # evidence ids superseded by another record
+        self.superseded_cited = 0
 
     # ---- the replay ------------------------------------------------------------------------
 
@@ -321,7 +328,11 @@ class _Replay:
         for i, event in enumerate(t.events):
             self.at = i
             if isinstance(event, ToolCall):
-                self._tool_call(i, event)
+                self._tool_calls(i, (event,))
+            elif isinstance(event, ToolCalls):
+                self._tool_calls(i, event.calls)
+            elif isinstance(event, Said):
+                self._say("assistant", said(event.text))
             elif isinstance(event, Archive):
                 if self.arm.name == ARCHIVE_SCRIPTED:
                     self._archive([self._live_id(label) for label in event.labels], scripted=True)
@@ -349,7 +360,17 @@ class _Replay:
             elif isinstance(event, Fault) and event.kind == "store_down":
                 self.store_down_next = True  # the other kinds are the safety gate's (gates.py)
 
-    def _tool_call(self, i: int, call: ToolCall) -> None:
+    def _tool_calls(self, i: int, calls: Sequence[ToolCall]) -> None:
+        """Calls the model made in one request: each recorded, then the arm reacts, then one turn."""
+        for call in calls:
+            self._observe(i, call)
+        if self.arm.heuristic:
+            self._heuristic_archive()
+        elif self.arm.name == ARCHIVE_AUTO:
+            self._auto_curate()
+        self._turn(i, "tool_call")
+
+    def _observe(self, i: int, call: ToolCall) -> None:
         content = self.contents[call.label]
         observed: datetime = call.observed_at + self.offset
         self.now = observed
@@ -366,11 +387,9 @@ class _Replay:
         self.results.append(item)
         self.by_label[call.label] = item
         self.label_of[result.result_id] = call.label
-        if self.arm.heuristic:
-            self._heuristic_archive()
-        elif self.arm.name == ARCHIVE_AUTO:
-            self._auto_curate()
-        self._turn(i, "tool_call")
+        self.planted += [escape_text(text) for text in call.injected]
+        if call.supersedes is not None:
+            self.replaced.setdefault(call.supersedes, i)
 
     def _record(self, call: ToolCall, content: str, observed: datetime | None) -> ToolResult:
         """The call's output recorded in the session, as every arm records it."""
@@ -398,45 +417,64 @@ class _Replay:
         accepted = {rid, f"{RESULT_PREFIX}{self.session}/{rid}", *self.rerun.get(label, ())}
         return any(quote in s.text for s in ctx.segments if accepted & set(s.ids))
 
+    def _shown_by(self, ctx: AssembledContext, labels: Sequence[str], quote: str) -> str | None:
+        """The first of `labels` whose result shows `quote` (see `_shows`), or None."""
+        return next((label for label in labels if self._shows(ctx, label, quote)), None)
+
+    def _shows_evidence(self, ctx: AssembledContext, evidence_id: str, quote: str) -> bool:
+        """Whether the prompt holds `quote` in a segment carrying a version of the record."""
+        prefix = f"{evidence_id}@"
+        return any(quote in s.text for s in ctx.segments if any(x.startswith(prefix) for x in s.ids))
+
     def _need(self, i: int, need: Need) -> None:
         quote = escape_text(need.quote)
         # The policy is told what it needs (the trace's need); what it must find is where it is.
-        if self.arm.heuristic and not self._shows(self._assemble(), need.source, quote):
+        if self.arm.heuristic and not self._shown_by(self._assemble(), need.sources, quote):
             self._heuristic_recover(need.query)
-        elif self.arm.name == ARCHIVE_AUTO and not self._shows(self._assemble(), need.source, quote):
+        elif self.arm.name == ARCHIVE_AUTO and not self._shown_by(self._assemble(), need.sources, quote):
             self._auto_recall(need.query)
-        elif self.arm.rereads and not self._shows(before := self._assemble(), need.source, quote):
-            self._reread(i, need.source, before)
+        elif self.arm.rereads and not self._shown_by(before := self._assemble(), need.sources, quote):
+            any(self._reread(i, source, before) for source in need.sources)  # the first that runs
         ctx = self._turn(i, "need")
-        satisfied = self._shows(ctx, need.source, quote)
-        stale = satisfied and self._stale_unwarned(ctx, need.source, quote, i)
-        self.needs.append(NeedOutcome(i, need.fact, need.source, satisfied, stale))
+        shown_by = self._shown_by(ctx, need.sources, quote)
+        stale = shown_by is not None and self._stale_unwarned(ctx, shown_by, quote, i)
+        self.needs.append(NeedOutcome(i, need.fact, need.source, shown_by is not None, stale))
 
     def _answer(self, i: int, answer: Answer) -> None:
         if self.arm.rereads:
             # At its best, a baseline that re-reads does so for what it is about to quote too.
             before = self._assemble()
-            for source in dict.fromkeys(c.source for c in answer.citations):
-                quotes = [escape_text(c.quote) for c in answer.citations if c.source == source]
+            results = [c for c in answer.citations if c.evidence is None]
+            for source in dict.fromkeys(c.source for c in results):
+                quotes = [escape_text(c.quote) for c in results if c.source == source]
                 if not all(self._shows(before, source, q) for q in quotes):
                     self._reread(i, source, before)
         ctx = self._turn(i, "answer")
         self._say("assistant", said(answer.text))
         if not answer.citations:
             return
-        cited = [
-            {
-                "evidence_id": f"{RESULT_PREFIX}{self.session}/{self.by_label[c.source].result.result_id}",
-                "quote": c.quote,
-            }
-            for c in answer.citations
-        ]
-        report = self.mnemo.check_citations(self.principal, cited)
+        report = self.mnemo.check_citations(self.principal, [self._citation(c) for c in answer.citations])
         for c, check in zip(answer.citations, report.checks, strict=True):
             quote = escape_text(c.quote)
-            visible = self._shows(ctx, c.source, quote)
-            stale = visible and self._stale_unwarned(ctx, c.source, quote, i)
+            cited = c.evidence
+            if cited is None:
+                visible = self._shows(ctx, c.source, quote)
+                stale = visible and self._stale_unwarned(ctx, c.source, quote, i)
+                replaced = c.source in self.replaced
+            else:
+                visible, stale = self._shows_evidence(ctx, cited[0], quote), False
+                replaced = check.verdict in _REPLACED_VERDICTS or cited[0] in self.withdrawn
+            self.superseded_cited += replaced
             self.citations.append(CitationOutcome(i, c.source, check.verdict, visible, stale))
+
+    def _citation(self, c: Citation) -> dict[str, Any]:
+        """What the citation checker is asked: a result of the session, or a knowledge record."""
+        cited = c.evidence
+        if cited is None:
+            rid = self.by_label[c.source].result.result_id
+            return {"evidence_id": f"{RESULT_PREFIX}{self.session}/{rid}", "quote": c.quote}
+        asked: dict[str, Any] = {"evidence_id": cited[0], "quote": c.quote}
+        return asked if cited[1] is None else asked | {"version": cited[1]}
 
     def _task(self, i: int, task: Task) -> None:
         old = self.state
@@ -451,6 +489,11 @@ class _Replay:
         self._turn(i, "task")
 
     def _state(self, i: int, state: State) -> None:
+        # A fact confirmed from a source already replaced rests on what no longer holds.
+        self.superseded_cited += sum(
+            f.source in self.replaced or f.source.removeprefix(EVIDENCE_SOURCE) in self.withdrawn
+            for f in state.confirmed
+        )
         old = self.state
         self._write_state(
             i,
@@ -509,7 +552,7 @@ class _Replay:
         self.conflicts = cited_conflicts(self.mnemo.archive, self.principal, self.state)
 
     def _evidence(self, ev: Evidence) -> None:
-        self.mnemo.ingest(
+        stored = self.mnemo.ingest(
             self.principal,
             [
                 EvidenceInput(
@@ -522,6 +565,15 @@ class _Replay:
                 )
             ],
         )
+        record = stored.stored[0]
+        # Every arm is shown the current version of each knowledge record, as retrieval would.
+        self.knowledge[ev.evidence_id] = EvidenceItem(
+            ev.evidence_id, record.version, record.kind, ev.source, ev.scope, ev.locator, ev.body, "", 1.0, 1
+        )
+        if ev.supersedes is not None and ev.supersedes not in self.withdrawn:
+            self.mnemo.retract(self.principal, ev.supersedes, f"superseded by {ev.evidence_id}")
+            self.withdrawn.add(ev.supersedes)
+            self.knowledge.pop(ev.supersedes, None)
         self.conflicts = cited_conflicts(self.mnemo.archive, self.principal, self.state)
 
     def _summary(self, i: int, summary: Summary) -> None:
@@ -692,17 +744,17 @@ class _Replay:
         self.label_of[copy] = label
         self.live_copies.setdefault(label, []).append(copy)
 
-    def _reread(self, i: int, label: str, shown: AssembledContext) -> None:
+    def _reread(self, i: int, label: str, shown: AssembledContext) -> bool:
         """Run `label`'s call again, if the trace says it is read-only: one tool call (a request),
         whose output is appended as the newest result, observed now. A stable call gives its
         original; another, what the trace says a run returns now. Not when its last run is in
         view (`shown`): the agent sees what a run returns now, and another would return it again."""
         call = self.calls[label]
         if call.reread is None:
-            return  # an action or an approval is not run again to be read
+            return False  # an action or an approval is not run again to be read
         runs = self.rerun.get(label)
         if runs and runs[-1] not in self.cleared and any(runs[-1] in s.ids for s in shown.segments):
-            return  # (a run masking cleared is no longer seen: it may run again)
+            return False  # (a run masking cleared is no longer seen: it may run again)
         content = (
             self.contents[label] if call.reread.current is None else resolve_content(call.reread.current)
         )
@@ -714,6 +766,7 @@ class _Replay:
         self.results.append(_Result(label, i, result, content, source.protected, source.time_sensitive))
         self.label_of[result.result_id] = label
         self.rerun.setdefault(label, []).append(result.result_id)
+        return True
 
     def _index_originals(self) -> None:
         """Run the trail an archive started, after its timing: an agent's next turn comes seconds
@@ -734,6 +787,7 @@ class _Replay:
     def _harness_history(self, *, everything: bool = False) -> tuple[HistoryItem, ...]:
         items = self.results
         name = "full" if everything else self.arm.shows
+        self.derived = set()  # what this history shows as the arm's own summary text
         k = self.p.window_k
         # Window and summary pin protected results as masking and the archive do: a harness
         # keeps what it may never drop (an approval, a user-confirmed fact) whatever its rule.
@@ -747,6 +801,7 @@ class _Replay:
         out: list[HistoryItem] = []
         for n, r in enumerate(items):
             if name == SUMMARY and n < len(items) - k and not r.protected:
+                self.derived.add(r.result.result_id)
                 pseudo = dataclasses.replace(r.result, tool_name="summary")
                 out.append(HistoryItem(pseudo, r.summary(self.p.summary_lines, self.p.summary_chars), False))
             elif name == MASKING and r.result.result_id in self.cleared:
@@ -763,7 +818,7 @@ class _Replay:
                 self.session,
                 instructions=self.trace.instructions,
                 tools=self.arm.tools,
-                evidence=self.summaries,
+                evidence=self._evidence_items(),
             )
         return ContextMaterial(
             session_id=self.session,
@@ -771,9 +826,14 @@ class _Replay:
             tools=self.arm.tools,
             task_state=self.state,
             history=self._harness_history(),
-            evidence=tuple(self.summaries),
+            evidence=self._evidence_items(),
             cited_conflicts=self.conflicts,
         )
+
+    def _evidence_items(self) -> tuple[EvidenceItem, ...]:
+        """The derived summaries, then the knowledge records' current versions, ranked in order."""
+        items = [*self.summaries, *self.knowledge.values()]
+        return tuple(dataclasses.replace(item, rank=n) for n, item in enumerate(items, 1))
 
     def _fallback_material(self) -> ContextMaterial:
         """The full history from the harness's own copies, when the archive is unreachable."""
@@ -783,7 +843,7 @@ class _Replay:
             tools=self.arm.tools,
             task_state=self.state,
             history=self._harness_history(everything=True),
-            evidence=tuple(self.summaries),
+            evidence=self._evidence_items(),
             cited_conflicts=self.conflicts,
         )
 
@@ -858,9 +918,16 @@ class _Replay:
         text = ctx.text
         if any(r.protected and escape_text(r.content) not in text for r in self.results):
             self.protected_violations += 1
-        outside = [s.text for s in ctx.segments if s.kind not in _ENVELOPES and s.kind not in _CALLER_OWN]
+        # An original's escaped envelope holds what the tool returned; anything else the model
+        # reads as the session's own words: notes, the task state, the transcript, and the
+        # summary arm's text in its pseudo-result's envelope.
+        outside = [
+            s.text
+            for s in ctx.segments
+            if s.kind not in _CALLER_OWN and (s.kind not in _ENVELOPES or self.derived & set(s.ids))
+        ]
         outside += [m.text for m in self.transcript]
-        if any(INJECTION.search(t) for t in outside):
+        if any(leaks(t, self.planted) for t in outside):
             self.injection_leaks += 1
         if self._summary_unlabelled(ctx):
             self.unknown_definite += 1
@@ -907,6 +974,7 @@ class _Replay:
             protected_violations=self.protected_violations,
             injection_leaks=self.injection_leaks,
             unknown_definite=self.unknown_definite,
+            superseded_cited=self.superseded_cited,
             archive_ms=tuple(c.archive_ms),
             recover_ms=tuple(c.recover_ms),
             recall_ms=tuple(c.recall_ms),
@@ -970,7 +1038,6 @@ def replay_all(
 
 
 __all__ = [
-    "INJECTION",
     "CitationOutcome",
     "NeedOutcome",
     "PromptRecord",

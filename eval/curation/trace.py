@@ -31,6 +31,16 @@ Format `mnemo-sea/context-trace/1` (JSON; a file holds one trace or a list of tr
        {"type": "fault", "kind": "store_down"}
      ]}
 
+Format 1.1 (`mnemo-sea/context-trace/1.1`) adds:
+
+    {"type": "tool_calls", "calls": [{"label": ..., "tool": ..., ...}, ...]}   parallel calls
+    {"type": "assistant", "text": "..."}                                        what the model wrote
+    a tool call's "injected": ["..."] (instructions planted in its output, exact substrings) and
+    "supersedes": "<label>" (it replaces that earlier result); an evidence event's "supersedes":
+    "<evidence id>" (that record is withdrawn); a need's "sources": ["a", "b"] (either serves); a
+    citation's "source": "evidence:<id>" or "evidence:<id>@<version>"; quotes holding & < >
+    (matched as an envelope shows them, escaped).
+
 `reread` (optional) says the call is read-only and may be run again by a baseline that needs its
 result out of view: `stable` (a file, a fixed report: the same output) or what a run returns
 now (a stock level, a rotating log, a page that changed: the output may no longer hold what
@@ -49,6 +59,13 @@ from datetime import datetime
 from typing import Any, Literal
 
 TRACE_FORMAT = "mnemo-sea/context-trace/1"
+# 1.1 adds parallel `tool_calls`, `assistant` text, `injected` and `supersedes` on a tool call,
+# `supersedes` on evidence, a need's second source (`sources`), citations of evidence records and
+# quotes holding & < >. A trace is written as /1 unless it uses one of them, so /1 readers and
+# the frozen digests of /1 traces are unaffected.
+TRACE_FORMAT_1_1 = "mnemo-sea/context-trace/1.1"
+TRACE_FORMATS = (TRACE_FORMAT, TRACE_FORMAT_1_1)
+EVIDENCE_SOURCE = "evidence:"  # a citation's or a state fact's source naming a knowledge record
 FaultKind = Literal["store_down", "tamper", "cross_tenant_recover", "bad_batch"]
 
 
@@ -83,6 +100,23 @@ class ToolCall:
     observed_at: datetime
     note: str | None  # what a scripted agent writes when it archives this result
     reread: Reread | None = None  # None: not read-only, never run again
+    injected: tuple[str, ...] = ()  # instructions planted in the output (exact substrings of it)
+    supersedes: str | None = None  # the label of an earlier call whose result this one replaces
+
+
+@dataclass(frozen=True)
+class ToolCalls:
+    """Several calls the model made in one request (parallel tool use): their results are
+    recorded in order and one turn follows them all."""
+
+    calls: tuple[ToolCall, ...]
+
+
+@dataclass(frozen=True)
+class Said:
+    """Text the model wrote between its calls; part of every prompt after it, in every arm."""
+
+    text: str
 
 
 @dataclass(frozen=True)
@@ -107,12 +141,28 @@ class Need:
     quote: str
     source: str
     query: str  # what a policy searches the archived notes with when the quote is not in view
+    also: tuple[str, ...] = ()  # other calls whose originals hold the quote too: either serves
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return (self.source, *self.also)
 
 
 @dataclass(frozen=True)
 class Citation:
+    """`source`: a tool call's label, or `evidence:<id>` (its current version) or
+    `evidence:<id>@<version>` (that version) for a knowledge record."""
+
     source: str
     quote: str
+
+    @property
+    def evidence(self) -> tuple[str, int | None] | None:
+        """(id, version) of the knowledge record cited, or None for a tool call's result."""
+        if not self.source.startswith(EVIDENCE_SOURCE):
+            return None
+        eid, at, version = self.source.removeprefix(EVIDENCE_SOURCE).rpartition("@")
+        return (eid, int(version)) if at else (version, None)
 
 
 @dataclass(frozen=True)
@@ -142,6 +192,7 @@ class Evidence:
     source: str
     scope: str
     locator: str
+    supersedes: str | None = None  # another record's id this one replaces (withdrawn when stored)
 
 
 @dataclass(frozen=True)
@@ -175,7 +226,21 @@ class Fault:
     kind: FaultKind
 
 
-Event = ToolCall | Archive | Recover | Need | Answer | Clock | Task | Evidence | State | Summary | Fault
+Event = (
+    ToolCall
+    | ToolCalls
+    | Said
+    | Archive
+    | Recover
+    | Need
+    | Answer
+    | Clock
+    | Task
+    | Evidence
+    | State
+    | Summary
+    | Fault
+)
 
 
 @dataclass(frozen=True)
@@ -191,4 +256,9 @@ class Trace:
     events: tuple[Event, ...]
 
     def calls(self) -> dict[str, ToolCall]:
-        return {e.label: e for e in self.events if isinstance(e, ToolCall)}
+        """Every tool call by label, those made in parallel included, in order."""
+        out: dict[str, ToolCall] = {}
+        for e in self.events:
+            for call in (e,) if isinstance(e, ToolCall) else e.calls if isinstance(e, ToolCalls) else ():
+                out[call.label] = call
+        return out

@@ -41,7 +41,10 @@ from mnemo_sea.archive import (
 
 from .generators import check_generated, original
 from .trace import (
+    EVIDENCE_SOURCE,
     TRACE_FORMAT,
+    TRACE_FORMAT_1_1,
+    TRACE_FORMATS,
     Answer,
     Archive,
     Citation,
@@ -55,17 +58,21 @@ from .trace import (
     Recover,
     Released,
     Reread,
+    Said,
     State,
     StateFact,
     Summary,
     Task,
     ToolCall,
+    ToolCalls,
     Trace,
 )
 
 FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
 EVENT_TYPES = (
     "tool_call",
+    "tool_calls",
+    "assistant",
     "archive",
     "recover",
     "need",
@@ -78,8 +85,8 @@ EVENT_TYPES = (
     "fault",
 )
 MAX_NOTE_CHARS = 2_000  # the archive's default limit (ArchivePolicy.max_note_chars)
-# The envelope escapes these in every rendered result, so a quote holding one could never be
-# found verbatim in a prompt: such a need would be missing under every arm.
+# The envelope escapes these in every rendered result; a quote holding one is matched in its
+# escaped form (format 1.1; /1 refused them).
 _ESCAPED = ("&", "<", ">")
 
 
@@ -118,7 +125,7 @@ class _Reader:
     def fail(self, field: str, problem: str) -> TraceError:
         return TraceError(self.origin, field, problem, self.index, self.kind)
 
-    def only(self, allowed: set[str]) -> None:
+    def only(self, allowed: set[str] | frozenset[str]) -> None:
         extra = sorted(set(self.obj) - allowed)
         if extra:
             raise self.fail(extra[0], f"is not a field of this event; allowed: {', '.join(sorted(allowed))}")
@@ -200,9 +207,6 @@ def _time(r: _Reader, key: str) -> datetime:
 
 def _quote(r: _Reader, key: str, source: ToolCall, what: str) -> str:
     quote = r.text(key)
-    for ch in _ESCAPED:
-        if ch in quote:
-            raise r.fail(key, f"{_show(quote)} holds {ch!r}, which every envelope escapes; quote around it")
     if quote not in original(source.content):
         raise r.fail(key, f"{_show(quote)} is not in the original of {source.label}{what}")
     return quote
@@ -244,6 +248,23 @@ def _reread(r: _Reader) -> Reread:
     return Reread(_content(current))
 
 
+_CALL_KEYS = frozenset(
+    {
+        "label",
+        "tool",
+        "arguments",
+        "content",
+        "generator",
+        "policy_class",
+        "observed_at",
+        "note",
+        "reread",
+        "injected",
+        "supersedes",
+    }
+)
+
+
 def _show(text: str) -> str:
     return json.dumps(text if len(text) <= 80 else text[:80] + "…", ensure_ascii=False)
 
@@ -278,20 +299,23 @@ class _Parser:
         event: Event = method(r)
         return event
 
+    def _tool_calls(self, r: _Reader) -> ToolCalls:
+        r.only({"type", "calls"})
+        calls = r.objects("calls")
+        if not calls:
+            raise r.fail("calls", "must not be empty")
+        return ToolCalls(tuple(self._call(c) for c in calls))
+
+    def _assistant(self, r: _Reader) -> Said:
+        r.only({"type", "text"})
+        return Said(r.text("text"))
+
     def _tool_call(self, r: _Reader) -> ToolCall:
-        keys = {
-            "type",
-            "label",
-            "tool",
-            "arguments",
-            "content",
-            "generator",
-            "policy_class",
-            "observed_at",
-            "note",
-            "reread",
-        }
-        r.only(keys)
+        return self._call(r, {"type"})
+
+    def _call(self, r: _Reader, extra: set[str] | None = None) -> ToolCall:
+        """One tool call's fields (an event of its own, or one of a `tool_calls` event's)."""
+        r.only(_CALL_KEYS | (extra or set()))
         label = r.text("label")
         try:
             check_identifier("label", label)
@@ -315,7 +339,25 @@ class _Parser:
             if len(note) > MAX_NOTE_CHARS:
                 raise r.fail("note", f"is {len(note)} characters; the archive's limit is {MAX_NOTE_CHARS}")
         reread = _reread(r) if "reread" in r.obj else None
-        call = ToolCall(label, tool, arguments, content, policy_class, _time(r, "observed_at"), note, reread)
+        injected = r.texts("injected", default=[])
+        for i, text in enumerate(injected):
+            if text not in original(content):
+                raise r.fail(f"injected[{i}]", f"{_show(text)} is not in the call's original")
+        supersedes = None
+        if "supersedes" in r.obj:
+            supersedes = self.call(r, "supersedes").label
+        call = ToolCall(
+            label,
+            tool,
+            arguments,
+            content,
+            policy_class,
+            _time(r, "observed_at"),
+            note,
+            reread,
+            injected,
+            supersedes,
+        )
         self.calls[label] = call
         return call
 
@@ -354,9 +396,23 @@ class _Parser:
         return Recover(call.label, match)
 
     def _need(self, r: _Reader) -> Need:
-        r.only({"type", "fact", "quote", "source", "query"})
-        source = self.call(r, "source")
-        return Need(r.text("fact"), _quote(r, "quote", source, ""), source.label, r.text("query"))
+        r.only({"type", "fact", "quote", "source", "sources", "query"})
+        if ("source" in r.obj) == ("sources" in r.obj):
+            raise r.fail("source", "give exactly one of source and sources")
+        if "source" in r.obj:
+            labels: tuple[str, ...] = (self.call(r, "source").label,)
+        else:
+            labels = r.texts("sources", nonempty=True)
+            if len(set(labels)) != len(labels):
+                raise r.fail("sources", "names a tool call twice")
+            for i, label in enumerate(labels):
+                self.call(r, "sources", label, f"sources[{i}]")
+        quote = r.text("quote")
+        for i, label in enumerate(labels):
+            if quote not in original(self.calls[label].content):
+                where = "quote" if len(labels) == 1 else f"quote (sources[{i}])"
+                raise r.fail(where, f"{_show(quote)} is not in the original of {label}")
+        return Need(r.text("fact"), quote, labels[0], r.text("query"), labels[1:])
 
     def _answer(self, r: _Reader) -> Answer:
         r.only({"type", "text", "citations"})
@@ -365,14 +421,29 @@ class _Parser:
         for c in r.objects("citations", default=[]):
             c.only({"source", "quote"})
             # A citation's quote may be wrong on purpose (the checker must catch it), so only its
-            # source is checked here, and that it could ever be seen verbatim.
-            source = self.call(c, "source")
-            quote = c.text("quote")
-            for ch in _ESCAPED:
-                if ch in quote:
-                    raise c.fail("quote", f"{_show(quote)} holds {ch!r}, which every envelope escapes")
-            citations.append(Citation(source.label, quote))
+            # source is checked here.
+            citation = Citation(c.text("source"), c.text("quote"))
+            cited = self._cited_evidence(c, citation)
+            if cited is None:
+                self.call(c, "source")
+            citations.append(citation)
         return Answer(text, tuple(citations))
+
+    def _cited_evidence(self, c: _Reader, citation: Citation) -> tuple[str, int | None] | None:
+        """The knowledge record a citation names (`evidence:<id>[@<version>]`), checked to be an
+        earlier evidence event; None for a tool call's label."""
+        if not citation.source.startswith(EVIDENCE_SOURCE):
+            return None
+        shape = f"must be {EVIDENCE_SOURCE}<id> or {EVIDENCE_SOURCE}<id>@<version>"
+        try:
+            cited = citation.evidence
+        except ValueError:
+            raise c.fail("source", f"{shape}, got {citation.source!r}") from None
+        if cited is None or (cited[1] is not None and cited[1] < 1):
+            raise c.fail("source", f"{shape} (a version from 1), got {citation.source!r}")
+        if cited[0] not in self.evidence_ids:
+            raise c.fail("source", f"{citation.source!r} names no earlier evidence event")
+        return cited
 
     def _clock(self, r: _Reader) -> Clock:
         r.only({"type", "hours"})
@@ -391,7 +462,7 @@ class _Parser:
         return Task(r.text("goal"), r.texts("constraints", default=[]))
 
     def _evidence(self, r: _Reader) -> Evidence:
-        r.only({"type", "evidence_id", "body", "statement", "source", "scope", "locator"})
+        r.only({"type", "evidence_id", "body", "statement", "source", "scope", "locator", "supersedes"})
         evidence_id = r.text("evidence_id")
         try:
             check_evidence_id(evidence_id)
@@ -403,6 +474,11 @@ class _Parser:
         if statement is not None:
             statement = r.text("statement")
         body = r.text("body")
+        supersedes = None
+        if "supersedes" in r.obj:
+            supersedes = r.text("supersedes")
+            if supersedes not in self.evidence_ids or supersedes == evidence_id:
+                raise r.fail("supersedes", f"{supersedes!r} names no other earlier evidence event")
         evidence = Evidence(
             evidence_id,
             body,
@@ -410,6 +486,7 @@ class _Parser:
             r.text("source"),
             r.text("scope", default="default"),
             r.text("locator", default="", empty=True),
+            supersedes,
         )
         self.evidence_ids.add(evidence_id)
         return evidence
@@ -459,8 +536,8 @@ def parse_trace(obj: object, origin: str = "<trace>") -> Trace:
         raise TraceError(origin, "trace", f"must be a JSON object, got {_kind(obj)}")
     r = _Reader(obj, origin, None, None)
     fmt = r.value("format")
-    if fmt != TRACE_FORMAT:
-        raise r.fail("format", f"must be {TRACE_FORMAT!r}, got {fmt!r}")
+    if fmt not in TRACE_FORMATS:
+        raise r.fail("format", f"must be one of {', '.join(map(repr, TRACE_FORMATS))}, got {fmt!r}")
     r.only(
         {
             "format",
@@ -532,27 +609,36 @@ def _content_json(content: str | Generated) -> dict[str, Any]:
     return {"content": content}
 
 
+def _call_json(e: ToolCall) -> dict[str, Any]:
+    out: dict[str, Any] = {"label": e.label, "tool": e.tool, "arguments": e.arguments}
+    out |= _content_json(e.content)
+    out |= {"policy_class": e.policy_class, "observed_at": e.observed_at.isoformat(), "note": e.note}
+    # The fields that came later are written only when set, so older traces keep their digests.
+    if e.reread is not None:
+        out["reread"] = "stable" if e.reread.current is None else _content_json(e.reread.current)
+    if e.injected:
+        out["injected"] = list(e.injected)
+    if e.supersedes is not None:
+        out["supersedes"] = e.supersedes
+    return out
+
+
 def _event_json(e: Event) -> dict[str, Any]:
     if isinstance(e, ToolCall):
-        out: dict[str, Any] = {
-            "type": "tool_call",
-            "label": e.label,
-            "tool": e.tool,
-            "arguments": e.arguments,
-        }
-        out |= _content_json(e.content)
-        out |= {"policy_class": e.policy_class, "observed_at": e.observed_at.isoformat(), "note": e.note}
-        if e.reread is not None:  # written only when set, as a recover's match
-            out["reread"] = "stable" if e.reread.current is None else _content_json(e.reread.current)
-        return out
+        return {"type": "tool_call", **_call_json(e)}
+    if isinstance(e, ToolCalls):
+        return {"type": "tool_calls", "calls": [_call_json(c) for c in e.calls]}
+    if isinstance(e, Said):
+        return {"type": "assistant", "text": e.text}
     if isinstance(e, Archive):
         return {"type": "archive", "labels": list(e.labels)}
     if isinstance(e, Recover):
         # `match` came after traces were frozen: written only when set, so their digests stay.
-        out = {"type": "recover", "label": e.label}
+        out: dict[str, Any] = {"type": "recover", "label": e.label}
         return out if e.match is None else out | {"match": e.match}
     if isinstance(e, Need):
-        return {"type": "need", "fact": e.fact, "quote": e.quote, "source": e.source, "query": e.query}
+        where = {"source": e.source} if not e.also else {"sources": list(e.sources)}
+        return {"type": "need", "fact": e.fact, "quote": e.quote, **where, "query": e.query}
     if isinstance(e, Answer):
         cites = [{"source": c.source, "quote": c.quote} for c in e.citations]
         return {"type": "answer", "text": e.text, "citations": cites}
@@ -561,7 +647,7 @@ def _event_json(e: Event) -> dict[str, Any]:
     if isinstance(e, Task):
         return {"type": "task", "goal": e.goal, "constraints": list(e.constraints)}
     if isinstance(e, Evidence):
-        return {
+        record = {
             "type": "evidence",
             "evidence_id": e.evidence_id,
             "body": e.body,
@@ -570,6 +656,7 @@ def _event_json(e: Event) -> dict[str, Any]:
             "scope": e.scope,
             "locator": e.locator,
         }
+        return record if e.supersedes is None else record | {"supersedes": e.supersedes}
     if isinstance(e, State):
         return {
             "type": "state",
@@ -586,7 +673,7 @@ def _event_json(e: Event) -> dict[str, Any]:
 def trace_to_json(trace: Trace) -> dict[str, Any]:
     """The canonical JSON object of a trace: every field written, keys in a fixed order."""
     return {
-        "format": TRACE_FORMAT,
+        "format": TRACE_FORMAT_1_1 if needs_1_1(trace) else TRACE_FORMAT,
         "trace_id": trace.trace_id,
         "family": trace.family,
         "tenant": trace.tenant,
@@ -599,6 +686,24 @@ def trace_to_json(trace: Trace) -> dict[str, Any]:
     }
 
 
+def needs_1_1(trace: Trace) -> bool:
+    """Whether the trace uses anything format 1.1 added (then it is written as 1.1)."""
+    for e in trace.events:
+        if isinstance(e, ToolCalls | Said):
+            return True
+        if isinstance(e, ToolCall) and (e.injected or e.supersedes is not None):
+            return True
+        if isinstance(e, Evidence) and e.supersedes is not None:
+            return True
+        if isinstance(e, Need) and (e.also or any(ch in e.quote for ch in _ESCAPED)):
+            return True
+        if isinstance(e, Answer) and any(
+            c.evidence is not None or any(ch in c.quote for ch in _ESCAPED) for c in e.citations
+        ):
+            return True
+    return False
+
+
 def canonical_bytes(trace: Trace) -> bytes:
     """The trace's canonical JSON as bytes: sorted keys, no spaces, UTF-8."""
     text = json.dumps(trace_to_json(trace), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -609,9 +714,7 @@ def trace_digest(trace: Trace) -> str:
     """sha256 of the canonical JSON followed by the sha256 of every generated original, in event
     order: a trace is the same only if its JSON and the text its generators produce are."""
     h = hashlib.sha256(canonical_bytes(trace))
-    for e in trace.events:
-        if not isinstance(e, ToolCall):
-            continue
+    for e in trace.calls().values():
         # A re-run's generated output after the call's own (traces without one keep their digest).
         rerun = e.reread.current if e.reread is not None else None
         for content in (e.content, rerun):

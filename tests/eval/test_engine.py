@@ -12,7 +12,9 @@ With PARAMS (window 2, trigger 2,000, keep 1, 200+ token results), by hand:
   0 violations; nothing stale is shown.
 - summary: lab's summary (its first 2 lines, no line with `pet-7` holds the quote) loses mdr1;
   stock's one line is its summary, so `3 boxes` stays (unwarned: stale 2); citations 1/2; the
-  approval, protected, stays verbatim: 0 violations.
+  approval, protected, stays verbatim: 0 violations. At event 12 logistics is older than the
+  last 2 and shown as its summary, whose first line is the courier's injected sentence: the
+  summary is the arm's own text, not the tool's escaped original, so that prompt leaks: 1.
 - masking: after logistics the prompt passes 2,000: lab and stock are cleared (logistics is the
   newest, approval protected) for good: both needs missing, citations 0/2, violations 0.
 - window+reread and masking+reread: as their baselines until need 8, where the lab report is out
@@ -91,7 +93,7 @@ HAND: dict[str, dict[str, Any]] = {
     "window": dict(requests=9, archive_calls=0, archived_results=0, recover_calls=0, needs_missing=2,
                    citations_correct=0, protected_violations=0, stale_unwarned=0, injection_leaks=0),
     "summary": dict(requests=9, archive_calls=0, archived_results=0, recover_calls=0, needs_missing=1,
-                    citations_correct=1, protected_violations=0, stale_unwarned=2, injection_leaks=0),
+                    citations_correct=1, protected_violations=0, stale_unwarned=2, injection_leaks=1),
     "masking": dict(requests=9, archive_calls=0, archived_results=0, recover_calls=0, needs_missing=2,
                     citations_correct=0, protected_violations=0, stale_unwarned=0, injection_leaks=0),
     "window+reread": dict(requests=11, rereads=2, archive_calls=0, recover_calls=0, needs_missing=1,

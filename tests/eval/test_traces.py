@@ -229,7 +229,7 @@ def _broken(change: Any) -> TraceError:
             "exactly one",
         ),
         (lambda o: o["events"][4].update(qoute="x"), 4, "need", "qoute", "not a field"),
-        (lambda o: o["events"][5].update(quote="a <b>"), 5, "need", "quote", "escapes"),
+        (lambda o: o["events"][5].update(quote="a <b>"), 5, "need", "quote", "not in the original"),
         (lambda o: o["events"][0].pop("tool"), 0, "tool_call", "tool", "is required"),
         (
             lambda o: o["events"][0].update(generator={"name": "lab_log", "size": 9, "seed": 1}),
