@@ -15,7 +15,11 @@ Generators:
 - `kubectl_log`: `kubectl logs` output of one pod, klog and JSON lines mixed, as Go services write;
 - `lab_log`: a veterinary lab analyser's log in Chinese (血常规, 生化, 质控 lines);
 - `order_log`: an order's warehouse, carrier and payment events;
-- `json_rows`: JSON lines of rows (`schema`: `stock`, `orders` or `metrics`).
+- `json_rows`: JSON lines of rows (`schema`: `stock`, `orders` or `metrics`);
+- `source_listing`: a Python module as a file-reading tool prints it, one numbered line each
+  (`module`: its dotted name); a needle is a line of code, numbered where it lands;
+- `test_log`: a pytest run (`-v`, captured logs, warnings) of a package (`package`);
+- `report_text`: a long technical report in Markdown (sections, paragraphs, tables; `title`).
 """
 
 from __future__ import annotations
@@ -273,6 +277,119 @@ def _rows_frame(rng: random.Random, i: int, p: Mapping[str, Any], needle: str) -
     return json.dumps({"row": i, "remark": needle}, ensure_ascii=False, separators=(", ", ": "))
 
 
+# ---- source_listing ----
+
+_NAMES = ("invoice", "charge", "ledger", "policy", "attempt", "customer", "amount", "retry", "tax", "line")
+_CODE = (
+    "{ind}def {a}_{b}(self, {c}: {T}) -> {T}:",
+    '{ind}"""Return the {a} {b} for one {c}."""',
+    "{ind}{a} = self._{b}.get({c}.id)",
+    "{ind}if {a} is None:",
+    '{ind}    raise {T}Error(f"no {a} for {{{c}.id}}")',
+    "{ind}for {a} in {b}s:",
+    "{ind}total += {a}.{b} * {c}.rate",
+    '{ind}log.debug("{a} %s {b} %s", {a}.id, {c})',
+    "{ind}return {T}({a}={a}, {b}={b})",
+    "{ind}self._{a}[{c}.id] = {b}",
+    "",
+    "{ind}# {a} is rounded per {b}, never per {c} (see ADR-{n})",
+    "class {T}{U}:",
+    "    {a}: {T} = field(default_factory={T})",
+    "{ind}with self._lock:",
+    "{ind}    self._{a}.append({b})",
+)
+_TYPES = ("Invoice", "Charge", "Ledger", "Policy", "Money", "Customer", "Attempt")
+
+
+def _source_line(rng: random.Random, i: int, p: Mapping[str, Any]) -> str:
+    a, b, c = rng.choice(_NAMES), rng.choice(_NAMES), rng.choice(_NAMES)
+    code = rng.choice(_CODE).format(
+        ind=" " * rng.choice((4, 8, 8, 12)),
+        a=a,
+        b=b,
+        c=c,
+        T=rng.choice(_TYPES),
+        U=rng.choice(("Record", "State", "Plan", "")),
+        n=rng.randint(1, 40),
+    )
+    return f"{i + 1:>6}\t{code}"
+
+
+def _source_frame(rng: random.Random, i: int, p: Mapping[str, Any], needle: str) -> str:
+    return f"{i + 1:>6}\t{needle}"
+
+
+# ---- test_log ----
+
+
+def _test_line(rng: random.Random, i: int, p: Mapping[str, Any]) -> str:
+    module = rng.choice(("invoice", "ledger", "tax", "refunds", "policy", "api", "models"))
+    roll = rng.random()
+    if roll < 0.7:
+        case = f"test_{rng.choice(_NAMES)}_{rng.choice(_NAMES)}"
+        param = (
+            f"[{rng.choice(('sgd', 'usd', 'cny', 'eur'))}-{rng.randint(0, 9)}]" if rng.random() < 0.4 else ""
+        )
+        pct = min(99, i // 40)
+        return f"tests/test_{module}.py::{case}{param} PASSED{' ' * rng.randint(1, 30)}[{pct:>3}%]"
+    if roll < 0.9:
+        when = _when(p, i, 41, _UTC)
+        level = rng.choice(("INFO", "DEBUG", "DEBUG", "WARNING"))
+        return (
+            f"{when:%H:%M:%S},{when.microsecond // 1000:03d} {level:<8} {p['package']}.{module}:{module}.py:"
+            f"{rng.randint(20, 2400)} {rng.choice(_NAMES)} {rng.choice(('ok', 'skipped', 'cached'))}"
+        )
+    return (
+        f"  {p['package']}/{module}.py:{rng.randint(20, 2400)}: DeprecationWarning: "
+        f"{rng.choice(_NAMES)}_{rng.choice(_NAMES)}() is deprecated; use {rng.choice(_NAMES)}_v2()"
+    )
+
+
+def _test_frame(rng: random.Random, i: int, p: Mapping[str, Any], needle: str) -> str:
+    return needle
+
+
+# ---- report_text ----
+
+_PROSE = (
+    "The {a} of the {b} stage was measured over {n} runs, with the {c} held constant.",
+    "Compared with the previous quarter, {a} {d} by {pct}% while {b} stayed within its budget.",
+    "We attribute most of the change in {a} to the {b} rollout, not to {c} traffic.",
+    "Section {sec} describes how the {a} baseline was chosen and why {b} was excluded.",
+    "Operators reported {n} incidents involving {a}; none affected {b} correctness.",
+    "The {c} sample is small, so the {a} figures below carry a wide interval (±{pct}%).",
+)
+_TOPICS = ("latency", "throughput", "error rate", "queue depth", "cache", "replication", "cost", "storage")
+
+
+def _report_line(rng: random.Random, i: int, p: Mapping[str, Any]) -> str:
+    roll = rng.random()
+    if roll < 0.04:
+        return f"\n## {rng.randint(2, 9)}.{rng.randint(1, 9)} {rng.choice(_TOPICS).title()} in {p['title']}\n"
+    if roll < 0.14:
+        region = rng.choice(("ap-southeast-1", "eu-west-1", "us-east-2", "cn-north-1"))
+        return (
+            f"| {region} | {rng.randint(80, 900)} ms | {rng.randint(900, 4000)} ms | {rng.randint(1, 99)} |"
+        )
+    sentences = [
+        rng.choice(_PROSE).format(
+            a=rng.choice(_TOPICS),
+            b=rng.choice(_TOPICS),
+            c=rng.choice(_TOPICS),
+            d=rng.choice(("rose", "fell")),
+            n=rng.randint(3, 400),
+            pct=rng.randint(1, 60),
+            sec=f"{rng.randint(2, 9)}.{rng.randint(1, 9)}",
+        )
+        for _ in range(rng.randint(2, 5))
+    ]
+    return " ".join(sentences)
+
+
+def _report_frame(rng: random.Random, i: int, p: Mapping[str, Any], needle: str) -> str:
+    return needle
+
+
 # ---- the registry and the engine ----
 
 GENERATORS: dict[str, _Spec] = {
@@ -298,6 +415,11 @@ GENERATORS: dict[str, _Spec] = {
     "json_rows": _Spec(
         _rows_line, _rows_frame, {"schema": str, "start": str}, {"schema": "metrics", "start": ""}
     ),
+    "source_listing": _Spec(_source_line, _source_frame, {"module": str}, {"module": "billing.invoice"}),
+    "test_log": _Spec(
+        _test_line, _test_frame, {"package": str, "start": str}, {"package": "billing", "start": ""}
+    ),
+    "report_text": _Spec(_report_line, _report_frame, {"title": str}, {"title": "the platform"}),
 }
 _SCHEMAS = ("stock", "orders", "metrics")
 

@@ -12,8 +12,9 @@ import pytest
 
 from mnemo_sea.archive import InvalidInput
 from mnemo_sea.eval.curation import families
-from mnemo_sea.eval.curation.arms import ARM_NAMES
+from mnemo_sea.eval.curation.arms import ARM_NAMES, Arm, ArmParams
 from mnemo_sea.eval.curation.generators import GENERATORS, generate, original
+from mnemo_sea.eval.curation.runner import replay
 from mnemo_sea.eval.curation.trace import (
     Answer,
     Archive,
@@ -21,8 +22,10 @@ from mnemo_sea.eval.curation.trace import (
     Need,
     Recover,
     Reread,
+    Said,
     Task,
     ToolCall,
+    ToolCalls,
     Trace,
 )
 from mnemo_sea.eval.curation.trace_format import (
@@ -499,6 +502,58 @@ def test_f4_needs_most_of_its_results_and_f5_notes_leave_out_what_is_needed(
         assert need.source not in [c.label for c in later_calls[-5:]]  # out of any last-5 window
         head = "\n".join(original(calls[need.source].content).splitlines()[:2])
         assert need.quote not in head  # not in what an extractive summary keeps first
+
+
+def test_f6_is_a_coding_session_with_a_late_numbered_line_and_a_run_that_replaces_the_red_one(
+    built: dict[tuple[str, int], Trace],
+) -> None:
+    for seed in (*families.DEV_SEEDS, *families.TEST_SEEDS):
+        f6 = built[("F6", seed)]
+        calls = f6.calls()
+        assert any(isinstance(e, ToolCalls) and "invoice_py" in [c.label for c in e.calls] for e in f6.events)
+        assert any(isinstance(e, Said) for e in f6.events)
+        assert calls["ci_log_2"].supersedes == "ci_log"
+        line = next(e for e in f6.events if isinstance(e, Need) and e.fact == "line")
+        number = int(line.quote.split("\t")[0])
+        listing = original(calls["invoice_py"].content)
+        assert listing.splitlines()[number - 1] == line.quote and ">" in line.quote  # matched escaped
+        assert number > 0.7 * len(listing.splitlines())  # late in a large listing
+        assert f"billing/invoice.py:{number}: in charge" in original(calls["ci_log"].content)
+        guard = next(e for e in f6.events if isinstance(e, Need) and e.fact == "guard")
+        assert guard.sources == ("invoice_py", "grep")  # the listing or the grep: either serves
+        assert len(listing) > 250_000 and len(original(calls["ci_log"].content)) > 150_000
+
+
+def test_f7_has_a_figure_mid_report_an_erratum_at_the_end_and_a_planted_instruction(
+    built: dict[tuple[str, int], Trace],
+) -> None:
+    f7 = built[("F7", 101)]
+    calls = f7.calls()
+    part1 = original(calls["part1"].content)
+    figure = next(e for e in f7.events if isinstance(e, Need) and e.fact == "figure")
+    assert 0.3 < part1.index(figure.quote) / len(part1) < 0.7
+    headline = next(e for e in f7.events if isinstance(e, Need) and e.fact == "headline")
+    assert headline.sources == ("part1", "abstract")
+    assert all(headline.quote in original(calls[label].content) for label in headline.sources)
+    assert calls["errata"].supersedes == "part1"
+    labels = [e.label for e in f7.events if isinstance(e, ToolCall)]
+    assert labels[-1] == "errata"  # the last thing read
+    (planted,) = calls["part2"].injected
+    assert planted in original(calls["part2"].content) and "disregard" in planted
+    assert trace_to_json(f7)["format"] == "mnemo-sea/context-trace/1.1"
+
+
+def test_f8_stays_just_under_the_trigger_and_needs_nearly_everything(
+    built: dict[tuple[str, int], Trace],
+) -> None:
+    limit = ArmParams().trigger_tokens
+    for seed in (*families.DEV_SEEDS, *families.TEST_SEEDS):
+        f8 = built[("F8", seed)]
+        peak = max(p.tokens for p in replay(f8, Arm("full")).prompts)
+        assert 0.8 * limit < peak < limit, (seed, peak)
+        needed = {e.source for e in f8.events if isinstance(e, Need)}
+        assert len(needed) >= len(f8.calls()) - 2
+    assert "F8" in families.CONTROL_FAMILIES and "F4" in families.CONTROL_FAMILIES
 
 
 # ---- the frozen test set ----
