@@ -119,22 +119,9 @@ class _Script:
         self.now = start
         self.events: list[dict[str, Any]] = []
 
-    def call(
-        self,
-        label: str,
-        tool: str,
-        arguments: dict[str, Any],
-        note: str,
-        *,
-        content: str | None = None,
-        gen: tuple[str, int, int, dict[str, Any]] | None = None,
-        policy: str = "default",
-        minutes: float = 2,
-        injected: list[str] | None = None,
-        supersedes: str | None = None,
-    ) -> None:
-        made = self.made(label, tool, arguments, note, content, gen, policy, minutes, injected, supersedes)
-        self.events.append({"type": "tool_call", **made})
+    def call(self, label: str, tool: str, arguments: dict[str, Any], note: str, **fields: Any) -> None:
+        """A tool call event (`fields` as `made` takes them)."""
+        self.events.append({"type": "tool_call", **self.made(label, tool, arguments, note, **fields)})
 
     def parallel(self, *calls: dict[str, Any]) -> None:
         """Calls made in one request (each from `made`)."""
@@ -146,6 +133,7 @@ class _Script:
         tool: str,
         arguments: dict[str, Any],
         note: str,
+        *,
         content: str | None = None,
         gen: tuple[str, int, int, dict[str, Any]] | None = None,
         policy: str = "default",
