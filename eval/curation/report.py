@@ -161,7 +161,9 @@ def write_tradeoff_chart(report: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [("all traces", report["arms"]), *sorted(report["families"].items())]
+    controls = (report.get("targets") or {}).get("controls", [])
+    panels = [("all traces", report["arms"])]
+    panels += [(f"{f} (control)" if f in controls else f, a) for f, a in sorted(report["families"].items())]
     arms = [a for a in report["arm_order"] if a != FULL]
     columns = 3
     rows = -(-len(panels) // columns)
