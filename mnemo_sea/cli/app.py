@@ -11,13 +11,33 @@ from typing import Annotated
 
 import typer
 
-from mnemo_sea.cli.output import CliError, emit, guard
+from mnemo_sea.cli.output import CliError, OneLineErrorsGroup, emit, guard
 
-app = typer.Typer(no_args_is_help=True, help="mnemo-sea: evidence archive and hybrid retrieval.")
+app = typer.Typer(
+    cls=OneLineErrorsGroup, no_args_is_help=True, help="mnemo-sea: evidence archive and hybrid retrieval."
+)
 eval_app = typer.Typer(no_args_is_help=True, help="Quality evaluations (retrieval, citations).")
 bench_app = typer.Typer(no_args_is_help=True, help="Performance benchmarks; JSON on stdout.")
 app.add_typer(eval_app, name="eval")
 app.add_typer(bench_app, name="bench")
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import version
+
+        typer.echo(f"mnemo-sea {version('mnemo-sea')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="print the version and exit"),
+    ] = False,
+) -> None:
+    """mnemo-sea: evidence archive and hybrid retrieval."""
 
 
 @bench_app.command("archive")

@@ -16,6 +16,7 @@ from mnemo_sea.archive import (
 )
 from mnemo_sea.cli.output import (
     EXIT_FORBIDDEN,
+    EXIT_PARTIAL,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     CliError,
@@ -152,7 +153,8 @@ def ingest(
     and line is checked first: without --partial one bad one stores nothing (all are listed).
     A document whose content is that of a retracted version of its record is not brought back:
     without --partial the load is refused (each one listed, exit 5), with --partial it is left
-    out and listed under `retracted`; --reactivate stores it as current on purpose.
+    out and listed under `retracted`; --reactivate stores it as current on purpose. A --partial
+    run that left anything out exits 8 once the rest is stored.
     If storing batch k fails (the store, not the input), batches before it stay stored and the
     report says which (exit code of the store's error).
     """
@@ -184,6 +186,15 @@ def ingest(
     }
     if outcome.failure is None:
         emit(report | {"records": outcome.records} if as_json else report, as_json)
+        left_out = len(loaded.problems) + len(loaded.skipped) + len(retracted)
+        if left_out:
+            # The good part is stored; a script must still see that the run was not complete.
+            raise CliError(
+                f"--partial left out {left_out} bad file(s), document(s) or retracted version(s) "
+                "(listed in the report); the others are stored",
+                EXIT_PARTIAL,
+                reported=True,
+            )
         return
     cause = as_cli_error(outcome.failure.error)
     failed = outcome.failure

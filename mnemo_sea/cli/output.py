@@ -53,6 +53,8 @@ EXIT_FORBIDDEN = outcomes.EXIT_FORBIDDEN
 EXIT_CONFLICT = outcomes.EXIT_CONFLICT
 EXIT_UNAVAILABLE = outcomes.EXIT_UNAVAILABLE
 EXIT_INTEGRITY = outcomes.EXIT_INTEGRITY
+EXIT_PARTIAL = outcomes.EXIT_PARTIAL
+EXIT_CLOSED_PIPE = outcomes.EXIT_CLOSED_PIPE
 
 # The stable code of a CliError raised with only an exit code: its category's name.
 _EXIT_NAMES = {
@@ -63,6 +65,7 @@ _EXIT_NAMES = {
     EXIT_CONFLICT: Category.CONFLICT.value,
     EXIT_UNAVAILABLE: Category.UNAVAILABLE.value,
     EXIT_INTEGRITY: Category.INTEGRITY.value,
+    EXIT_PARTIAL: "partial",
 }
 
 
@@ -145,6 +148,16 @@ def fail(error: CliError, as_json: bool = False) -> NoReturn:
     raise typer.Exit(code=error.exit_code)
 
 
+def stop_on_closed_pipe() -> NoReturn:
+    """stdout's reader went away (`mnemo-sea search … | head -1`): stop quietly with the shell's
+    status for SIGPIPE, as `grep` or `cat` do, instead of reporting the write as an error. What
+    is left to print goes to /dev/null, so the interpreter's last flush cannot fail again."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    raise typer.Exit(code=EXIT_CLOSED_PIPE)
+
+
 @contextlib.contextmanager
 def guard(as_json: bool = False) -> Iterator[None]:
     """Turn every failure into one `error:` line (and with `as_json` a JSON error on stdout)
@@ -153,6 +166,8 @@ def guard(as_json: bool = False) -> Iterator[None]:
         yield
     except (typer.Exit, typer.Abort, KeyboardInterrupt):
         raise
+    except BrokenPipeError:
+        stop_on_closed_pipe()
     except Exception as e:
         typed = isinstance(e, CliError | OSError | MnemoError)
         if not typed and os.environ.get("MNEMO_DEBUG") == "1":
@@ -172,7 +187,14 @@ def guarded(command: Callable[P, None]) -> Callable[P, None]:
 
 
 class OneLineErrorsCommand(TyperCommand):
-    """Usage mistakes (missing argument, bad option value) as one `error:` line, exit 2."""
+    """Usage mistakes (missing argument, bad option value) as one `error:` line, exit 2; a closed
+    stdout as a quiet stop (`stop_on_closed_pipe`)."""
+
+    def invoke(self, ctx: Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            stop_on_closed_pipe()
 
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         as_json = "--json" in args  # before parsing, which consumes the list
@@ -183,7 +205,14 @@ class OneLineErrorsCommand(TyperCommand):
 
 
 class OneLineErrorsGroup(TyperGroup):
-    """An unknown subcommand as one `error:` line, exit 2."""
+    """An unknown subcommand as one `error:` line, exit 2; a closed stdout, in any command below
+    it, as a quiet stop (`stop_on_closed_pipe`)."""
+
+    def invoke(self, ctx: Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            stop_on_closed_pipe()
 
     def resolve_command(self, ctx: Context, args: list[str]) -> tuple[str | None, Command | None, list[str]]:
         as_json = "--json" in args

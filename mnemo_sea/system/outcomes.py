@@ -32,6 +32,11 @@ EXIT_FORBIDDEN = 4
 EXIT_CONFLICT = 5
 EXIT_UNAVAILABLE = 6
 EXIT_INTEGRITY = 7
+# What only the command line meets, no error's category: `--partial` left input out (the good
+# part is stored; a script must not take the run for a complete one), and stdout's reader went
+# away (`| head`): the shell's status for a process stopped by SIGPIPE, 128 + 13.
+EXIT_PARTIAL = 8
+EXIT_CLOSED_PIPE = 141
 
 
 @dataclass(frozen=True)

@@ -434,10 +434,16 @@ def test_bad_files_exit_2_and_store_nothing_unless_partial(data: Path, tmp_path:
     mixed = write_jsonl(tmp_path / "mixed.jsonl", rows)
     line = one_line_error(run("ingest", mixed, "--data-dir", data, *AGENT), 2, "line 2", "line 3")
     assert "nothing loaded" in line
-    partial = ok_json("ingest", mixed, "--partial", "--data-dir", data, *AGENT)
+    # --partial stores the good lines and exits 8: the run left something out.
+    left_out = run("ingest", mixed, "--partial", "--data-dir", data, *AGENT, "--json")
+    one_line_error(left_out, 8, "--partial left out 2")
+    partial = json.loads(left_out.stdout)  # the report, one JSON document
     # new_versions == 2: the refused run above stored nothing
     assert partial["stored"] == 2 and partial["new_versions"] == 2
     assert [p["line"] for p in partial["problems"]] == [2, 3]
+    clean = write_jsonl(tmp_path / "clean.jsonl", [rows[0]])
+    nothing_left_out = ok_json("ingest", clean, "--partial", "--data-dir", data, *AGENT)  # exit 0
+    assert nothing_left_out["problems"] == [] and nothing_left_out["documents"] == 1
 
     binary = tmp_path / "blob.txt"
     binary.write_bytes(b"\x00\x01\x02binary\x00")

@@ -104,7 +104,7 @@ def test_the_cli_refuses_the_unchanged_folder_and_partial_lists_what_it_left_out
     assert versions(folder, "doc:diet.md") == [(1, "active")]  # nothing stored
 
     partial = runner.invoke(cli_app, ["ingest", str(source), *common, "--partial", "--json"], env=ENV)
-    assert partial.exit_code == 0, partial.output
+    assert partial.exit_code == 8, partial.output  # stored the rest, left the retracted one out
     report = json.loads(partial.stdout)
     assert [r["evidence_id"] for r in report["retracted"]] == ["doc:dose.md"]
     assert "retracted" in report["retracted"][0]["message"]
@@ -112,7 +112,7 @@ def test_the_cli_refuses_the_unchanged_folder_and_partial_lists_what_it_left_out
     assert versions(folder, "doc:dose.md") == [(1, "retracted")]
     assert versions(folder, "doc:diet.md") == [(1, "superseded"), (2, "active")]
     people = runner.invoke(cli_app, ["ingest", str(source), *common, "--partial"], env=ENV)
-    assert people.exit_code == 0 and "retracted: " in people.stdout and "doc:dose.md" in people.stdout
+    assert people.exit_code == 8 and "retracted: " in people.stdout and "doc:dose.md" in people.stdout
 
     again = runner.invoke(cli_app, ["ingest", str(source), *common, "--reactivate", "--json"], env=ENV)
     assert again.exit_code == 0, again.output
