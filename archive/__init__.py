@@ -20,6 +20,7 @@ from typing import Any
 
 from .api import Archive
 from .features.api_keys import ApiKeyInfo, cached_principal
+from .features.sessions import SessionInfo
 from .rules import limits
 from .rules.errors import (
     ArchiveConflict,
@@ -175,6 +176,7 @@ __all__ = [
     "RetractedContent",
     "Role",
     "Sensitivity",
+    "SessionInfo",
     "SourceRef",
     "StateConflict",
     "StoreCorrupt",

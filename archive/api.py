@@ -330,12 +330,14 @@ class Archive:
             lambda: sessions.list_results(self.store, principal, session_id),
         )
 
-    def list_sessions(self, principal: Principal, *, limit: int = 1000) -> list[sessions.SessionInfo]:
+    def list_sessions(
+        self, principal: Principal, *, limit: int = 1000, offset: int = 0
+    ) -> list[sessions.SessionInfo]:
         return self._guard(
             principal,
             "list_sessions",
             "sessions",
-            lambda: sessions.list_sessions(self.store, principal, limit=limit),
+            lambda: sessions.list_sessions(self.store, principal, limit=limit, offset=offset),
         )
 
     def recover(

@@ -42,7 +42,7 @@ from ..rules.errors import (
 from ..rules.excerpts import DEFAULT_AROUND, Excerpt, check_span, resolve_span
 from ..rules.operations import ArchiveResultsOp, ArchiveTarget, RecordOp
 from ..rules.original_pages import page_count, page_ref
-from ..rules.policy import check_list_limit, check_policy_class
+from ..rules.policy import check_list_limit, check_offset, check_policy_class
 from ..rules.principal import Principal, Role, Sensitivity, check_identifier
 from ..rules.records import ArchiveReceipt, LiveItem, LiveView, Recovered
 from ..rules.tool_results import (
@@ -859,11 +859,14 @@ class SessionInfo:
     archived: int
 
 
-def list_sessions(store: ArchiveStore, principal: Principal, *, limit: int = 1000) -> list[SessionInfo]:
+def list_sessions(
+    store: ArchiveStore, principal: Principal, *, limit: int = 1000, offset: int = 0
+) -> list[SessionInfo]:
     """The tenant's sessions, oldest first (deleted ones never); a user sees only sessions
-    about itself, as with `live_view`. At most `limit` (1 to 10,000)."""
+    about itself, as with `live_view`. At most `limit` (1 to 10,000), after the first `offset`."""
     principal.require(Role.READER, "listing sessions")
     check_list_limit(limit)
+    check_offset(offset)
     tenant = principal.tenant_id
     stmt = (
         select(t.sessions.c.session_id, t.sessions.c.owner, t.sessions.c.created_at)
@@ -873,7 +876,7 @@ def list_sessions(store: ArchiveStore, principal: Principal, *, limit: int = 100
     if not principal.has(Role.AGENT):
         stmt = stmt.where(t.sessions.c.owner == principal.subject)
     with store.read() as conn:
-        rows = list(conn.execute(stmt.limit(limit)))
+        rows = list(conn.execute(stmt.limit(limit).offset(offset)))
         listed = [r.session_id for r in rows]
         counts: dict[tuple[str, str], int] = {}
         for row in conn.execute(

@@ -42,6 +42,16 @@ def check_list_limit(limit: object) -> int:
     return limit
 
 
+MAX_OFFSET = 2**63 - 1  # the largest integer SQL stores: a larger one fails in the driver
+
+
+def check_offset(offset: object) -> int:
+    """A listing's `offset`: an integer from 0, else InvalidInput."""
+    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_OFFSET:
+        raise InvalidInput("offset", f"must be an integer from 0 to {MAX_OFFSET}, got {offset!r}")
+    return offset
+
+
 def check_policy_class(value: object) -> str:
     if not isinstance(value, str) or not _POLICY_CLASS.fullmatch(value):
         raise InvalidInput(

@@ -1,5 +1,5 @@
-"""`fsck`, `audit verify|anchor` and `eval citations`: checks of a data folder's consistency, its
-audit chain, and an answer's citations.
+"""`fsck`, `audit verify|anchor|events` and `eval citations`: checks of a data folder's consistency,
+its audit chain (and its events, read), and an answer's citations.
 """
 
 from __future__ import annotations
@@ -89,6 +89,32 @@ def audit_anchor(
     emit({**data, "anchor": str(out)} if as_json else {"anchored": made.seq, "anchor": str(out)}, as_json)
 
 
+def audit_events(
+    target: Target,
+    after_seq: Annotated[int, typer.Option(min=0, help="the last seq already read (0: from the start)")] = 0,
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="events to print")] = 100,
+    as_json: JsonOpt = False,
+) -> None:
+    """The tenant's audit events after --after-seq, oldest first (admin): who did what to which
+    record, and when. Pass the last seq printed as the next --after-seq to read on."""
+    from mnemo_sea.system.json_ready import json_ready
+
+    principal = target.principal()
+    with open_archive(target) as archive:
+        events = archive.audit_events(principal, after_seq=after_seq, limit=limit + 1)
+    more = len(events) > limit
+    events = events[:limit]
+    following = events[-1].seq if more else None
+    if as_json:
+        emit({"events": json_ready(events), "next_after_seq": following}, as_json=True)
+        return
+    typer.echo(f"{len(events)} audit event(s) of tenant {principal.tenant_id}, read by {principal.subject}")
+    for e in events:
+        typer.echo(f"{e.seq:>6}  {e.at.isoformat()}  {e.actor}  {e.action}  {e.target}")
+    if following is not None:
+        typer.echo(f"more: --after-seq {following}")
+
+
 def eval_citations(
     target: Target,
     file: Annotated[Path, typer.Argument(help='JSONL: {"id": ..., "answered_at": ..., "citations": [...]}')],
@@ -110,4 +136,5 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     audit = add_group(app, "audit", "The hash-chained audit log.")
     add_command(audit, "verify", audit_verify)
     add_command(audit, "anchor", audit_anchor)
+    add_command(audit, "events", audit_events)
     add_command(eval_app, "citations", eval_citations)

@@ -5,6 +5,7 @@ mnemo_sea.cli.context, `session context` and `session task-state`).
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -161,6 +162,40 @@ def session_live(target: Target, session_id: SessionIdArg, as_json: JsonOpt = Fa
         for item in view.items
     ]
     emit({"session_id": view.session_id, "items": items, "text": view.text}, as_json=True)
+
+
+def session_show(
+    target: Target,
+    session_id: SessionIdArg,
+    result_id: Annotated[str, typer.Argument(help="the result to show, e.g. r3")],
+    raw: Annotated[
+        bool, typer.Option(help="write only its exact bytes to stdout (`> file` gives them back)")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """One result and what it shows (its hash-checked original; an excerpt copy's excerpt),
+    changing nothing: `recover` is what appends a copy to the session, this only looks. An
+    archived original needs the agent role, as recover does."""
+    principal = target.principal()
+    with open_mnemo(target) as mnemo:
+        result, content = mnemo.get_result(principal, session_id, result_id, with_content=True)
+    assert content is not None  # with_content: the bytes, or Forbidden
+    if raw:
+        sys.stdout.buffer.write(content)
+        sys.stdout.buffer.flush()
+        return
+    if as_json:
+        emit({"result": json_ready(result), **content_fields(content)}, as_json=True)
+        return
+    note = f"; note: {result.note}" if result.note else ""
+    typer.echo(
+        f"{result.result_id} of {result.session_id}: {result.tool_name}, {result.state}, observed "
+        f"{result.observed_at.isoformat()}, {result.size} bytes, sha256 {result.content_sha256}{note}"
+    )
+    try:
+        typer.echo(content.decode("utf-8"), nl=not content.endswith(b"\n"))
+    except UnicodeDecodeError:
+        typer.echo(f"(binary, {len(content)} bytes, {result.media_type}: --raw writes them)")
 
 
 def session_recover(
@@ -333,6 +368,7 @@ def register(app: typer.Typer) -> None:
     add_command(session, "record", session_record)
     add_command(session, "archive", session_archive)
     add_command(session, "live", session_live)
+    add_command(session, "show", session_show)
     add_command(session, "recover", session_recover)
     add_command(session, "curate", session_curate)
     add_command(session, "recall", session_recall)

@@ -143,7 +143,7 @@ def original(reply: Reply, sha256: str, expected: str | None, *at: str | int) ->
     caller's `expected` one (when given): a proxy that cut or rewrote the body, or a server bug,
     must not hand back other bytes as the exact original."""
     expected_is(reply, sha256, expected, *at)
-    content = _decoded(reply, *at)
+    content = carried(reply, *at)
     actual = hashlib.sha256(content).hexdigest()
     if actual != sha256:
         raise inconsistent(
@@ -156,7 +156,9 @@ def original(reply: Reply, sha256: str, expected: str | None, *at: str | int) ->
     return content
 
 
-def _decoded(reply: Reply, *at: str | int) -> bytes:
+def carried(reply: Reply, *at: str | int) -> bytes:
+    """The bytes an answer carries under `at` (`content` as text or `content_base64`), unchecked:
+    the caller checks them against what they must be (a hash, an excerpt's size)."""
     body = an_object(reply, *at)
     text, encoded = body.get("content"), body.get("content_base64")
     if isinstance(text, str):

@@ -47,6 +47,7 @@ from mnemo_sea.archive import (
     ReleasedItem,
     RememberOutcome,
     Sensitivity,
+    SessionInfo,
     Summary,
     TaskState,
     TextOrBytes,
@@ -54,6 +55,7 @@ from mnemo_sea.archive import (
 )
 from mnemo_sea.client.answers import (
     an_object,
+    carried,
     expected_hash,
     expected_is,
     inconsistent,
@@ -361,6 +363,52 @@ def record(
         "the hash of the content sent",
     )
     return result
+
+
+@operation
+def list_sessions(*, limit: int = 1000, offset: int = 0) -> Plan[list[SessionInfo]]:
+    """`Mnemo.list_sessions`: the tenant's sessions, oldest first, with their result counts; at
+    most `limit` after the first `offset` (a reader's key: only the sessions about itself)."""
+    for name, value, low in (("limit", limit, 1), ("offset", offset, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise InvalidInput(name, f"must be an integer from {low}, got {value!r}")
+    items: list[SessionInfo] = []
+    at: int | None = offset
+    while at is not None and len(items) < limit:
+        asked = min(PAGE, limit - len(items))
+        reply = yield read("GET", "/v1/sessions", params=_query(offset=at, limit=asked))
+        items += parsed(reply, tuple[SessionInfo, ...], "items")
+        following: int | None = parsed(reply, int | None, "next_offset")  # type: ignore[arg-type]
+        if following is not None and following <= at:
+            raise inconsistent(reply, "next_offset", f"{following} does not follow offset {at}")
+        at = following
+    return items[:limit]
+
+
+@operation
+def get_result(
+    session_id: str, result_id: str, *, with_content: bool = False, expected_sha256: str | None = None
+) -> Plan[tuple[ToolResult, bytes | None]]:
+    """`Mnemo.get_result`: one result, changing nothing (`recover` appends a copy; this only
+    looks), and with `with_content` what it shows: the original, whose bytes must hash to the
+    record's `content_sha256` (and to `expected_sha256`, the client's own, when given), or an
+    excerpt copy's excerpt, whose size must be its place's. Else InconsistentAnswer."""
+    expected = expected_hash(expected_sha256)
+    reply = yield read(
+        "GET", _session(session_id, f"/results/{segment(result_id)}"), params=_query(content=with_content)
+    )
+    result = parsed(reply, ToolResult, "result")
+    same(reply, "result.session_id", result.session_id, session_id, "the session answered")
+    same(reply, "result.result_id", result.result_id, result_id, "the result answered")
+    if expected is not None:
+        same(reply, "result.content_sha256", result.content_sha256, expected, "the result's hash")
+    if not with_content:
+        return result, None
+    if result.excerpt is None:
+        return result, original(reply, result.content_sha256, None)
+    shown = carried(reply)
+    same(reply, "content", len(shown), result.excerpt.size, "the excerpt's size")
+    return result, shown
 
 
 @operation

@@ -22,7 +22,7 @@ from mnemo_sea.archive import (
     TaskStateOp,
     UpdateTaskStateOp,
 )
-from mnemo_sea.system.operations import CheckCitationsOp, ContextOp, CurateOp, SearchOp
+from mnemo_sea.system.operations import CheckCitationsOp, ContextOp, CurateOp, GetResultOp, SearchOp
 
 # The bases' order puts session_id first and idempotency_key last in the published schema.
 # No docstrings: the tool's description, not the class's, is what a model reads.
@@ -42,6 +42,10 @@ class ArchiveResultsInput(Idempotent, ArchiveResultsOp, InSession): ...
 
 # recover_result: `RecoverOp` in a session.
 class RecoverResultInput(Idempotent, RecoverOp, InSession): ...
+
+
+# read_result: `GetResultOp` in a session.
+class ReadResultInput(GetResultOp, InSession): ...
 
 
 # live_context: `LiveViewOp` in a session.

@@ -29,6 +29,7 @@ from .inputs import (
     CurateContextInput,
     GetTaskStateInput,
     LiveContextInput,
+    ReadResultInput,
     RecordResultInput,
     RecoverResultInput,
     RememberInput,
@@ -114,6 +115,13 @@ def recover_result(mnemo: Mnemo, principal: Principal, a: RecoverResultInput) ->
         **content_fields(found.content),
         "rendered": found.rendered,
     }
+
+
+def read_result(mnemo: Mnemo, principal: Principal, a: ReadResultInput) -> dict[str, Any]:
+    result, content = mnemo.get_result(principal, **a.as_kwargs())
+    policy = mnemo.archive.policy
+    shown = {} if content is None else content_fields(content)
+    return {**_result(result, policy.is_protected(result.policy_class)), **shown}
 
 
 def live_context(mnemo: Mnemo, principal: Principal, a: LiveContextInput) -> dict[str, Any]:
@@ -222,6 +230,18 @@ TOOLS: tuple[AgentTool[Any], ...] = (
         "lines each side). A span outside the original is an invalid_span error naming its size.",
         RecoverResultInput,
         recover_result,
+    ),
+    AgentTool(
+        "read_result",
+        "Read a result without changing the session",
+        "Look at one result of this session: its tool, arguments, state (live or archived), note and "
+        "hash, and with with_content its original (hash-verified; text as content, binary as "
+        "content_base64). Nothing is appended and nothing enters your context beyond this answer: "
+        "use it to check a detail; use recover_result when the original should stay in the "
+        "session's context. An archived original needs the agent role.",
+        ReadResultInput,
+        read_result,
+        read_only=True,
     ),
     AgentTool(
         "curate_context",

@@ -95,6 +95,14 @@ class EvidenceOut(BaseModel):
     content_base64: str | None = Field(None, description="the body as base64, when asked and not text")
 
 
+class ResultOut(BaseModel):
+    result: ToolResult
+    content: str | None = Field(
+        None, description="what the result shows, as text, when asked and valid UTF-8"
+    )
+    content_base64: str | None = Field(None, description="what the result shows, as base64, when not text")
+
+
 class LiveItemOut(BaseModel):
     result: ToolResult
     rendered: str

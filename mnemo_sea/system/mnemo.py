@@ -26,10 +26,12 @@ from mnemo_sea.archive import (
     DeletionReceipt,
     EvidenceInput,
     EvidenceRecord,
+    Forbidden,
     InvalidInput,
     Principal,
     Role,
     StoreUnavailable,
+    ToolResult,
 )
 from mnemo_sea.archive.features.evidence import EvidenceBatch
 from mnemo_sea.archive.hits import HydratedHit
@@ -60,7 +62,7 @@ from mnemo_sea.system import curating
 from mnemo_sea.system.caches import Cache, MemoryCache, RedisCache, search_query_key
 from mnemo_sea.system.citations import Citation, CitationReport, check_citations
 from mnemo_sea.system.curating import CurationReport, RecallResult
-from mnemo_sea.system.operations import CheckCitationsOp, ContextOp, CurateOp, RecallOp, SearchOp
+from mnemo_sea.system.operations import CheckCitationsOp, ContextOp, CurateOp, GetResultOp, RecallOp, SearchOp
 from mnemo_sea.system.projection.indexer import AppliedRow, DrainReport, GroupCommit, Indexer, OnApplied
 from mnemo_sea.system.results import DeletionCheck, IngestReport, SearchHit, SearchResult, SearchResultStatus
 from mnemo_sea.system.wiring.layout import ARCHIVE_FILE, INDEX_DIR
@@ -617,6 +619,31 @@ class Mnemo:
     archive_results = _archive_write(Archive.archive_results, trails=True)
     live_view = _archive_call(Archive.live_view)
     recover = _archive_call(Archive.recover)
+    # Reads, named and typed as the REST client's are, so code moves between the two unchanged.
+    list_sessions = _archive_call(Archive.list_sessions)
+    list_results = _archive_call(Archive.list_results)
+    get_evidence = _archive_call(Archive.get_evidence)
+    evidence_history = _archive_call(Archive.evidence_history)
+    get_summary = _archive_call(Archive.get_summary)
+
+    def get_result(
+        self, principal: Principal, session_id: str, result_id: str, *, with_content: bool = False
+    ) -> tuple[ToolResult, bytes | None]:
+        """One result of a session, and with `with_content` what it shows (the hash-verified
+        original, an excerpt copy's excerpt), changing nothing: `recover` is the operation that
+        appends a copy to the session; this one only looks. Raises NotFound, Forbidden (another
+        owner's session for a reader, above the clearance, or an archived original asked by a
+        principal who may not recover it) and IntegrityFailure (an original failing its hash)."""
+        check_caps(GetResultOp, locals())
+        result, _, content = self.archive.read_result(principal, session_id, result_id)
+        if not with_content:
+            return result, None
+        if content is None:
+            raise Forbidden(
+                f"reading the archived original of {session_id}/{result_id} (it comes back through "
+                "recover, which needs the agent role)"
+            )
+        return result, content
 
     def curate(
         self,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictInt
+from pydantic import Field, StrictBool, StrictInt
 
 from mnemo_sea.archive.rules import limits as cap
 from mnemo_sea.archive.rules.excerpts import DEFAULT_AROUND, MAX_AROUND
@@ -130,6 +130,16 @@ class RecallOp(Operation):
     )
     around: StrictInt = Field(
         DEFAULT_AROUND, ge=0, le=MAX_AROUND, description="Lines of context before and after the line found."
+    )
+
+
+class GetResultOp(Operation):
+    """Look at one result of a session without changing it (recover is what appends a copy)."""
+
+    result_id: str = Field(max_length=cap.RESULT_ID_CHARS, description="The result to look at, like 'r3'.")
+    with_content: StrictBool = Field(
+        False,
+        description="Include what it shows: its original, hash-checked (an excerpt copy: its excerpt).",
     )
 
 

@@ -21,6 +21,7 @@ TOOL_NAMES = {
     "record_result",
     "archive_results",
     "recover_result",
+    "read_result",
     "live_context",
     "remember",
     "check_citations",
@@ -114,6 +115,16 @@ def test_record_archive_live_recover_round_trip(mnemo: Mnemo, session_id: str) -
         assert (recovered["result_id"], recovered["recovered_from"]) == ("r3", "r1")
         assert recovered["label"] == "historical" and "historical" in recovered["rendered"]
         assert recovered["arguments"] == {"patient": "rex"}
+
+        # Looking is not recovering: the archived original comes back in the answer only.
+        looked = payload(
+            await client.call_tool(
+                "read_result", {"session_id": session_id, "result_id": "r1", "with_content": True}
+            )
+        )
+        assert (looked["result_id"], looked["state"], looked["content"]) == ("r1", "archived", CBC)
+        after = payload(await client.call_tool("live_context", {"session_id": session_id}))
+        assert [i["result_id"] for i in after["items"]] == ["r1", "r2", "r3"]  # nothing appended
 
         # Protected evidence never leaves the context, and the rejection names why.
         refused = await client.call_tool(

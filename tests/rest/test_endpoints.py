@@ -264,6 +264,53 @@ def test_citations_check(api: Api) -> None:
 # ---- sessions ------------------------------------------------------------------------------------
 
 
+def test_sessions_are_listed_in_pages_of_the_callers_tenant_only(api: Api) -> None:
+    """GET /v1/sessions: oldest first, counts of live and archived results, paged; another
+    tenant's sessions never appear (counted in the raw table, not only through the API), and a
+    reader's key lists only the sessions about itself."""
+    agent = api.headers("agent")
+    for n in range(3):
+        body = {"tool_name": "t", "content": f"x {n}", "owner": f"pet-{n}"}
+        assert api.client.post(f"/v1/sessions/s-{n}/results", json=body, headers=agent).status_code == 201
+    other = api.other_tenant()
+    other_body = {"tool_name": "t", "content": "theirs"}
+    other_agent = other.headers("agent")
+    assert (
+        api.client.post("/v1/sessions/s-x/results", json=other_body, headers=other_agent).status_code == 201
+    )
+    api.client.post(
+        "/v1/sessions/s-1/archive", json={"targets": [{"result_id": "r1", "note": "n"}]}, headers=agent
+    )
+
+    first = api.client.get("/v1/sessions", params={"limit": 2}, headers=agent).json()
+    assert [i["session_id"] for i in first["items"]] == ["s-0", "s-1"] and first["next_offset"] == 2
+    assert (first["items"][1]["live"], first["items"][1]["archived"]) == (0, 1)
+    rest = api.client.get("/v1/sessions", params={"offset": 2}, headers=agent).json()
+    assert [i["session_id"] for i in rest["items"]] == ["s-2"] and rest["next_offset"] is None
+    with api.system.mnemo.archive.store.read() as conn:
+        ours = conn.execute(select(t.sessions.c.session_id).where(t.sessions.c.tenant_id == api.tenant))
+        assert sorted(r.session_id for r in ours) == ["s-0", "s-1", "s-2"]
+    theirs = api.client.get("/v1/sessions", headers=other_agent).json()["items"]
+    assert [i["session_id"] for i in theirs] == ["s-x"]  # not one of ours
+
+    reader = api.headers("reader", subject="pet-2")
+    mine = api.client.get("/v1/sessions", headers=reader).json()["items"]
+    assert [i["session_id"] for i in mine] == ["s-2"]
+    assert_problem(api.client.get("/v1/sessions", params={"limit": 0}, headers=agent), 422)
+
+    # One result, looked at without changing the session (recover is what appends).
+    looked = api.client.get("/v1/sessions/s-1/results/r1", params={"content": True}, headers=agent).json()
+    assert (looked["result"]["state"], looked["content"]) == ("archived", "x 1")
+    assert api.client.get("/v1/sessions/s-1/results/r1", headers=agent).json()["content"] is None
+    own_reader = api.headers("reader", subject="pet-1")
+    refused = api.client.get("/v1/sessions/s-1/results/r1", params={"content": True}, headers=own_reader)
+    assert_problem(refused, 403, "forbidden")  # an archived original: the agent role, as recover
+    assert_problem(api.client.get("/v1/sessions/s-1/results/r1", headers=other_agent), 404, "not_found")
+    with api.system.mnemo.archive.store.read() as conn:
+        rows = conn.execute(select(t.tool_results).where(t.tool_results.c.tenant_id == api.tenant))
+        assert len(list(rows)) == 3  # nothing appended by looking
+
+
 def test_record_list_and_live_view(api: Api) -> None:
     agent = api.headers("agent")
     ids = []

@@ -43,3 +43,55 @@ def test_a_reader_that_stops_reading_ends_the_run_quietly(tmp_path: Path) -> Non
         assert proc.wait(timeout=120) in (0, 141), err
         assert first.strip() and "error" not in err and "Traceback" not in err, err
 
+
+def test_audit_events_are_read_in_pages_by_an_admin_only(tmp_path: Path) -> None:
+    """`audit events`: the tenant's events oldest first, what REST's GET /v1/admin/audit/events
+    answers; `--after-seq` reads on; an agent is refused (exit 4); another tenant's events never
+    show (counted in the raw table)."""
+    import sqlite3
+
+    from test_cli_commands import ADMIN
+
+    folder = tmp_path / "data"
+    ok_json("init", "--data-dir", folder)
+    other = ["--tenant", "clinic-b", "--subject", "agent-9", "--role", "agent"]
+    for session, who in (("s-0", AGENT), ("s-1", AGENT), ("s-b", other)):
+        ok_json("session", "record", session, "lab", "--content", "x", "--data-dir", folder, *who)
+        ok_json("session", "archive", session, "r1=lab", "--data-dir", folder, *who)  # audited
+        ok_json("session", "recover", session, "r1", "--data-dir", folder, *who)  # audited
+
+    first = ok_json("audit", "events", "--limit", "2", "--data-dir", folder, *ADMIN)
+    assert [e["seq"] for e in first["events"]] == [1, 2] and first["next_after_seq"] == 2
+    rest = ok_json("audit", "events", "--after-seq", "2", "--data-dir", folder, *ADMIN)
+    seen = first["events"] + rest["events"]
+    assert rest["next_after_seq"] is None and [e["seq"] for e in seen] == list(range(1, len(seen) + 1))
+    with sqlite3.connect(folder / "archive.db") as db:
+        (ours,) = db.execute("SELECT count(*) FROM audit_events WHERE tenant_id = 'clinic-a'").fetchone()
+    assert len(seen) == ours and all("s-b" not in e["target"] for e in seen)
+    human = run("audit", "events", "--data-dir", folder, *ADMIN)
+    assert human.returncode == 0 and "audit event(s) of tenant clinic-a, read by admin-1" in human.stdout
+    one_line_error(run("audit", "events", "--data-dir", folder, *AGENT), 4)
+
+
+def test_session_show_looks_without_appending_and_raw_gives_the_exact_bytes(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    ok_json("init", "--data-dir", folder)
+    original = tmp_path / "report.txt"
+    original.write_bytes(b"line 1\nif depth > 0: <b>&amp;\nno newline at the end")
+    ok_json("session", "record", "s-1", "lab", "--file", original, "--data-dir", folder, *AGENT)
+    ok_json("session", "archive", "s-1", "r1=lab report", "--data-dir", folder, *AGENT)
+    raw = subprocess.run(
+        [*CLI, "session", "show", "s-1", "r1", "--raw", "--data-dir", str(folder), *AGENT],
+        capture_output=True,
+        env=_env(),
+        timeout=120,
+        check=False,
+    )
+    assert raw.returncode == 0 and raw.stdout == original.read_bytes()  # `> file` gives them back
+    human = run("session", "show", "s-1", "r1", "--data-dir", folder, *AGENT)
+    assert human.returncode == 0 and "if depth > 0: <b>&amp;" in human.stdout  # not escaped again
+    assert "r1 of s-1: lab, archived" in human.stdout and "note: lab report" in human.stdout
+    shown = ok_json("session", "show", "s-1", "r1", "--data-dir", folder, *AGENT)
+    assert shown["content"] == original.read_text() and shown["result"]["state"] == "archived"
+    listed = ok_json("session", "live", "s-1", "--data-dir", folder, *AGENT)
+    assert len(listed["items"]) == 1  # looking three times appended nothing

@@ -155,6 +155,28 @@ OPERATIONS = (
         in_session=True,
     ),
     Operation(
+        "get_result",
+        system_ops.GetResultOp,
+        "get_result",
+        None,  # the archive's read_result answers more (the archive time) for the citation checker
+        ("get", "/v1/sessions/{session_id}/results/{result_id}"),
+        "read_result",
+        ("session", "show"),
+        in_session=True,
+        extra={
+            "rest": {"content": "REST's reads name it `content`, as GET /v1/evidence/{id} does"},
+            "cli": {"raw": "a shell writes the bytes alone to stdout, for `> file`"},
+            **{
+                surface: {"expected_sha256": "a hash the caller holds, checked against the answer"}
+                for surface in CLIENTS
+            },
+        },
+        missing={
+            "rest": {"with_content": "named `content`, as its other reads name it"},
+            "cli": {"with_content": "`session show` always shows what the result holds"},
+        },
+    ),
+    Operation(
         "remember",
         ops.RememberOp,
         "remember",

@@ -12,6 +12,7 @@ from mnemo_sea.archive import (
     ArchiveReceipt,
     ArchiveResultsOp,
     ExcerptSpan,
+    SessionInfo,
     TaskState,
     ToolResult,
     UpdateTaskStateOp,
@@ -26,14 +27,27 @@ from mnemo_sea.rest.models import (
     RecallOut,
     RecordIn,
     RecoveredOut,
+    ResultOut,
     page,
 )
 from mnemo_sea.rest.problems import responses
 from mnemo_sea.rest.routes.common import IdempotencyKey, Limit, Offset
 from mnemo_sea.rest.threads import PooledRoute
+from mnemo_sea.system.json_ready import content_fields
 from mnemo_sea.system.operations import CurateOp, RecallOp
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], route_class=PooledRoute)
+
+
+@router.get("", response_model=Page[SessionInfo], responses=responses(403))
+def list_sessions(
+    principal: Caller, mnemo: System, offset: Offset = 0, limit: Limit = 50
+) -> Page[SessionInfo]:
+    """The tenant's sessions, oldest first, with their result counts (live and archived); a
+    reader's key lists only the sessions about itself."""
+    found = mnemo.list_sessions(principal, limit=limit + 1, offset=offset)
+    more = len(found) > limit
+    return Page[SessionInfo](items=found[:limit], next_offset=offset + limit if more else None)
 
 
 @router.post(
@@ -61,6 +75,20 @@ def list_results(
 ) -> Page[ToolResult]:
     """The session's results in order, live and archived (with their notes), without content."""
     return page(mnemo.archive.list_results(principal, session_id), offset, limit)
+
+
+@router.get("/{session_id}/results/{result_id}", response_model=ResultOut, responses=responses(403, 404, 500))
+def get_result(
+    session_id: str,
+    result_id: str,
+    principal: Caller,
+    mnemo: System,
+    content: Annotated[bool, Query(description="include what it shows, hash-verified")] = False,
+) -> ResultOut:
+    """One result, changing nothing (POST …/recover is what appends a copy): its record and, with
+    `content`, its original (an excerpt copy's excerpt); an archived original needs the agent role."""
+    result, body = mnemo.get_result(principal, session_id, result_id, with_content=content)
+    return ResultOut(result=result, **({} if body is None else content_fields(body)))
 
 
 @router.get("/{session_id}/live", response_model=LiveViewOut, responses=responses(403, 404))
