@@ -23,7 +23,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from mnemo_sea.archive import VerifiedKeys
-from mnemo_sea.rest import observability, problems
+from mnemo_sea.rest import docs_pages, observability, problems
 from mnemo_sea.rest.admission import admission_of
 from mnemo_sea.rest.limits import BodyLimit
 from mnemo_sea.rest.routes import admin, deletion, evidence, health, memory, search, sessions, summaries
@@ -34,7 +34,7 @@ API_VERSION = "1.0.0"
 DESCRIPTION = """\
 The Session Evidence Archive of mnemo-sea over HTTP.
 
-Every endpoint but `/v1/health/live`, `/openapi.json` and `/docs` needs an API key
+Every endpoint but `/v1/health/live`, `/openapi.json`, `/docs` and `/redoc` needs an API key
 (`Authorization: Bearer msk_...` or `X-API-Key`); the key decides the tenant, subject, roles
 and clearance. Errors are `application/problem+json` with a stable `code`.
 
@@ -70,6 +70,8 @@ def create_app(
         version=API_VERSION,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # docs_pages serves /docs and /redoc with packaged assets, not a CDN's
+        redoc_url=None,
     )
     app.state.mnemo = mnemo
     app.state.settings = cfg
@@ -85,6 +87,7 @@ def create_app(
     for module in (health, evidence, search, sessions, memory, summaries, deletion, admin):
         app.include_router(module.router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    docs_pages.install(app)
     return app
 
 
