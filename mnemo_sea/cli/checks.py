@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from mnemo_sea.cli.output import EXIT_INTEGRITY, EXIT_PROBLEMS, CliError, JsonOpt, emit
+from mnemo_sea.cli.output import EXIT_INTEGRITY, EXIT_PROBLEMS, CliError, JsonOpt, emit, table
 from mnemo_sea.cli.receipt_files import anchor_from_dict, anchor_to_dict, read_json
 from mnemo_sea.cli.target import Target, add_command, add_group, open_archive, open_mnemo
 
@@ -128,7 +128,26 @@ def eval_citations(
     answers = load_citations_jsonl(file)
     with open_archive(target) as archive:
         report = check_answers(archive, principal, answers)
-    emit(report.to_dict(), as_json)
+    out = report.to_dict()
+    if as_json:
+        emit(out, as_json=True)
+        return
+    # For people: the totals, then one row per citation with its verdict and why.
+    emit({k: out[k] for k in ("answers", "total", "ok", "precision", "counts")}, False)
+    rows = [
+        {
+            "line": answer["line"],
+            "answer": answer["id"],
+            "cites": (c.get("citation") or {}).get("evidence_id"),
+            "version": c["version_checked"],
+            "verdict": c["verdict"],
+            "why": c["reason"],
+        }
+        for answer in out["results"]
+        for c in answer["citations"]
+    ]
+    if rows:
+        typer.echo(table(rows))
 
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:

@@ -21,6 +21,7 @@ from mnemo_sea.cli.output import (
     EXIT_USAGE,
     CliError,
     JsonOpt,
+    acting,
     as_cli_error,
     emit,
 )
@@ -272,13 +273,15 @@ def search(
     if as_json:
         emit(result.to_dict(), as_json=True)
         return
+    typer.echo(acting(principal))
     typer.echo(f"status: {result.status} ({len(result.hits)} hits)")
     if result.pending_originals:
         typer.echo(f"({result.pending_originals} archived originals not yet searchable: still being indexed)")
     for n, hit in enumerate(result.hits, start=1):
         typer.echo(
-            f"{n}. {hit.evidence_id} v{hit.version} [{hit.kind}] {hit.source} / {hit.scope} / {hit.locator}"
-            f"  score {hit.score:.4f} (bm25 {_rank(hit.bm25_rank)}, dense {_rank(hit.dense_rank)})"
+            f"{n}. {hit.evidence_id} v{hit.version} [{hit.kind}] source {hit.source} · scope {hit.scope} · "
+            f"locator {hit.locator}  score {hit.score:.4f} (bm25 {_rank(hit.bm25_rank)}, "
+            f"dense {_rank(hit.dense_rank)})"
         )
         if hit.lines is not None and hit.byte_range is not None:
             first, last = hit.lines

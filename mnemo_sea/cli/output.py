@@ -31,7 +31,8 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from typing import Annotated, Any, NoReturn, ParamSpec
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec
 
 import typer
 from typer._click.core import Command, Context  # typer vendors click: these, not `click`'s
@@ -42,6 +43,9 @@ from mnemo_sea.errors import Category, MnemoError
 from mnemo_sea.system import outcomes
 from mnemo_sea.system.json_ready import json_ready
 from mnemo_sea.system.outcomes import outcome_of
+
+if TYPE_CHECKING:
+    from mnemo_sea.archive import Principal
 
 P = ParamSpec("P")
 
@@ -67,6 +71,11 @@ _EXIT_NAMES = {
     EXIT_INTEGRITY: Category.INTEGRITY.value,
     EXIT_PARTIAL: "partial",
 }
+
+
+# The principal the running command acts as, once it has asked for it (Target.principal): its
+# human report names it first, since what a command sees and may do depends on it.
+ACTING: ContextVar[Principal | None] = ContextVar("acting", default=None)
 
 
 class CliError(Exception):
@@ -191,6 +200,7 @@ class OneLineErrorsCommand(TyperCommand):
     stdout as a quiet stop (`stop_on_closed_pipe`)."""
 
     def invoke(self, ctx: Context) -> Any:
+        ACTING.set(None)  # a command run in this process before (a test's) does not act for this one
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
@@ -209,6 +219,7 @@ class OneLineErrorsGroup(TyperGroup):
     it, as a quiet stop (`stop_on_closed_pipe`)."""
 
     def invoke(self, ctx: Context) -> Any:
+        ACTING.set(None)  # a command run in this process before (a test's) does not act for this one
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
@@ -223,11 +234,47 @@ class OneLineErrorsGroup(TyperGroup):
 
 
 def emit(report: dict[str, Any], as_json: bool) -> None:
+    """The report as JSON, or for people: who acts first (tenant, subject, roles; `ACTING`), then
+    a line per field; a list of records as a table, a record of counts as `name=value` pairs."""
     if as_json:
         typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
+    who = ACTING.get()
+    if who is not None:
+        typer.echo(acting(who))
     for key, value in report.items():
-        typer.echo(f"{key}: {shown(value)}")
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            typer.echo(f"{key}:")
+            typer.echo(table(value, indent="  "))
+        elif isinstance(value, dict) and all(not isinstance(v, dict | list) for v in value.values()):
+            typer.echo(f"{key}: " + (", ".join(f"{k}={shown(v)}" for k, v in value.items()) or "—"))
+        else:
+            typer.echo(f"{key}: {shown(value)}")
+
+
+def acting(principal: Principal) -> str:
+    """Who a command acts as, for the first line of its report: the answer depends on it."""
+    roles = ", ".join(sorted(r.value for r in principal.roles))
+    clearance = principal.clearance.name.lower()
+    return f"as {principal.subject} ({roles}, clearance {clearance}) in tenant {principal.tenant_id}"
+
+
+def table(rows: list[dict[str, Any]], *, indent: str = "") -> str:
+    """Records as aligned columns (the keys of the first, in order, then any others), each value
+    `shown` on one line; cells are cut at 80 characters but in the last column, which is left
+    whole (a reason, a message: what the row is read for)."""
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    last = len(columns) - 1
+    cells = [[_cell(row.get(c), whole=n == last) for n, c in enumerate(columns)] for row in rows]
+    widths = [max(len(c), *(len(r[n]) for r in cells)) for n, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    return "\n".join(indent + line for line in lines)
+
+
+def _cell(value: Any, *, whole: bool = False) -> str:
+    text = " ".join(shown(value).split())
+    return text if whole or len(text) <= 80 else text[:79] + "…"
 
 
 def shown(value: Any) -> str:

@@ -4,6 +4,7 @@ mnemo_sea.cli.context, `session context` and `session task-state`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from mnemo_sea.archive import DEFAULT_AROUND, ArchiveTarget
-from mnemo_sea.cli.output import CliError, JsonOpt, emit
+from mnemo_sea.cli.output import CliError, JsonOpt, acting, emit, table
 from mnemo_sea.cli.target import (
     IdempotencyKeyOpt,
     LimitOpt,
@@ -188,6 +189,7 @@ def session_show(
         emit({"result": json_ready(result), **content_fields(content)}, as_json=True)
         return
     note = f"; note: {result.note}" if result.note else ""
+    typer.echo(acting(principal))
     typer.echo(
         f"{result.result_id} of {result.session_id}: {result.tool_name}, {result.state}, observed "
         f"{result.observed_at.isoformat()}, {result.size} bytes, sha256 {result.content_sha256}{note}"
@@ -348,11 +350,11 @@ def session_list(target: Target, limit: LimitOpt = 1000, as_json: JsonOpt = Fals
     if as_json:
         emit({"sessions": json_ready(found)}, as_json=True)
         return
+    typer.echo(acting(principal))
     typer.echo(f"{len(found)} session(s)")
-    for info in found:
+    if found:
         typer.echo(
-            f"{info.session_id}  owner {info.owner}  {info.results} result(s): {info.live} live, "
-            f"{info.archived} archived  created {info.created_at.isoformat()}"
+            table([dataclasses.asdict(info) | {"created_at": info.created_at.isoformat()} for info in found])
         )
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from mnemo_sea.archive import InvalidInput, Principal, Role, Sensitivity, StoreCorrupt
-from mnemo_sea.cli.output import CliError, OneLineErrorsCommand, OneLineErrorsGroup, guard
+from mnemo_sea.cli.output import ACTING, CliError, OneLineErrorsCommand, OneLineErrorsGroup, guard
 from mnemo_sea.system.wiring.embedders import EmbedderName, build_embedder, embedder_name, folder_embedder
 from mnemo_sea.system.wiring.layout import ARCHIVE_FILE
 
@@ -46,7 +46,9 @@ class Target:
             role = Role(self.role.strip().lower())
         except ValueError:
             raise CliError(f"--role: {self.role!r} is not one of reader, agent, admin") from None
-        return Principal(self.tenant, self.subject, frozenset({role}), Sensitivity.parse(self.clearance))
+        made = Principal(self.tenant, self.subject, frozenset({role}), Sensitivity.parse(self.clearance))
+        ACTING.set(made)  # what the command's human report names first (output.emit)
+        return made
 
     def folder(self, *, must_exist: bool = True) -> Path:
         if self.data_dir is None:

@@ -95,3 +95,47 @@ def test_session_show_looks_without_appending_and_raw_gives_the_exact_bytes(tmp_
     assert shown["content"] == original.read_text() and shown["result"]["state"] == "archived"
     listed = ok_json("session", "live", "s-1", "--data-dir", folder, *AGENT)
     assert len(listed["items"]) == 1  # looking three times appended nothing
+
+
+def test_human_reports_say_who_acts_and_show_records_as_tables(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    ok_json("init", "--data-dir", folder)
+    rows = [
+        json.dumps(
+            {
+                "evidence_id": "kb:refund",
+                "body": "Refunds within 14 days.",
+                "source": "policy",
+                "locator": "s2",
+            }
+        ),
+        json.dumps({"evidence_id": "kb:ship", "body": "Ships in 2 days.", "source": "policy"}),
+    ]
+    docs = write_jsonl(tmp_path / "docs.jsonl", rows)
+    who = "as agent-1 (agent, clearance internal) in tenant clinic-a"
+
+    ingest = run("ingest", docs, "--quiet", "--data-dir", folder, *AGENT).stdout.splitlines()
+    assert ingest[0] == who and "batches:" in ingest
+    header = ingest[ingest.index("batches:") + 1].split()
+    assert header[:3] == ["batch", "documents", "stored"]  # a table, not a JSON line
+
+    search = run("search", "refund", "--data-dir", folder, *AGENT).stdout.splitlines()
+    assert search[0] == who and "source policy · scope default · locator s2" in search[2]
+
+    ok_json("session", "record", "s-1", "lab", "--content", "x", "--data-dir", folder, *AGENT)
+    listed = run("session", "list", "--data-dir", folder, *AGENT).stdout.splitlines()
+    assert listed[0] == who and listed[2].split()[:3] == ["session_id", "owner", "created_at"]
+    assert listed[3].split()[0] == "s-1"
+
+    answer = {
+        "id": "a1",
+        "citations": [
+            {"evidence_id": "kb:refund", "quote": "within 14 days"},
+            {"evidence_id": "kb:ship", "quote": "overnight"},
+        ],
+    }
+    cites = write_jsonl(tmp_path / "answers.jsonl", [json.dumps(answer)])
+    checked = run("eval", "citations", cites, "--data-dir", folder, *AGENT).stdout.splitlines()
+    assert checked[0] == who
+    verdicts = [line.split()[4] for line in checked if line.startswith("1 ")]
+    assert verdicts == ["ok", "quote_not_found"]  # one row per citation
