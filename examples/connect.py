@@ -1,16 +1,15 @@
 """How the examples reach mnemo-sea: in process on a data folder, or a running server.
 
 `connect(args)` returns an object with the facade's operations under the facade's names:
-remote, `mnemo_sea.client.MnemoClient` (the API key says who calls); in process, a `Mnemo`
-with the principal bound to every call (`Bound`), so the examples' code is the same for both.
+remote, `mnemo_sea.client.MnemoClient` (the API key says who calls); in process, the `Mnemo`
+acting as the examples' agent (`mnemo.as_(AGENT)`), so the examples' code is the same for both.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -20,19 +19,6 @@ from mnemo_sea.archive import Principal, Role, Sensitivity
 # In process, the examples act as this agent (a server decides from the API key instead).
 TENANT = "vet-clinic"
 AGENT = Principal(TENANT, "assistant", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
-
-
-class Bound:
-    """A `Mnemo` whose operations take `principal` as their first argument already: the same
-    calls as `MnemoClient`'s. Also hands out the principal and the `Mnemo` for what needs them
-    (the retrievers' InProcessSearcher)."""
-
-    def __init__(self, mnemo: Any, principal: Principal) -> None:
-        self.mnemo = mnemo
-        self.principal = principal
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        return functools.partial(getattr(self.mnemo, name), self.principal)
 
 
 def arguments(description: str) -> argparse.Namespace:
@@ -69,4 +55,4 @@ def connect(args: argparse.Namespace) -> Iterator[Any]:
     with tempfile.TemporaryDirectory(prefix="mnemo-example-") as scratch:
         folder = args.data or Path(scratch) / "data"
         with Mnemo.open(folder, embedder=embedder) as mnemo:
-            yield Bound(mnemo, AGENT)
+            yield mnemo.as_(AGENT)

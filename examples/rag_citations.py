@@ -79,7 +79,7 @@ def main() -> int:
     with connect(args) as memory:
         report = memory.ingest(KNOWLEDGE)
         searcher = memory if args.url else InProcessSearcher(memory.mnemo, memory.principal)
-        retriever = MnemoRetriever(searcher=searcher, kinds=["knowledge"], limit=4)
+        retriever = MnemoRetriever(searcher=searcher, kinds=("knowledge",), limit=4)
         chain = {
             "question": RunnableLambda(lambda q: q),
             "documents": retriever,

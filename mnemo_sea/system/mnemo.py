@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
 from mnemo_sea.archive import (
     DEFAULT_AROUND,
@@ -184,6 +184,10 @@ def _ingest_progress(
 
     report()
     return on_applied
+
+
+if TYPE_CHECKING:
+    from mnemo_sea.system.acting import MnemoAs
 
 
 P = ParamSpec("P")
@@ -619,6 +623,14 @@ class Mnemo:
     archive_results = _archive_write(Archive.archive_results, trails=True)
     live_view = _archive_call(Archive.live_view)
     recover = _archive_call(Archive.recover)
+
+    def as_(self, principal: Principal) -> MnemoAs:
+        """This facade acting as `principal`: every method that takes the principal first,
+        without it (`mnemo.as_(agent).search("refund")`), as the REST client reads."""
+        from mnemo_sea.system.acting import MnemoAs
+
+        return MnemoAs(self, principal)
+
     # Reads, named and typed as the REST client's are, so code moves between the two unchanged.
     list_sessions = _archive_call(Archive.list_sessions)
     list_results = _archive_call(Archive.list_results)
