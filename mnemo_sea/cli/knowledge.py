@@ -187,11 +187,12 @@ def ingest(
     }
     if outcome.failure is None:
         emit(report | {"records": outcome.records} if as_json else report, as_json)
-        left_out = len(loaded.problems) + len(loaded.skipped) + len(retracted)
-        if left_out:
+        # Files of other types (`skipped_files`) are not input left out: a folder may hold them.
+        left_out = len(loaded.problems) + len(retracted)
+        if partial and left_out:
             # The good part is stored; a script must still see that the run was not complete.
             raise CliError(
-                f"--partial left out {left_out} bad file(s), document(s) or retracted version(s) "
+                f"--partial left out {left_out} bad document(s) or file(s) or retracted version(s) "
                 "(listed in the report); the others are stored",
                 EXIT_PARTIAL,
                 reported=True,

@@ -441,6 +441,13 @@ def test_bad_files_exit_2_and_store_nothing_unless_partial(data: Path, tmp_path:
     # new_versions == 2: the refused run above stored nothing
     assert partial["stored"] == 2 and partial["new_versions"] == 2
     assert [p["line"] for p in partial["problems"]] == [2, 3]
+    # A folder's files of other types are skipped, not left out: a complete load exits 0.
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "a.md").write_text("a note about llamas", encoding="utf-8")
+    (folder / "logo.png").write_bytes(b"\x89PNG")
+    assert ok_json("ingest", folder, "--data-dir", data, *AGENT)["skipped_files"] == ["logo.png"]
+    assert ok_json("ingest", folder, "--partial", "--data-dir", data, *AGENT)["problems"] == []
     clean = write_jsonl(tmp_path / "clean.jsonl", [rows[0]])
     nothing_left_out = ok_json("ingest", clean, "--partial", "--data-dir", data, *AGENT)  # exit 0
     assert nothing_left_out["problems"] == [] and nothing_left_out["documents"] == 1
