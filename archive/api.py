@@ -374,6 +374,18 @@ class Archive:
             ),
         )
 
+    def get_result(
+        self, principal: Principal, session_id: str, result_id: str, *, with_content: bool = False
+    ) -> tuple[ToolResult, bytes | None]:
+        return self._guard(
+            principal,
+            "get_result",
+            f"session:{session_id}/{result_id}",
+            lambda: sessions.get_result(
+                self.store, principal, session_id, result_id, with_content=with_content
+            ),
+        )
+
     def read_result(
         self, principal: Principal, session_id: str, result_id: str
     ) -> tuple[ToolResult, datetime | None, bytes | None]:

@@ -844,6 +844,35 @@ def read_result(
     return result, archived_at, content
 
 
+def get_result(
+    store: ArchiveStore, principal: Principal, session_id: str, result_id: str, *, with_content: bool = False
+) -> tuple[ToolResult, bytes | None]:
+    """One result, and with `with_content` what it shows (its hash-verified original, an excerpt
+    copy's excerpt), changing nothing: `recover` appends a copy, this only looks. The original is
+    read only when asked. An archived original comes back only to a principal who may recover
+    it (Forbidden otherwise, as `recover` answers); NotFound, Forbidden and IntegrityFailure as
+    `read_result`."""
+    principal.require(Role.READER, "reading a result")
+    check_identifier("session_id", session_id)
+    number = parse_result_id(result_id)
+    tenant = principal.tenant_id
+    with store.read() as conn:
+        readable_session(conn, principal, session_id)
+        found = _results_with_notes(conn, tenant, session_id, number)
+        if not found:
+            raise NotFound("result", f"{session_id}/{result_id}")
+        result = found[0]
+        principal.require_clearance(result.sensitivity, f"reading {session_id}/{result_id}")
+        if not with_content:
+            return result, None
+        if result.state == "archived" and not principal.may_read_originals():
+            raise Forbidden(
+                f"reading the archived original of {session_id}/{result_id} (it comes back through "
+                "recover, which needs the agent role)"
+            )
+        return result, shown(result, read_blob(conn, tenant, result.content_sha256))
+
+
 # ---- listing -------------------------------------------------------------------------------
 
 
@@ -902,6 +931,7 @@ __all__ = [
     "Forbidden",
     "SessionInfo",
     "archive",
+    "get_result",
     "list_sessions",
     "live_view",
     "read_result",

@@ -26,7 +26,6 @@ from mnemo_sea.archive import (
     DeletionReceipt,
     EvidenceInput,
     EvidenceRecord,
-    Forbidden,
     InvalidInput,
     Principal,
     Role,
@@ -645,17 +644,9 @@ class Mnemo:
         original, an excerpt copy's excerpt), changing nothing: `recover` is the operation that
         appends a copy to the session; this one only looks. Raises NotFound, Forbidden (another
         owner's session for a reader, above the clearance, or an archived original asked by a
-        principal who may not recover it) and IntegrityFailure (an original failing its hash)."""
+        principal who may not recover it; audited as every refusal) and IntegrityFailure."""
         check_caps(GetResultOp, locals())
-        result, _, content = self.archive.read_result(principal, session_id, result_id)
-        if not with_content:
-            return result, None
-        if content is None:
-            raise Forbidden(
-                f"reading the archived original of {session_id}/{result_id} (it comes back through "
-                "recover, which needs the agent role)"
-            )
-        return result, content
+        return self.archive.get_result(principal, session_id, result_id, with_content=with_content)
 
     def curate(
         self,

@@ -80,6 +80,9 @@ def test_get_result_looks_without_appending_and_checks_the_hash(tmp_path: Path) 
         assert mnemo.get_result(AGENT, "visit-1", "r1") == (result, None)
         with pytest.raises(Forbidden):  # an archived original comes back to whoever may recover it
             mnemo.get_result(reader, "visit-1", "r1", with_content=True)
+        admin = Principal("clinic", "admin", frozenset({Role.ADMIN}), Sensitivity.RESTRICTED)
+        denied = [(e.actor, e.action, e.target) for e in mnemo.archive.audit_events(admin)]
+        assert ("pet-7", "denied", "session:visit-1/r1") in denied  # refused, and audited
         assert mnemo.get_result(reader, "visit-1", "r1")[0].note == "lab report"
         copy = mnemo.recover(AGENT, "visit-1", "r1", lines=(2, 2)).appended
         assert (
@@ -95,3 +98,4 @@ def test_get_result_looks_without_appending_and_checks_the_hash(tmp_path: Path) 
             )
         with pytest.raises(IntegrityFailure):
             mnemo.get_result(AGENT, "visit-1", "r1", with_content=True)
+        assert mnemo.get_result(AGENT, "visit-1", "r1")[1] is None  # the record alone reads no blob
