@@ -24,9 +24,13 @@ app.add_typer(bench_app, name="bench")
 
 def _print_version(asked: bool) -> None:
     if asked:
-        from importlib.metadata import version
+        from importlib.metadata import PackageNotFoundError, version
 
-        typer.echo(f"mnemo-sea {version('mnemo-sea')}")
+        try:
+            installed = version("mnemo-sea")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            installed = "(not installed: run from the source tree)"
+        typer.echo(f"mnemo-sea {installed}")
         raise typer.Exit()
 
 

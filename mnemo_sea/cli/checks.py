@@ -92,7 +92,8 @@ def audit_anchor(
 def audit_events(
     target: Target,
     after_seq: Annotated[int, typer.Option(min=0, help="the last seq already read (0: from the start)")] = 0,
-    limit: Annotated[int, typer.Option(min=1, max=1000, help="events to print")] = 100,
+    # 999: one more is read to know whether more remain, and the archive answers 1,000 at most.
+    limit: Annotated[int, typer.Option(min=1, max=999, help="events to print")] = 100,
     as_json: JsonOpt = False,
 ) -> None:
     """The tenant's audit events after --after-seq, oldest first (admin): who did what to which

@@ -195,16 +195,20 @@ def guarded(command: Callable[P, None]) -> Callable[P, None]:
     return run
 
 
-class OneLineErrorsCommand(TyperCommand):
-    """Usage mistakes (missing argument, bad option value) as one `error:` line, exit 2; a closed
-    stdout as a quiet stop (`stop_on_closed_pipe`)."""
+class _QuietOnClosedPipe:
+    """Runs a command (or every command below a group) with no principal acting yet, and stops
+    quietly when stdout's reader goes away (`stop_on_closed_pipe`)."""
 
     def invoke(self, ctx: Context) -> Any:
         ACTING.set(None)  # a command run in this process before (a test's) does not act for this one
         try:
-            return super().invoke(ctx)
+            return super().invoke(ctx)  # type: ignore[misc]
         except BrokenPipeError:
             stop_on_closed_pipe()
+
+
+class OneLineErrorsCommand(_QuietOnClosedPipe, TyperCommand):
+    """Usage mistakes (missing argument, bad option value) as one `error:` line, exit 2."""
 
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         as_json = "--json" in args  # before parsing, which consumes the list
@@ -214,16 +218,8 @@ class OneLineErrorsCommand(TyperCommand):
             fail(CliError(e.format_message(), EXIT_USAGE, code="usage"), as_json)
 
 
-class OneLineErrorsGroup(TyperGroup):
-    """An unknown subcommand as one `error:` line, exit 2; a closed stdout, in any command below
-    it, as a quiet stop (`stop_on_closed_pipe`)."""
-
-    def invoke(self, ctx: Context) -> Any:
-        ACTING.set(None)  # a command run in this process before (a test's) does not act for this one
-        try:
-            return super().invoke(ctx)
-        except BrokenPipeError:
-            stop_on_closed_pipe()
+class OneLineErrorsGroup(_QuietOnClosedPipe, TyperGroup):
+    """An unknown subcommand as one `error:` line, exit 2."""
 
     def resolve_command(self, ctx: Context, args: list[str]) -> tuple[str | None, Command | None, list[str]]:
         as_json = "--json" in args
