@@ -39,7 +39,7 @@ from typing import Any
 from mnemo_sea.archive import InvalidInput
 
 from .generators import original
-from .trace import TRACE_FORMAT, Generated, Trace
+from .trace import TRACE_FORMAT_1_1, Generated, Trace
 from .trace_format import parse_trace, trace_digest
 
 FAMILIES = ("F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8")
@@ -197,7 +197,7 @@ class _Script:
         constraints: list[str],
     ) -> Trace:
         obj = {
-            "format": TRACE_FORMAT,
+            "format": TRACE_FORMAT_1_1,  # written back as /1 when it uses nothing 1.1 added
             "trace_id": trace_id,
             "family": family,
             "tenant": tenant,

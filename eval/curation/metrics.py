@@ -3,7 +3,8 @@
 Per (trace, arm), over every model request t = 1..n it makes, in order, with prompt tokens P_t:
 a prompt is the assembled context plus the transcript (transcript.py: the model's tool calls and
 answers, the curation tools' replies), so P_t counts everything the model is sent.
-- requests = n = turns + archive_calls + recover_calls + searches + rereads + rejected, where
+- requests = n = turns + archive_calls + recover_calls + searches + rereads + rejected (for
+  `archive_auto`: turns + searches + rejected, its archive_calls being `curate`'s), where
   turns are the requests the trace asks for (after a tool call, at a need, an answer, a pivot)
   and the others those the arm adds: the scripted and heuristic agents' archive and recover
   calls, the heuristic's searches of archived notes, the library arm's recalls (a recall that

@@ -14,9 +14,10 @@ Semantics (CURATION.md, issue 11):
 - `need`: satisfied iff its quote (as rendered, i.e. escaped) is in that turn's prompt;
 - `answer`: a citation is correct iff `Mnemo.check_citations` says ok for
   `result:<session>/<rN of source>` AND its quote is in that turn's prompt;
-- `fault: store_down`: the archive is unreachable for the next turn's assembly; the harness then
-  assembles the full history from its own copies, and the turn is recorded as a fallback. The
-  other fault kinds are exercised by the safety gate (gates.py), not here.
+- `fault: store_down`: the archive is unreachable for the next turn's assembly (a turn the trace
+  asks for; a request an arm adds before it meets a working store); the harness then assembles
+  the full history from its own copies, and the turn is recorded as a fallback. The other fault
+  kinds are exercised by the safety gate (gates.py), not here.
 
 Counted per turn: prompt tokens, (kind, sha256, tokens) of every segment (for the prefix proxy),
 protected results not verbatim in the prompt, injected text outside an envelope, and a derived
@@ -102,7 +103,7 @@ from .trace import (
     ToolCalls,
     Trace,
 )
-from .transcript import Message, MessageKind, interleave, reply, result_number, said, tool_use
+from .transcript import Message, MessageKind, interleave, reply, result_number, said, said_texts, tool_use
 
 BUDGET_TOKENS = 10_000_000  # never drops anything: the arms decide what is shown, not the budget
 OUTPUT_RESERVE = 4096
@@ -313,9 +314,10 @@ class _Replay:
         self.protected_violations = 0
         self.injection_leaks = 0
         self.unknown_definite = 0
-        self.planted: list[str] = []  # the injected texts of the results recorded, as envelopes show them
+        self.planted: list[str] = []  # the injected texts of the results recorded, raw and escaped
         self.derived: set[str] = set()  # results the last history built shows as summary text
-        self.replaced: dict[str, int] = {}  # label -> event index of the call that superseded it
+        self.replacing: dict[str, list[str]] = {}  # label -> the calls that superseded it, in order
+        self.last_prompt: AssembledContext | None = None
         self.knowledge: dict[str, EvidenceItem] = {}  # evidence id -> its current version, shown
         self.withdrawn: set[str] = set()  # evidence ids superseded by another record
         self.superseded_cited = 0
@@ -387,9 +389,10 @@ class _Replay:
         self.results.append(item)
         self.by_label[call.label] = item
         self.label_of[result.result_id] = call.label
-        self.planted += [escape_text(text) for text in call.injected]
+        # As written (the transcript's decoded texts) and as an envelope or a stub escapes them.
+        self.planted += [form for text in call.injected for form in (text, escape_text(text))]
         if call.supersedes is not None:
-            self.replaced.setdefault(call.supersedes, i)
+            self.replacing.setdefault(call.supersedes, []).append(call.label)
 
     def _record(self, call: ToolCall, content: str, observed: datetime | None) -> ToolResult:
         """The call's output recorded in the session, as every arm records it."""
@@ -420,6 +423,13 @@ class _Replay:
     def _shown_by(self, ctx: AssembledContext, labels: Sequence[str], quote: str) -> str | None:
         """The first of `labels` whose result shows `quote` (see `_shows`), or None."""
         return next((label for label in labels if self._shows(ctx, label, quote)), None)
+
+    def _replaced_unseen(self, ctx: AssembledContext | None, label: str) -> bool:
+        """Whether another call superseded `label`'s result and no result of those calls is in
+        view in `ctx` (in any form: live, a stub, a copy): what the prompt let the agent believe
+        still held, so it depends on what each arm shows."""
+        later = self.replacing.get(label, [])
+        return bool(later) and not (ctx is not None and any(self._shows(ctx, x, "") for x in later))
 
     def _shows_evidence(self, ctx: AssembledContext, evidence_id: str, quote: str) -> bool:
         """Whether the prompt holds `quote` in a segment carrying a version of the record."""
@@ -460,7 +470,7 @@ class _Replay:
             if cited is None:
                 visible = self._shows(ctx, c.source, quote)
                 stale = visible and self._stale_unwarned(ctx, c.source, quote, i)
-                replaced = c.source in self.replaced
+                replaced = self._replaced_unseen(ctx, c.source)
             else:
                 visible, stale = self._shows_evidence(ctx, cited[0], quote), False
                 replaced = check.verdict in _REPLACED_VERDICTS or cited[0] in self.withdrawn
@@ -489,9 +499,11 @@ class _Replay:
         self._turn(i, "task")
 
     def _state(self, i: int, state: State) -> None:
-        # A fact confirmed from a source already replaced rests on what no longer holds.
+        # A fact confirmed from a source replaced by one the agent was not shown (in the prompt
+        # of the request before) rests on what no longer holds.
         self.superseded_cited += sum(
-            f.source in self.replaced or f.source.removeprefix(EVIDENCE_SOURCE) in self.withdrawn
+            self._replaced_unseen(self.last_prompt, f.source)
+            or f.source.removeprefix(EVIDENCE_SOURCE) in self.withdrawn
             for f in state.confirmed
         )
         old = self.state
@@ -641,11 +653,22 @@ class _Replay:
         self.counts.archived_results += len(receipt.archived)
         self._index_originals()
         for rid, note in targets:
-            self.archived.add(rid)
-            self.notes[rid] = note
-            label = self.label_of[rid]
-            if rid in self.live_copies.get(label, []):
-                self.live_copies[label].remove(rid)
+            self._set_aside(rid, note)
+
+    def _set_aside(self, rid: str, note: str) -> None:
+        """What the replay keeps of a result just archived (an original or a copy of one)."""
+        self.archived.add(rid)
+        self.notes[rid] = note
+        label = self.label_of[rid]
+        if rid in self.live_copies.get(label, []):
+            self.live_copies[label].remove(rid)
+
+    def _copied(self, rid: str, copy: str) -> None:
+        """What the replay keeps of a copy just appended: whose it is, and that it is live."""
+        self._added(copy)
+        label = self.label_of[rid]
+        self.label_of[copy] = label
+        self.live_copies.setdefault(label, []).append(copy)
 
     def _recover(self, rid: str, *, match: str | None = None) -> str | None:
         self._request("recover")
@@ -662,10 +685,7 @@ class _Replay:
         self.counts.recover_calls += 1
         copy = recovered.appended.result_id
         self._say("tool_reply", reply(RECOVER_RESULT, {"recovered": rid, "as": copy}))
-        self._added(copy)
-        label = self.label_of[rid]
-        self.label_of[copy] = label
-        self.live_copies.setdefault(label, []).append(copy)
+        self._copied(rid, copy)
         return copy
 
     def _heuristic_archive(self) -> None:
@@ -718,11 +738,7 @@ class _Replay:
         self.counts.archived_results += len(report.archived)
         self._index_originals()
         for done in report.archived:
-            self.archived.add(done.result_id)
-            self.notes[done.result_id] = done.note
-            label = self.label_of[done.result_id]
-            if done.result_id in self.live_copies.get(label, []):
-                self.live_copies[label].remove(done.result_id)
+            self._set_aside(done.result_id, done.note)
 
     def _auto_recall(self, query: str) -> None:
         """The library's recall of a need out of view: one tool call the model asks for (a request),
@@ -738,11 +754,8 @@ class _Replay:
         self._say("tool_reply", reply(RECALL, {k: v for k, v in answered.items() if v is not None}))
         if copy is None or found.result_id is None:
             return
-        self._added(copy)
         self.counts.recalled += 1
-        label = self.label_of[found.result_id]
-        self.label_of[copy] = label
-        self.live_copies.setdefault(label, []).append(copy)
+        self._copied(found.result_id, copy)
 
     def _reread(self, i: int, label: str, shown: AssembledContext) -> bool:
         """Run `label`'s call again, if the trace says it is read-only: one tool call (a request),
@@ -909,6 +922,7 @@ class _Replay:
         )
         tokens = ctx.used_tokens + self._transcript_tokens()
         self.prompts.append(PromptRecord(len(self.prompts), i, kind, tokens, segments, fallback))
+        self.last_prompt = ctx
         self._check_prompt(ctx)
         return ctx
 
@@ -926,7 +940,7 @@ class _Replay:
             for s in ctx.segments
             if s.kind not in _CALLER_OWN and (s.kind not in _ENVELOPES or self.derived & set(s.ids))
         ]
-        outside += [m.text for m in self.transcript]
+        outside += [text for m in self.transcript for text in said_texts(m)]
         if any(leaks(t, self.planted) for t in outside):
             self.injection_leaks += 1
         if self._summary_unlabelled(ctx):

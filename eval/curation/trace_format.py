@@ -86,7 +86,7 @@ EVENT_TYPES = (
 )
 MAX_NOTE_CHARS = 2_000  # the archive's default limit (ArchivePolicy.max_note_chars)
 # The envelope escapes these in every rendered result; a quote holding one is matched in its
-# escaped form (format 1.1; /1 refused them).
+# escaped form (format 1.1; a /1 trace holding one is refused, as /1 readers refuse it).
 _ESCAPED = ("&", "<", ">")
 
 
@@ -567,7 +567,15 @@ def parse_trace(obj: object, origin: str = "<trace>") -> Trace:
         raise r.fail("events", f"must be a non-empty list, got {_kind(events)}")
     parser = _Parser(origin)
     parsed = tuple(parser.event(e, i) for i, e in enumerate(events))
-    return Trace(trace_id, family, tenant, session_id, owner, instructions, goal, constraints, parsed)
+    trace = Trace(trace_id, family, tenant, session_id, owner, instructions, goal, constraints, parsed)
+    if fmt == TRACE_FORMAT and needs_1_1(trace):  # a /1 reader would refuse what it does not know
+        raise r.fail(
+            "format",
+            f"is {TRACE_FORMAT!r} but the trace uses what 1.1 added (parallel tool_calls, assistant, "
+            f"injected, supersedes, sources, evidence citations or quotes with & < >); "
+            f"write {TRACE_FORMAT_1_1!r}",
+        )
+    return trace
 
 
 def load_traces(path: str | Path) -> list[Trace]:

@@ -81,6 +81,25 @@ def said(text: str) -> str:
     return _line({"role": "assistant", "text": text})
 
 
+def said_texts(message: Message) -> list[str]:
+    """Every text a message carries, decoded from its JSON (a note, a query, an answer): what a
+    check for injected text reads, since the JSON line escapes quotes and line breaks."""
+    out: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(json.loads(message.text))
+    return out
+
+
 def reply(name: str, content: dict[str, Any]) -> str:
     """A curation tool's reply (the results of the trace's own tools are in the assembled context)."""
     return _line({"role": "tool", "name": name, "content": content})

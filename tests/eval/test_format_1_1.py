@@ -73,16 +73,35 @@ def test_a_1_1_trace_reads_replays_and_round_trips() -> None:
     assert parse_trace(trace_to_json(parsed)) == parsed
     assert trace_to_json(parsed)["format"] == TRACE_FORMAT_1_1
     run = replay(parsed, Arm("full"))
+    old = copy.deepcopy(PARALLEL) | {"format": TRACE_FORMAT}
+    with pytest.raises(TraceError, match=r"uses what 1\.1 added"):  # a /1 reader would refuse it
+        parse_trace(old, "fmt.json")
     # Two calls in one request: one turn after both, not one each.
     assert [p.event for p in run.prompts] == ["tool_call", "tool_call", "need", "answer"]
     got = trace_metrics(run)
     # `if depth > 0:` is matched as the envelope shows it (escaped): in view, and cited correctly.
     assert got["needs_missing"] == 0 and got["citations_correct"] == 2
-    # The first P&L figure was restated by a later call: citing it rests on a replaced source.
-    assert got["superseded_cited"] == 1
+    # The first P&L figure was restated by a later call, which full history shows: the answer
+    # that cites the old one was given with the restatement in view, so it is not counted.
+    assert got["superseded_cited"] == 0
     # The model's remark is in every prompt after it.
     said = [sum(1 for s in p.segments if s[0] == "assistant") for p in run.prompts]
     assert said == [2, 4, 4, 4]  # two calls; then the remark and the third call
+
+
+def test_citing_a_result_replaced_out_of_view_is_counted_where_the_arm_hid_the_replacement() -> None:
+    events = [
+        {"type": "tool_call", **_call("pl", "Q3 P&L: margin 12.5%\n", 0)},
+        {"type": "tool_call", **_call("pl_fixed", "Q3 P&L (restated): margin 11.9%\n", 1, supersedes="pl")},
+        {"type": "tool_call", **_call("other", "unrelated\n", 2)},
+        {"type": "answer", "text": "12.5%", "citations": [{"source": "pl", "quote": "margin 12.5%"}]},
+    ]
+    parsed = parse_trace(trace(events))
+    narrow = ArmParams(window_k=1, trigger_tokens=1_000, keep=1, min_result_tokens=200)
+    counts = {
+        arm: trace_metrics(replay(parsed, Arm(arm, narrow)))["superseded_cited"] for arm in ("full", "window")
+    }
+    assert counts == {"full": 0, "window": 1}  # the window hid the restatement; full history showed it
 
 
 def test_a_1_0_trace_is_written_as_1_0() -> None:
