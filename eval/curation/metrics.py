@@ -29,8 +29,10 @@ answers, the curation tools' replies), so P_t counts everything the model is sen
   trace marks `injected`, or a phrasing of the experiment's own detector (injection.py, kept apart
   from the library's note filter);
 - superseded_cited: citations, and facts a `state` event confirms, resting on a source replaced
-  before them (a tool call another `supersedes`; a knowledge record withdrawn or of a version the
-  citation checker finds replaced: retracted, stale_version, superseded);
+  before them: a tool call another `supersedes` when no result of the replacing calls is in
+  view in that prompt (the one before, for a fact), so it depends on what the arm shows; a
+  knowledge record withdrawn or of a version the citation checker finds replaced (retracted,
+  stale_version, superseded), which every arm is shown alike;
 - unknown_definite: prompts in which a derived summary appears anywhere but in its labelled
   segment;
 - fallback_turns: prompts assembled from the harness's full history because the store was down.
