@@ -821,17 +821,10 @@ def read_result(
     ids), NotFound (no such result in a session of this tenant), Forbidden (another owner's
     session for a reader, or above the principal's clearance) or IntegrityFailure.
     """
-    principal.require(Role.READER, "reading a result")
-    check_identifier("session_id", session_id)
-    number = parse_result_id(result_ref)
+    number = _check_result_read(principal, session_id, result_ref)
     tenant = principal.tenant_id
     with store.read() as conn:
-        readable_session(conn, principal, session_id)
-        found = _results_with_notes(conn, tenant, session_id, number)
-        if not found:
-            raise NotFound("result", f"{session_id}/{result_ref}")
-        result = found[0]
-        principal.require_clearance(result.sensitivity, f"reading {session_id}/{result_ref}")
+        result = _readable_result(conn, principal, session_id, result_ref, number)
         archived_at = conn.execute(
             select(t.archive_entries.c.archived_at).where(
                 t.archive_entries.c.tenant_id == tenant,
@@ -852,17 +845,9 @@ def get_result(
     read only when asked. An archived original comes back only to a principal who may recover
     it (Forbidden otherwise, as `recover` answers); NotFound, Forbidden and IntegrityFailure as
     `read_result`."""
-    principal.require(Role.READER, "reading a result")
-    check_identifier("session_id", session_id)
-    number = parse_result_id(result_id)
-    tenant = principal.tenant_id
+    number = _check_result_read(principal, session_id, result_id)
     with store.read() as conn:
-        readable_session(conn, principal, session_id)
-        found = _results_with_notes(conn, tenant, session_id, number)
-        if not found:
-            raise NotFound("result", f"{session_id}/{result_id}")
-        result = found[0]
-        principal.require_clearance(result.sensitivity, f"reading {session_id}/{result_id}")
+        result = _readable_result(conn, principal, session_id, result_id, number)
         if not with_content:
             return result, None
         if result.state == "archived" and not principal.may_read_originals():
@@ -870,7 +855,28 @@ def get_result(
                 f"reading the archived original of {session_id}/{result_id} (it comes back through "
                 "recover, which needs the agent role)"
             )
-        return result, shown(result, read_blob(conn, tenant, result.content_sha256))
+        return result, shown(result, read_blob(conn, principal.tenant_id, result.content_sha256))
+
+
+def _check_result_read(principal: Principal, session_id: str, result_ref: str) -> int:
+    """Validate a read of one result before touching the store; its number."""
+    principal.require(Role.READER, "reading a result")
+    check_identifier("session_id", session_id)
+    return parse_result_id(result_ref)
+
+
+def _readable_result(
+    conn: Connection, principal: Principal, session_id: str, result_ref: str, number: int
+) -> ToolResult:
+    """One result with its note, as this principal may read it (its session, its clearance),
+    else NotFound or Forbidden: the rule `read_result` and `get_result` share."""
+    readable_session(conn, principal, session_id)
+    found = _results_with_notes(conn, principal.tenant_id, session_id, number)
+    if not found:
+        raise NotFound("result", f"{session_id}/{result_ref}")
+    result = found[0]
+    principal.require_clearance(result.sensitivity, f"reading {session_id}/{result_ref}")
+    return result
 
 
 # ---- listing -------------------------------------------------------------------------------
