@@ -10,7 +10,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1
 
-# torch first, from the CPU index: `pip install .` then finds torch==2.13.0 already satisfied
+# torch first, from the CPU index: `pip install '.[server]'` then finds torch==2.13.0 already satisfied
 # (2.13.0+cpu matches the pin) and never resolves a multi-GB CUDA build from PyPI.
 RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
 
@@ -24,7 +24,7 @@ COPY eval/ eval/
 COPY mnemo_sea/ mnemo_sea/
 # The check after the install fails the build, not the first request, when a layer is missing
 # from the wheel or pip swapped the CPU torch; it runs from / so it imports the installed package.
-RUN pip install . \
+RUN pip install '.[server]' \
     && rm -rf build \
     && cd / \
     && python -c "import mnemo_sea.archive, mnemo_sea.retrieval, mnemo_sea.eval, torch; assert torch.version.cuda is None, torch.__version__" \

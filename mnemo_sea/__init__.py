@@ -13,9 +13,9 @@ else lives in the layers, each a sub-package (see docs/architecture.md):
     context    working-context assembly and token counts
     archive    the Session Evidence Archive (SQL + blobs)  | retrieval: hybrid BM25 + vector index
 
-`Mnemo`, the retrieval errors and ContextOverBudget are loaded on first use, so `import mnemo_sea`
-(and a client that only needs the archive's errors) loads neither the index engine, the embedding
-model nor the tokenizer.
+`Mnemo`, the retrieval errors and ContextOverBudget are loaded on first use, so `import mnemo_sea` (and a client that only needs the archive's
+errors) loads neither the index engine, the embedding model nor the tokenizer; on the slim
+install, using one names the extra to install (`ExtraMissing`, mnemo_sea/extras.py).
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from mnemo_sea.archive import (
     TaskStateRejected,
     Unauthenticated,
 )
+from mnemo_sea.extras import ExtraMissing, extra_missing
 
 if TYPE_CHECKING:
     from mnemo_sea.context.errors import ContextOverBudget
@@ -73,6 +74,7 @@ __all__ = [
     "ContentTooLarge",
     "ContextOverBudget",
     "EvidenceInput",
+    "ExtraMissing",
     "Forbidden",
     "IdempotencyMismatch",
     "IndexConfigMismatch",
@@ -129,4 +131,7 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'mnemo_sea' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ModuleNotFoundError as e:
+        raise (extra_missing(e, f"mnemo_sea.{name}") or e) from e

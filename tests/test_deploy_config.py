@@ -422,11 +422,12 @@ def test_app_containers_get_server_mode_settings(monkeypatch: pytest.MonkeyPatch
 # ---- the image --------------------------------------------------------------------------------
 
 
-def test_dockerfile_installs_cpu_torch_before_the_project() -> None:
+def test_dockerfile_installs_cpu_torch_before_the_project_with_the_server() -> None:
     runs = dockerfile("RUN")
     torch = [i for i, r in enumerate(runs) if "torch==2.13.0" in r]
-    project = [i for i, r in enumerate(runs) if re.search(r"pip install (\S+ )*\.(\s|$)", r)]
-    assert torch and project and torch[0] < project[0], "torch must be installed before `pip install .`"
+    # The image serves: the project with its `server` extra (which brings the embedded engine).
+    project = [i for i, r in enumerate(runs) if re.search(r"pip install (\S+ )*'\.\[server\]'(\s|$)", r)]
+    assert torch and project and torch[0] < project[0], "torch must be installed before the project"
     assert "--index-url https://download.pytorch.org/whl/cpu" in runs[torch[0]]
     assert dockerfile("FROM") == ["python:3.11-slim"]
 

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -33,6 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from wheels import build_wheel, clean_env, run
 
 REPO = Path(__file__).resolve().parents[1]
 LAYERS = ("archive", "retrieval", "eval")
@@ -58,39 +57,9 @@ print(json.dumps({"modules": mods, "squatted": squatted, "recovered": recovered,
 """
 
 
-def clean_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"}}
-    env["PYTHONNOUSERSITE"] = "1"
-    return env
-
-
-def run(cmd: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        cmd, check=False, cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=timeout
-    )
-    assert proc.returncode == 0, f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-    return proc
-
-
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Build a wheel from a copy of the tree (so no build/ or egg-info leftovers leak in)."""
-    root = tmp_path_factory.mktemp("wheel")
-    src = root / "src"
-    shutil.copytree(
-        REPO,
-        src,
-        symlinks=True,  # mnemo_sea/archive -> ../archive etc. stay links, as in the repository
-        ignore=shutil.ignore_patterns(
-            ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis", "tests"
-        ),
-    )
-    out = root / "dist"
-    # No isolation: this machine may be offline; the build backend is in the dev venv already.
-    run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--skip-dependency-check",
-         "--outdir", str(out), str(src)], cwd=root)  # fmt: skip
-    (built,) = out.glob("mnemo_sea-*.whl")
-    return built
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +162,8 @@ def test_the_extras_resolve_offline_and_their_retrievers_run_from_the_wheel(
         metadata = zf.read(next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))).decode()
     for extra in ("langchain", "llama-index"):
         assert f"Provides-Extra: {extra}" in metadata
-        assert any(r.startswith("mnemo-sea[") and extra in r for r in extras["dev"]), "dev pulls both"
+        assert any(r.startswith("mnemo-sea[") and extra in r for r in extras["all"]), "all pulls both"
+    assert "mnemo-sea[all]" in extras["dev"]
     # `pip install 'mnemo-sea[langchain,llama-index]'` into a fresh venv: with no index, every
     # framework requirement is met by the versions the suite runs with, so pip installs the
     # wheel alone.

@@ -37,9 +37,11 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec
 import typer
 from typer._click.core import Command, Context  # typer vendors click: these, not `click`'s
 from typer._click.exceptions import UsageError
+from typer._click.globals import get_current_context
 from typer.core import TyperCommand, TyperGroup
 
 from mnemo_sea.errors import Category, MnemoError
+from mnemo_sea.extras import extra_missing
 from mnemo_sea.system import outcomes
 from mnemo_sea.system.json_ready import json_ready
 from mnemo_sea.system.outcomes import outcome_of
@@ -136,6 +138,9 @@ def as_cli_error(exc: Exception) -> CliError:
     """Any error as the CliError the CLI reports: its message, exit code, stable code, detail."""
     if isinstance(exc, CliError):
         return exc
+    if isinstance(exc, ModuleNotFoundError):  # in a command's body; an import at its top: below
+        ctx = get_current_context(silent=True)
+        exc = extra_missing(exc, f"`{ctx.command_path}`" if ctx else "this command") or exc
     if isinstance(exc, MnemoError):
         outcome = outcome_of(exc)
         return CliError(_message(exc), outcome.exit_code, code=outcome.code, detail=dict(exc.detail))
@@ -196,8 +201,9 @@ def guarded(command: Callable[P, None]) -> Callable[P, None]:
 
 
 class _QuietOnClosedPipe:
-    """Runs a command (or every command below a group) with no principal acting yet, and stops
-    quietly when stdout's reader goes away (`stop_on_closed_pipe`)."""
+    """Runs a command (or every command below a group) with no principal acting yet, stops
+    quietly when stdout's reader goes away (`stop_on_closed_pipe`), and names the extra to
+    install when the command needs one the install lacks (`serve` on the slim set)."""
 
     def invoke(self, ctx: Context) -> Any:
         ACTING.set(None)  # a command run in this process before (a test's) does not act for this one
@@ -205,6 +211,12 @@ class _QuietOnClosedPipe:
             return super().invoke(ctx)  # type: ignore[misc]
         except BrokenPipeError:
             stop_on_closed_pipe()
+        except ModuleNotFoundError as e:
+            sub = ctx.invoked_subcommand  # set when a group's command failed on an import at its top
+            missing = extra_missing(e, f"`{ctx.command_path}{f' {sub}' if sub else ''}`")
+            if missing is None:
+                raise
+            fail(as_cli_error(missing), bool(ctx.params.get("as_json")))
 
 
 class OneLineErrorsCommand(_QuietOnClosedPipe, TyperCommand):
