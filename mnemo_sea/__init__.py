@@ -13,7 +13,8 @@ else lives in the layers, each a sub-package (see docs/architecture.md):
     context    working-context assembly and token counts
     archive    the Session Evidence Archive (SQL + blobs)  | retrieval: hybrid BM25 + vector index
 
-`Mnemo`, the retrieval errors and ContextOverBudget are loaded on first use, so `import mnemo_sea` (and a client that only needs the archive's
+`Mnemo` (and `AsyncMnemo`, the facade for asyncio), the retrieval errors and ContextOverBudget
+are loaded on first use, so `import mnemo_sea` (and a client that only needs the archive's
 errors) loads neither the index engine, the embedding model nor the tokenizer; on the slim
 install, using one names the extra to install (`ExtraMissing`, mnemo_sea/extras.py).
 """
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
         InvalidQuery,
         RetrievalError,
     )
+    from mnemo_sea.system.acting import AsyncMnemo
     from mnemo_sea.system.mnemo import Mnemo
 
 __version__ = "0.1.0"
@@ -70,6 +72,7 @@ __all__ = [
     "ArchiveConflict",
     "ArchiveError",
     "ArchiveTarget",
+    "AsyncMnemo",
     "BatchRejected",
     "ContentTooLarge",
     "ContextOverBudget",
@@ -108,6 +111,7 @@ __all__ = [
 # Loaded on first use (see the module docstring): name -> the module that defines it.
 _LAZY = {
     "Mnemo": "mnemo_sea.system.mnemo",
+    "AsyncMnemo": "mnemo_sea.system.acting",
     "ContextOverBudget": "mnemo_sea.context.errors",
     **dict.fromkeys(
         (

@@ -1,24 +1,33 @@
-"""`Mnemo.as_(principal)`: the facade with the caller bound, so each call names what it does and
-not again who does it, the way `MnemoClient` reads (its API key is the principal).
+"""The facade with the caller bound, so each call names what it does and not again who does it,
+the way the REST client reads (its API key is the principal):
 
-Every method of `Mnemo` that takes the principal first is here under its name, with the same
+    MnemoAs     `mnemo.as_(principal)`, as `MnemoClient` reads
+    AsyncMnemo  `AsyncMnemo(mnemo, principal)`, as `AsyncMnemoClient` reads: each call a
+                coroutine that runs the facade's method in a worker thread, off the event loop
+
+Every method of `Mnemo` that takes the principal first is on both under its name, with the same
 parameters after it and the same types (each is derived from the facade's own method, not
 written again), so code moves between the library and the client unchanged. A test checks that
-no such method of `Mnemo` is missing.
+no such method of `Mnemo` is missing from either.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
-from collections.abc import Callable
-from typing import Concatenate, ParamSpec, TypeVar
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
 from mnemo_sea.archive import Principal
+from mnemo_sea.retrieval import Embedder
 from mnemo_sea.system.mnemo import Mnemo  # the facade imports this module only when asked (as_)
 
 P = ParamSpec("P")
 R = TypeVar("R")
+C = TypeVar("C", bound=Callable[..., Any])
 
 
 def _bound(method: Callable[Concatenate[Mnemo, Principal, P], R]) -> Callable[Concatenate[MnemoAs, P], R]:
@@ -30,8 +39,32 @@ def _bound(method: Callable[Concatenate[Mnemo, Principal, P], R]) -> Callable[Co
         run: Callable[Concatenate[Principal, P], R] = getattr(self.mnemo, name)
         return run(self.principal, *args, **kwargs)
 
-    call.__qualname__ = f"MnemoAs.{name}"
-    # What help() and editors show: the facade's parameters without the principal.
+    return _shown_as(call, method, "MnemoAs")
+
+
+def _off_loop(
+    method: Callable[Concatenate[Mnemo, Principal, P], R],
+) -> Callable[Concatenate[AsyncMnemo, P], Coroutine[Any, Any, R]]:
+    """`AsyncMnemo.<name>`: `Mnemo.<name>` as the handle's principal, in a worker thread.
+
+    The facade blocks (SQLite or PostgreSQL, the index, the model); `asyncio.to_thread` keeps the
+    loop serving while it works, and carries the caller's context variables into the thread.
+    The facade is safe to call from several threads at once (the REST server does the same).
+    """
+    name = method.__name__
+
+    @functools.wraps(method)
+    async def call(self: AsyncMnemo, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        run: Callable[Concatenate[Principal, P], R] = getattr(self.mnemo, name)
+        return await asyncio.to_thread(run, self.principal, *args, **kwargs)
+
+    return _shown_as(call, method, "AsyncMnemo")
+
+
+def _shown_as(call: C, method: Callable[..., Any], owner: str) -> C:
+    """`call` named `owner.<name>`, with the facade's parameters without the principal: what
+    help() and editors show."""
+    call.__qualname__ = f"{owner}.{method.__name__}"
     shown = inspect.signature(method)
     call.__signature__ = shown.replace(  # type: ignore[attr-defined]
         parameters=[p for p in shown.parameters.values() if p.name != "principal"]
@@ -80,3 +113,71 @@ class MnemoAs:
     delete_evidence = _bound(Mnemo.delete_evidence)
     delete_owner = _bound(Mnemo.delete_owner)
     verify_deleted = _bound(Mnemo.verify_deleted)
+
+
+class AsyncMnemo:
+    """The facade acting as one principal, for asyncio: `await AsyncMnemo(mnemo, agent).search(q)`.
+
+    Borrowing a facade (the constructor) leaves it open on `aclose()`; `AsyncMnemo.open` opens
+    one of its own (the embedded default, as `Mnemo.open`) that `aclose()` closes. A progress
+    callback given to `ingest` is called from the worker thread.
+    """
+
+    def __init__(self, mnemo: Mnemo, principal: Principal) -> None:
+        self.mnemo = mnemo
+        self.principal = principal
+        self._owned = False
+
+    @classmethod
+    async def open(cls, path: str | Path, principal: Principal, *, embedder: Embedder | None = None) -> Self:
+        """`Mnemo.open(path)` in a worker thread (it may load the model), acting as `principal`."""
+        handle = cls(await asyncio.to_thread(Mnemo.open, path, embedder=embedder), principal)
+        handle._owned = True
+        return handle
+
+    async def aclose(self) -> None:
+        if self._owned:
+            await asyncio.to_thread(self.mnemo.close)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"AsyncMnemo({self.principal.subject!r} in tenant {self.principal.tenant_id!r})"
+
+    record = _off_loop(Mnemo.record)
+    archive_results = _off_loop(Mnemo.archive_results)
+    live_view = _off_loop(Mnemo.live_view)
+    recover = _off_loop(Mnemo.recover)
+    get_result = _off_loop(Mnemo.get_result)
+    list_sessions = _off_loop(Mnemo.list_sessions)
+    list_results = _off_loop(Mnemo.list_results)
+    curate = _off_loop(Mnemo.curate)
+    recall = _off_loop(Mnemo.recall)
+    context = _off_loop(Mnemo.context)
+    ingest = _off_loop(Mnemo.ingest)
+    put_evidence = _off_loop(Mnemo.put_evidence)
+    get_evidence = _off_loop(Mnemo.get_evidence)
+    evidence_history = _off_loop(Mnemo.evidence_history)
+    retract = _off_loop(Mnemo.retract)
+    search = _off_loop(Mnemo.search)
+    check_citations = _off_loop(Mnemo.check_citations)
+    create_summary = _off_loop(Mnemo.create_summary)
+    get_summary = _off_loop(Mnemo.get_summary)
+    remember = _off_loop(Mnemo.remember)
+    current = _off_loop(Mnemo.current)
+    memory_history = _off_loop(Mnemo.memory_history)
+    forget = _off_loop(Mnemo.forget)
+    purge_expired = _off_loop(Mnemo.purge_expired)
+    update_task_state = _off_loop(Mnemo.update_task_state)
+    task_state = _off_loop(Mnemo.task_state)
+    task_state_history = _off_loop(Mnemo.task_state_history)
+    delete_session = _off_loop(Mnemo.delete_session)
+    delete_evidence = _off_loop(Mnemo.delete_evidence)
+    delete_owner = _off_loop(Mnemo.delete_owner)
+    verify_deleted = _off_loop(Mnemo.verify_deleted)
