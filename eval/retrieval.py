@@ -107,7 +107,7 @@ def ingest_dataset(
         if text.strip()
     ]
     t = time.perf_counter()
-    upserted = index.upsert(documents, progress=advance)
+    upserted = index.upsert(documents, progress=lambda p: advance(len(p.written)))
     index.optimize()
     index.flush()
     return {"chunks": upserted.chunks, "seconds": round(time.perf_counter() - t, 1)}

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from .settings import EncodingSettings, SearchSettings
     from .tokenizer import ChineseSegmentation, Tokenizer, TokenizerSettings
     from .tuning import IndexTuning
+    from .upsert_plan import UpsertProgress
 
 # Every name is loaded on first use (PEP 562): the engines behind this package (Qdrant Edge,
 # qdrant-client, the tokenizers, ONNX Runtime, sentence-transformers) cost seconds to import,
@@ -96,6 +97,7 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(("EncodingSettings", "SearchSettings"), "settings"),
     **dict.fromkeys(("ChineseSegmentation", "Tokenizer", "TokenizerSettings"), "tokenizer"),
     "IndexTuning": "tuning",
+    "UpsertProgress": "upsert_plan",
 }
 
 
@@ -159,6 +161,7 @@ __all__ = [
     "SqliteEmbeddingCache",
     "Tokenizer",
     "TokenizerSettings",
+    "UpsertProgress",
     "UpsertReport",
     "VectorIndex",
     "default_model_path",

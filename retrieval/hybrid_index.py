@@ -36,7 +36,7 @@ from .embedding_cache import CachingEmbedder, EmbeddingCache, InMemoryEmbeddingC
 from .errors import InvalidDocument
 from .evidence import EvidenceDocument
 from .filters import FilterSpec, evidence_filter, tenant_filter
-from .ingest import PointEncoder, PreparedChunk
+from .ingest import PointEncoder
 from .lock import IndexLock
 from .onnx_embedder import OnnxEmbedder
 from .outcome import SearchOutcome
@@ -47,6 +47,7 @@ from .search import Searcher
 from .serialized import SerializedIndex
 from .settings import EncodingSettings, IndexIdentity, SearchSettings, read_identity, write_identity
 from .tuning import IndexTuning
+from .upsert_plan import EMBED_STEP, StepTracker, UpsertPlan, UpsertProgress
 
 IDENTITY_FILE = "retrieval.json"
 CACHE_FILE = "embeddings.sqlite"
@@ -82,11 +83,16 @@ class HybridIndex:
         search_settings: SearchSettings | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        embed_step: int = EMBED_STEP,
     ) -> None:
         """Compose an index from parts; `open` and `connect` are the usual ways in.
 
-        `embedder` should be a CachingEmbedder for re-ingestion to be cheap.
+        `embedder` should be a CachingEmbedder for re-ingestion to be cheap. `embed_step`: the
+        chunks embedded per step of an upsert whose progress is watched (see `upsert`).
         """
+        if isinstance(embed_step, bool) or not isinstance(embed_step, int) or embed_step < 1:
+            raise ValueError(f"embed_step must be a positive integer, got {embed_step!r}")
+        self.embed_step = embed_step
         self.backend = backend
         self.embedder = embedder
         self.encoding = encoding
@@ -183,12 +189,16 @@ class HybridIndex:
         documents: Iterable[EvidenceDocument],
         *,
         batch_size: int = 1024,
-        progress: Callable[[int], None] | None = None,
+        progress: Callable[[UpsertProgress], None] | None = None,
     ) -> UpsertReport:
-        """Index `documents` (see the module docstring). `progress(n)` is called after each batch.
+        """Index `documents` (see the module docstring), reporting to `progress` if given (see
+        `UpsertProgress`: the chunk total before any is embedded, then each embedding step).
 
-        Each batch of `batch_size` documents is embedded in one call: larger batches let the model
-        sort more texts by length (less padding), smaller ones report progress more often.
+        Every document is chunked and compared with the index first, `batch_size` documents per
+        lookup, so the chunks to embed are known before the model starts. Without `progress`
+        each lookup batch is embedded in one call (the model sorts the texts by length: least
+        padding); with it, in steps of `embed_step` chunks, each written as it is embedded, so
+        the report moves while the model works.
         """
         docs = list(documents)
         seen: set[tuple[str, str, int]] = set()
@@ -199,15 +209,19 @@ class HybridIndex:
             if key in seen:
                 raise InvalidDocument("documents", "appears twice in one batch", doc.evidence_id)
             seen.add(key)
+        # Every document is planned before any is written, so the total is known first; no plan
+        # depends on another's writes (the keys are distinct and a lookup reads its own points).
+        plans = [self._plan(docs[i : i + batch_size], i) for i in range(0, len(docs), batch_size)]
+        chunks = sum(len(plan.to_encode) for plan in plans)
+        tracker = None if progress is None else StepTracker(chunks, progress)
         report = UpsertReport()
-        for start in range(0, len(docs), batch_size):
-            batch = docs[start : start + batch_size]
-            report = report + self._upsert_batch(batch)
-            if progress is not None:
-                progress(len(batch))
+        for plan in plans:
+            report = report + self._write(plan, tracker)
         return report
 
-    def _upsert_batch(self, docs: Sequence[EvidenceDocument]) -> UpsertReport:
+    def _plan(self, docs: Sequence[EvidenceDocument], first: int) -> UpsertPlan:
+        """What upserting `docs` (positions `first`.. of the call) takes: chunks to embed,
+        payloads to rewrite, stale chunks to delete. Reads the index, writes nothing."""
         prepared = [self.encoder.prepare(doc) for doc in docs]
         # Chunks are numbered 0..n-1 without gaps, so a point at chunk n (the "next" id) means an
         # earlier, longer text of this version left chunks n.. behind. One lookup answers both
@@ -217,34 +231,52 @@ class HybridIndex:
             for d, c in zip(docs, prepared, strict=True)
         ]
         stored = self.backend.payloads([c.point_id for chunks in prepared for c in chunks] + next_ids)
-        to_encode: list[PreparedChunk] = []
-        payload_only: list[PreparedChunk] = []
-        unchanged = 0
-        for chunks in prepared:
+        plan = UpsertPlan(first=first, documents=len(docs), chunks=sum(len(c) for c in prepared))
+        for position, chunks in enumerate(prepared, start=first):
+            before = len(plan.to_encode)
             for c in chunks:
                 old = stored.get(c.point_id)
                 if old == c.payload:
-                    unchanged += 1
+                    plan.unchanged += 1
                 elif old is not None and old.chunk_sha256 == c.payload.chunk_sha256:
-                    payload_only.append(c)
+                    plan.payload_only.append(c)
                 else:
-                    to_encode.append(c)
-        if to_encode:
-            self.backend.upsert(self.encoder.encode(to_encode))
-        if payload_only:
-            self.backend.set_payloads({c.point_id: c.payload for c in payload_only})
-        shrunk = [(d, len(c)) for d, c, nxt in zip(docs, prepared, next_ids, strict=True) if nxt in stored]
-        for doc, n_chunks in shrunk:
+                    plan.to_encode.append(c)
+            if len(plan.to_encode) == before:
+                plan.ready.append(position)
+            else:
+                plan.ends.append((len(plan.to_encode), position))
+        plan.shrunk = [
+            (d, len(c)) for d, c, nxt in zip(docs, prepared, next_ids, strict=True) if nxt in stored
+        ]
+        return plan
+
+    def _write(self, plan: UpsertPlan, tracker: StepTracker | None) -> UpsertReport:
+        """Carry out `plan`: the writes that need no model first (so a document with nothing to
+        embed is done at once), then the embedding, in steps when `tracker` watches."""
+        if plan.payload_only:
+            self.backend.set_payloads({c.point_id: c.payload for c in plan.payload_only})
+        for doc, n_chunks in plan.shrunk:
             self.backend.delete_matching(
                 evidence_filter(doc.tenant_id, doc.evidence_id, doc.version, from_chunk=n_chunks)
             )
+        todo = plan.to_encode
+        if tracker is None:
+            if todo:
+                self.backend.upsert(self.encoder.encode(todo))
+        else:
+            tracker.started(plan)
+            for start in range(0, len(todo), self.embed_step):
+                part = todo[start : start + self.embed_step]
+                self.backend.upsert(self.encoder.encode(part))
+                tracker.step(plan, len(part), start + len(part))
         return UpsertReport(
-            documents=len(docs),
-            chunks=sum(len(c) for c in prepared),
-            written=len(to_encode),
-            payload_updates=len(payload_only),
-            unchanged=unchanged,
-            stale_removed_from=len(shrunk),
+            documents=plan.documents,
+            chunks=plan.chunks,
+            written=len(todo),
+            payload_updates=len(plan.payload_only),
+            unchanged=plan.unchanged,
+            stale_removed_from=len(plan.shrunk),
         )
 
     def set_status(

@@ -159,12 +159,15 @@ def ingest_in_batches(
 
 
 class _Tracker:
-    """Turns each batch's progress into progress over the whole load."""
+    """Turns each batch's progress into progress over the whole load: counts of the batches
+    before this one plus this one's. `chunks` is the chunks to embed of the batches chunked so
+    far (the later batches' are not known yet), None until the first batch's are."""
 
     def __init__(self, total: int, progress: ProgressCallback | None) -> None:
         self.total = total
         self.progress = progress
-        self.stored = self.indexed = self.chunks = 0  # of the batches before this one
+        self.stored = self.indexed = self.embedded = 0  # of the batches before this one
+        self.chunks: int | None = None
         self.last: IngestProgress | None = None
 
     def batch_progress(self, p: IngestProgress) -> None:
@@ -172,12 +175,14 @@ class _Tracker:
 
         self.last = p
         if self.progress is not None:
+            chunks = self.chunks if p.chunks is None else (self.chunks or 0) + p.chunks
             self.progress(
                 IngestProgress(
                     self.total,
                     self.stored + p.stored,
                     self.indexed + p.indexed,
-                    self.chunks + p.chunks_embedded,
+                    self.embedded + p.chunks_embedded,
+                    chunks,
                 )
             )
 
@@ -188,7 +193,9 @@ class _Tracker:
             return 0
         self.stored += p.stored
         self.indexed += p.indexed
-        self.chunks += p.chunks_embedded
+        self.embedded += p.chunks_embedded
+        if p.chunks is not None:
+            self.chunks = (self.chunks or 0) + p.chunks
         return p.indexed
 
 

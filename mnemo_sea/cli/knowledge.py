@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -37,7 +37,7 @@ KindsOpt = Annotated[
 ]
 
 if TYPE_CHECKING:
-    from mnemo_sea.system.mnemo import IngestProgress, Mnemo
+    from mnemo_sea.system.mnemo import Mnemo
 
 
 def init(target: Target, as_json: JsonOpt = False) -> None:
@@ -59,63 +59,6 @@ def init(target: Target, as_json: JsonOpt = False) -> None:
         },
         as_json,
     )
-
-
-class _Progress:
-    """True progress of an ingest on stderr (only on a terminal): documents stored, documents
-    indexed (each with rate and ETA) and chunks embedded (with rate), fed by the callback
-    `Mnemo.ingest` calls as the archive commits and the indexer applies each record."""
-
-    def __init__(self, documents: int, quiet: bool) -> None:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        console = Console(stderr=True)
-        self.progress = Progress(
-            TextColumn("{task.description:<9}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]}"),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            disable=quiet or not console.is_terminal,
-            transient=False,
-        )
-        self.stored = self.progress.add_task("stored", total=documents, rate="")
-        self.indexed = self.progress.add_task("indexed", total=documents, rate="")
-        self.chunks = self.progress.add_task("embedded", total=None, rate="", visible=False)
-
-    def __enter__(self) -> _Progress:
-        self.progress.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.__exit__(None, None, None)
-
-    def __call__(self, p: IngestProgress) -> None:
-        for task, done in ((self.stored, p.stored), (self.indexed, p.indexed)):
-            self.progress.update(task, completed=done)
-            self.progress.update(task, rate=self._rate(task, "docs"))
-        self.progress.update(
-            self.chunks,
-            completed=p.chunks_embedded,
-            visible=p.chunks_embedded > 0,
-            description="embedded",
-        )
-        self.progress.update(self.chunks, rate=self._rate(self.chunks, "chunks"))
-
-    def _rate(self, task_id: Any, unit: str) -> str:
-        speed = self.progress.tasks[task_id].speed
-        return "" if speed is None else f"{speed:,.1f} {unit}/s"
 
 
 def _check_may_store(principal: Principal, items: list[EvidenceInput]) -> None:
@@ -160,17 +103,19 @@ def ingest(
     report says which (exit code of the store's error).
     """
     from mnemo_sea.cli.bulk_ingest import ingest_in_batches
+    from mnemo_sea.cli.ingest_bar import IngestBar
     from mnemo_sea.system.documents import load_documents
 
     folder = target.folder()
     principal = target.principal()
-    # Read and validate every file before opening anything: a bad file changes nothing.
-    loaded = load_documents(path, source=source, scope=scope, partial=partial)
-    _check_may_store(principal, loaded.items)
-    with open_mnemo(target) as mnemo:
-        items, retracted = _leave_out_retracted(mnemo, principal, loaded.items, partial, reactivate)
-        with _Progress(len(items), quiet) as progress:
-            outcome = ingest_in_batches(mnemo, principal, items, progress=progress, reactivate=reactivate)
+    # The bar from the start: reading the files and opening the index take seconds of their own.
+    with IngestBar(quiet) as bar:
+        # Read and validate every file before opening anything: a bad file changes nothing.
+        loaded = load_documents(path, source=source, scope=scope, partial=partial, progress=bar.watching)
+        _check_may_store(principal, loaded.items)
+        with open_mnemo(target) as mnemo:
+            items, retracted = _leave_out_retracted(mnemo, principal, loaded.items, partial, reactivate)
+            outcome = ingest_in_batches(mnemo, principal, items, progress=bar.watching, reactivate=reactivate)
     report = {
         "data_dir": str(folder),
         "path": str(path),

@@ -61,6 +61,7 @@ from mnemo_sea.archive.rules.records import EVIDENCE_KINDS, PROVENANCES, Provena
 from mnemo_sea.archive.rules.refs import EVIDENCE_ID, check_evidence_id
 from mnemo_sea.archive.rules.tool_results import is_textual
 from mnemo_sea.errors import Category
+from mnemo_sea.system.ingest_progress import IngestProgress, ProgressCallback
 from mnemo_sea.system.json_text import JsonTooDeep, parse_json
 
 __all__ = [
@@ -490,12 +491,15 @@ def load_documents(
     partial: bool = False,
     max_file_bytes: int = MAX_FILE_BYTES,
     evidence_id: str | None = None,
+    progress: ProgressCallback | None = None,
 ) -> LoadedDocuments:
     """Load a `.txt`, `.md` or `.jsonl` file, or a directory of them, as evidence inputs.
 
     `source` and `scope` apply where a document does not give its own; `evidence_id` names the
     record of a single `.txt`/`.md` file (instead of the id derived from its path). See the
     module docstring for the formats, the order and the errors. Reads only; stores nothing.
+    `progress` sees the files to read as soon as they are listed, then each file read
+    (`IngestProgress`'s reading events).
     """
     if source is not None:
         _check_option("source", source, _TEXT_LIMITS["source"])
@@ -529,7 +533,9 @@ def load_documents(
     documents: list[LoadedDocument] = []
     problems: list[DocumentProblem] = []
     unusable: list[DocumentError] = []
-    for file, relative in files:
+    if progress is not None:
+        progress(IngestProgress(0, 0, 0, 0, files=len(files)))
+    for read, (file, relative) in enumerate(files, start=1):
         shown = str(file)
         suffix = file.suffix.lower()
         try:
@@ -551,6 +557,8 @@ def load_documents(
             problem = e.message.removeprefix(f"path: {shown}: ")
             problems.append(DocumentProblem(shown, None, problem, e.code))
             unusable.append(e)
+        if progress is not None:
+            progress(IngestProgress(len(documents), 0, 0, 0, files=len(files), files_read=read))
     if problems and not partial:
         if len(problems) == 1 and len(unusable) == 1:
             raise unusable[0]  # one bad file and nothing else: its own, more specific error

@@ -14,7 +14,6 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -61,8 +60,16 @@ from mnemo_sea.system import curating
 from mnemo_sea.system.caches import Cache, MemoryCache, RedisCache, search_query_key
 from mnemo_sea.system.citations import Citation, CitationReport, check_citations
 from mnemo_sea.system.curating import CurationReport, RecallResult
+from mnemo_sea.system.ingest_progress import IngestProgress, ProgressCallback
 from mnemo_sea.system.operations import CheckCitationsOp, ContextOp, CurateOp, GetResultOp, RecallOp, SearchOp
-from mnemo_sea.system.projection.indexer import AppliedRow, DrainReport, GroupCommit, Indexer, OnApplied
+from mnemo_sea.system.projection.indexer import (
+    AppliedRow,
+    DrainReport,
+    GroupCommit,
+    Indexer,
+    IndexingStep,
+    OnApplied,
+)
 from mnemo_sea.system.results import DeletionCheck, IngestReport, SearchHit, SearchResult, SearchResultStatus
 from mnemo_sea.system.wiring.layout import ARCHIVE_FILE, INDEX_DIR
 from mnemo_sea.system.wiring.settings import MnemoSettings, settings_receipt_key
@@ -145,44 +152,60 @@ class Pointer(NamedTuple):
         )
 
 
-@dataclass(frozen=True)
-class IngestProgress:
-    """How far one `Mnemo.ingest` call has come. Every count only grows; at the end `stored`
-    equals `documents` and, unless indexing was left pending, so does `indexed`."""
+class _IngestWatch:
+    """The indexer's `on_applied` for one `Mnemo.ingest` call: turns its rows and embedding steps
+    into `IngestProgress` events. Reports the stored batch at once.
 
-    documents: int  # in this call
-    stored: int  # committed to the archive (all at once: the batch is one transaction)
-    indexed: int  # whose index entry is up to date: new versions indexed, plus unchanged ones
-    chunks_embedded: int  # chunks written to the index with new vectors so far
-
-
-ProgressCallback = Callable[[IngestProgress], None]
-
-
-def _ingest_progress(
-    stored: Sequence[EvidenceRecord], started: datetime, progress: ProgressCallback
-) -> OnApplied:
-    """Report the stored batch now, then count its records as the indexer applies them.
-
-    Only this batch's own upserts count (a sync also applies rows other writes left pending),
-    so `indexed` never passes `documents`.
+    Only this call's own upserts count as indexed (a sync also applies rows other writes left
+    pending), so `indexed` never passes `documents`; a row reported twice (a batch applied
+    again row by row) counts once.
     """
-    waiting = {f"{r.evidence_id}@{r.version}" for r in stored if r.recorded_at >= started}
-    state = {"indexed": len(stored) - len(waiting), "chunks": 0}
 
-    def report() -> None:
-        progress(IngestProgress(len(stored), len(stored), state["indexed"], state["chunks"]))
+    def __init__(
+        self, stored: Sequence[EvidenceRecord], started: datetime, progress: ProgressCallback
+    ) -> None:
+        self.progress = progress
+        self.documents = len(stored)
+        self.waiting = {f"{r.evidence_id}@{r.version}" for r in stored if r.recorded_at >= started}
+        self.indexed = self.documents - len(self.waiting)
+        self.chunks: int | None = None
+        self.embedded = 0
+        self.report()
 
-    def on_applied(row: AppliedRow) -> None:
-        if row.entity != "evidence" or row.op != "index_upsert" or row.entity_ref not in waiting:
+    def report(self) -> None:
+        self.progress(
+            IngestProgress(self.documents, self.documents, self.indexed, self.embedded, self.chunks)
+        )
+
+    def __call__(self, event: AppliedRow | IndexingStep) -> None:
+        if isinstance(event, AppliedRow):
+            if self._indexed(event):
+                self.report()
             return
-        waiting.discard(row.entity_ref)
-        state["indexed"] += 1
-        state["chunks"] += row.chunks_embedded
-        report()
+        self.chunks = (self.chunks or 0) + event.planned
+        self.embedded += event.embedded
+        # One event per document indexed (the first carries the step's chunks too), or one for
+        # the chunks alone when the step finished none.
+        finished = 0
+        for row in event.applied:
+            if self._indexed(row):
+                finished += 1
+                self.report()
+        if not finished:
+            self.report()
 
-    report()
-    return on_applied
+    def _indexed(self, row: AppliedRow) -> bool:
+        if row.entity != "evidence" or row.op != "index_upsert" or row.entity_ref not in self.waiting:
+            return False
+        self.waiting.discard(row.entity_ref)
+        self.indexed += 1
+        return True
+
+    def finish(self) -> None:
+        """After the drain: a call indexed without embedding anything says so (`chunks` 0)."""
+        if self.chunks is None and not self.waiting:
+            self.chunks = 0
+            self.report()
 
 
 if TYPE_CHECKING:
@@ -394,7 +417,7 @@ class Mnemo:
     def sync(self, *, on_applied: OnApplied | None = None) -> DrainReport:
         """Apply every pending outbox row to the index and caches (idempotent) and flush the
         index, so every row is done, none left to the group commit; `on_applied` is called
-        after each row (see `Indexer.drain`)."""
+        after each row and each embedding step (see `Indexer.drain`)."""
         return self._drain_all(on_applied, defer_flush=False)
 
     def _replay(self) -> None:
@@ -469,7 +492,8 @@ class Mnemo:
         marking every item whose content is a retracted version of its record (a retraction
         stands until the content changes) unless `reactivate`. A retry under the same
         idempotency key stores nothing and reports every record as unchanged. `progress` is
-        called once the batch is stored and after each of its records is indexed.
+        called once the batch is stored, once the chunks to embed are known, after each
+        embedding step and as each record is indexed (see `IngestProgress`).
         """
         started = utcnow()
         batch = self.archive.write_evidence_batch(
@@ -500,8 +524,10 @@ class Mnemo:
     ) -> IngestReport:
         # An unchanged record comes back as the version that was already current.
         new_versions = sum(1 for rec in stored if rec.recorded_at >= started)
-        on_applied = None if progress is None else _ingest_progress(stored, started, progress)
-        report = self._after_write(on_applied, defer_flush=defer_flush, made=made)
+        watch = None if progress is None else _IngestWatch(stored, started, progress)
+        report = self._after_write(watch, defer_flush=defer_flush, made=made)
+        if watch is not None:
+            watch.finish()
         return IngestReport(tuple(stored), new_versions, len(stored) - new_versions, report)
 
     def retract(

@@ -82,6 +82,9 @@ def test_a_load_larger_than_a_batch_is_stored_in_batches_with_true_progress(
         values = [getattr(p, field) for p in seen]
         assert values == sorted(values), field
     assert (seen[-1].stored, seen[-1].indexed) == (10, 10) and seen[-1].chunks_embedded >= 10
+    # Each batch's chunk total is added before its chunks are embedded: the load's never trails.
+    assert all(p.chunks is not None and p.chunks >= p.chunks_embedded for p in seen if p.chunks_embedded)
+    assert seen[-1].chunks == seen[-1].chunks_embedded
     assert len({p.indexed for p in seen}) == 11  # 0..10: one step per indexed document
     assert all(p.indexed <= p.stored for p in seen)
 

@@ -103,6 +103,7 @@ from mnemo_sea.system.projection.index_documents import (
 
 if TYPE_CHECKING:
     from mnemo_sea.archive.features.evidence import EvidenceBatch
+    from mnemo_sea.retrieval import UpsertProgress
 
 log = logging.getLogger(__name__)
 
@@ -174,15 +175,41 @@ class DrainReport:
 
 @dataclass(frozen=True)
 class AppliedRow:
-    """One outbox row applied to the index, for progress reports (`Indexer.drain(on_applied=)`)."""
+    """One outbox row applied, for progress reports (`Indexer.drain(on_applied=)`). An evidence
+    upsert is reported as soon as its document's chunks are all written, inside its batch's
+    index upsert (see `IndexingStep`), other rows once their batch is applied. A row may be
+    reported twice: when its batch fails after that, the rows are applied again one by one."""
 
     op: str
     entity: str
     entity_ref: str  # `evidence_id@version` for evidence
-    chunks_embedded: int  # chunks written with new vectors (model or embedding cache)
 
 
-OnApplied = Callable[[AppliedRow], None]
+@dataclass(frozen=True)
+class IndexingStep:
+    """Progress inside one index upsert of evidence (`Indexer.drain(on_applied=)`): first the
+    upsert's chunk total, once its documents are chunked and before the model starts
+    (`planned`), then one report per embedding step. Counts are increments, so a listener sums
+    them over the several upserts a drain may make (a retried batch embeds, and counts, again)."""
+
+    planned: int  # chunks this upsert embeds, reported once, before any of them is embedded
+    embedded: int  # chunks embedded and written by this step
+    applied: tuple[AppliedRow, ...]  # upsert rows whose document is now completely written
+
+
+# What `Indexer.drain(on_applied=)` is called with: a row applied, or a step inside an upsert.
+OnApplied = Callable[[AppliedRow | IndexingStep], None]
+
+
+class _ListenerFailed(Exception):
+    """What `on_applied` raised inside an index upsert, carried past the indexer's handlers of
+    a row's own failure: a listener's bug must not count as the row's (after MAX_ATTEMPTS the row
+    would be set aside). `drain` raises the listener's error itself, as it did when the listener
+    was called only between rows."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 @dataclass(frozen=True)
@@ -276,7 +303,9 @@ class Indexer:
         from the first after row id `after`; failures stay pending with their error.
 
         `on_applied` is called after each row is applied to the index (before the pass is
-        flushed and marked done), so a caller can show progress through a long pass.
+        flushed and marked done) and, inside an upsert of evidence, with its chunk total and
+        after each embedding step (`IndexingStep`), so a caller can show progress through a
+        long pass. Without it the index embeds each batch in one call.
         With `defer_flush` (one drainer only) the flush may be left to the group commit (see the
         module docstring); without, the pass ends flushed, with every row awaiting done too.
         `made`: a committed write's versions, applied without reading them back (see the module
@@ -290,6 +319,10 @@ class Indexer:
             self._made = made
             try:
                 report = self._drain(limit, on_applied, defer_flush, lane, after)
+            except _ListenerFailed as e:
+                # The rows stay applied but not done (the pass stopped before marking them): the
+                # next pass applies them again.
+                raise e.error from None
             finally:
                 self._made = None
             if lane != "writes" and report.pending == 0:
@@ -469,20 +502,22 @@ class Indexer:
         done: list[int] = []
         problems: list[Failure] = []
         for run in _runs(items):
-            applied = self._apply_run(run) if len(run) > 1 else None
-            if applied is not None:
+            reported = self._apply_run(run, on_applied) if len(run) > 1 else None
+            if reported is not None:
                 done += [item.id for item in run]
                 if on_applied is not None:
                     for item in run:
-                        on_applied(AppliedRow(item.op, item.entity, item.entity_ref, applied.get(item.id, 0)))
+                        if item.id not in reported:
+                            on_applied(AppliedRow(item.op, item.entity, item.entity_ref))
                 continue
             outage = False
             for item in run:
-                failure = self._apply_one(item)
-                if not isinstance(failure, Failure):
+                row_reported: set[int] = set()
+                failure = self._apply_one(item, on_applied, row_reported)
+                if failure is None:
                     done.append(item.id)
-                    if on_applied is not None:
-                        on_applied(AppliedRow(item.op, item.entity, item.entity_ref, failure))
+                    if on_applied is not None and item.id not in row_reported:
+                        on_applied(AppliedRow(item.op, item.entity, item.entity_ref))
                     continue
                 problems.append(failure)
                 if failure.outage:
@@ -492,10 +527,11 @@ class Indexer:
                 break
         return done, problems
 
-    def _apply_run(self, run: list[OutboxItem]) -> dict[int, int] | None:
-        """Apply a run of batchable rows (`_BATCHABLE`) at once; the chunks embedded per row id,
-        or None when anything failed (the caller then applies the run row by row, which names
-        the failing row; what the batch applied already is applied again, harmlessly).
+    def _apply_run(self, run: list[OutboxItem], on_applied: OnApplied | None) -> set[int] | None:
+        """Apply a run of batchable rows (`_BATCHABLE`) at once; the ids of the rows reported to
+        `on_applied` already (upserts, as their documents were written), or None when anything
+        failed (the caller then applies the run row by row, which names the failing row; what
+        the batch applied already is applied again, harmlessly).
 
         Every evidence version the run names is read in one statement, every upsert goes to the
         index in one call (the embedder sees the whole batch), and the cache is purged once per
@@ -514,7 +550,7 @@ class Indexer:
                         tenant: InternalReads(conn).evidence_versions(tenant, sorted(keys))
                         for tenant, keys in wanted.items()
                     }
-            upserts: dict[tuple[str, str, int], int] = {}  # the key of each document -> its row id
+            upserts: dict[tuple[str, str, int], OutboxItem] = {}  # the key of each document -> its row
             documents: list[EvidenceDocument] = []
             statuses: list[tuple[str, str, int, EvidenceDocument]] = []
             purges: dict[str, bool] = {}  # tenant -> whether search results must be dropped
@@ -533,9 +569,11 @@ class Indexer:
                 if item.op == "index_status":
                     statuses.append((tenant, evidence_id, version, doc))
                 elif (tenant, evidence_id, version) not in upserts:
-                    upserts[(tenant, evidence_id, version)] = item.id
+                    upserts[(tenant, evidence_id, version)] = item
                     documents.append(doc)
-            written = self.index.upsert(documents).written if documents else 0
+            reported: set[int] = set()
+            if documents:
+                self._upsert(documents, list(upserts.values()), on_applied, reported)
             for tenant, evidence_id, version, doc in statuses:
                 self.index.set_status(tenant, evidence_id, version, doc.status, valid_until=doc.valid_until)
             for tenant, drop_search in purges.items():
@@ -546,9 +584,22 @@ class Indexer:
         except (MnemoError, ValueError, KeyError) as e:
             log.info("a batch of %d outbox rows failed, applying them one by one: %s", len(run), e)
             return None
-        # The index reports chunks embedded per call, not per document: the run's last upsert
-        # row carries them (progress sums them over a load).
-        return {max(upserts.values()): written} if upserts else {}
+        return reported
+
+    def _upsert(
+        self,
+        documents: list[EvidenceDocument],
+        rows: list[OutboxItem],
+        on_applied: OnApplied | None,
+        reported: set[int],
+    ) -> None:
+        """`index.upsert(documents)` (`rows[i]` the row of `documents[i]`), its steps reported to
+        `on_applied` (see `IndexingStep`), each row as its document is written (its id then
+        added to `reported`). Without a listener the index embeds in one call, as fast as it can."""
+        if on_applied is None:
+            self.index.upsert(documents)
+        else:
+            self.index.upsert(documents, progress=_StepRelay(rows, on_applied, reported))
 
     def _committed(self, item: OutboxItem) -> tuple[EvidenceRecord, bytes] | None:
         """The version an evidence index_upsert row names, if the write this drain was handed
@@ -581,11 +632,15 @@ class Indexer:
         for failure in problems:
             mark_failed(conn, failure.item_id, failure.error, counts=not failure.outage)
 
-    def _apply_one(self, item: OutboxItem) -> Failure | int:
-        """The row's failure, or the number of chunks it embedded."""
+    def _apply_one(
+        self, item: OutboxItem, on_applied: OnApplied | None, reported: set[int]
+    ) -> Failure | None:
+        """Apply one row; its failure, if any. An evidence upsert reports its steps to
+        `on_applied`, the row as its document is written (its id then added to `reported`)."""
         try:
             with self.store.read() as conn:
-                return self._apply(conn, item)
+                self._apply(conn, item, on_applied, reported)
+                return None
         except (MnemoError, ValueError, KeyError) as e:
             # A malformed or failing row stays pending with its error (and is retried up to
             # MAX_ATTEMPTS times); it never stops the rows behind it. An outage is not the
@@ -594,8 +649,10 @@ class Indexer:
             where = f"outbox {item.id} ({item.op} {item.entity} {item.entity_ref})"
             return Failure(item.id, f"{where}: {e}", outage)
 
-    def _apply(self, conn: Connection, item: OutboxItem) -> int:
-        """Apply one row; returns the chunks it embedded (evidence upserts; 0 for the rest)."""
+    def _apply(
+        self, conn: Connection, item: OutboxItem, on_applied: OnApplied | None, reported: set[int]
+    ) -> None:
+        """Apply one row (see `_apply_one`)."""
         tenant = item.tenant_id
         if item.op == "cache_purge":
             if item.payload.get("drop_search"):
@@ -606,7 +663,7 @@ class Indexer:
                 self.cache.bump_generation(tenant)
             # The payload's content hashes need nothing here: the index discards the embeddings
             # of the deleted text itself when the row's index_delete siblings remove its points.
-            return 0
+            return
         if item.entity == "evidence":
             evidence_id, _, version_text = item.entity_ref.rpartition("@")
             version = int(version_text)
@@ -621,7 +678,7 @@ class Indexer:
                             tenant, evidence_id, version, doc.status, valid_until=doc.valid_until
                         )
             else:
-                return self._upsert_evidence(conn, tenant, evidence_id, version)
+                self._upsert_evidence(conn, item, on_applied, reported)
         elif item.entity == "tool_result":
             if item.op == "index_delete":
                 self.index.delete(tenant, str(ResultIndexId.of_ref(item.entity_ref)))
@@ -637,7 +694,7 @@ class Indexer:
             if original is not None:  # else deleted since: its deletion removed every page
                 page = page_document(tenant, *original, page_no)
                 if page is not None:
-                    written = self.index.upsert([page]).written
+                    self.index.upsert([page])
                     # Read again after writing: with several drainers (PostgreSQL) a deletion may
                     # have committed, and its points been removed, while this page was embedded.
                     with self.store.read() as after:
@@ -648,7 +705,6 @@ class Indexer:
                             self.index.delete(tenant, str(result))
                     # A search cached before the page was indexed would not show it.
                     self.cache.bump_generation(tenant)
-                    return written
         elif item.entity == "memory":
             ref, _, version_text = item.entity_ref.rpartition("@")
             owner, _, key = ref.partition("/")
@@ -676,16 +732,40 @@ class Indexer:
                     self.index.upsert([summary_document(tenant, found, summary_owner)])
         else:
             raise ValueError(f"unknown outbox entity {item.entity!r}")
-        return 0
 
-    def _upsert_evidence(self, conn: Connection, tenant: str, evidence_id: str, version: int) -> int:
-        found = InternalReads(conn).evidence_version(tenant, evidence_id, version)
+    def _upsert_evidence(
+        self, conn: Connection, item: OutboxItem, on_applied: OnApplied | None, reported: set[int]
+    ) -> None:
+        tenant = item.tenant_id
+        found = InternalReads(conn).evidence_version(tenant, *_version_key(item.entity_ref))
         if found is None or found[0].status == "retracted":
-            return 0  # deleted or withdrawn since; the row that did so removes what was indexed
+            return  # deleted or withdrawn since; the row that did so removes what was indexed
         doc = evidence_document(tenant, *found)
-        if doc is None:
-            return 0
-        return self.index.upsert([doc]).written
+        if doc is not None:
+            self._upsert([doc], [item], on_applied, reported)
+
+
+class _StepRelay:
+    """One index upsert's `UpsertProgress` (cumulative, documents by position) as `IndexingStep`s
+    (increments, documents by outbox row)."""
+
+    def __init__(self, rows: list[OutboxItem], on_applied: OnApplied, reported: set[int]) -> None:
+        self.rows = rows
+        self.on_applied = on_applied
+        self.reported = reported
+        self.embedded: int | None = None  # None until the first report, which carries the total
+
+    def __call__(self, p: UpsertProgress) -> None:
+        rows = [self.rows[i] for i in p.written]
+        self.reported.update(row.id for row in rows)
+        planned = p.chunks if self.embedded is None else 0
+        step = p.embedded - (self.embedded or 0)
+        self.embedded = p.embedded
+        applied = tuple(AppliedRow(row.op, row.entity, row.entity_ref) for row in rows)
+        try:
+            self.on_applied(IndexingStep(planned, step, applied))
+        except Exception as e:
+            raise _ListenerFailed(e) from e
 
 
 # Rows an ingest writes; a run of them is applied as one batch (`Indexer._apply_run`).
