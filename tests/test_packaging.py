@@ -24,6 +24,7 @@ import json
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import tomllib
 import venv
 import zipfile
@@ -31,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from wheels import build_wheel, clean_env, run
+from wheels import build_sdist, build_wheel, clean_env, run, wheel_of
 
 REPO = Path(__file__).resolve().parents[1]
 LAYERS = ("archive", "retrieval", "eval")
@@ -94,6 +95,20 @@ def test_wheel_ships_only_mnemo_sea(wheel: Path) -> None:
         assert f"mnemo_sea/{layer}/__init__.py" in names
         assert f"mnemo_sea/{layer}/py.typed" in names
         assert not any(n.startswith(f"{layer}/") for n in names)
+
+
+def test_the_sdist_builds_the_same_wheel_as_the_tree(wheel: Path, tmp_path: Path) -> None:
+    """`python -m build` makes the sdist, then the wheel from it: the layers' symlinks become
+    real folders in the sdist, and nothing is lost on the way."""
+    sdist = build_sdist(tmp_path / "s")
+    with tarfile.open(sdist) as tar:
+        tar.extractall(tmp_path / "unpacked", filter="data")
+        names = tar.getnames()
+    assert "mnemo_sea-0.1.0/mnemo_sea/archive/api.py" in names  # a file, not a link to ../archive
+    assert not any(n.startswith("mnemo_sea-0.1.0/archive/") for n in names)
+    rebuilt = wheel_of(tmp_path / "unpacked" / "mnemo_sea-0.1.0", tmp_path / "w")
+    with zipfile.ZipFile(wheel) as tree, zipfile.ZipFile(rebuilt) as from_sdist:
+        assert set(from_sdist.namelist()) == set(tree.namelist())
 
 
 def test_wheel_holds_every_module_and_the_migrations(wheel: Path) -> None:

@@ -29,6 +29,20 @@ def run(cmd: list[str], cwd: Path, timeout: float = 300) -> subprocess.Completed
 def build_wheel(root: Path) -> Path:
     """A wheel built in `root` from a copy of the tree (so no build/ or egg-info leftovers leak
     in, and the repository is not written to)."""
+    return _build("--wheel", _copy_of_the_tree(root), root / "dist")
+
+
+def build_sdist(root: Path) -> Path:
+    """An sdist built in `root` from a copy of the tree."""
+    return _build("--sdist", _copy_of_the_tree(root), root / "dist")
+
+
+def wheel_of(source: Path, out: Path) -> Path:
+    """The wheel built from an unpacked source tree (an sdist's)."""
+    return _build("--wheel", source, out)
+
+
+def _copy_of_the_tree(root: Path) -> Path:
     src = root / "src"
     shutil.copytree(
         REPO,
@@ -38,9 +52,12 @@ def build_wheel(root: Path) -> Path:
             ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis", "tests"
         ),
     )
-    out = root / "dist"
+    return src
+
+
+def _build(kind: str, src: Path, out: Path) -> Path:
     # No isolation: the build backend is in the dev venv already, and needs no download.
-    run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--skip-dependency-check",
-         "--outdir", str(out), str(src)], cwd=root)  # fmt: skip
-    (built,) = out.glob("mnemo_sea-*.whl")
+    run([sys.executable, "-m", "build", kind, "--no-isolation", "--skip-dependency-check",
+         "--outdir", str(out), str(src)], cwd=src.parent)  # fmt: skip
+    (built,) = out.glob("mnemo_sea-*.whl" if kind == "--wheel" else "mnemo_sea-*.tar.gz")
     return built
