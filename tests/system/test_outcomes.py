@@ -56,6 +56,7 @@ from mnemo_sea.context.errors import ContextOverBudget
 from mnemo_sea.errors import MnemoError
 from mnemo_sea.eval.curation.runner import ReplayError
 from mnemo_sea.eval.curation.trace_format import TraceError
+from mnemo_sea.extras import ExtraMissing
 from mnemo_sea.mcp.results import from_exception
 from mnemo_sea.rest import problems
 from mnemo_sea.retrieval import (
@@ -116,6 +117,9 @@ FACTORIES: dict[type[BaseException], Callable[[], BaseException]] = {
     BatchRejected: lambda: BatchRejected([TargetStatus("r1", "unknown", "no such result")], "fix it"),
     ArchiveConflict: lambda: ArchiveConflict([TargetStatus("r1", "already_archived", "done")], "reload"),
     StoreUnavailable: lambda: StoreUnavailable("archive store unreachable: connection refused"),
+    ExtraMissing: lambda: ExtraMissing(
+        "`mnemo-sea serve` needs the 'server' extra", extra="server", module="uvicorn"
+    ),
     CacheUnavailable: lambda: CacheUnavailable("redis unreachable"),
     JsonTooDeep: lambda: JsonTooDeep("tools.json", 100),
     TooManyRequests: lambda: TooManyRequests(retry_after=3, running=2, waiting=64),
@@ -206,6 +210,7 @@ EXPECTED: dict[type[BaseException], tuple[outcomes.Category, int, int]] = {
     IndexUnavailable: UNAVAILABLE,
     IndexConfigMismatch: (C.MISCONFIGURED, 500, 2),
     ModelExportError: (C.MISCONFIGURED, 500, 2),
+    ExtraMissing: (C.MISCONFIGURED, 500, 2),  # the install lacks a part: as a misconfiguration
 }
 
 
