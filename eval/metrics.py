@@ -40,6 +40,32 @@ def evaluate(
     }
 
 
+def irrelevant_hits(
+    qrels: Mapping[str, Mapping[str, int]], rankings: Mapping[str, Sequence[str]], depth: int = 10
+) -> int:
+    """Hits in the top `depth` that are not judged relevant, over the queries of `qrels` with
+    exactly one relevant document (where every other hit is certainly not what was asked)."""
+    single = [q for q, judged in qrels.items() if sum(1 for g in judged.values() if g > 0) == 1]
+    return sum(1 for q in single for doc in rankings.get(q, [])[:depth] if qrels[q].get(doc, 0) <= 0)
+
+
+def floor_effect(
+    qrels: Mapping[str, Mapping[str, int]],
+    without: Mapping[str, Sequence[str]],
+    with_floor: Mapping[str, Sequence[str]],
+) -> dict[str, float]:
+    """What a relevance floor did to a run: nDCG@10 without and with it, and the share of
+    `irrelevant_hits` it left out (0.0 when there were none)."""
+    before, after = irrelevant_hits(qrels, without), irrelevant_hits(qrels, with_floor)
+    return {
+        "ndcg@10_without": evaluate(qrels, without)["ndcg@10"],
+        "ndcg@10": evaluate(qrels, with_floor)["ndcg@10"],
+        "irrelevant_hits_without": before,
+        "irrelevant_hits": after,
+        "irrelevant_dropped": round(1 - after / before, 4) if before else 0.0,
+    }
+
+
 def overlap_at(a: Sequence[str], b: Sequence[str], depth: int = 10) -> float:
     """|top-depth(a) ∩ top-depth(b)| over the size of the longer top list (1.0 when both are empty).
 

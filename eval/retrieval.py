@@ -2,12 +2,16 @@
 
     python -m mnemo_sea.eval.retrieval --dataset ../shared/data/scifact --split test --json
     mnemo-sea eval retrieval --dataset ../shared/data/scifact --split test --json
+    mnemo-sea eval retrieval --dataset ../shared/data/scifact --modes hybrid --min-score 0.55
 
 The corpus is ingested into a fresh embedded index (a temporary directory unless --index-dir)
 under one tenant, exactly as an application would; every query then runs through
 HybridIndex.search in each mode, keeping the best chunk per document. BM25's avgdl is fitted on
 the corpus' chunks before ingestion, as a bulk load does. rank_bm25 (BM25Okapi, same tokenizer,
 same k1 and b, whole documents) is the reference, reported with its top-10 overlap with our leg.
+With --min-score, the hybrid and dense modes run again with that relevance floor
+(`SearchQuery.min_score`), and `floor` reports, per mode, nDCG@10 with and without it and the
+share of irrelevant top-10 hits it left out (queries with one relevant document: metrics.floor_effect).
 
 Progress goes to stderr; the report (a dict, JSON with --json) to stdout.
 """
@@ -50,7 +54,7 @@ from mnemo_sea.retrieval import (
 )
 
 from .beir import BeirDataset, load_beir
-from .metrics import evaluate, mean_overlap
+from .metrics import evaluate, floor_effect, mean_overlap
 from .reference import RankBm25Reference
 
 TENANT = "eval"
@@ -114,14 +118,20 @@ def ingest_dataset(
 
 
 def rank_queries(
-    index: HybridIndex, queries: dict[str, str], mode: SearchMode, advance: Callable[[int], None]
+    index: HybridIndex,
+    queries: dict[str, str],
+    mode: SearchMode,
+    advance: Callable[[int], None],
+    min_score: float | None = None,
 ) -> tuple[dict[str, list[str]], list[float]]:
-    """Each query's top DEPTH documents (best chunk per document) and each search's latency in ms."""
+    """Each query's top DEPTH documents (best chunk per document; with `min_score`, only those
+    the floor keeps) and each search's latency in ms."""
     scope = AccessScope(TENANT)
     ranked: dict[str, list[str]] = {}
     latencies: list[float] = []
     for qid, text in queries.items():
-        outcome = index.search(scope, SearchQuery(text, limit=DEPTH, mode=mode, one_hit_per_evidence=True))
+        query = SearchQuery(text, limit=DEPTH, mode=mode, one_hit_per_evidence=True, min_score=min_score)
+        outcome = index.search(scope, query)
         if not outcome.ok:
             raise RuntimeError(f"query {qid} ({mode.value}): {outcome.status.value}: {outcome.reason}")
         ranked[qid] = [h.evidence_id for h in outcome.hits]
@@ -141,8 +151,11 @@ def run_evaluation(
     index_dir: Path | None = None,
     cache: EmbeddingCache | None = None,
     show_progress: bool = True,
+    min_score: float | None = None,
 ) -> dict[str, Any]:
     """Ingest `dataset` into a fresh index and evaluate each mode (see the module docstring)."""
+    if min_score is not None:
+        SearchQuery("probe", min_score=min_score)  # InvalidQuery for a bad floor, before any ingest
     started = time.perf_counter()
     encoding = fitted_encoding(dataset, encoding)
     # Explicit fusion settings apply to every query; the defaults keep the Han-script variant.
@@ -190,6 +203,18 @@ def run_evaluation(
                 **evaluate(dataset.qrels, ranked),
                 "search_p50_ms": round(statistics.median(latencies), 2),
             }
+            if min_score is not None and mode is not SearchMode.BM25:  # bm25 computes no similarity
+                floored, _ = rank_queries(
+                    index,
+                    dataset.queries,
+                    mode,
+                    bars.task(f"search {mode.value} min_score {min_score}", len(dataset.queries)),
+                    min_score,
+                )
+                report.setdefault("floor", {})[mode.value] = {
+                    "min_score": min_score,
+                    **floor_effect(dataset.qrels, ranked, floored),
+                }
 
         if reference:
             tokenizer = Tokenizer(encoding.tokenizer)
@@ -236,6 +261,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=Path,
         default=None,
         help="an SQLite embedding cache to reuse across runs (default: a fresh one inside the index)",
+    )
+    parser.add_argument(
+        "--min-score",
+        type=float,
+        default=None,
+        help="also run hybrid and dense with this relevance floor and report what it changes",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     return parser.parse_args(argv)
@@ -294,12 +325,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         index_dir=args.index_dir,
         cache=SqliteEmbeddingCache(args.embedding_cache) if args.embedding_cache else None,
         show_progress=not args.quiet,
+        min_score=args.min_score,
     )
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
         for mode, metrics in report["results"].items():
             print(f"{mode:10s} " + "  ".join(f"{k}={v}" for k, v in metrics.items()))
+        for mode, effect in report.get("floor", {}).items():
+            print(f"{mode:10s} floor " + "  ".join(f"{k}={v}" for k, v in effect.items()))
     return 0
 
 

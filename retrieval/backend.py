@@ -9,6 +9,7 @@ Contract:
   visible to the next query of the same backend object;
 - `query` runs every leg with its filter applied inside the engine and returns, per leg, the
   best `limit` point ids with their scores (best first); `payloads` reads pointers for hits;
+  `vectors` reads the stored vectors of a few points (a relevance floor judges hits by them);
 - any engine failure raises IndexUnavailable naming the backend; a closed backend raises it too.
 """
 
@@ -62,6 +63,14 @@ class ScoredPoint(NamedTuple):
     score: float
 
 
+class StoredVectors(NamedTuple):
+    """A point's vectors as stored: its dense vector (as the engine keeps it for cosine, which
+    may be normalised) and its BM25 sparse vector (the chunk's terms, as dimensions)."""
+
+    dense: np.ndarray[Any, np.dtype[np.float32]]
+    sparse: SparseVector
+
+
 class VectorIndex(Protocol):
     @property
     def description(self) -> str:
@@ -95,6 +104,10 @@ class VectorIndex(Protocol):
 
     def payloads(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, PointPayload]:
         """Stored payloads of those ids that exist."""
+        ...
+
+    def vectors(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, StoredVectors]:
+        """Stored vectors of those ids that exist."""
         ...
 
     def matching(self, spec: FilterSpec, limit: int = 10_000) -> list[tuple[uuid.UUID, PointPayload]]:

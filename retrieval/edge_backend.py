@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 import numpy as np
 import qdrant_edge as qe
 
-from .backend import FLOAT_FIELDS, INTEGER_FIELDS, KEYWORD_FIELDS, Leg, LegQuery, ScoredPoint
+from .backend import FLOAT_FIELDS, INTEGER_FIELDS, KEYWORD_FIELDS, Leg, LegQuery, ScoredPoint, StoredVectors
 from .bm25 import SparseVector
 from .errors import IndexUnavailable
 from .filters import AbsentOrKeywordIn, FilterSpec, KeywordIn, NumberRange
@@ -157,6 +157,25 @@ class EdgeIndex:
         point_ids: list[qe.PointId] = list(ids)
         records = self._call(lambda s: s.retrieve(point_ids, with_payload=True, with_vector=False))
         return {_uuid(r.id): PointPayload.from_dict(r.payload or {}) for r in records}
+
+    def vectors(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, StoredVectors]:
+        if not ids:
+            return {}
+        point_ids: list[qe.PointId] = list(ids)
+        records = self._call(lambda s: s.retrieve(point_ids, with_payload=False, with_vector=True))
+        out: dict[uuid.UUID, StoredVectors] = {}
+        for r in records:
+            # Named vectors (the shared data model) come back as a dict, name to vector.
+            named = r.vector if isinstance(r.vector, dict) else {}
+            sparse = named.get(BM25)
+            out[_uuid(r.id)] = StoredVectors(
+                np.asarray(named.get(DENSE, ()), dtype=np.float32),
+                # A chunk with no terms (only symbols) has no sparse vector stored.
+                SparseVector(tuple(sparse.indices), tuple(sparse.values))
+                if isinstance(sparse, qe.SparseVector)
+                else SparseVector((), ()),
+            )
+        return out
 
     def matching(self, spec: FilterSpec, limit: int = 10_000) -> list[tuple[uuid.UUID, PointPayload]]:
         request = qe.ScrollRequest(limit=limit, filter=_filter(spec), with_payload=True, with_vector=False)

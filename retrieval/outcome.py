@@ -28,9 +28,13 @@ class SearchStatus(StrEnum):
 
 @dataclass(frozen=True)
 class LegScore:
-    """A hit's place in one leg: rank from 1, and the engine's raw score (BM25, or cosine)."""
+    """A hit's place in one leg: rank from 1, and the engine's raw score (BM25, or cosine).
 
-    rank: int
+    `rank` is None for a dense score the leg did not return: a hybrid hit found by BM25 alone
+    gets its cosine computed from the chunk's stored vector, the same number the dense leg
+    would have given it (BM25 has no such score to compute: its IDF lives in the engine)."""
+
+    rank: int | None
     score: float
 
 
@@ -39,7 +43,8 @@ class Hit:
     """A pointer to a chunk of one evidence version: hydrate `text[start:end]` from the archive.
 
     `score` is the fused RRF score in hybrid mode and the leg's raw score in single-leg modes;
-    `bm25`/`dense` are None when that leg did not return this chunk (or did not run).
+    `bm25` is None when that leg did not return this chunk (or did not run); `dense` is None
+    only when the query was not embedded (bm25 mode, or a dense weight of 0 without a floor).
     """
 
     point_id: uuid.UUID
@@ -59,6 +64,9 @@ class Hit:
     score: float
     bm25: LegScore | None = None
     dense: LegScore | None = None
+    # What `min_score` applies to (floor.py): the dense cosine, raised by a strong BM25 match;
+    # None when `dense` is.
+    relevance: float | None = None
 
     @classmethod
     def from_payload(
@@ -68,6 +76,7 @@ class Hit:
         score: float,
         bm25: LegScore | None,
         dense: LegScore | None,
+        relevance: float | None = None,
     ) -> Hit:
         return cls(
             point_id=point_id,
@@ -87,6 +96,7 @@ class Hit:
             score=score,
             bm25=bm25,
             dense=dense,
+            relevance=relevance,
         )
 
 

@@ -8,6 +8,7 @@ offending field, so a malformed request never reaches the engine.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -61,6 +62,10 @@ class SearchQuery:
     `one_hit_per_evidence`: keep only the best chunk of each evidence version (fewer than `limit`
     hits when chunks of one evidence fill the candidate lists).
     `fusion`: overrides the index's default RRF settings for this call.
+    `min_score`: a relevance floor on the dense similarity (the cosine of query and chunk, in
+    [-1, 1]): a hit below it is left out before `limit` is counted, unless the chunk holds every
+    searchable term of the query (an exact lexical match: an order number, an error code). None
+    keeps every hit. Not allowed in `bm25` mode, which computes no similarity.
     """
 
     text: str
@@ -73,6 +78,7 @@ class SearchQuery:
     as_of: datetime | None = None
     one_hit_per_evidence: bool = False
     fusion: FusionSettings | None = field(default=None)
+    min_score: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
@@ -99,6 +105,8 @@ class SearchQuery:
             object.__setattr__(self, "sources", _values("sources", self.sources, fields.label))
         if self.owners is not None:
             object.__setattr__(self, "owners", _values("owners", self.owners, fields.identifier))
+        if self.min_score is not None:
+            object.__setattr__(self, "min_score", _floor(self.min_score, self.mode))
         if self.as_of is not None:
             if not isinstance(self.as_of, datetime):
                 raise InvalidQuery("as_of", f"must be a datetime, got {type(self.as_of).__name__}")
@@ -106,6 +114,20 @@ class SearchQuery:
                 fields.epoch_seconds(self.as_of)
             except ValueError as exc:
                 raise InvalidQuery("as_of", str(exc)) from None
+
+
+def _floor(value: object, mode: SearchMode) -> float:
+    # NaN compares false with everything, so it would keep (or drop) every hit silently.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidQuery("min_score", f"{value!r} is not a number in [-1, 1]")
+    if not -1.0 <= value <= 1.0:
+        raise InvalidQuery("min_score", f"{value!r} is outside [-1, 1], the range of a cosine similarity")
+    if mode is SearchMode.BM25:
+        raise InvalidQuery(
+            "min_score",
+            "applies to the dense similarity, which a bm25 search does not compute; use mode hybrid or dense",
+        )
+    return float(value)
 
 
 def _kind(name: str, value: object, *, for_query: bool) -> str:

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .backend import LegQuery, ScoredPoint, VectorIndex
+from .backend import LegQuery, ScoredPoint, StoredVectors, VectorIndex
 from .filters import FilterSpec
 from .points import IndexPoint, PointPayload
 
@@ -62,6 +62,10 @@ class SerializedIndex:
     def payloads(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, PointPayload]:
         with self._lock:
             return self.inner.payloads(ids)
+
+    def vectors(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, StoredVectors]:
+        with self._lock:
+            return self.inner.vectors(ids)
 
     def matching(self, spec: FilterSpec, limit: int = 10_000) -> list[tuple[uuid.UUID, PointPayload]]:
         with self._lock:

@@ -22,7 +22,7 @@ import numpy as np
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
-from .backend import FLOAT_FIELDS, INTEGER_FIELDS, KEYWORD_FIELDS, Leg, LegQuery, ScoredPoint
+from .backend import FLOAT_FIELDS, INTEGER_FIELDS, KEYWORD_FIELDS, Leg, LegQuery, ScoredPoint, StoredVectors
 from .bm25 import SparseVector
 from .errors import IndexConfigMismatch, IndexUnavailable
 from .filters import AbsentOrKeywordIn, FilterSpec, KeywordIn, NumberRange
@@ -193,6 +193,27 @@ class ServerIndex:
             )
         )
         return {_uuid(r.id): PointPayload.from_dict(r.payload or {}) for r in records}
+
+    def vectors(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, StoredVectors]:
+        if not ids:
+            return {}
+        records = self._call(
+            lambda c: c.retrieve(
+                self._collection, ids=[str(i) for i in ids], with_payload=False, with_vectors=[DENSE, BM25]
+            )
+        )
+        out: dict[uuid.UUID, StoredVectors] = {}
+        for r in records:
+            named = r.vector if isinstance(r.vector, dict) else {}
+            sparse = named.get(BM25)
+            out[_uuid(r.id)] = StoredVectors(
+                np.asarray(named.get(DENSE, ()), dtype=np.float32),
+                # A chunk with no terms (only symbols) has no sparse vector stored.
+                SparseVector(tuple(sparse.indices), tuple(sparse.values))
+                if isinstance(sparse, qm.SparseVector)
+                else SparseVector((), ()),
+            )
+        return out
 
     def matching(self, spec: FilterSpec, limit: int = 10_000) -> list[tuple[uuid.UUID, PointPayload]]:
         records, _ = self._call(

@@ -184,9 +184,14 @@ def _leave_out_retracted(
     return kept, [{"evidence_id": s.result_id, "message": s.message} for s in statuses if not s.ok]
 
 
-def _rank(rank: int | None) -> str:
-    """A leg's rank for people: `#3`, or `—` when that leg did not find the hit."""
-    return "—" if rank is None else f"#{rank}"
+def _figure(value: float | None, spec: str) -> str:
+    return "—" if value is None else format(value, spec)
+
+
+def _leg(rank: int | None, score: float | None, spec: str) -> str:
+    """A leg's rank and score for people: `#3 12.41`; `—` for what that leg did not give (a
+    dense score without a rank was computed for a hit only BM25 found)."""
+    return f"{'—' if rank is None else f'#{rank}'} {_figure(score, spec)}"
 
 
 def search(
@@ -202,16 +207,34 @@ def search(
         list[str] | None, typer.Option("--sources", "--source", help="only this source (repeatable)")
     ] = None,
     as_of: Annotated[str | None, typer.Option(help="what was current then (ISO-8601 with time zone)")] = None,
+    min_score: Annotated[
+        float | None,
+        typer.Option(
+            help="leave out hits whose relevance (dense cosine, raised by a strong BM25 match) is below "
+            "this, in [-1, 1]; a hit holding every query term is kept. Not with --mode bm25"
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Hybrid search in the principal's tenant; hits carry the exact text from the archive."""
+    """Hybrid search in the principal's tenant; hits carry the exact text from the archive.
+
+    Each hit shows its fused score (it orders the hits; rank based, not a relevance), each
+    leg's rank and score (BM25; dense: the cosine) and its relevance, which --min-score applies to."""
     if mode not in ("hybrid", "bm25", "dense"):
         raise CliError(f"--mode: {mode!r} is not one of hybrid, bm25, dense")
     when = parse_as_of(as_of)
     principal = target.principal()
     with open_mnemo(target) as mnemo:
         result = mnemo.search(
-            principal, query, limit=limit, mode=mode, kinds=kinds, scopes=scopes, sources=sources, as_of=when
+            principal,
+            query,
+            limit=limit,
+            mode=mode,
+            kinds=kinds,
+            scopes=scopes,
+            sources=sources,
+            as_of=when,
+            min_score=min_score,
         )
     failures = {"invalid": EXIT_USAGE, "forbidden": EXIT_FORBIDDEN, "unavailable": EXIT_UNAVAILABLE}
     if result.status in failures:
@@ -224,10 +247,11 @@ def search(
     if result.pending_originals:
         typer.echo(f"({result.pending_originals} archived originals not yet searchable: still being indexed)")
     for n, hit in enumerate(result.hits, start=1):
+        bm25, dense = _leg(hit.bm25_rank, hit.bm25_score, ".2f"), _leg(hit.dense_rank, hit.dense_score, ".3f")
         typer.echo(
             f"{n}. {hit.evidence_id} v{hit.version} [{hit.kind}] source {hit.source} · scope {hit.scope} · "
-            f"locator {hit.locator}  score {hit.score:.4f} (bm25 {_rank(hit.bm25_rank)}, "
-            f"dense {_rank(hit.dense_rank)})"
+            f"locator {hit.locator}  score {hit.score:.4f} (bm25 {bm25}, dense {dense}) "
+            f"relevance {_figure(hit.relevance, '.3f')}"
         )
         if hit.lines is not None and hit.byte_range is not None:
             first, last = hit.lines

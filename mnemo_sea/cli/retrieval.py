@@ -34,6 +34,10 @@ def eval_retrieval(
     embedding_cache: Annotated[
         Path | None, typer.Option(help="an SQLite embedding cache to reuse across runs")
     ] = None,
+    min_score: Annotated[
+        float | None,
+        typer.Option(help="also run hybrid and dense with this relevance floor and report what it changes"),
+    ] = None,
     quiet: Annotated[bool, typer.Option(help="no progress bars")] = False,
 ) -> None:
     """nDCG@10 and Recall@100 of our BM25 leg, dense leg and hybrid, and of rank_bm25."""
@@ -60,6 +64,7 @@ def eval_retrieval(
             reference=reference,
             cache=SqliteEmbeddingCache(embedding_cache) if embedding_cache else None,
             show_progress=not quiet,
+            min_score=min_score,
         )
     except (DatasetError, ValueError) as exc:
         raise CliError(str(exc)) from None

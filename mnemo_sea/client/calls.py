@@ -22,6 +22,7 @@ import base64
 import dataclasses
 import functools
 import hashlib
+import math
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -179,12 +180,16 @@ def search(
     scopes: Iterable[str] | None = None,
     sources: Iterable[str] | None = None,
     as_of: datetime | None = None,
+    min_score: float | None = None,
 ) -> Plan[SearchResult]:
     """`Mnemo.search`: hybrid search under the caller's tenant, clearance and owner pre-filters,
     each hit hydrated with the exact text of its span. The result is always `results` or
     `no_match`: a search that could not run raises its typed error (InvalidInput, Forbidden,
     IndexUnavailable, CacheUnavailable), as `Mnemo.search(...).raise_for_status()` does, so
     code written for the facade (`search(...).raise_for_status()`) runs unchanged."""
+    if isinstance(min_score, float) and not math.isfinite(min_score):
+        # JSON has no NaN or infinity to send; the server would refuse them as this does.
+        raise InvalidInput("min_score", f"{min_score!r} is not a number in [-1, 1]")
     body = {
         "query": query,
         "limit": limit,
@@ -193,6 +198,7 @@ def search(
         "scopes": _listed(scopes),
         "sources": _listed(sources),
         "as_of": as_of,
+        "min_score": min_score,
     }
     reply = yield read("POST", "/v1/search", body=jsonable(body))
     return _found(reply, parsed(reply, SearchResult))

@@ -8,10 +8,14 @@ Each `Document`'s `page_content` is a hit's hydrated span, its `id` the hit's st
 `metadata` the hit's fields (`mnemo_sea.integrations.search.hit_metadata`), enough to build a
 citation (`citation(doc.metadata, quote)`) and check it with `Mnemo.check_citations`.
 
-The filters (`limit`, `mode`, `kinds`, `scopes`, `sources`, `as_of`) are fields of the retriever
-and can be replaced for one call as keyword arguments of `invoke`/`ainvoke` (an unknown one is a
-TypeError), or made run-time settings with LangChain's `configurable_fields`. `ainvoke`
-awaits an async searcher (`AsyncMnemoClient`) and runs a blocking one in a
+`score_threshold` is the search's relevance floor (`min_score`: a hit's `relevance`, its dense
+cosine raised by a strong BM25 match, must reach it; a hit holding every query term is always
+kept), as LangChain's `similarity_score_threshold` search keeps only documents at or above it.
+
+The filters (`limit`, `mode`, `kinds`, `scopes`, `sources`, `as_of`, `score_threshold`) are fields
+of the retriever and can be replaced for one call as keyword arguments of `invoke`/`ainvoke` (an
+unknown one is a TypeError), or made run-time settings with LangChain's `configurable_fields`.
+`ainvoke` awaits an async searcher (`AsyncMnemoClient`) and runs a blocking one in a
 worker thread; `invoke` with an async searcher is a TypeError. A search that could not run
 raises InvalidInput, Forbidden or IndexUnavailable; only an honest no-match is an empty list.
 
@@ -68,6 +72,7 @@ class MnemoRetriever(BaseRetriever):
     scopes: tuple[str, ...] | None = None
     sources: tuple[str, ...] | None = None
     as_of: datetime | None = None
+    score_threshold: float | None = None
 
     @field_validator("searcher", mode="before")
     @classmethod
@@ -78,6 +83,8 @@ class MnemoRetriever(BaseRetriever):
         # LangChain hands `verbose` (which it reads for its callbacks) on to the retriever with
         # the caller's other keyword arguments: it is not a search parameter.
         overrides.pop("verbose", None)
+        if "score_threshold" in overrides:  # the retriever's name for the search's min_score
+            overrides["min_score"] = overrides.pop("score_threshold")
         filters = SearchFilters(
             limit=self.limit,
             mode=self.mode,
@@ -85,6 +92,7 @@ class MnemoRetriever(BaseRetriever):
             scopes=self.scopes,
             sources=self.sources,
             as_of=self.as_of,
+            min_score=self.score_threshold,
         )
         return filters.overridden(overrides) if overrides else filters
 

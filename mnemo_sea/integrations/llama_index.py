@@ -11,10 +11,13 @@ the fields a model cites by (`PROMPT_KEYS`: id, version, locator, source, kind, 
 ranking figures; `citation(node.metadata, quote)` builds a citation `Mnemo.check_citations`
 checks.
 
-The filters (`limit`, `mode`, `kinds`, `scopes`, `sources`, `as_of`) are the retriever's
-(LlamaIndex's `retrieve` takes a query only). `aretrieve` awaits an async searcher
-(`AsyncMnemoClient`) and runs a blocking one in a worker thread; `retrieve` with an async
-searcher is a TypeError. A search that could not run raises InvalidInput, Forbidden or
+The filters (`limit`, `mode`, `kinds`, `scopes`, `sources`, `as_of`, `score_threshold`) are the
+retriever's (LlamaIndex's `retrieve` takes a query only). `score_threshold` is the search's
+relevance floor (`min_score`: a hit's `relevance`, its dense cosine raised by a strong BM25 match,
+must reach it; a hit holding every query term is always kept); the node's score stays the fused
+rank score that orders the hits, and `relevance` is in the node's metadata. `aretrieve` awaits an
+async searcher (`AsyncMnemoClient`) and runs a blocking one in a worker thread; `retrieve` with an
+async searcher is a TypeError. A search that could not run raises InvalidInput, Forbidden or
 IndexUnavailable; only an honest no-match is an empty list.
 
 Needs the `[llama-index]` extra (llama-index-core). Nothing in it downloads: llama-index-core
@@ -70,6 +73,7 @@ class MnemoRetriever(BaseRetriever):
         scopes: Sequence[str] | None = None,
         sources: Sequence[str] | None = None,
         as_of: datetime | None = None,
+        score_threshold: float | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
@@ -82,6 +86,7 @@ class MnemoRetriever(BaseRetriever):
             scopes=scopes,
             sources=sources,
             as_of=as_of,
+            min_score=score_threshold,
         )
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

@@ -1,7 +1,8 @@
 """What the framework retrievers share: who searches, with which filters, and what a hit becomes.
 
 A retriever searches through a *searcher*: anything whose `search` has the signature of the
-REST client's (`MnemoClient.search(query, *, limit, mode, kinds, scopes, sources, as_of)`, or
+REST client's (`MnemoClient.search(query, *, limit, mode, kinds, scopes, sources, as_of,
+min_score)`, or
 the same coroutine on `AsyncMnemoClient`), answering the facade's `SearchResult`. In process,
 `InProcessSearcher(mnemo, principal)` binds a `Mnemo` and the `Principal` it searches as to that
 signature. So one retriever class runs in process or against a server, and the tenant is never
@@ -66,6 +67,7 @@ class Searcher(Protocol):
         scopes: list[str] | None = None,
         sources: list[str] | None = None,
         as_of: datetime | None = None,
+        min_score: float | None = None,
     ) -> SearchResult: ...
 
 
@@ -84,6 +86,7 @@ class AsyncSearcher(Protocol):
         scopes: list[str] | None = None,
         sources: list[str] | None = None,
         as_of: datetime | None = None,
+        min_score: float | None = None,
     ) -> SearchResult: ...
 
 
@@ -106,6 +109,7 @@ class InProcessSearcher:
         scopes: Iterable[str] | None = None,
         sources: Iterable[str] | None = None,
         as_of: datetime | None = None,
+        min_score: float | None = None,
     ) -> SearchResult:
         return self.mnemo.search(
             self.principal,
@@ -116,6 +120,7 @@ class InProcessSearcher:
             scopes=scopes,
             sources=sources,
             as_of=as_of,
+            min_score=min_score,
         )
 
 
@@ -135,7 +140,8 @@ def check_searcher(value: object) -> Searcher | AsyncSearcher:
     if not isinstance(value, Searcher | AsyncSearcher) or not callable(value.search):
         raise TypeError(
             f"a retriever needs a searcher (an object with search(query, *, limit, mode, kinds, "
-            f"scopes, sources, as_of), e.g. MnemoClient or InProcessSearcher), got {type(value).__name__}"
+            f"scopes, sources, as_of, min_score), e.g. MnemoClient or InProcessSearcher), "
+            f"got {type(value).__name__}"
         )
     return value
 
@@ -162,7 +168,8 @@ class SearchFilters:
     """The search's parameters besides the query, as the facade takes them. `kinds`, `scopes`,
     `sources`: names (kept as tuples), None is no filter; a single string is InvalidInput. The
     values are checked by the search itself (an unknown mode or kind, a limit out of range
-    answer `invalid`, raised as InvalidInput)."""
+    answer `invalid`, raised as InvalidInput). `min_score` is the search's relevance floor, which
+    the retrievers take as `score_threshold`, the name both frameworks use."""
 
     limit: int = DEFAULT_LIMIT
     mode: str = DEFAULT_MODE
@@ -170,6 +177,7 @@ class SearchFilters:
     scopes: Sequence[str] | None = None
     sources: Sequence[str] | None = None
     as_of: datetime | None = None
+    min_score: float | None = None
 
     def __post_init__(self) -> None:
         for field in ("kinds", "scopes", "sources"):
@@ -203,6 +211,7 @@ def _call(search: Any, query: str, filters: SearchFilters) -> Any:
         scopes=_listed(filters.scopes),
         sources=_listed(filters.sources),
         as_of=filters.as_of,
+        min_score=filters.min_score,
     )
 
 
@@ -254,9 +263,9 @@ async def asearch_hits(
 
 
 def hit_metadata(hit: SearchHit) -> dict[str, Any]:
-    """evidence_id, version, kind, source, scope, locator, score, bm25_rank, dense_rank, span
-    ([start, end] in the version's original text) and label ("evidence", or "derived" for a
-    summary): the hit's JSON form without its text."""
+    """evidence_id, version, kind, source, scope, locator, score, bm25_rank, bm25_score,
+    dense_rank, dense_score, relevance, span ([start, end] in the version's original text) and
+    label ("evidence", or "derived" for a summary): the hit's JSON form without its text."""
     metadata = hit.to_dict()
     del metadata["snippet"]
     return metadata

@@ -78,8 +78,8 @@ log = logging.getLogger(__name__)
 
 
 # The layout of a cached Pointer: 1 was a JSON object per hit; 2 named an original's page
-# kind tool_result.
-POINTER_FORMAT = 3
+# kind tool_result; 3 had no leg scores.
+POINTER_FORMAT = 4
 _ORIGINALS_FOR_AGENTS = "archived originals are searched by principals with the agent role only"
 
 
@@ -116,6 +116,9 @@ class Pointer(NamedTuple):
     score: float
     bm25_rank: int | None
     dense_rank: int | None
+    bm25_score: float | None
+    dense_score: float | None
+    relevance: float | None
 
     @classmethod
     def from_hit(cls, hit: Hit) -> Pointer:
@@ -131,6 +134,9 @@ class Pointer(NamedTuple):
             hit.score,
             hit.bm25.rank if hit.bm25 else None,
             hit.dense.rank if hit.dense else None,
+            hit.bm25.score if hit.bm25 else None,
+            hit.dense.score if hit.dense else None,
+            hit.relevance,
         )
 
     def hydrated(self, text: HydratedHit) -> SearchHit:
@@ -149,6 +155,9 @@ class Pointer(NamedTuple):
             text.label,
             text.lines,
             text.byte_range,
+            self.bm25_score,
+            self.dense_score,
+            self.relevance,
         )
 
 
@@ -550,12 +559,17 @@ class Mnemo:
         scopes: Iterable[str] | None = None,
         sources: Iterable[str] | None = None,
         as_of: datetime | None = None,
+        min_score: float | None = None,
     ) -> SearchResult:
         """Hybrid search under the principal's tenant, clearance and owner pre-filters.
 
         Hits come hydrated from the archive with the exact text of their span; a hit whose
         record is gone or not current is dropped (counted in `dropped`). Inputs over their caps
         (mnemo_sea/archive/rules/limits.py) raise InvalidInput before anything is embedded.
+        `min_score` is a floor on each hit's `relevance` (its cosine in [-1, 1], raised by a strong
+        BM25 match): hits under it are left out before `limit` is counted, except a chunk holding
+        every term of the query (retrieval/floor.py); out of [-1, 1], NaN or with mode bm25 the
+        answer is `invalid`.
         """
         check_caps(SearchOp, locals())
         principal.require(Role.READER, "searching")
@@ -578,6 +592,7 @@ class Mnemo:
                 sources=None if sources is None else frozenset(sources),
                 as_of=when,
                 one_hit_per_evidence=True,
+                min_score=min_score,
             )
         except ValueError as e:
             return SearchResult(SearchResultStatus.INVALID, reason=str(e))

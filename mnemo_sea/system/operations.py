@@ -56,6 +56,17 @@ class SearchOp(Operation):
     as_of: IsoTime | None = Field(
         None, description="Search what was current at this time (ISO-8601 with time zone). Default: now."
     )
+    min_score: float | None = Field(
+        None,
+        ge=-1,
+        le=1,
+        allow_inf_nan=False,
+        description=(
+            "Leave out hits whose relevance (the dense cosine in [-1, 1], raised by a strong BM25 match) "
+            "is below this, before limit is counted; a hit holding every query term is always kept. "
+            "Not with mode bm25. Default: no floor."
+        ),
+    )
 
 
 class ContextOp(Operation):

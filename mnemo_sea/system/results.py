@@ -24,7 +24,19 @@ _new_object = object.__new__
 
 @dataclass(frozen=True)
 class SearchHit:
-    """A hit hydrated from the archive: what it points to and the exact text of its span."""
+    """A hit hydrated from the archive: what it points to and the exact text of its span.
+
+    `score` orders one search's hits: in hybrid mode the weighted RRF score, the sum over legs
+    of weight / (60 + rank), rank based and so no measure of relevance (at most 2/61 ≈ 0.033,
+    first in both legs); in a single-leg mode that leg's score. Each leg's own figures:
+    `bm25_rank`/`bm25_score` (the Okapi BM25 score, unbounded, comparable only within one
+    query; None when the BM25 leg did not return the hit), `dense_rank`/`dense_score` (the
+    cosine of query and chunk embeddings in [-1, 1], comparable across queries; a hybrid hit
+    the dense leg did not return has its cosine computed from its stored vector and no rank).
+    `relevance` is what `min_score` applies to: max(dense_score, (dense_score + lexical) / 2),
+    lexical being bm25_score over the query's best BM25 score (retrieval/floor.py). The dense
+    figures and relevance are None only when the query was not embedded (bm25 mode).
+    """
 
     evidence_id: str
     version: int
@@ -42,6 +54,9 @@ class SearchHit:
     # ([start, end)) that the snippet is, which `recover(..., lines=...)` takes as they are.
     lines: tuple[int, int] | None = None
     byte_range: tuple[int, int] | None = None
+    bm25_score: float | None = None
+    dense_score: float | None = None
+    relevance: float | None = None
 
     @classmethod
     def built(
@@ -60,6 +75,9 @@ class SearchHit:
         label: str,
         lines: tuple[int, int] | None = None,
         byte_range: tuple[int, int] | None = None,
+        bm25_score: float | None = None,
+        dense_score: float | None = None,
+        relevance: float | None = None,
     ) -> SearchHit:
         """The SearchHit the constructor makes of these values, made without calling it: a
         frozen dataclass's __init__ sets each field through object.__setattr__, 1.4 us a hit
@@ -81,6 +99,9 @@ class SearchHit:
             label=label,
             lines=lines,
             byte_range=byte_range,
+            bm25_score=bm25_score,
+            dense_score=dense_score,
+            relevance=relevance,
         )
         return hit
 
@@ -95,7 +116,10 @@ class SearchHit:
             "snippet": self.snippet,
             "score": self.score,
             "bm25_rank": self.bm25_rank,
+            "bm25_score": self.bm25_score,
             "dense_rank": self.dense_rank,
+            "dense_score": self.dense_score,
+            "relevance": self.relevance,
             "span": list(self.span),
             "label": self.label,
             "lines": None if self.lines is None else list(self.lines),

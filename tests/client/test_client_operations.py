@@ -19,6 +19,7 @@ from mnemo_sea.archive import (
     DeletionReceipt,
     EvidenceInput,
     EvidenceRecord,
+    InvalidInput,
     InvalidSpan,
     LiveView,
     MemoryFact,
@@ -244,3 +245,29 @@ def test_health_says_each_store_answers(tenant: Tenant) -> None:
     assert isinstance(health, Health) and health.ok and health.mode == tenant.served.mode
     assert set(health.components) == {"archive", "index", "cache"}
     assert all(c.ok for c in health.components.values())
+
+
+def test_search_with_a_floor_and_each_legs_score(tenant: Tenant) -> None:
+    mnemo = tenant.client("agent")
+    scope = unique("ferries")
+    mnemo.ingest(
+        [
+            EvidenceInput(
+                "The ferry to the island leaves at noon.", "timetable", f"{scope}/noon", scope=scope
+            ),
+            EvidenceInput(
+                "The cafeteria menu changes every Monday.", "notices", f"{scope}/menu", scope=scope
+            ),
+        ]
+    )
+    hits = mnemo.search("ferry island noon", scopes=[scope]).hits
+    top = hits[0]
+    assert top.evidence_id == f"{scope}/noon" and top.bm25_rank == 1
+    assert top.bm25_score is not None and top.bm25_score > 0
+    assert top.dense_score is not None and top.relevance is not None and top.relevance >= top.dense_score
+    kept = mnemo.search("ferry island noon", scopes=[scope], min_score=top.relevance).hits
+    assert [h.evidence_id for h in kept] == [f"{scope}/noon"] and kept[0] == top
+    for refused in ({"min_score": 1.5}, {"min_score": float("nan")}, {"min_score": 0.5, "mode": "bm25"}):
+        with pytest.raises(InvalidInput) as caught:
+            mnemo.search("ferry", scopes=[scope], **refused)
+        assert "min_score" in str(caught.value), refused

@@ -110,7 +110,10 @@ def expected_metadata(hit: SearchHit) -> dict[str, Any]:
         "locator": hit.locator,
         "score": hit.score,
         "bm25_rank": hit.bm25_rank,
+        "bm25_score": hit.bm25_score,
         "dense_rank": hit.dense_rank,
+        "dense_score": hit.dense_score,
+        "relevance": hit.relevance,
         "span": [hit.span[0], hit.span[1]],
         "label": hit.label,
         "lines": None if hit.lines is None else list(hit.lines),
@@ -167,11 +170,19 @@ class AwaitedSearcher:
         scopes: list[str] | None = None,
         sources: list[str] | None = None,
         as_of: datetime | None = None,
+        min_score: float | None = None,
     ) -> SearchResult:
         self.threads.append(threading.get_ident())
         await asyncio.sleep(0)
         return self.inner.search(
-            query, limit=limit, mode=mode, kinds=kinds, scopes=scopes, sources=sources, as_of=as_of
+            query,
+            limit=limit,
+            mode=mode,
+            kinds=kinds,
+            scopes=scopes,
+            sources=sources,
+            as_of=as_of,
+            min_score=min_score,
         )
 
 

@@ -255,3 +255,22 @@ def test_a_mnemo_is_not_a_searcher(world: World) -> None:
         MnemoRetriever(searcher=world.mnemo)
     with pytest.raises(TypeError, match="needs a searcher"):
         MnemoRetriever(searcher="http://localhost:8000")
+
+
+def test_score_threshold_is_the_search_s_relevance_floor(world: World) -> None:
+    # No document holds every term of this query, which would keep it under any floor.
+    query = "okapi ferry schedule"
+    hits = world.mnemo.search(AGENT_A, query).hits
+    floor = max(h.relevance for h in hits if h.relevance is not None)
+    floored = world.mnemo.search(AGENT_A, query, min_score=floor).hits
+    above = [h.evidence_id for h in floored]
+    assert 0 < len(above) < len(hits) and all(h.relevance >= floor for h in floored)
+    docs = retriever(world, score_threshold=floor).invoke(query)
+    assert ids(docs) == above and all(d.metadata["relevance"] >= floor for d in docs)
+    assert ids(retriever(world).invoke(query, score_threshold=floor)) == above  # for one call
+    assert len(retriever(world, score_threshold=floor).invoke(query, score_threshold=None)) == len(hits)
+    assert ids(asyncio.run(retriever(world, score_threshold=floor).ainvoke(query))) == above
+    with pytest.raises(InvalidInput, match="min_score"):
+        retriever(world, score_threshold=1.5).invoke(query)
+    with pytest.raises(InvalidInput, match="min_score"):
+        retriever(world, score_threshold=0.5, mode="bm25").invoke(query)

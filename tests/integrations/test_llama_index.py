@@ -253,3 +253,21 @@ def test_llama_index_needs_no_network(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.strip() == "[]", run.stdout  # no host looked up, no connection tried
+
+
+def test_score_threshold_is_the_search_s_relevance_floor(world: World) -> None:
+    # No document holds every term of this query, which would keep it under any floor.
+    query = "okapi ferry schedule"
+    hits = world.mnemo.search(AGENT_A, query).hits
+    floor = max(h.relevance for h in hits if h.relevance is not None)
+    above = world.mnemo.search(AGENT_A, query, min_score=floor).hits
+    assert 0 < len(above) < len(hits) and all(h.relevance >= floor for h in above)
+    nodes = retriever(world, score_threshold=floor).retrieve(query)
+    assert ids(nodes) == [h.evidence_id for h in above]
+    assert [n.score for n in nodes] == [h.score for h in above]  # the node's score orders, as before
+    assert all(n.node.metadata["relevance"] >= floor for n in nodes)
+    assert ids(asyncio.run(retriever(world, score_threshold=floor).aretrieve(query))) == ids(nodes)
+    with pytest.raises(InvalidInput, match="min_score"):
+        retriever(world, score_threshold=float("nan")).retrieve(query)
+    with pytest.raises(InvalidInput, match="min_score"):
+        retriever(world, score_threshold=0.5, mode="bm25").retrieve(query)

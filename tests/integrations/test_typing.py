@@ -22,16 +22,19 @@ from mnemo_sea.integrations.llama_index import MnemoRetriever as LlamaIndexRetri
 class FacadeTyped:
     def search(self, query: str, *, limit: int = 10, mode: str = "hybrid", kinds: Iterable[str] | None = None,
                scopes: Iterable[str] | None = None, sources: Iterable[str] | None = None,
-               as_of: datetime | None = None) -> SearchResult: raise NotImplementedError
+               as_of: datetime | None = None,
+               min_score: float | None = None) -> SearchResult: raise NotImplementedError
 class ListTyped:
     def search(self, query: str, *, limit: int = 10, mode: str = "hybrid", kinds: list[str] | None = None,
                scopes: list[str] | None = None, sources: list[str] | None = None,
-               as_of: datetime | None = None) -> SearchResult: raise NotImplementedError
+               as_of: datetime | None = None,
+               min_score: float | None = None) -> SearchResult: raise NotImplementedError
 class AsyncTyped:
     async def search(self, q: str, *, limit: int = 10, mode: str = "hybrid",
                      kinds: Sequence[str] | None = None, scopes: Sequence[str] | None = None,
                      sources: Sequence[str] | None = None,
-                     as_of: datetime | None = None) -> SearchResult: raise NotImplementedError
+                     as_of: datetime | None = None,
+                     min_score: float | None = None) -> SearchResult: raise NotImplementedError
 class NoFilters:
     def search(self, query: str, *, limit: int = 10) -> SearchResult: raise NotImplementedError
 def fits() -> None:
@@ -47,4 +50,4 @@ def does_not_fit(m: Mnemo) -> None:
 
 def test_a_client_with_the_agreed_search_fits_both_retrievers(tmp_path: Path) -> None:
     flagged, output = flagged_lines(PROBE, tmp_path)
-    assert flagged == [27, 28, 29], output
+    assert flagged == [30, 31, 32], output

@@ -523,3 +523,22 @@ def test_arguments_nested_past_the_limit_are_refused_and_nothing_is_recorded(
             select(func.count()).select_from(t.tool_results).where(t.tool_results.c.session_id == session_id)
         )
         assert conn.execute(stored).scalar_one() == 0
+
+
+def test_search_shows_each_legs_score_and_a_floor_leaves_out_hits_under_it(mnemo: Mnemo) -> None:
+    async def body(client: Client) -> None:
+        query = {"query": "amoxicillin dose for dogs"}
+        (top,) = payload(await client.call_tool("search_evidence", {**query, "limit": 1}))["hits"]
+        assert top["evidence_id"] == "amox-dose" and top["bm25_rank"] == 1 and top["bm25_score"] > 0
+        assert -1 <= top["dense_score"] <= 1 and top["relevance"] >= top["dense_score"]
+        kept = payload(await client.call_tool("search_evidence", {**query, "min_score": top["relevance"]}))
+        assert [h["evidence_id"] for h in kept["hits"]] == ["amox-dose"]
+        over = {"query": "cats", "min_score": 1.0}  # no term in common, nothing that similar
+        assert payload(await client.call_tool("search_evidence", over))["status"] == "no_match"
+        for refused in ({**query, "min_score": 1.5}, {**query, "min_score": 0.5, "mode": "bm25"}):
+            result = await client.call_tool("search_evidence", refused)
+            assert result.is_error, refused
+            error = payload(result)
+            assert error["category"] == "invalid_input" and "min_score" in error["message"], error
+
+    with_client(mnemo, CLINIC, body)

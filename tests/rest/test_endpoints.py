@@ -1033,3 +1033,36 @@ def test_an_unexpected_error_is_a_500_problem_logged_with_its_traceback(
     logged = [r for r in caplog.records if r.name == "mnemo_sea.rest"]
     assert logged and logged[-1].exc_info is not None
     assert "secret internal detail" in caplog.text and "Traceback" in caplog.text
+
+
+def test_search_hits_show_each_legs_score_and_min_score_is_a_floor(api: Api) -> None:
+    agent = api.headers("agent")
+    items = [
+        evidence("f1", "the ferry to the island leaves at noon"),
+        evidence("f2", "the menu changes on monday"),
+    ]
+    api.client.post("/v1/evidence/batch", json={"items": items}, headers=agent)
+
+    def search(**body: Any) -> Any:
+        return api.client.post("/v1/search", json={"query": "ferry island noon", **body}, headers=agent)
+
+    hits = search().json()["hits"]
+    assert [h["evidence_id"] for h in hits] == ["f1", "f2"]
+    top, other = hits
+    assert top["bm25_rank"] == 1 and top["bm25_score"] > 0 and -1 <= top["dense_score"] <= 1
+    assert other["bm25_score"] is None and other["relevance"] == pytest.approx(other["dense_score"])
+    kept = search(min_score=top["relevance"]).json()
+    assert kept["status"] == "results" and [h["evidence_id"] for h in kept["hits"]] == ["f1"]
+    # Out of range, or not a number: the schema refuses it, naming the field.
+    for body in ({"min_score": 1.5}, {"min_score": -1.5}, {"min_score": "high"}):
+        problem = assert_problem(search(**body), 422, "invalid_request")
+        assert any("min_score" in e["loc"] for e in problem["errors"]), problem
+    raw = api.client.post(
+        "/v1/search",
+        content=b'{"query": "ferry", "min_score": NaN}',
+        headers={**agent, "content-type": "application/json"},
+    )
+    assert raw.status_code in (400, 422) and raw.headers["content-type"].startswith("application/problem")
+    # In range, but a bm25 search has no similarity to hold it against: the search refuses it.
+    problem = assert_problem(search(mode="bm25", min_score=0.5), 422)
+    assert "min_score" in problem["detail"], problem

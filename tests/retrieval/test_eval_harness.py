@@ -13,7 +13,7 @@ from mnemo_sea.eval.beir import DatasetError, load_beir
 from mnemo_sea.eval.bench_search import run as bench_search
 from mnemo_sea.eval.metrics import evaluate, mean_overlap, overlap_at
 from mnemo_sea.eval.retrieval import run_evaluation
-from mnemo_sea.retrieval import SearchMode
+from mnemo_sea.retrieval import InvalidQuery, SearchMode
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -123,3 +123,25 @@ def test_bench_ingest_reingests_without_embedding() -> None:
     assert report["reingest_same_index"]["unchanged"] == report["chunks"]
     assert report["reingest_same_index"]["speedup"] > 1
     assert set(report["meets"]) == {"overhead_max", "reingest_speedup_min"}
+
+
+def test_a_floor_is_reported_against_the_same_run_without_it(tmp_path: Path, embedder_factory: type) -> None:
+    data = load_beir(write_beir(tmp_path / "tiny"), "test")
+    report = run_evaluation(
+        data,
+        embedder=embedder_factory(),
+        modes=[SearchMode.HYBRID],
+        reference=False,
+        show_progress=False,
+        min_score=1.0,
+    )
+    effect = report["floor"]["hybrid"]
+    assert effect["min_score"] == 1.0
+    assert effect["ndcg@10_without"] == report["results"]["hybrid"]["ndcg@10"]
+    # q2 (one relevant document) has irrelevant hits; only chunks holding every term stay at 1.0.
+    assert effect["irrelevant_hits_without"] > effect["irrelevant_hits"]
+    assert effect["irrelevant_dropped"] == round(
+        1 - effect["irrelevant_hits"] / effect["irrelevant_hits_without"], 4
+    )
+    with pytest.raises(InvalidQuery, match="min_score"):
+        run_evaluation(data, embedder=embedder_factory(), min_score=2.0, show_progress=False)

@@ -461,7 +461,7 @@ def test_the_cached_pointer_layout_is_the_one_its_format_names() -> None:
     from mnemo_sea.system.mnemo import POINTER_FORMAT, Pointer
 
     assert (POINTER_FORMAT, Pointer._fields) == (
-        3,
+        4,
         (
             "evidence_id",
             "version",
@@ -474,5 +474,8 @@ def test_the_cached_pointer_layout_is_the_one_its_format_names() -> None:
             "score",
             "bm25_rank",
             "dense_rank",
+            "bm25_score",
+            "dense_score",
+            "relevance",
         ),
     )

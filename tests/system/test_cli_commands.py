@@ -547,3 +547,32 @@ def test_context_and_task_state_exit_codes(data: Path, tmp_path: Path) -> None:
     assert ctx["task_state_version"] == 1
     assert [s["kind"] for s in ctx["segments"]] == ["constraints", "task_state", "live_result"]
     assert ctx["text"] == "".join(s["text"] for s in ctx["segments"]) and "ALT 112 U/L" in ctx["text"]
+
+
+def test_search_shows_each_legs_score_and_min_score_is_a_floor(data: Path) -> None:
+    query = ("search", "cross-border orders ship", "--data-dir", data, *AGENT)
+    # One at a time: each opens the data folder, which admits one opener.
+    everything, human, refused_range, refused_nan, refused_bm25 = (
+        run(*args)
+        for args in (
+            [*query, "--json"],
+            [*query],
+            [*query, "--min-score", "1.5"],
+            [*query, "--min-score", "nan"],
+            [*query, "--min-score", "0.5", "--mode", "bm25"],
+        )
+    )
+    assert everything.returncode == 0, everything.stderr
+    hits = json.loads(everything.stdout)["hits"]
+    top = hits[0]
+    assert top["evidence_id"] == "policy:delivery:2026-10" and top["bm25_score"] > 0
+    assert -1 <= top["dense_score"] <= 1 and top["relevance"] >= top["dense_score"]
+    shown = human.stdout
+    assert f"bm25 #1 {top['bm25_score']:.2f}" in shown and f"relevance {top['relevance']:.3f}" in shown
+    kept = ok_json(*query, "--min-score", str(top["relevance"]))
+    assert [h["evidence_id"] for h in kept["hits"]] == [
+        h["evidence_id"] for h in hits if h["relevance"] >= top["relevance"]
+    ]
+    assert len(kept["hits"]) < len(hits)
+    for proc in (refused_range, refused_nan, refused_bm25):
+        one_line_error(proc, 2, "min_score")
