@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictBool, StrictInt
+from pydantic import Field, StrictBool, StrictFloat, StrictInt
 
 from mnemo_sea.archive.rules import limits as cap
 from mnemo_sea.archive.rules.excerpts import DEFAULT_AROUND, MAX_AROUND
@@ -56,7 +56,7 @@ class SearchOp(Operation):
     as_of: IsoTime | None = Field(
         None, description="Search what was current at this time (ISO-8601 with time zone). Default: now."
     )
-    min_score: float | None = Field(
+    min_score: StrictFloat | None = Field(
         None,
         ge=-1,
         le=1,
