@@ -27,6 +27,20 @@ class DatasetError(Exception):
     """The folder is not a readable BEIR dataset; the message says which file and why."""
 
 
+def load_queries(folder: str | Path) -> dict[str, str]:
+    """Every query of the folder's queries.jsonl, judged in some split or not: id -> text."""
+    path = Path(folder) / "queries.jsonl"
+    if not path.is_file():
+        raise DatasetError(f"{path} is missing (expected BEIR layout: corpus.jsonl, queries.jsonl, qrels/)")
+    queries: dict[str, str] = {}
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                q = json.loads(line)
+                queries[str(q["_id"])] = str(q["text"])
+    return queries
+
+
 def load_beir(folder: str | Path, split: str = "test") -> BeirDataset:
     root = Path(folder)
     corpus_path, queries_path, qrels_path = (
@@ -58,12 +72,7 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirDataset:
             if not row or row[0] == "query-id":
                 continue
             qrels.setdefault(row[0], {})[row[1]] = int(row[2])
-    all_queries: dict[str, str] = {}
-    with queries_path.open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                q = json.loads(line)
-                all_queries[str(q["_id"])] = str(q["text"])
+    all_queries = load_queries(root)
     missing = [q for q in qrels if q not in all_queries]
     if missing:
         raise DatasetError(

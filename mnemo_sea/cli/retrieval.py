@@ -110,8 +110,56 @@ def bench_ingest(
     emit(report, as_json)
 
 
+def eval_floor(
+    dataset: Annotated[Path, typer.Option(help="a BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/)")],
+    calibration: Annotated[
+        Path,
+        typer.Option(
+            help="judgments of other queries to choose the floor on: a BEIR qrels .tsv, or SciFact's "
+            "claims (claims_train.csv, or the zip holding it)"
+        ),
+    ],
+    split: Annotated[str, typer.Option(help="qrels/<split>.tsv to judge the chosen floor on")] = "test",
+    max_ndcg_loss: Annotated[
+        float, typer.Option(min=0.0, help="target: nDCG@10 falls by at most this")
+    ] = 0.005,
+    min_dropped: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="target: at least this share of irrelevant hits left out")
+    ] = 0.5,
+    embedding_cache: Annotated[
+        Path | None, typer.Option(help="an SQLite embedding cache to reuse across runs")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    quiet: Annotated[bool, typer.Option(help="no progress bars")] = False,
+) -> None:
+    """Choose a relevance floor on calibration queries and judge it on a split (hybrid search);
+    exit 1 when the chosen floor misses a target there."""
+    from mnemo_sea.eval.beir import DatasetError, load_beir
+    from mnemo_sea.eval.floor_calibration import calibration_set, run_floor_calibration
+    from mnemo_sea.retrieval import SqliteEmbeddingCache
+
+    try:
+        data = load_beir(dataset, split)
+        queries, qrels = calibration_set(dataset, calibration)
+        report = run_floor_calibration(
+            data,
+            queries,
+            qrels,
+            cache=SqliteEmbeddingCache(embedding_cache) if embedding_cache else None,
+            max_ndcg_loss=max_ndcg_loss,
+            min_dropped=min_dropped,
+            show_progress=not quiet,
+        )
+    except DatasetError as exc:
+        raise CliError(str(exc)) from None
+    emit(report, as_json)
+    if not report["meets"]:
+        raise typer.Exit(1)
+
+
 def register(eval_app: typer.Typer, bench_app: typer.Typer) -> None:
     """Add the retrieval commands to the `eval` and `bench` command groups."""
     eval_app.command("retrieval")(guarded(eval_retrieval))
+    eval_app.command("floor")(guarded(eval_floor))
     bench_app.command("search")(guarded(bench_search))
     bench_app.command("ingest")(guarded(bench_ingest))

@@ -1,7 +1,8 @@
 """Scores a person can read: each leg's own score on every hit, a relevance built from them, and a
 floor on it (`SearchQuery.min_score`) that leaves out what is under it before `limit` is counted
 but never a chunk holding every term of the query. The fake embedder (bag of words) stands in for
-the model, which is not the subject: the floor's quality on SciFact is test_relevance_floor_scifact.py."""
+the model, which is not the subject: the floor's quality on SciFact is measured on the whole corpus
+by `mnemo-sea eval floor` (eval/README.md), like every quality figure."""
 
 from __future__ import annotations
 
