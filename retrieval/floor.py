@@ -47,9 +47,11 @@ def cosine(query: Vector, stored: Vector) -> float:
 
 def relevance(dense: float, bm25: float | None, best_bm25: float) -> float:
     """`max(dense, (dense + lexical) / 2)`, lexical being `bm25 / best_bm25` (see the module
-    docstring); `bm25` None when the BM25 leg did not find the chunk."""
-    lexical = bm25 / best_bm25 if bm25 is not None and best_bm25 > 0 else 0.0
-    return max(dense, (dense + lexical) / 2)
+    docstring); `bm25` None when the BM25 leg did not find the chunk, whose relevance is then its
+    cosine (no lexical evidence: the mean with 0 would halve a negative cosine, raising it)."""
+    if bm25 is None or best_bm25 <= 0:
+        return dense
+    return max(dense, (dense + bm25 / best_bm25) / 2)
 
 
 def holds_every_term(query_terms: Collection[int], stored: StoredVectors) -> bool:

@@ -44,7 +44,9 @@ class Hit:
 
     `score` is the fused RRF score in hybrid mode and the leg's raw score in single-leg modes;
     `bm25` is None when that leg did not return this chunk (or did not run); `dense` is None
-    only when the query was not embedded (bm25 mode, or a dense weight of 0 without a floor).
+    when the query was not embedded (bm25 mode, or a dense weight of 0 without a floor), or for
+    a hit only BM25 found whose point was deleted before its vector was read (a floor then
+    leaves it out, unless it is an exact lexical match).
     """
 
     point_id: uuid.UUID

@@ -93,11 +93,11 @@ class Searcher:
         depth = max(self.settings.candidates, query.limit)
 
         legs: list[LegQuery] = []
-        floor = query.min_score
+        min_score = query.min_score
         # A floor needs the query's terms and its embedding even for a leg that does not run:
         # it keeps exact lexical matches and judges every candidate by its cosine.
         terms: tuple[int, ...] = ()
-        if want_bm25 or floor is not None:
+        if want_bm25 or min_score is not None:
             t = time.perf_counter()
             sparse = self.bm25.encode_query(query.text)
             timings["encode_bm25"] = _ms(t)
@@ -106,7 +106,7 @@ class Searcher:
                 idf = tenant_filter(scope.tenant_id) if self.settings.tenant_idf else None
                 legs.append(LegQuery(Leg.BM25, sparse, spec, depth, idf_corpus=idf))
         vector: Vector | None = None
-        if want_dense or floor is not None:
+        if want_dense or min_score is not None:
             t = time.perf_counter()
             try:
                 vector = self.embedder.embed_queries([query.text])[0]
@@ -141,7 +141,7 @@ class Searcher:
         timings["total"] = _ms(started)
         if not hits:
             reason = (
-                f"nothing in this scope reached min_score {floor} ({floored} below it)"
+                f"nothing in this scope reached min_score {min_score} ({floored} below it)"
                 if floored
                 else "nothing in this scope matched"
             )

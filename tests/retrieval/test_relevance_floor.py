@@ -150,3 +150,12 @@ def test_a_floor_in_bm25_mode_is_refused_since_it_computes_no_similarity() -> No
 def test_the_ends_of_the_range_are_floors() -> None:
     assert SearchQuery("refund", min_score=-1).min_score == -1.0
     assert SearchQuery("refund", min_score=1).min_score == 1.0
+
+
+def test_relevance_is_the_cosine_without_lexical_evidence_and_never_lower_with_it() -> None:
+    from mnemo_sea.retrieval.floor import relevance
+
+    assert relevance(-0.4, None, 0.0) == relevance(-0.4, None, 7.0) == -0.4  # not halved by a mean with 0
+    assert relevance(0.3, 7.0, 7.0) == (0.3 + 1.0) / 2  # the best lexical match, raised halfway
+    assert relevance(0.9, 1.0, 7.0) == 0.9  # weak lexical evidence never lowers the cosine
+    assert relevance(-0.4, 3.5, 7.0) == (-0.4 + 0.5) / 2
