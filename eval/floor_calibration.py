@@ -27,7 +27,7 @@ import statistics
 import tempfile
 import time
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -63,28 +63,39 @@ Qrels = dict[str, dict[str, int]]
 def load_calibration_qrels(path: Path) -> Qrels:
     """Judgments of the calibration queries: a BEIR qrels file (`.tsv`: query-id, corpus-id,
     score), or SciFact's claims (a `claims_*.csv`, or the zip holding `claims_train.csv`), whose
-    claims with evidence judge their evidence documents relevant, as BEIR built SciFact's qrels."""
+    claims with evidence judge their evidence documents relevant, as BEIR built SciFact's qrels.
+    DatasetError names the file (and line) of anything else."""
     if not path.is_file():
         raise DatasetError(f"{path} is not a file")
-    if path.suffix == ".tsv":
-        qrels: Qrels = {}
-        with path.open(encoding="utf-8", newline="") as f:
-            for row in csv.reader(f, delimiter="\t"):
-                if row and row[0] != "query-id":
-                    qrels.setdefault(row[0], {})[row[1]] = int(row[2])
-        return qrels
-    if path.suffix == ".zip":
-        with zipfile.ZipFile(path) as z:
-            if SCIFACT_TRAIN_CLAIMS not in z.namelist():
-                raise DatasetError(f"{path} holds no {SCIFACT_TRAIN_CLAIMS}")
-            return _claims(io.TextIOWrapper(z.open(SCIFACT_TRAIN_CLAIMS), encoding="utf-8"), path)
-    if path.suffix == ".csv":
-        with path.open(encoding="utf-8", newline="") as f:
-            return _claims(f, path)
+    try:
+        if path.suffix == ".tsv":
+            with path.open(encoding="utf-8", newline="") as f:
+                return _qrels_rows(csv.reader(f, delimiter="\t"), path)
+        if path.suffix == ".zip":
+            with zipfile.ZipFile(path) as z:
+                if SCIFACT_TRAIN_CLAIMS not in z.namelist():
+                    raise DatasetError(f"{path} holds no {SCIFACT_TRAIN_CLAIMS}")
+                return _claims(io.TextIOWrapper(z.open(SCIFACT_TRAIN_CLAIMS), encoding="utf-8"), path)
+        if path.suffix == ".csv":
+            with path.open(encoding="utf-8", newline="") as f:
+                return _claims(f, path)
+    except (zipfile.BadZipFile, UnicodeDecodeError, csv.Error) as exc:
+        raise DatasetError(f"{path}: {exc}") from None
     raise DatasetError(f"{path}: expected a BEIR qrels .tsv, or SciFact's claims (.csv, or its .zip)")
 
 
-def _claims(lines: io.TextIOBase | Any, origin: Path) -> Qrels:
+def _qrels_rows(rows: Iterable[list[str]], origin: Path) -> Qrels:
+    qrels: Qrels = {}
+    for line, row in enumerate(rows, start=1):
+        if not row or row[0] == "query-id":
+            continue
+        if len(row) != 3 or not row[2].lstrip("-").isdigit():
+            raise DatasetError(f"{origin}:{line}: expected query-id, corpus-id and an integer score")
+        qrels.setdefault(row[0], {})[row[1]] = int(row[2])
+    return qrels
+
+
+def _claims(lines: Iterable[str], origin: Path) -> Qrels:
     qrels: Qrels = {}
     reader = csv.DictReader(lines)
     if not {"id", "evidence_doc_id"} <= set(reader.fieldnames or ()):
@@ -142,6 +153,8 @@ def run_floor_calibration(
     # A claim whose evidence is outside the corpus cannot be found: it would only add noise.
     known = set(dataset.doc_ids)
     calibration = {q: docs for q, docs in calibration.items() if any(d in known for d in docs)}
+    if not calibration:
+        raise DatasetError("no calibration query has a judged document in the corpus")
     queries = {q: calibration_queries[q] for q in calibration}
     report: dict[str, Any] = {
         "dataset": dataset.name,

@@ -65,12 +65,19 @@ def test_calibration_judgments_come_from_a_qrels_file_or_scifacts_claims(tmp_pat
     assert load_calibration_qrels(tmp_path / "scifact.zip") == expected
     (tmp_path / "cal.tsv").write_text("query-id\tcorpus-id\tscore\nq3\td3\t1\n", encoding="utf-8")
     assert load_calibration_qrels(tmp_path / "cal.tsv") == {"q3": {"d3": 1}}
-    (tmp_path / "other.csv").write_text("a,b\n1,2\n", encoding="utf-8")
-    for bad in ("other.csv", "missing.tsv", "cal.json"):
-        if bad == "cal.json":
-            (tmp_path / bad).write_text("{}", encoding="utf-8")
-        with pytest.raises(DatasetError):
-            load_calibration_qrels(tmp_path / bad)
+    bad = {
+        "other.csv": b"a,b\n1,2\n",
+        "cal.json": b"{}",
+        "short.tsv": b"q1\td1\n",
+        "score.tsv": b"q1\td1\tx\n",
+        "latin.csv": "id,evidence_doc_id\n1,caf\u00e9\n".encode("latin-1"),
+        "fake.zip": b"not a zip",
+    }
+    for name, data in bad.items():
+        (tmp_path / name).write_bytes(data)
+    for name in [*bad, "missing.tsv"]:
+        with pytest.raises(DatasetError, match=str(tmp_path / name)):
+            load_calibration_qrels(tmp_path / name)
 
 
 def test_the_floor_is_chosen_on_the_calibration_queries_and_judged_once_on_the_split(
@@ -113,6 +120,10 @@ def test_a_calibration_query_that_is_judged_too_is_refused(tmp_path: Path, embed
     (folder / "cal.tsv").write_text("query-id\tcorpus-id\tscore\nq404\td1\t1\n", encoding="utf-8")
     with pytest.raises(DatasetError, match="no text"):
         calibration_set(folder, folder / "cal.tsv")
+    (folder / "cal.tsv").write_text("query-id\tcorpus-id\tscore\nq3\td404\t1\n", encoding="utf-8")
+    queries, qrels = calibration_set(folder, folder / "cal.tsv")
+    with pytest.raises(DatasetError, match="no calibration query has a judged document"):
+        run_floor_calibration(load_beir(folder, "test"), queries, qrels, embedder=embedder_factory())
 
 
 def test_the_command_reports_bad_calibration_input_in_one_line(tmp_path: Path) -> None:
