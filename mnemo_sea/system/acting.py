@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from types import TracebackType
@@ -56,7 +57,7 @@ def _off_loop(
     @functools.wraps(method)
     async def call(self: AsyncMnemo, /, *args: P.args, **kwargs: P.kwargs) -> R:
         run: Callable[Concatenate[Principal, P], R] = getattr(self.mnemo, name)
-        return await asyncio.to_thread(run, self.principal, *args, **kwargs)
+        return await asyncio.to_thread(self._calls.run, run, self.principal, *args, **kwargs)
 
     return _shown_as(call, method, "AsyncMnemo")
 
@@ -76,6 +77,7 @@ class MnemoAs:
     """The facade acting as one principal: `mnemo.as_(agent).record(session, tool, content)`."""
 
     def __init__(self, mnemo: Mnemo, principal: Principal) -> None:
+        _check_handle(mnemo, principal, "MnemoAs")
         self.mnemo = mnemo
         self.principal = principal
 
@@ -115,18 +117,58 @@ class MnemoAs:
     verify_deleted = _bound(Mnemo.verify_deleted)
 
 
+class _Calls:
+    """The calls of one async handle running in worker threads, so that closing it waits for
+    them: a caller that stopped waiting (a timeout, a cancelled task) does not stop the thread,
+    and a facade closed under it would fail it half-way. Counted in the thread itself, so a call
+    the executor never started is not waited for, and one that starts after the close is refused."""
+
+    def __init__(self) -> None:
+        self._idle = threading.Condition()
+        self._running = 0
+        self.closed = False
+
+    def run(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
+        with self._idle:
+            if self.closed:
+                raise RuntimeError("this AsyncMnemo is closed: make a new handle")
+            self._running += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            with self._idle:
+                self._running -= 1
+                self._idle.notify_all()
+
+    def close_and_wait(self) -> None:
+        with self._idle:
+            self.closed = True
+            self._idle.wait_for(lambda: self._running == 0)
+
+
+def _check_handle(mnemo: object, principal: object, owner: str) -> None:
+    """A handle made of something else fails here, not at its first call with an AttributeError."""
+    if not isinstance(mnemo, Mnemo):
+        raise TypeError(f"{owner} takes a Mnemo first, got {type(mnemo).__name__}")
+    if not isinstance(principal, Principal):
+        raise TypeError(f"{owner} acts as a Principal, got {type(principal).__name__}")
+
+
 class AsyncMnemo:
     """The facade acting as one principal, for asyncio: `await AsyncMnemo(mnemo, agent).search(q)`.
 
     Borrowing a facade (the constructor) leaves it open on `aclose()`; `AsyncMnemo.open` opens
-    one of its own (the embedded default, as `Mnemo.open`) that `aclose()` closes. A progress
-    callback given to `ingest` is called from the worker thread.
+    one of its own (the embedded default, as `Mnemo.open`) that `aclose()` closes. `aclose()`
+    first waits for the handle's calls still running in their threads; a call after it raises
+    RuntimeError. A progress callback given to `ingest` is called from the worker thread.
     """
 
     def __init__(self, mnemo: Mnemo, principal: Principal) -> None:
+        _check_handle(mnemo, principal, "AsyncMnemo")
         self.mnemo = mnemo
         self.principal = principal
         self._owned = False
+        self._calls = _Calls()
 
     @classmethod
     async def open(cls, path: str | Path, principal: Principal, *, embedder: Embedder | None = None) -> Self:
@@ -136,7 +178,9 @@ class AsyncMnemo:
         return handle
 
     async def aclose(self) -> None:
+        await asyncio.to_thread(self._calls.close_and_wait)
         if self._owned:
+            self._owned = False  # closed once, however often aclose is called
             await asyncio.to_thread(self.mnemo.close)
 
     async def __aenter__(self) -> Self:

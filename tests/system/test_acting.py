@@ -129,3 +129,49 @@ def test_an_async_handle_that_opened_its_facade_closes_it(tmp_path: Path) -> Non
     asyncio.run(main())
     with Mnemo.open(tmp_path / "data", embedder=HashingEmbedder()) as reopened:  # closed: free again
         assert [r.result_id for r in reopened.list_results(AGENT, "s")] == ["r1"]
+
+
+def test_a_handle_of_something_else_is_refused_when_made(tmp_path: Path) -> None:
+    with Mnemo.open(tmp_path, embedder=HashingEmbedder()) as mnemo:
+        for make in (AsyncMnemo, MnemoAs):
+            with pytest.raises(TypeError, match="acts as a Principal, got str"):
+                make(mnemo, "agent-1")  # type: ignore[arg-type]
+            with pytest.raises(TypeError, match="takes a Mnemo first, got NoneType"):
+                make(None, AGENT)  # type: ignore[arg-type]
+
+
+def test_closing_waits_for_a_call_its_caller_stopped_waiting_for_and_refuses_new_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release, started = threading.Event(), threading.Event()
+    finished: list[str] = []
+    real = Mnemo.list_sessions
+
+    def slow(self: Mnemo, principal: Principal, **kw: object) -> object:
+        started.set()
+        assert release.wait(timeout=120), "never released"  # bounds a hang
+        finished.append("list_sessions")
+        return real(self, principal, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Mnemo, "list_sessions", slow)
+
+    async def main(mnemo: Mnemo) -> None:
+        handle = AsyncMnemo(mnemo, AGENT)
+        call = asyncio.ensure_future(handle.list_sessions())
+        while not started.is_set():
+            await asyncio.sleep(0)
+        call.cancel()  # the caller gives up; the thread goes on
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        closing = asyncio.ensure_future(handle.aclose())
+        for _ in range(50):  # the loop runs on while the close waits for the thread
+            await asyncio.sleep(0)
+        assert not closing.done() and finished == []
+        release.set()
+        await closing
+        assert finished == ["list_sessions"]  # the close came after the call, not under it
+        with pytest.raises(RuntimeError, match="closed"):
+            await handle.list_sessions()
+
+    with Mnemo.open(tmp_path, embedder=HashingEmbedder()) as mnemo:
+        asyncio.run(main(mnemo))
