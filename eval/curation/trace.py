@@ -85,10 +85,6 @@ class Reread:
 
     current: str | Generated | None = None
 
-    @property
-    def stable(self) -> bool:
-        return self.current is None
-
 
 @dataclass(frozen=True)
 class ToolCall:
