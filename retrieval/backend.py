@@ -25,7 +25,7 @@ import numpy as np
 
 from .bm25 import SparseVector
 from .filters import FilterSpec
-from .points import IndexPoint, PointPayload
+from .points import BM25, DENSE, IndexPoint, PointPayload
 
 # Payload keys the backends index, with their index type. tenant_id is the tenant index.
 KEYWORD_FIELDS = ("evidence_id", "kind", "scope", "source", "owner", "status")
@@ -69,6 +69,21 @@ class StoredVectors(NamedTuple):
 
     dense: np.ndarray[Any, np.dtype[np.float32]]
     sparse: SparseVector
+
+    @classmethod
+    def from_named(cls, named: object) -> StoredVectors:
+        """From a point's vectors as either engine returns them: a dict of name to vector, the
+        sparse one with `indices` and `values` (qdrant-client's and Qdrant Edge's types alike)."""
+        vectors = named if isinstance(named, dict) else {}
+        sparse = vectors.get(BM25)
+        indices, values = getattr(sparse, "indices", None), getattr(sparse, "values", None)
+        return cls(
+            np.asarray(vectors.get(DENSE, ()), dtype=np.float32),
+            # A chunk with no terms (only symbols) has no sparse vector stored.
+            SparseVector((), ())
+            if indices is None or values is None
+            else SparseVector(tuple(indices), tuple(values)),
+        )
 
 
 class VectorIndex(Protocol):

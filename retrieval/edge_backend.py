@@ -163,19 +163,7 @@ class EdgeIndex:
             return {}
         point_ids: list[qe.PointId] = list(ids)
         records = self._call(lambda s: s.retrieve(point_ids, with_payload=False, with_vector=True))
-        out: dict[uuid.UUID, StoredVectors] = {}
-        for r in records:
-            # Named vectors (the shared data model) come back as a dict, name to vector.
-            named = r.vector if isinstance(r.vector, dict) else {}
-            sparse = named.get(BM25)
-            out[_uuid(r.id)] = StoredVectors(
-                np.asarray(named.get(DENSE, ()), dtype=np.float32),
-                # A chunk with no terms (only symbols) has no sparse vector stored.
-                SparseVector(tuple(sparse.indices), tuple(sparse.values))
-                if isinstance(sparse, qe.SparseVector)
-                else SparseVector((), ()),
-            )
-        return out
+        return {_uuid(r.id): StoredVectors.from_named(r.vector) for r in records}
 
     def matching(self, spec: FilterSpec, limit: int = 10_000) -> list[tuple[uuid.UUID, PointPayload]]:
         request = qe.ScrollRequest(limit=limit, filter=_filter(spec), with_payload=True, with_vector=False)

@@ -202,18 +202,7 @@ class ServerIndex:
                 self._collection, ids=[str(i) for i in ids], with_payload=False, with_vectors=[DENSE, BM25]
             )
         )
-        out: dict[uuid.UUID, StoredVectors] = {}
-        for r in records:
-            named = r.vector if isinstance(r.vector, dict) else {}
-            sparse = named.get(BM25)
-            out[_uuid(r.id)] = StoredVectors(
-                np.asarray(named.get(DENSE, ()), dtype=np.float32),
-                # A chunk with no terms (only symbols) has no sparse vector stored.
-                SparseVector(tuple(sparse.indices), tuple(sparse.values))
-                if isinstance(sparse, qm.SparseVector)
-                else SparseVector((), ()),
-            )
-        return out
+        return {_uuid(r.id): StoredVectors.from_named(r.vector) for r in records}
 
     def matching(self, spec: FilterSpec, limit: int = 10_000) -> list[tuple[uuid.UUID, PointPayload]]:
         records, _ = self._call(
