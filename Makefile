@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint typecheck clean
+.PHONY: setup browser demo test lint typecheck clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,16 @@ $(VENV)/.deps: pyproject.toml | $(BIN)/python
 	touch $@
 
 setup: $(VENV)/.deps
+
+# The console's tests drive Debian's chromium through its own chromedriver (tests never download a
+# browser). Installed from Debian's packages when missing; as root, or through sudo.
+CHROMEDRIVER := /usr/bin/chromedriver
+APT_GET := $(if $(filter 0,$(shell id -u)),apt-get,sudo apt-get)
+$(CHROMEDRIVER):
+	$(APT_GET) install -y -q chromium chromium-driver || \
+		($(APT_GET) update -q && $(APT_GET) install -y -q chromium chromium-driver)
+
+browser: $(CHROMEDRIVER)
 
 demo: setup
 	$(BIN)/mnemo-sea demo
@@ -29,7 +39,7 @@ typecheck: setup
 	$(BIN)/mypy -p mnemo_sea
 
 # Both cores: each test file runs whole on one worker, so module fixtures are built once.
-test: lint typecheck
+test: lint typecheck browser
 	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 clean:

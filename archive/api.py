@@ -322,12 +322,25 @@ class Archive:
             lambda: sessions.live_view(self.store, principal, session_id),
         )
 
-    def list_results(self, principal: Principal, session_id: str) -> list[ToolResult]:
+    def list_results(
+        self, principal: Principal, session_id: str, *, offset: int = 0, limit: int | None = None
+    ) -> list[ToolResult]:
+        """The session's results in order (metadata and notes, no content): all of them, or the
+        page of at most `limit` after `offset` (see `sessions.list_results`)."""
         return self._guard(
             principal,
             "list_results",
             f"session:{session_id}",
-            lambda: sessions.list_results(self.store, principal, session_id),
+            lambda: sessions.list_results(self.store, principal, session_id, offset=offset, limit=limit),
+        )
+
+    def session_info(self, principal: Principal, session_id: str) -> sessions.SessionInfo:
+        """One session with its result counts, as `list_sessions` lists it."""
+        return self._guard(
+            principal,
+            "session_info",
+            f"session:{session_id}",
+            lambda: sessions.session_info(self.store, principal, session_id),
         )
 
     def list_sessions(

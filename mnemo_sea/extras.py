@@ -46,6 +46,9 @@ EXTRA_OF_MODULE: dict[str, str] = {
         (
             "fastapi",
             "fastapi_offline",
+            "jinja2",
+            "multipart",
+            "python_multipart",
             "starlette",
             "uvicorn",
             "prometheus_client",
@@ -57,6 +60,8 @@ EXTRA_OF_MODULE: dict[str, str] = {
         "server",
     ),
     "matplotlib": "chart",
+    # The browser the console's benchmark drives (mnemo_sea/eval/browser.py).
+    "selenium": "dev",
     "langchain_core": "langchain",
     "llama_index": "llama-index",
 }

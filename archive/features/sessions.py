@@ -547,8 +547,14 @@ def _results_and_notes() -> Join:
 
 
 def _results_with_notes(
-    conn: Connection, tenant_id: str, session_id: str, result_no: int | None = None
+    conn: Connection,
+    tenant_id: str,
+    session_id: str,
+    result_no: int | None = None,
+    *,
+    window: tuple[int, int | None] = (0, None),
 ) -> list[ToolResult]:
+    """`window`: (offset, limit), the page of results to read (all of them by default)."""
     stmt = (
         select(t.tool_results, t.archive_entries.c.note)
         .select_from(_results_and_notes())
@@ -557,6 +563,9 @@ def _results_with_notes(
     )
     if result_no is not None:
         stmt = stmt.where(t.tool_results.c.result_no == result_no)
+    offset, limit = window
+    if offset or limit is not None:
+        stmt = stmt.offset(offset).limit(limit)
     return [_to_result(row, row.note) for row in conn.execute(stmt)]
 
 
@@ -590,13 +599,21 @@ def _result_with_original(
     return None if row is None else (_to_result(row, row.note), row.content)
 
 
-def list_results(store: ArchiveStore, principal: Principal, session_id: str) -> list[ToolResult]:
-    """Every result of a session in order, with notes on archived ones (metadata, no content)."""
+def list_results(
+    store: ArchiveStore, principal: Principal, session_id: str, *, offset: int = 0, limit: int | None = None
+) -> list[ToolResult]:
+    """The results of a session in order, with notes on archived ones (metadata, no content):
+    every one, or at most `limit` (1 to 10,000) after the first `offset`, read as one page (a
+    session may hold tens of thousands)."""
     principal.require(Role.READER, "reading a session")
     check_identifier("session_id", session_id)
+    check_offset(offset)
+    if limit is not None:
+        check_list_limit(limit)
     with store.read() as conn:
         readable_session(conn, principal, session_id)
-        return [_as_seen_by(principal, r) for r in _results_with_notes(conn, principal.tenant_id, session_id)]
+        found = _results_with_notes(conn, principal.tenant_id, session_id, window=(offset, limit))
+        return [_as_seen_by(principal, r) for r in found]
 
 
 def _as_seen_by(principal: Principal, result: ToolResult) -> ToolResult:
@@ -911,15 +928,29 @@ def list_sessions(
     if not principal.has(Role.AGENT):
         stmt = stmt.where(t.sessions.c.owner == principal.subject)
     with store.read() as conn:
-        rows = list(conn.execute(stmt.limit(limit).offset(offset)))
-        listed = [r.session_id for r in rows]
-        counts: dict[tuple[str, str], int] = {}
-        for row in conn.execute(
-            select(t.tool_results.c.session_id, t.tool_results.c.state, func.count().label("results"))
-            .where(t.tool_results.c.tenant_id == tenant, t.tool_results.c.session_id.in_(listed))
-            .group_by(t.tool_results.c.session_id, t.tool_results.c.state)
-        ):
-            counts[(row.session_id, row.state)] = row.results
+        return _with_counts(conn, tenant, list(conn.execute(stmt.limit(limit).offset(offset))))
+
+
+def session_info(store: ArchiveStore, principal: Principal, session_id: str) -> SessionInfo:
+    """One session as `list_sessions` shows it; NotFound (another tenant's, or none) or
+    Forbidden (a reader's not about itself) as for `live_view`."""
+    principal.require(Role.READER, "reading a session")
+    check_identifier("session_id", session_id)
+    with store.read() as conn:
+        row = readable_session(conn, principal, session_id)
+        return _with_counts(conn, principal.tenant_id, [row])[0]
+
+
+def _with_counts(conn: Connection, tenant: str, rows: list[Row[Any]]) -> list[SessionInfo]:
+    """Sessions (id, owner, created_at rows) with their live and archived result counts."""
+    listed = [r.session_id for r in rows]
+    counts: dict[tuple[str, str], int] = {}
+    for row in conn.execute(
+        select(t.tool_results.c.session_id, t.tool_results.c.state, func.count().label("results"))
+        .where(t.tool_results.c.tenant_id == tenant, t.tool_results.c.session_id.in_(listed))
+        .group_by(t.tool_results.c.session_id, t.tool_results.c.state)
+    ):
+        counts[(row.session_id, row.state)] = row.results
     return [
         SessionInfo(
             r.session_id,
@@ -943,4 +974,5 @@ __all__ = [
     "read_result",
     "record",
     "recover",
+    "session_info",
 ]

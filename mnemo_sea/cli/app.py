@@ -168,6 +168,10 @@ from .service import register as _register_service  # noqa: E402 - needs app abo
 
 _register_service(app)
 
+from .console import register as _register_console  # noqa: E402 - needs app above
+
+_register_console(app)
+
 from .mcp import register as _register_mcp  # noqa: E402 - needs app above
 
 _register_mcp(app)

@@ -53,13 +53,26 @@ def serve(
             "default: what the data folder's index was built with",
         ),
     ] = None,
+    console: Annotated[
+        bool, typer.Option(envvar="MNEMO_CONSOLE", help="serve the read-only console under /ui")
+    ] = True,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="MNEMO_CONSOLE_REPORT",
+            help="the curation report the console shows (a file of `eval context --json`, or a "
+            "folder of them: the newest)",
+        ),
+    ] = None,
 ) -> None:
-    """Serve the REST API (OpenAPI at /openapi.json, docs at /docs) until SIGTERM or Ctrl-C.
+    """Serve the REST API (OpenAPI at /openapi.json, docs at /docs) until SIGTERM or Ctrl-C,
+    and the read-only console at /ui (sign in with an API key).
 
     Logs are JSON lines on stderr, one per request, with the request id and no secrets.
     """
     import uvicorn
 
+    from mnemo_sea.console.app import mount
     from mnemo_sea.rest.app import create_app
     from mnemo_sea.rest.observability import configure_logging
     from mnemo_sea.system.opening import open_mnemo
@@ -69,6 +82,8 @@ def serve(
         mnemo = open_mnemo(settings)
     configure_logging()
     app = create_app(mnemo, settings, close_on_shutdown=True)
+    if console:
+        mount(app, report=report)
     uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, server_header=False)
 
 

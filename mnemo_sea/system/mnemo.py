@@ -674,6 +674,7 @@ class Mnemo:
     # Reads, named and typed as the REST client's are, so code moves between the two unchanged.
     list_sessions = _archive_call(Archive.list_sessions)
     list_results = _archive_call(Archive.list_results)
+    session_info = _archive_call(Archive.session_info)
     get_evidence = _archive_call(Archive.get_evidence)
     evidence_history = _archive_call(Archive.evidence_history)
     get_summary = _archive_call(Archive.get_summary)

@@ -74,7 +74,9 @@ def list_results(
     session_id: str, principal: Caller, mnemo: System, offset: Offset = 0, limit: Limit = 50
 ) -> Page[ToolResult]:
     """The session's results in order, live and archived (with their notes), without content."""
-    return page(mnemo.archive.list_results(principal, session_id), offset, limit)
+    found = mnemo.list_results(principal, session_id, offset=offset, limit=limit + 1)
+    more = len(found) > limit
+    return Page[ToolResult](items=found[:limit], next_offset=offset + limit if more else None)
 
 
 @router.get("/{session_id}/results/{result_id}", response_model=ResultOut, responses=responses(403, 404, 500))

@@ -1,0 +1,62 @@
+"""`mnemo-sea ui`: the read-only console (mnemo_sea/console) on 127.0.0.1, signed in by the link
+it prints, as the principal the command was started as (`--tenant/--subject/--role/--clearance`,
+like every command). `mnemo-sea serve` mounts the same pages under `/ui`, behind API keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mnemo_sea.cli.output import guard
+from mnemo_sea.cli.service import serve_settings
+from mnemo_sea.cli.target import Target, add_command
+
+# The file (or folder of files: the newest is shown) of `mnemo-sea eval context --json`.
+ReportOpt = Annotated[
+    Path | None,
+    typer.Option(
+        envvar="MNEMO_CONSOLE_REPORT",
+        help="the curation report the console shows: a file of `eval context --json`, or a folder "
+        "of them (the newest is shown)",
+    ),
+]
+
+
+def ui(
+    target: Target,
+    host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port")] = 8765,
+    report: ReportOpt = None,
+) -> None:
+    """Serve the read-only console in a browser; open the link it prints (a sign-in token).
+
+    It shows the sessions, evidence, memory, task states, audit trail and curation report of
+    --tenant as --subject sees them; --role admin for the audit pages. It changes nothing.
+    """
+    import uvicorn
+
+    from mnemo_sea.console.app import standalone_app
+    from mnemo_sea.console.viewer import LaunchLogin
+    from mnemo_sea.system.opening import open_mnemo
+
+    with guard():
+        principal = target.principal()
+        settings = serve_settings(target.data_dir, target.embedder)
+        if not settings.server_mode:
+            target.folder()  # a missing folder is a clear line, not an empty new archive
+        mnemo = open_mnemo(settings)
+    launch = LaunchLogin(principal)
+    app = standalone_app(mnemo, settings, host=host, launch=launch, report=report, close_on_shutdown=True)
+    shown = f"[{host}]" if ":" in host else host
+    typer.echo(
+        f"console of tenant {principal.tenant_id!r} as {principal.subject!r}: "
+        f"http://{shown}:{port}/ui/login?token={launch.token}",
+        err=True,
+    )
+    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, server_header=False)
+
+
+def register(app: typer.Typer) -> None:
+    add_command(app, "ui", ui)

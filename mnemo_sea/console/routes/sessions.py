@@ -1,0 +1,149 @@
+"""Sessions: the list, one session as a timeline of its results, a result with its exact
+original, and the context the assembler would build for the session now."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, Response
+
+from mnemo_sea.archive import Forbidden, Principal, ToolResult, render_live, render_stub
+from mnemo_sea.console.pages import PAGE_SIZE, Window, render, security_headers
+from mnemo_sea.console.viewer import viewer
+from mnemo_sea.system.mnemo import Mnemo
+
+router = APIRouter()
+Viewer = Annotated[Principal, Depends(viewer)]
+Offset = Annotated[int, Query(ge=0, le=10_000_000)]
+# The budget a session's context page starts with, and the largest it accepts.
+DEFAULT_BUDGET = 16_000
+MAX_BUDGET = 2_000_000
+
+
+def _mnemo(request: Request) -> Mnemo:
+    mnemo: Mnemo = request.app.state.mnemo
+    return mnemo
+
+
+@dataclass(frozen=True)
+class TimelineRow:
+    """One result as the timeline shows it: what it is now and what it costs in view."""
+
+    result: ToolResult
+    status: str  # live | archived | recovered (whole) | recovered excerpt
+    in_view: str  # the envelope or stub the model would read; "" when not readable here
+    tokens: int | None  # of `in_view`; None when the principal may not read the content
+
+
+def _status(result: ToolResult) -> str:
+    if result.state == "archived":
+        return "archived"
+    if result.recovered_from is not None:
+        return "recovered excerpt" if result.excerpt is not None else "recovered"
+    return "live"
+
+
+def _row(mnemo: Mnemo, principal: Principal, result: ToolResult) -> TimelineRow:
+    status = _status(result)
+    if result.state == "archived":
+        stub = render_stub(result)
+        return TimelineRow(result, status, stub, mnemo.token_counter.count(stub))
+    if not principal.can_read(result.sensitivity):
+        return TimelineRow(result, status, "", None)
+    try:
+        _, content = mnemo.get_result(principal, result.session_id, result.result_id, with_content=True)
+    except Forbidden:
+        return TimelineRow(result, status, "", None)
+    envelope = render_live(result, content or b"")
+    return TimelineRow(result, status, envelope, mnemo.token_counter.count(envelope))
+
+
+@router.get("/", response_class=HTMLResponse)
+@router.get("/sessions", response_class=HTMLResponse)
+def sessions(request: Request, principal: Viewer, offset: Offset = 0) -> HTMLResponse:
+    found = _mnemo(request).list_sessions(principal, limit=PAGE_SIZE + 1, offset=offset)
+    items, window = Window.of(found, offset)
+    return render(request, "sessions.html", principal, sessions=items, window=window)
+
+
+@router.get("/sessions/{session_id}", response_class=HTMLResponse)
+def session(request: Request, session_id: str, principal: Viewer, offset: Offset = 0) -> HTMLResponse:
+    mnemo = _mnemo(request)
+    info = mnemo.session_info(principal, session_id)
+    found = mnemo.list_results(principal, session_id, offset=offset, limit=PAGE_SIZE + 1)
+    items, window = Window.of(found, offset)
+    rows = [_row(mnemo, principal, r) for r in items]
+    last_page = max(info.results - 1, 0) // PAGE_SIZE * PAGE_SIZE
+    return render(
+        request,
+        "session.html",
+        principal,
+        info=info,
+        rows=rows,
+        window=window,
+        last_page=last_page,
+        tokens_shown=sum(r.tokens or 0 for r in rows),
+        tokenizer=mnemo.token_counter.name,
+    )
+
+
+@router.get("/sessions/{session_id}/results/{result_id}", response_class=HTMLResponse)
+def result(request: Request, session_id: str, result_id: str, principal: Viewer) -> HTMLResponse:
+    """One result: its record, and its original as exact text (a download when not UTF-8)."""
+    mnemo = _mnemo(request)
+    record, content = mnemo.get_result(principal, session_id, result_id, with_content=True)
+    text: str | None = None
+    if content is not None:
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+    return render(
+        request,
+        "result.html",
+        principal,
+        result=record,
+        status=_status(record),
+        text=text,
+        shown_bytes=len(content or b""),
+        stub=render_stub(record) if record.state == "archived" else None,
+    )
+
+
+@router.get("/sessions/{session_id}/results/{result_id}/original")
+def original(request: Request, session_id: str, result_id: str, principal: Viewer) -> Response:
+    """What the result shows, byte for byte (hash-verified by the archive), as a download."""
+    record, content = _mnemo(request).get_result(principal, session_id, result_id, with_content=True)
+    name = f"{session_id}-{result_id}" + (".txt" if record.media_type.startswith("text/") else ".bin")
+    headers = {
+        **security_headers(),
+        "Content-Disposition": f'attachment; filename="{name}"',
+        "X-Content-SHA256": record.content_sha256,
+    }
+    # Never rendered by the browser: a tool's output may be HTML or a script.
+    return Response(content or b"", media_type="application/octet-stream", headers=headers)
+
+
+@router.get("/sessions/{session_id}/context", response_class=HTMLResponse)
+def context(
+    request: Request,
+    session_id: str,
+    principal: Viewer,
+    budget: Annotated[int, Query(ge=1, le=MAX_BUDGET)] = DEFAULT_BUDGET,
+    query: Annotated[str | None, Query(max_length=2_000)] = None,
+) -> HTMLResponse:
+    """The context the assembler would build now: kept segments, what was left out and why, and
+    the live results worth archiving. Reads only."""
+    mnemo = _mnemo(request)
+    assembled = mnemo.context(principal, session_id, budget_tokens=budget, query=query or None)
+    return render(
+        request,
+        "context.html",
+        principal,
+        session_id=session_id,
+        assembled=assembled,
+        budget=budget,
+        query=query or "",
+    )
