@@ -153,18 +153,31 @@ def _sensitivity(value: Clearance) -> str:
     return Sensitivity.parse(value).name.lower()
 
 
-def _every_page(kind: type[T], path: str, **params: Any) -> Generator[Request, Reply, list[T]]:
-    """Every item of a paged list, oldest first, in pages of PAGE, each read as a `kind`."""
+def _every_page(
+    kind: type[T], path: str, *, offset: int = 0, limit: int | None = None, **params: Any
+) -> Generator[Request, Reply, list[T]]:
+    """The items of a paged list from `offset` (every one, or at most `limit`), in order, read
+    in pages of PAGE, each item as a `kind`."""
     items: list[T] = []
-    offset: int | None = 0
-    while offset is not None:
-        reply = yield read("GET", path, params=_query(**params, offset=offset, limit=PAGE))
+    at: int | None = offset
+    while at is not None and (limit is None or len(items) < limit):
+        asked = PAGE if limit is None else min(PAGE, limit - len(items))
+        reply = yield read("GET", path, params=_query(**params, offset=at, limit=asked))
         items += parsed(reply, tuple[kind, ...], "items")  # type: ignore[valid-type]
         following: int | None = parsed(reply, int | None, "next_offset")  # type: ignore[arg-type]
-        if following is not None and following <= offset:
-            raise inconsistent(reply, "next_offset", f"{following} does not follow offset {offset}")
-        offset = following
-    return items
+        if following is not None and following <= at:
+            raise inconsistent(reply, "next_offset", f"{following} does not follow offset {at}")
+        at = following
+    return items if limit is None else items[:limit]
+
+
+def _check_window(limit: int | None, offset: int) -> None:
+    """InvalidInput, before any request, for a limit under 1 or an offset under 0 (or a non-integer)."""
+    for name, value, low in (("limit", limit, 1), ("offset", offset, 0)):
+        if value is None and name == "limit":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise InvalidInput(name, f"must be an integer from {low}, got {value!r}")
 
 
 # ---- knowledge ----------------------------------------------------------------------------------
@@ -375,20 +388,18 @@ def record(
 def list_sessions(*, limit: int = 1000, offset: int = 0) -> Plan[list[SessionInfo]]:
     """`Mnemo.list_sessions`: the tenant's sessions, oldest first, with their result counts; at
     most `limit` after the first `offset` (a reader's key: only the sessions about itself)."""
-    for name, value, low in (("limit", limit, 1), ("offset", offset, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise InvalidInput(name, f"must be an integer from {low}, got {value!r}")
-    items: list[SessionInfo] = []
-    at: int | None = offset
-    while at is not None and len(items) < limit:
-        asked = min(PAGE, limit - len(items))
-        reply = yield read("GET", "/v1/sessions", params=_query(offset=at, limit=asked))
-        items += parsed(reply, tuple[SessionInfo, ...], "items")
-        following: int | None = parsed(reply, int | None, "next_offset")  # type: ignore[arg-type]
-        if following is not None and following <= at:
-            raise inconsistent(reply, "next_offset", f"{following} does not follow offset {at}")
-        at = following
-    return items[:limit]
+    _check_window(limit, offset)
+    items = yield from _every_page(SessionInfo, "/v1/sessions", offset=offset, limit=limit)
+    return items
+
+
+@operation
+def session_info(session_id: str) -> Plan[SessionInfo]:
+    """`Mnemo.session_info`: one session with its result counts, as `list_sessions` lists it."""
+    reply = yield read("GET", _session(session_id, ""))
+    info = parsed(reply, SessionInfo)
+    same(reply, "session_id", info.session_id, session_id, "the session answered")
+    return info
 
 
 @operation
@@ -418,9 +429,11 @@ def get_result(
 
 
 @operation
-def list_results(session_id: str) -> Plan[list[ToolResult]]:
-    """`Archive.list_results`: the session's results in order, live and archived, without content."""
-    items = yield from _every_page(ToolResult, _session(session_id, "/results"))
+def list_results(session_id: str, *, offset: int = 0, limit: int | None = None) -> Plan[list[ToolResult]]:
+    """`Mnemo.list_results`: the session's results in order, live and archived, without content;
+    every one, or at most `limit` after the first `offset`."""
+    _check_window(limit, offset)
+    items = yield from _every_page(ToolResult, _session(session_id, "/results"), offset=offset, limit=limit)
     return items
 
 

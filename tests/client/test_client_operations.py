@@ -105,9 +105,11 @@ def test_a_session_records_archives_recovers_assembles_and_keeps_its_task_state(
     assert isinstance(r1, ToolResult) and (r1.result_id, r2.result_id) == ("r1", "r2")
     assert r1.arguments == {"panel": "cbc"} and r2.size == len(image)
     assert [r.result_id for r in mnemo.list_results(session)] == ["r1", "r2"]
+    assert [r.result_id for r in mnemo.list_results(session, offset=1, limit=5)] == ["r2"]
     listed = mnemo.list_sessions()
     assert [(i.session_id, i.results) for i in listed] == [(session, 2)]
     assert isinstance(listed[0], SessionInfo) and mnemo.list_sessions(offset=1) == []
+    assert mnemo.session_info(session) == listed[0]
     looked, shown = mnemo.get_result(session, "r2", with_content=True, expected_sha256=r2.content_sha256)
     assert (looked, shown) == (r2, image) and mnemo.get_result(session, "r1") == (r1, None)
     assert tenant.count(t.tool_results, session_id=session) == 2  # looking appends nothing

@@ -23,7 +23,7 @@ from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.client import MnemoClient
 from mnemo_sea.system.mnemo import Mnemo
 
-READS = ("list_sessions", "list_results", "get_result", "get_evidence", "evidence_history", "get_summary")
+READS = ("list_sessions", "session_info", "list_results", "get_result", "get_evidence", "evidence_history", "get_summary")
 # What only the client has: it checks the bytes it received against the hash it expected.
 CLIENT_ONLY = {"get_evidence": {"expected_sha256"}, "get_result": {"expected_sha256"}}
 AGENT = Principal("clinic", "agent-1", frozenset({Role.AGENT}), Sensitivity.INTERNAL)
@@ -62,6 +62,10 @@ def test_the_reads_answer_what_was_written_and_write_nothing(tmp_path: Path) -> 
         ]
         assert [s.session_id for s in mnemo.list_sessions(AGENT, limit=1, offset=1)] == ["visit-2"]
         assert [r.result_id for r in mnemo.list_results(AGENT, "visit-1")] == ["r1", "r2"]
+        assert [r.result_id for r in mnemo.list_results(AGENT, "visit-1", offset=1, limit=1)] == ["r2"]
+        assert mnemo.session_info(AGENT, "visit-1") == sessions[0]
+        with pytest.raises(NotFound):  # another tenant's session is missing, like one never made
+            mnemo.session_info(Principal("zoo", "agent-1", frozenset({Role.AGENT})), "visit-1")
         record, body = mnemo.get_evidence(AGENT, "drug:amox", version=1, with_content=True)
         assert (record.version, record.status, body) == (1, "superseded", b"dose 10 mg/kg")
         assert [r.version for r in mnemo.evidence_history(AGENT, "drug:amox")] == [1, 2]

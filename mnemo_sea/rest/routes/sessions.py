@@ -50,6 +50,12 @@ def list_sessions(
     return Page[SessionInfo](items=found[:limit], next_offset=offset + limit if more else None)
 
 
+@router.get("/{session_id}", response_model=SessionInfo, responses=responses(403, 404))
+def session_info(session_id: str, principal: Caller, mnemo: System) -> SessionInfo:
+    """One session with its result counts (live and archived), as the listing shows it."""
+    return mnemo.session_info(principal, session_id)
+
+
 @router.post(
     "/{session_id}/results",
     status_code=status.HTTP_201_CREATED,
