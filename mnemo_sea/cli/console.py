@@ -4,14 +4,18 @@ like every command). `mnemo-sea serve` mounts the same pages under `/ui`, behind
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from mnemo_sea.cli.output import guard
 from mnemo_sea.cli.service import serve_settings
 from mnemo_sea.cli.target import Target, add_command
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 # The file (or folder of files: the newest is shown) of `mnemo-sea eval context --json`.
 ReportOpt = Annotated[
@@ -35,8 +39,6 @@ def ui(
     It shows the sessions, evidence, memory, task states, audit trail and curation report of
     --tenant as --subject sees them; --role admin for the audit pages. It changes nothing.
     """
-    import uvicorn
-
     from mnemo_sea.console.app import standalone_app
     from mnemo_sea.console.viewer import LaunchLogin
     from mnemo_sea.system.opening import open_mnemo
@@ -50,12 +52,27 @@ def ui(
     launch = LaunchLogin(principal)
     app = standalone_app(mnemo, settings, host=host, launch=launch, report=report, close_on_shutdown=True)
     shown = f"[{host}]" if ":" in host else host
-    typer.echo(
+    link = (
         f"console of tenant {principal.tenant_id!r} as {principal.subject!r}: "
-        f"http://{shown}:{port}/ui/login?token={launch.token}",
-        err=True,
+        f"http://{shown}:{port}/ui/login?token={launch.token}"
     )
-    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, server_header=False)
+    _serve_announcing(app, host, port, link)
+
+
+def _serve_announcing(app: FastAPI, host: str, port: int, link: str) -> None:
+    """Run uvicorn, printing `link` once it listens (so the link works when it is shown, and a
+    script may read the line as the sign that the console is up). uvicorn is imported here: the
+    CLI's frame must load without the 'server' extra."""
+    import uvicorn
+
+    class Announcing(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:
+                typer.echo(link, err=True)
+
+    config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, server_header=False)
+    Announcing(config).run()
 
 
 def register(app: typer.Typer) -> None:
