@@ -3,7 +3,8 @@ app (`mnemo-sea serve`), `standalone_app` serves it alone (`mnemo-sea ui`).
 
 Mounted, it shares the REST app's cache of verified keys and the lane its key lookups run on,
 so a key revoked is refused by both alike. Its pages are plain functions run in the thread pool
-(the archive calls block), as REST's are.
+(the archive calls block), in REST's pool and a tenant's turn at a time, as REST's are
+(rest/threads.py, rest/admission.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
@@ -23,6 +25,7 @@ from mnemo_sea.archive import VerifiedKeys
 from mnemo_sea.console import errors
 from mnemo_sea.console.routes import login, sessions
 from mnemo_sea.console.viewer import LaunchLogin
+from mnemo_sea.rest.admission import TenantAdmission, admission_of
 from mnemo_sea.system.mnemo import Mnemo
 from mnemo_sea.system.wiring.settings import MnemoSettings
 
@@ -38,17 +41,21 @@ def console_app(
     *,
     verified_keys: VerifiedKeys | None = None,
     key_lane: anyio.CapacityLimiter | None = None,
+    admission: TenantAdmission | None = None,
     launch: LaunchLogin | None = None,
     report: Path | None = None,
 ) -> FastAPI:
     """The console's pages, to be mounted under a prefix. `report`: the curation report file (or
-    a folder, whose newest `*.json` is read) the report page shows."""
+    a folder, whose newest `*.json` is read) the report page shows. `verified_keys`, `key_lane`
+    and `admission` are the REST app's when mounted in it (one cache of keys, one pool shared
+    fairly between tenants); a console alone makes its own."""
     cfg = settings or MnemoSettings()
     app = FastAPI(title="mnemo-sea console", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.mnemo = mnemo
     app.state.settings = cfg
     app.state.verified_keys = verified_keys or VerifiedKeys(cfg.key_cache_seconds)
     app.state.key_lane = key_lane or anyio.CapacityLimiter(KEY_THREADS)
+    app.state.admission = admission or admission_of(cfg)
     app.state.launch = launch
     app.state.report = report
     errors.install(app)
@@ -70,6 +77,7 @@ def mount(app: FastAPI, *, report: Path | None = None) -> None:
             app.state.settings,
             verified_keys=app.state.verified_keys,
             key_lane=app.state.key_lane,
+            admission=app.state.admission,
             report=report,
         ),
     )
@@ -88,8 +96,12 @@ def standalone_app(
     requests that name a loopback host, so a web page cannot reach it by rebinding a domain's DNS
     to 127.0.0.1."""
 
+    cfg = settings or MnemoSettings()
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # The pool the pages run in, sized as REST's (rest/app.py): its admission's slots.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = cfg.api_threads
         try:
             yield
         finally:
@@ -101,7 +113,7 @@ def standalone_app(
     )
     if _loopback(host):
         root.add_middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost", "::1", "[::1]"])
-    root.mount(PREFIX, console_app(mnemo, settings, launch=launch, report=report))
+    root.mount(PREFIX, console_app(mnemo, cfg, launch=launch, report=report))
 
     @root.get("/", include_in_schema=False)
     def home() -> RedirectResponse:

@@ -12,9 +12,12 @@ from fastapi.responses import HTMLResponse, Response
 from mnemo_sea.archive import Forbidden, Principal, ToolResult, render_live, render_stub
 from mnemo_sea.console.pages import PAGE_SIZE, Window, render, security_headers
 from mnemo_sea.console.viewer import viewer
+from mnemo_sea.rest.threads import PooledRoute
 from mnemo_sea.system.mnemo import Mnemo
 
-router = APIRouter()
+# Pages run in REST's pool, a tenant's turn at a time (rest/threads.py): a tenant paging through a
+# long session holds no more of the pool than its API calls may.
+router = APIRouter(route_class=PooledRoute)
 Viewer = Annotated[Principal, Depends(viewer)]
 Offset = Annotated[int, Query(ge=0, le=10_000_000)]
 # The budget a session's context page starts with, and the largest it accepts.
