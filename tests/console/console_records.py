@@ -1,12 +1,15 @@
 """The records the pages of evidence, memory, summaries and search are tested on: a vet clinic's
 formulary entry corrected twice and then retracted, a pet's diet remembered and corrected, a lab
 result, and a summary derived from them. Written on the test's own clock, days apart, so the
-versions stand apart on a time axis and `as_of` has moments to pick between."""
+versions stand apart on a time axis and `as_of` has moments to pick between. The clock starts
+two weeks back, so all of it is past when it is read: the search index reads the machine's own
+time (retrieval is a layer apart from the archive's clock), and finds only what was recorded
+before its now."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from console_helpers import Tenant
 from fakes import ManualWallClock
@@ -16,6 +19,8 @@ from mnemo_sea.archive import EvidenceInput, EvidenceRecord, MemoryFact, Summary
 DOSE = "formulary/amoxicillin#dose.v2"  # an id with / # . in it, as ids may have
 REFUND = "kb/refund-policy@2026:eu"
 DIET = ("pet-7", "diet/main")  # a memory key with / in it
+# How far back the clinic's records start: they span ten days.
+DAYS_BACK = 14
 # A body in Chinese and with markup in it: both must come back exactly, never interpreted.
 CHINESE_BODY = "阿莫西林：每公斤 10 毫克，每日两次。<b>&amp;</b>\n第二行"
 
@@ -35,6 +40,7 @@ class Clinic:
 def clinic(tenant: Tenant, clock: ManualWallClock) -> Clinic:
     p = tenant.principal()
     mnemo = tenant.mnemo
+    clock.now = datetime.now(UTC) - timedelta(days=DAYS_BACK)
     started = clock.now
     mnemo.ingest(
         p,
