@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import re
+from itertools import pairwise
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -73,7 +74,7 @@ def test_a_fact_shows_its_supersede_chain_in_order_with_provenance_and_sources(
     chain = tenant.mnemo.memory_history(tenant.principal(), owner, fact_key)
     assert chain == made.diet
     assert re.findall(r'<tr id="v(\d+)"', page.text) == [str(f.version) for f in chain] == ["1", "2", "3"]
-    for older, newer in zip(chain, chain[1:], strict=False):
+    for older, newer in pairwise(chain):
         row = _row_of(page.text, f'<tr id="v{older.version}"')
         assert f'by <a href="#v{newer.version}">v{newer.version}</a>' in row
     for f in chain:
@@ -104,7 +105,9 @@ def test_an_expired_fact_keeps_its_chain_and_answers_nothing_now(
     assert 'class="fact-link"' not in tenant.get("/ui/memory/owner?owner=pet-7", tenant.key()).text
 
 
-def test_a_fact_never_written_is_not_found_and_an_owner_that_is_no_identifier_is_invalid(tenant: Tenant) -> None:
+def test_a_fact_never_written_is_not_found_and_an_owner_that_is_no_identifier_is_invalid(
+    tenant: Tenant,
+) -> None:
     key = tenant.key()
     missing = tenant.get(_fact("pet-7", "never"), key)
     assert missing.status_code == 404 and 'id="error-code">not_found<' in missing.text

@@ -55,7 +55,7 @@ def test_the_hits_are_the_facade_s_in_its_order_with_their_scores_and_links(
     # A document's hit also names the version it was found in.
     version = f"/ui/evidence/version?id={quote(REFUND, safe='')}&amp;version=2"
     assert version in page.text
-    assert f'id="q" name="q" value="wet food ALT refunds"' in page.text
+    assert 'id="q" name="q" value="wet food ALT refunds"' in page.text
     assert DOSE not in [i for _, i in _hits(page.text)]  # retracted: no longer current, never a hit
 
 
