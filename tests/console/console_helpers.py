@@ -106,7 +106,10 @@ def change_through(browser: Any, field: Any, value: object) -> None:
 def screenshot(browser: Any, folder: Path, name: str) -> Path:
     """Keep what the browser shows now as `folder/name.png` (the whole page's height)."""
     height = browser.execute_script("return document.documentElement.scrollHeight")
-    browser.set_window_size(1280, max(900, min(int(height), 4000)))
+    # The window's size counts the browser's own frame too (about 140 px headless): add it, or
+    # the page's foot is cut off.
+    frame = browser.execute_script("return window.outerHeight - window.innerHeight")
+    browser.set_window_size(1280, max(900, min(int(height) + int(frame), 4000)))
     path = folder / f"{name}.png"
     browser.save_screenshot(str(path))
     browser.set_window_size(1280, 900)
