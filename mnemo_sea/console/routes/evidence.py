@@ -38,9 +38,9 @@ def records(request: Request, principal: Viewer, offset: Offset = 0) -> HTMLResp
 def record(request: Request, principal: Viewer, evidence_id: EvidenceId, as_of: AsOf = None) -> HTMLResponse:
     """Every version of a record on a time axis and in a table; with `as_of`, the version the
     archive answers with at that moment (its own `get_evidence(as_of=...)`), or none."""
+    when = moment("as_of", as_of)
     mnemo = mnemo_of(request)
     versions = mnemo.evidence_history(principal, evidence_id)  # NotFound: never here, or another tenant's
-    when = moment("as_of", as_of)
     in_force = _in_force(mnemo, principal, evidence_id, when) if when is not None else None
     points = change_points(versions)
     # A version recorded (or ended) by a node whose clock runs ahead of this one's has all the same.
@@ -66,6 +66,8 @@ def record(request: Request, principal: Viewer, evidence_id: EvidenceId, as_of: 
 
 
 def _in_force(mnemo: Mnemo, principal: Principal, evidence_id: str, when: datetime) -> EvidenceRecord | None:
+    """The version the archive answered with at `when`, by its own rule (in force and valid
+    then: archive/rules/in_force.py), not one the console works out again."""
     try:
         found, _ = mnemo.get_evidence(principal, evidence_id, as_of=when)
     except NotFound:  # the record exists (its history was read): nothing of it answers then
