@@ -20,6 +20,8 @@ from typing import Any
 
 from .api import Archive
 from .features.api_keys import ApiKeyInfo, cached_principal
+from .features.evidence import EvidenceInfo
+from .features.memory import MemoryOwner
 from .features.sessions import SessionInfo
 from .rules import limits
 from .rules.errors import (
@@ -70,6 +72,7 @@ from .rules.operations import (
 from .rules.policy import DEFAULT_PROTECTED_CLASSES, ArchivePolicy, check_policy_class
 from .rules.principal import Principal, Role, Sensitivity, check_identifier
 from .rules.records import (
+    SEARCH_KINDS,
     ArchiveReceipt,
     ConfirmedFact,
     DeletionReceipt,
@@ -119,6 +122,7 @@ __all__ = [
     "MAX_VERSION",
     "PG_CONNECT_TIMEOUT_S",
     "RESULT_PREFIX",
+    "SEARCH_KINDS",
     "ApiKeyInfo",
     "Archive",
     "ArchiveConflict",
@@ -137,6 +141,7 @@ __all__ = [
     "CreateSummaryOp",
     "DeletionReceipt",
     "ErasureState",
+    "EvidenceInfo",
     "EvidenceInput",
     "EvidenceRecord",
     "Excerpt",
@@ -156,6 +161,7 @@ __all__ = [
     "MemoryConflict",
     "MemoryFact",
     "MemoryIndexId",
+    "MemoryOwner",
     "NotFound",
     "OutboxBacklog",
     "Principal",

@@ -517,6 +517,18 @@ class Archive:
             lambda: evidence.evidence_history(self.store, principal, evidence_id),
         )
 
+    def list_evidence(
+        self, principal: Principal, *, limit: int = 1000, offset: int = 0
+    ) -> list[evidence.EvidenceInfo]:
+        """The tenant's evidence records by id, each with its newest version, as far as the
+        principal may read them (see `evidence.list_evidence`)."""
+        return self._guard(
+            principal,
+            "list_evidence",
+            "evidence",
+            lambda: evidence.list_evidence(self.store, principal, limit=limit, offset=offset),
+        )
+
     # ---- memory ------------------------------------------------------------------------------
 
     def remember(
@@ -563,9 +575,28 @@ class Archive:
             lambda: memory.history(self.store, principal, owner, key),
         )
 
-    def facts(self, principal: Principal, owner: str) -> list[MemoryFact]:
+    def facts(
+        self, principal: Principal, owner: str, *, offset: int = 0, limit: int | None = None
+    ) -> list[MemoryFact]:
+        """The owner's current unexpired facts by key: all, or the page of at most `limit`
+        after `offset` (see `memory.facts`)."""
         return self._guard(
-            principal, "memory_facts", f"memory:{owner}", lambda: memory.facts(self.store, principal, owner)
+            principal,
+            "memory_facts",
+            f"memory:{owner}",
+            lambda: memory.facts(self.store, principal, owner, offset=offset, limit=limit),
+        )
+
+    def list_memory_owners(
+        self, principal: Principal, *, limit: int = 1000, offset: int = 0
+    ) -> list[memory.MemoryOwner]:
+        """The owners the tenant keeps memory about, by name, with their counts of facts (a user:
+        itself only; see `memory.list_owners`)."""
+        return self._guard(
+            principal,
+            "list_memory_owners",
+            "memory",
+            lambda: memory.list_owners(self.store, principal, limit=limit, offset=offset),
         )
 
     def forget(
@@ -622,12 +653,13 @@ class Archive:
             ),
         )
 
-    def list_summaries(self, principal: Principal, *, limit: int = 1000) -> list[Summary]:
+    def list_summaries(self, principal: Principal, *, limit: int = 1000, offset: int = 0) -> list[Summary]:
+        """The summaries the principal may read, oldest first, at most `limit` after `offset`."""
         return self._guard(
             principal,
             "list_summaries",
             "summary",
-            lambda: summaries.list_summaries(self.store, principal, limit=limit),
+            lambda: summaries.list_summaries(self.store, principal, limit=limit, offset=offset),
         )
 
     def get_summary(self, principal: Principal, summary_id: str) -> Summary:

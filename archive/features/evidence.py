@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, select, update
+from sqlalchemy import Connection, Row, and_, bindparam, case, func, select, update
 
 from ..rules import limits
 from ..rules.checks import aware, check_media_type, content_bytes
@@ -28,8 +28,9 @@ from ..rules.errors import (
 )
 from ..rules.in_force import evidence_answers_at
 from ..rules.operations import EvidenceInput
+from ..rules.policy import check_list_limit, check_offset
 from ..rules.principal import Principal, Role, Sensitivity, check_identifier
-from ..rules.records import EVIDENCE_KINDS, EvidenceRecord, parse_provenance
+from ..rules.records import EVIDENCE_KINDS, EvidenceRecord, EvidenceStatus, parse_provenance
 from ..rules.refs import DERIVED_ID_PREFIXES, check_evidence_id
 from ..storage import schema as t
 from ..storage.audit import append_event
@@ -635,3 +636,64 @@ def evidence_history(store: ArchiveStore, principal: Principal, evidence_id: str
         principal.require_clearance(rec.sensitivity, f"reading {evidence_id}")
         principal.require_owner(rec.owner, "reading evidence")
     return records
+
+
+@dataclass(frozen=True)
+class EvidenceInfo:
+    """One evidence record as a listing shows it: its newest version, and how many it has."""
+
+    evidence_id: str
+    kind: str  # of the newest version, as are source and status
+    source: str
+    latest_version: int
+    status: EvidenceStatus  # active, or retracted (a newest version is never superseded)
+    versions: int
+    recorded_at: datetime  # when the newest version was recorded
+    ended_at: datetime | None  # when it was retracted, if it was
+
+
+def list_evidence(
+    store: ArchiveStore, principal: Principal, *, limit: int = 1000, offset: int = 0
+) -> list[EvidenceInfo]:
+    """The tenant's evidence records, each once, by id (in the database's collation), at most
+    `limit` (1 to 10,000) after the first `offset`. Only records `evidence_history` would show
+    this principal are listed (its clearance covers every version, and it acts for each one's
+    owner), so every id listed opens, and a record it may not read is not even named.
+    One statement: the page of ids is chosen in SQL, then joined to each one's newest version."""
+    principal.require(Role.READER, "listing evidence")
+    check_list_limit(limit)
+    check_offset(offset)
+    e = t.evidence
+    tenant = principal.tenant_id
+    chains = (
+        select(e.c.evidence_id, func.max(e.c.version).label("latest"), func.count().label("versions"))
+        .where(e.c.tenant_id == tenant)
+        .group_by(e.c.evidence_id)
+        .having(func.max(e.c.sensitivity) <= int(principal.clearance), func.min(e.c.sensitivity) >= 0)
+    )
+    if not principal.has(Role.AGENT):
+        anothers = case((and_(e.c.owner.is_not(None), e.c.owner != principal.subject), 1), else_=0)
+        chains = chains.having(func.sum(anothers) == 0)
+    page = chains.order_by(e.c.evidence_id).limit(limit).offset(offset).subquery()
+    stmt = (
+        select(
+            e.c.evidence_id,
+            e.c.kind,
+            e.c.source,
+            e.c.version,
+            e.c.status,
+            e.c.recorded_at,
+            e.c.ended_at,
+            page.c.versions,
+        )
+        .join(page, and_(e.c.evidence_id == page.c.evidence_id, e.c.version == page.c.latest))
+        .where(e.c.tenant_id == tenant)
+        .order_by(e.c.evidence_id)
+    )
+    with store.read() as conn:
+        return [
+            EvidenceInfo(
+                r.evidence_id, r.kind, r.source, r.version, r.status, r.versions, r.recorded_at, r.ended_at
+            )
+            for r in conn.execute(stmt)
+        ]

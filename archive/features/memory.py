@@ -16,11 +16,11 @@ event. `forget` deletes every version of one fact the same way.
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Row, select, update
+from sqlalchemy import Connection, Row, and_, case, func, not_, select, update
 
 from ..rules import limits
 from ..rules.checks import aware
@@ -31,8 +31,9 @@ from ..rules.errors import (
     MemoryConflict,
     NotFound,
 )
-from ..rules.in_force import expired, in_force
+from ..rules.in_force import expired, expired_clause, in_force
 from ..rules.operations import MAX_TTL_SECONDS, RememberOp
+from ..rules.policy import check_list_limit, check_offset
 from ..rules.principal import Principal, Role, Sensitivity, check_identifier
 from ..rules.records import (
     PROVENANCE_RANK,
@@ -317,19 +318,68 @@ def history(store: ArchiveStore, principal: Principal, owner: str, key: str) -> 
         return [fact_from_row(r, now) for r in _chain(conn, principal.tenant_id, owner, key)]
 
 
-def facts(store: ArchiveStore, principal: Principal, owner: str) -> list[MemoryFact]:
-    """The owner's current unexpired facts, by key."""
+def facts(
+    store: ArchiveStore, principal: Principal, owner: str, *, offset: int = 0, limit: int | None = None
+) -> list[MemoryFact]:
+    """The owner's current unexpired facts, by key: every one, or at most `limit` (1 to 10,000)
+    after the first `offset` (expiry is judged in SQL, so a page is never short of a lapsed one)."""
     principal.require(Role.READER, "reading memory")
     check_access(principal, owner, "reading memory")
+    check_offset(offset)
+    if limit is not None:
+        check_list_limit(limit)
     now = utcnow()
-    with store.read() as conn:
-        rows = conn.execute(
-            select(t.memory_facts)
-            .where(
-                t.memory_facts.c.tenant_id == principal.tenant_id,
-                t.memory_facts.c.owner == owner,
-                t.memory_facts.c.status == "active",
-            )
-            .order_by(t.memory_facts.c.key)
+    m = t.memory_facts
+    stmt = (
+        select(m)
+        .where(
+            m.c.tenant_id == principal.tenant_id,
+            m.c.owner == owner,
+            m.c.status == "active",
+            not_(expired_clause(m.c.expires_at, now)),
         )
-        return [f for f in (fact_from_row(r, now) for r in rows) if not f.expired(now)]
+        .order_by(m.c.key)
+    )
+    if offset or limit is not None:
+        stmt = stmt.offset(offset).limit(limit)
+    with store.read() as conn:
+        return [fact_from_row(r, now) for r in conn.execute(stmt)]
+
+
+@dataclass(frozen=True)
+class MemoryOwner:
+    """Someone the tenant keeps memory about, as a listing shows them."""
+
+    owner: str
+    facts: int  # keys with a current, unexpired value (what `facts` lists)
+    keys: int  # keys with any version kept, expired and superseded ones included
+    changed_at: datetime  # when the newest version of any of them was written
+
+
+def list_owners(
+    store: ArchiveStore, principal: Principal, *, limit: int = 1000, offset: int = 0
+) -> list[MemoryOwner]:
+    """The owners with memory in the tenant, by name, at most `limit` (1 to 10,000) after the
+    first `offset`; a user sees only itself, as `facts` would let it read only its own."""
+    principal.require(Role.READER, "listing memory")
+    check_list_limit(limit)
+    check_offset(offset)
+    now = utcnow()
+    m = t.memory_facts
+    holds = case((and_(m.c.status == "active", not_(expired_clause(m.c.expires_at, now))), 1), else_=0)
+    stmt = (
+        select(
+            m.c.owner,
+            func.sum(holds).label("facts"),
+            func.count(m.c.key.distinct()).label("keys"),
+            func.max(m.c.created_at).label("changed_at"),
+        )
+        .where(m.c.tenant_id == principal.tenant_id)
+        .group_by(m.c.owner)
+        .order_by(m.c.owner)
+    )
+    if not principal.has(Role.AGENT):
+        stmt = stmt.where(m.c.owner == principal.subject)
+    with store.read() as conn:
+        rows = conn.execute(stmt.limit(limit).offset(offset))
+        return [MemoryOwner(r.owner, int(r.facts), int(r.keys), r.changed_at) for r in rows]

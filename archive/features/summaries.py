@@ -15,7 +15,7 @@ from sqlalchemy import Connection, select
 from ..rules import limits
 from ..rules.clock import utcnow
 from ..rules.errors import Forbidden, InvalidInput, NotFound
-from ..rules.policy import check_list_limit
+from ..rules.policy import check_list_limit, check_offset
 from ..rules.principal import Principal, Role, Sensitivity
 from ..rules.records import Summary
 from ..rules.refs import SUMMARY_PREFIX, SourceRef
@@ -133,13 +133,19 @@ def _load(conn: Connection, tenant: str, summary_id: str) -> Summary | None:
     return summary_from_row(row, refs)
 
 
-def list_summaries(store: ArchiveStore, principal: Principal, *, limit: int = 1000) -> list[Summary]:
+def list_summaries(
+    store: ArchiveStore, principal: Principal, *, limit: int = 1000, offset: int = 0
+) -> list[Summary]:
     """The summaries this principal may read (as `get_summary` decides), oldest first; at most
-    `limit` (1 to 10,000)."""
+    `limit` (1 to 10,000) after the first `offset` of those. Whether a summary is about an owner
+    the principal may not act for is known only from its sources, so the ones skipped are read
+    too: a later page costs the reading of the ones before it."""
     principal.require(Role.READER, "listing summaries")
     check_list_limit(limit)
+    check_offset(offset)
     tenant = principal.tenant_id
     out: list[Summary] = []
+    skipped = 0
     with store.read() as conn:
         ids = conn.execute(
             select(t.summaries.c.summary_id)
@@ -151,8 +157,12 @@ def list_summaries(store: ArchiveStore, principal: Principal, *, limit: int = 10
             if summary is None:
                 continue
             owner = source_owner(conn, tenant, summary.derived_from)
-            if owner is None or principal.may_act_for(owner):
-                out.append(summary)
+            if owner is not None and not principal.may_act_for(owner):
+                continue
+            if skipped < offset:
+                skipped += 1
+                continue
+            out.append(summary)
             if len(out) == limit:
                 break
     return out

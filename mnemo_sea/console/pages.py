@@ -15,6 +15,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from mnemo_sea.archive import Principal
+from mnemo_sea.console.links import ref_path
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
 # Items on a page of a long list: a session may hold tens of thousands of results.
@@ -33,6 +34,8 @@ TEMPLATES.env.filters["when"] = _when
 TEMPLATES.env.filters["pretty_json"] = _json
 # Ids go into paths and queries percent-encoded: evidence ids may hold `/`, `#`, `?` and spaces.
 TEMPLATES.env.filters["q"] = lambda value: quote(str(value), safe="")
+# Where a source ref leads (a page under the console's root), or None: console/links.py.
+TEMPLATES.env.filters["ref_path"] = ref_path
 
 
 def base_of(request: Request) -> str:

@@ -678,6 +678,11 @@ class Mnemo:
     get_evidence = _archive_call(Archive.get_evidence)
     evidence_history = _archive_call(Archive.evidence_history)
     get_summary = _archive_call(Archive.get_summary)
+    # Listings a person pages through (the console), not on the REST client yet.
+    list_evidence = _archive_call(Archive.list_evidence)
+    list_summaries = _archive_call(Archive.list_summaries)
+    list_memory_owners = _archive_call(Archive.list_memory_owners)
+    facts = _archive_call(Archive.facts)
 
     def get_result(
         self, principal: Principal, session_id: str, result_id: str, *, with_content: bool = False

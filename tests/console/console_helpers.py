@@ -85,10 +85,31 @@ def click_through(browser: Any, by: str, value: str) -> None:
     wait.until(lambda b: b.execute_script("return document.readyState") == "complete")
 
 
+def change_through(browser: Any, field: Any, value: object) -> None:
+    """Set a field's value by script and fire its `change`, as dragging a slider ends, then wait
+    until the page its form sends has loaded (console.js submits a data-autosubmit field)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    old = browser.find_element(By.TAG_NAME, "html")
+    browser.execute_script(
+        "arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('change'));",
+        field,
+        str(value),
+    )
+    wait = WebDriverWait(browser, PAGE_WAIT_SECONDS)
+    wait.until(expected_conditions.staleness_of(old))
+    wait.until(lambda b: b.execute_script("return document.readyState") == "complete")
+
+
 def screenshot(browser: Any, folder: Path, name: str) -> Path:
     """Keep what the browser shows now as `folder/name.png` (the whole page's height)."""
     height = browser.execute_script("return document.documentElement.scrollHeight")
-    browser.set_window_size(1280, max(900, min(int(height), 4000)))
+    # The window's size counts the browser's own frame too (about 140 px headless): add it, or
+    # the page's foot is cut off.
+    frame = browser.execute_script("return window.outerHeight - window.innerHeight")
+    browser.set_window_size(1280, max(900, min(int(height) + int(frame), 4000)))
     path = folder / f"{name}.png"
     browser.save_screenshot(str(path))
     browser.set_window_size(1280, 900)
