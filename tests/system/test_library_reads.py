@@ -23,7 +23,15 @@ from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.client import MnemoClient
 from mnemo_sea.system.mnemo import Mnemo
 
-READS = ("list_sessions", "session_info", "list_results", "get_result", "get_evidence", "evidence_history", "get_summary")
+READS = (
+    "list_sessions",
+    "session_info",
+    "list_results",
+    "get_result",
+    "get_evidence",
+    "evidence_history",
+    "get_summary",
+)
 # What only the client has: it checks the bytes it received against the hash it expected.
 CLIENT_ONLY = {"get_evidence": {"expected_sha256"}, "get_result": {"expected_sha256"}}
 AGENT = Principal("clinic", "agent-1", frozenset({Role.AGENT}), Sensitivity.INTERNAL)

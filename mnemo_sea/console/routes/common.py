@@ -1,16 +1,25 @@
-"""What the pages of evidence, memory, summaries and search take alike: who is looking, where a
-long list starts, the facade they read through, and a moment a person names."""
+"""What every page takes alike: its router, who is looking, where a long list starts, the facade
+it reads through, and a moment a person names."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import Depends, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 
 from mnemo_sea.archive import InvalidInput, Principal
 from mnemo_sea.console.viewer import viewer
+from mnemo_sea.rest.threads import PooledRoute
 from mnemo_sea.system.mnemo import Mnemo
+
+
+def page_router() -> APIRouter:
+    """The router of a group of pages. Pages run in REST's pool, a tenant's turn at a time
+    (rest/threads.py): a tenant paging through a long session holds no more of the pool than its
+    API calls may."""
+    return APIRouter(route_class=PooledRoute)
+
 
 Viewer = Annotated[Principal, Depends(viewer)]
 Offset = Annotated[int, Query(ge=0, le=10_000_000)]

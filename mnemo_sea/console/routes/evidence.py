@@ -9,16 +9,16 @@ import json
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from mnemo_sea.archive import EvidenceRecord, NotFound, Principal, limits
 from mnemo_sea.console.pages import PAGE_SIZE, Window, render, security_headers
-from mnemo_sea.console.routes.common import MOMENT_CHARS, Offset, Viewer, mnemo_of, moment
+from mnemo_sea.console.routes.common import MOMENT_CHARS, Offset, Viewer, mnemo_of, moment, page_router
 from mnemo_sea.console.time_axis import change_points, lay_out
 from mnemo_sea.system.mnemo import Mnemo
 
-router = APIRouter()
+router = page_router()
 EvidenceId = Annotated[str, Query(alias="id", min_length=1, max_length=limits.EVIDENCE_ID_CHARS)]
 Version = Annotated[int, Query(ge=1, le=2**31 - 1)]
 AsOf = Annotated[str | None, Query(max_length=MOMENT_CHARS)]

@@ -6,14 +6,14 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import Query, Request
 from fastapi.responses import HTMLResponse
 
 from mnemo_sea.archive import MemoryFact, NotFound, limits
 from mnemo_sea.console.pages import PAGE_SIZE, Window, render
-from mnemo_sea.console.routes.common import Offset, Viewer, mnemo_of
+from mnemo_sea.console.routes.common import Offset, Viewer, mnemo_of, page_router
 
-router = APIRouter()
+router = page_router()
 Owner = Annotated[str, Query(min_length=1, max_length=limits.ID_CHARS)]
 Key = Annotated[str, Query(min_length=1, max_length=limits.MEMORY_KEY_CHARS)]
 

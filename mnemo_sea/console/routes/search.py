@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import Query, Request
 from fastapi.responses import HTMLResponse
 
 from mnemo_sea.archive import SEARCH_KINDS
 from mnemo_sea.console.links import derived_path, evidence_path
 from mnemo_sea.console.pages import render
-from mnemo_sea.console.routes.common import Viewer, mnemo_of
+from mnemo_sea.console.routes.common import Viewer, mnemo_of, page_router
 
-router = APIRouter()
+router = page_router()
 # Hits shown: one search answers at most 100 (SearchOp.limit).
 DEFAULT_HITS = 20
 MAX_HITS = 100

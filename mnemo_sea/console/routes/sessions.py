@@ -6,28 +6,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from mnemo_sea.archive import Forbidden, Principal, ToolResult, render_live, render_stub
 from mnemo_sea.console.pages import PAGE_SIZE, Window, render, security_headers
-from mnemo_sea.console.viewer import viewer
-from mnemo_sea.rest.threads import PooledRoute
+from mnemo_sea.console.routes.common import Offset, Viewer, mnemo_of, page_router
 from mnemo_sea.system.mnemo import Mnemo
 
-# Pages run in REST's pool, a tenant's turn at a time (rest/threads.py): a tenant paging through a
-# long session holds no more of the pool than its API calls may.
-router = APIRouter(route_class=PooledRoute)
-Viewer = Annotated[Principal, Depends(viewer)]
-Offset = Annotated[int, Query(ge=0, le=10_000_000)]
+router = page_router()
 # The budget a session's context page starts with, and the largest it accepts.
 DEFAULT_BUDGET = 16_000
 MAX_BUDGET = 2_000_000
-
-
-def _mnemo(request: Request) -> Mnemo:
-    mnemo: Mnemo = request.app.state.mnemo
-    return mnemo
 
 
 @dataclass(frozen=True)
@@ -66,14 +56,14 @@ def _row(mnemo: Mnemo, principal: Principal, result: ToolResult) -> TimelineRow:
 @router.get("/", response_class=HTMLResponse)
 @router.get("/sessions", response_class=HTMLResponse)
 def sessions(request: Request, principal: Viewer, offset: Offset = 0) -> HTMLResponse:
-    found = _mnemo(request).list_sessions(principal, limit=PAGE_SIZE + 1, offset=offset)
+    found = mnemo_of(request).list_sessions(principal, limit=PAGE_SIZE + 1, offset=offset)
     items, window = Window.of(found, offset)
     return render(request, "sessions.html", principal, sessions=items, window=window)
 
 
 @router.get("/sessions/{session_id}", response_class=HTMLResponse)
 def session(request: Request, session_id: str, principal: Viewer, offset: Offset = 0) -> HTMLResponse:
-    mnemo = _mnemo(request)
+    mnemo = mnemo_of(request)
     info = mnemo.session_info(principal, session_id)
     found = mnemo.list_results(principal, session_id, offset=offset, limit=PAGE_SIZE + 1)
     items, window = Window.of(found, offset)
@@ -95,7 +85,7 @@ def session(request: Request, session_id: str, principal: Viewer, offset: Offset
 @router.get("/sessions/{session_id}/results/{result_id}", response_class=HTMLResponse)
 def result(request: Request, session_id: str, result_id: str, principal: Viewer) -> HTMLResponse:
     """One result: its record, and its original as exact text (a download when not UTF-8)."""
-    mnemo = _mnemo(request)
+    mnemo = mnemo_of(request)
     record, content = mnemo.get_result(principal, session_id, result_id, with_content=True)
     text: str | None = None
     if content is not None:
@@ -118,7 +108,7 @@ def result(request: Request, session_id: str, result_id: str, principal: Viewer)
 @router.get("/sessions/{session_id}/results/{result_id}/original")
 def original(request: Request, session_id: str, result_id: str, principal: Viewer) -> Response:
     """What the result shows, byte for byte (hash-verified by the archive), as a download."""
-    record, content = _mnemo(request).get_result(principal, session_id, result_id, with_content=True)
+    record, content = mnemo_of(request).get_result(principal, session_id, result_id, with_content=True)
     name = f"{session_id}-{result_id}" + (".txt" if record.media_type.startswith("text/") else ".bin")
     headers = {
         **security_headers(),
@@ -139,7 +129,7 @@ def context(
 ) -> HTMLResponse:
     """The context the assembler would build now: kept segments, what was left out and why, and
     the live results worth archiving. Reads only."""
-    mnemo = _mnemo(request)
+    mnemo = mnemo_of(request)
     assembled = mnemo.context(principal, session_id, budget_tokens=budget, query=query or None)
     return render(
         request,

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import Query, Request
 from fastapi.responses import HTMLResponse
 
 from mnemo_sea.console.pages import PAGE_SIZE, Window, render
-from mnemo_sea.console.routes.common import Offset, Viewer, mnemo_of
+from mnemo_sea.console.routes.common import Offset, Viewer, mnemo_of, page_router
 
-router = APIRouter()
+router = page_router()
 # A summary's id is `sum:` and 32 hex digits; the archive refuses anything over 64 characters.
 SummaryId = Annotated[str, Query(alias="id", min_length=1, max_length=64)]
 
