@@ -188,8 +188,8 @@ def build_session(mnemo: Mnemo, results: int, say: Callable[[str], None]) -> dic
             if i == big_at:
                 big_id = made.result_id
         seconds["record"] += time.perf_counter() - t
-        # Archive a share of this round's results, never the big one nor the round's newest (an
-        # agent sets aside what it has read, keeping the latest in view).
+        # Archive a share of this round's results, never the big one nor the round's ten newest
+        # (an agent sets aside what it has read, keeping the latest in view).
         picked = [
             r
             for r in recorded[start : len(recorded) - 10]
