@@ -334,6 +334,21 @@ class Archive:
             lambda: sessions.list_results(self.store, principal, session_id, offset=offset, limit=limit),
         )
 
+    def list_results_with_content(
+        self, principal: Principal, session_id: str, *, offset: int = 0, limit: int | None = None
+    ) -> list[tuple[ToolResult, bytes | None]]:
+        """The page `list_results` gives, each live result the principal may read with what it
+        shows (hash-verified), others with None, in one read (see
+        `sessions.list_results_with_content`)."""
+        return self._guard(
+            principal,
+            "list_results_with_content",
+            f"session:{session_id}",
+            lambda: sessions.list_results_with_content(
+                self.store, principal, session_id, offset=offset, limit=limit
+            ),
+        )
+
     def session_info(self, principal: Principal, session_id: str) -> sessions.SessionInfo:
         """One session with its result counts, as `list_sessions` lists it."""
         return self._guard(

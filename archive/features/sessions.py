@@ -56,7 +56,7 @@ from ..rules.tool_results import (
 )
 from ..storage import schema as t
 from ..storage.audit import append_event
-from ..storage.blobs import put_blob, read_blob, sha256_hex, verified
+from ..storage.blobs import put_blob, read_blob, read_blobs, sha256_hex, verified
 from ..storage.idempotency import keyed, previous_reply, save_reply
 from ..storage.outbox import enqueue, enqueue_many
 from ..storage.session_rows import check_opened, readable_session, session_row
@@ -614,6 +614,31 @@ def list_results(
         readable_session(conn, principal, session_id)
         found = _results_with_notes(conn, principal.tenant_id, session_id, window=(offset, limit))
         return [_as_seen_by(principal, r) for r in found]
+
+
+def list_results_with_content(
+    store: ArchiveStore, principal: Principal, session_id: str, *, offset: int = 0, limit: int | None = None
+) -> list[tuple[ToolResult, bytes | None]]:
+    """The page `list_results` reads, each result with what it shows when that is in view: a
+    live result's hash-verified original (an excerpt copy's excerpt), as `get_result` returns
+    it; None for an archived result (its stub is in view; its original comes back through
+    `recover`) and for one above the principal's clearance. One transaction, and one statement
+    for the originals however long the page (a timeline of 50 results read them one `get_result`
+    at a time: 50 transactions). IntegrityFailure when an original fails its hash, as
+    `get_result`."""
+    principal.require(Role.READER, "reading a session")
+    check_identifier("session_id", session_id)
+    check_offset(offset)
+    if limit is not None:
+        check_list_limit(limit)
+    tenant = principal.tenant_id
+    with store.read() as conn:
+        readable_session(conn, principal, session_id)
+        found = _results_with_notes(conn, tenant, session_id, window=(offset, limit))
+        in_view = [r for r in found if r.state == "live" and principal.can_read(r.sensitivity)]
+        originals = read_blobs(conn, tenant, (r.content_sha256 for r in in_view))
+    shows = {r.result_id: shown(r, originals[r.content_sha256]) for r in in_view}
+    return [(_as_seen_by(principal, r), shows.get(r.result_id)) for r in found]
 
 
 def _as_seen_by(principal: Principal, result: ToolResult) -> ToolResult:

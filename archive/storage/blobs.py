@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, and_, delete, exists, select
@@ -55,6 +55,21 @@ def read_blob(conn: Connection, tenant_id: str, digest: str) -> bytes:
         select(t.blobs.c.content).where(t.blobs.c.tenant_id == tenant_id, t.blobs.c.sha256 == digest)
     ).first()
     return verified(digest, None if row is None else row.content)
+
+
+def read_blobs(conn: Connection, tenant_id: str, digests: Iterable[str]) -> dict[str, bytes]:
+    """`read_blob` of many originals in one statement: each digest's bytes, every one checked
+    against its hash (IntegrityFailure for the first that fails or is missing)."""
+    wanted = sorted(set(digests))
+    if not wanted:
+        return {}
+    rows = conn.execute(
+        select(t.blobs.c.sha256, t.blobs.c.content).where(
+            t.blobs.c.tenant_id == tenant_id, t.blobs.c.sha256.in_(wanted)
+        )
+    )
+    stored = {row.sha256: row.content for row in rows}
+    return {digest: verified(digest, stored.get(digest)) for digest in wanted}
 
 
 def verified(digest: str, stored: bytes | None) -> bytes:

@@ -178,13 +178,21 @@ _register_mcp(app)
 
 from . import (  # noqa: E402 - they need bench_app above
     bench_api,
+    bench_console,
     bench_embedded_write,
     bench_mnemo_ingest,
     bench_query_embedding,
     bench_search_path,
 )
 
-for _bench in (bench_api, bench_embedded_write, bench_mnemo_ingest, bench_search_path, bench_query_embedding):
+for _bench in (
+    bench_api,
+    bench_embedded_write,
+    bench_mnemo_ingest,
+    bench_search_path,
+    bench_query_embedding,
+    bench_console,
+):
     _bench.register(bench_app)
 
 from .curation import register as _register_curation  # noqa: E402 - needs eval_app above

@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from mnemo_sea.archive import Forbidden, Principal, ToolResult, render_live, render_stub
+from mnemo_sea.archive import Principal, ToolResult, render_live, render_stub
 from mnemo_sea.console.pages import PAGE_SIZE, Window, render, security_headers
 from mnemo_sea.console.routes.common import Offset, Viewer, mnemo_of, page_router
 from mnemo_sea.system.mnemo import Mnemo
@@ -38,18 +38,16 @@ def _status(result: ToolResult) -> str:
     return "live"
 
 
-def _row(mnemo: Mnemo, principal: Principal, result: ToolResult) -> TimelineRow:
+def _row(mnemo: Mnemo, principal: Principal, result: ToolResult, content: bytes | None) -> TimelineRow:
+    """`content`: what a live result shows, as the page's one read returned it (None when the
+    principal may not read it)."""
     status = _status(result)
     if result.state == "archived":
         stub = render_stub(result)
         return TimelineRow(result, status, stub, mnemo.token_counter.count(stub))
-    if not principal.can_read(result.sensitivity):
+    if content is None:  # above the principal's clearance
         return TimelineRow(result, status, "", None)
-    try:
-        _, content = mnemo.get_result(principal, result.session_id, result.result_id, with_content=True)
-    except Forbidden:
-        return TimelineRow(result, status, "", None)
-    envelope = render_live(result, content or b"")
+    envelope = render_live(result, content)
     return TimelineRow(result, status, envelope, mnemo.token_counter.count(envelope))
 
 
@@ -65,9 +63,11 @@ def sessions(request: Request, principal: Viewer, offset: Offset = 0) -> HTMLRes
 def session(request: Request, session_id: str, principal: Viewer, offset: Offset = 0) -> HTMLResponse:
     mnemo = mnemo_of(request)
     info = mnemo.session_info(principal, session_id)
-    found = mnemo.list_results(principal, session_id, offset=offset, limit=PAGE_SIZE + 1)
+    # The page's results and the originals of its live ones in one read: one transaction, not
+    # one `get_result` per row (each original still hash-verified).
+    found = mnemo.archive.list_results_with_content(principal, session_id, offset=offset, limit=PAGE_SIZE + 1)
     items, window = Window.of(found, offset)
-    rows = [_row(mnemo, principal, r) for r in items]
+    rows = [_row(mnemo, principal, r, content) for r, content in items]
     last_page = max(info.results - 1, 0) // PAGE_SIZE * PAGE_SIZE
     return render(
         request,
