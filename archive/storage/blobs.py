@@ -61,15 +61,21 @@ def read_blobs(conn: Connection, tenant_id: str, digests: Iterable[str]) -> dict
     """`read_blob` of many originals in one statement: each digest's bytes, every one checked
     against its hash (IntegrityFailure for the first that fails or is missing)."""
     wanted = sorted(set(digests))
-    if not wanted:
-        return {}
-    rows = conn.execute(
-        select(t.blobs.c.sha256, t.blobs.c.content).where(
-            t.blobs.c.tenant_id == tenant_id, t.blobs.c.sha256.in_(wanted)
+    stored: dict[str, bytes] = {}
+    # In parts: a statement's parameters are bounded (SQLite's 32,766, PostgreSQL's 65,535), and
+    # a session's originals may be more.
+    for start in range(0, len(wanted), _DIGESTS_PER_READ):
+        part = wanted[start : start + _DIGESTS_PER_READ]
+        rows = conn.execute(
+            select(t.blobs.c.sha256, t.blobs.c.content).where(
+                t.blobs.c.tenant_id == tenant_id, t.blobs.c.sha256.in_(part)
+            )
         )
-    )
-    stored = {row.sha256: row.content for row in rows}
+        stored.update((row.sha256, row.content) for row in rows)
     return {digest: verified(digest, stored.get(digest)) for digest in wanted}
+
+
+_DIGESTS_PER_READ = 1000
 
 
 def verified(digest: str, stored: bytes | None) -> bytes:

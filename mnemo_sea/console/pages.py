@@ -78,16 +78,19 @@ class Window:
     offset: int
     limit: int
     more: bool
+    param: str = "offset"  # the query parameter that names the offset (a page may page two lists)
 
     @classmethod
-    def of(cls, found: list[Any], offset: int, limit: int = PAGE_SIZE) -> tuple[list[Any], Window]:
+    def of(
+        cls, found: list[Any], offset: int, limit: int = PAGE_SIZE, *, param: str = "offset"
+    ) -> tuple[list[Any], Window]:
         """The page of `found`, read as `limit + 1` items from `offset` (the extra one says
         whether a next page exists)."""
-        return found[:limit], cls(offset, limit, len(found) > limit)
+        return found[:limit], cls(offset, limit, len(found) > limit, param)
 
     def link(self, path: str, offset: int, **query: Any) -> str:
         params = {k: v for k, v in query.items() if v not in (None, "")}
-        params["offset"] = offset
+        params[self.param] = offset
         return f"{path}?{urlencode(params)}"
 
     def previous(self) -> int | None:

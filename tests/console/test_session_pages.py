@@ -138,3 +138,20 @@ def test_a_person_walks_from_the_sessions_to_an_original_and_back(
     click_through(browser, By.CSS_SELECTOR, "#budget-form button")
     assert "of 2500 tokens used" in browser.find_element(By.ID, "context-totals").text
     screenshot(browser, SCREENSHOTS, "session-context")
+
+
+def test_the_context_pages_long_lists_a_page_at_a_time(tenant: Tenant) -> None:
+    p = tenant.principal()
+    for i in range(PAGE_SIZE + 5):
+        tenant.mnemo.record(p, "many", tool_name="read", arguments={"f": i}, content=f"row {i}\n" * 300)
+    key = tenant.key()
+    assembled = tenant.mnemo.context(p, "many", budget_tokens=3000)
+    assert len(assembled.left_out) > PAGE_SIZE  # the session leaves out more than a page
+    first = tenant.get("/ui/sessions/many/context?budget=3000", key).text
+    table = first.split('<table id="left-out">')[1].split("</table>")[0]
+    assert table.count("<tr>") == PAGE_SIZE + 1  # the header and one page
+    assert f"({len(assembled.left_out)})" in first
+    assert f"budget=3000&amp;candidates_offset=0&amp;left_offset={PAGE_SIZE}" in first
+    rest = tenant.get(f"/ui/sessions/many/context?budget=3000&left_offset={PAGE_SIZE}", key).text
+    shown = rest.split('<table id="left-out">')[1].split("</table>")[0].count("<tr>") - 1
+    assert shown == len(assembled.left_out) - PAGE_SIZE

@@ -126,11 +126,22 @@ def context(
     principal: Viewer,
     budget: Annotated[int, Query(ge=1, le=MAX_BUDGET)] = DEFAULT_BUDGET,
     query: Annotated[str | None, Query(max_length=2_000)] = None,
+    left_offset: Offset = 0,
+    candidates_offset: Offset = 0,
 ) -> HTMLResponse:
     """The context the assembler would build now: kept segments, what was left out and why, and
-    the live results worth archiving. Reads only."""
+    the live results worth archiving, the two lists a page at a time (a long session leaves out
+    thousands). Reads only."""
     mnemo = mnemo_of(request)
     assembled = mnemo.context(principal, session_id, budget_tokens=budget, query=query or None)
+    left, left_window = Window.of(
+        list(assembled.left_out[left_offset : left_offset + PAGE_SIZE + 1]), left_offset, param="left_offset"
+    )
+    candidates, candidates_window = Window.of(
+        list(assembled.candidates[candidates_offset : candidates_offset + PAGE_SIZE + 1]),
+        candidates_offset,
+        param="candidates_offset",
+    )
     return render(
         request,
         "context.html",
@@ -139,4 +150,8 @@ def context(
         assembled=assembled,
         budget=budget,
         query=query or "",
+        left=left,
+        left_window=left_window,
+        candidates=candidates,
+        candidates_window=candidates_window,
     )
