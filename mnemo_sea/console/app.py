@@ -21,7 +21,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from mnemo_sea.archive import VerifiedKeys
 from mnemo_sea.console import errors
-from mnemo_sea.console.routes import login, sessions
+from mnemo_sea.console.routes import login, sessions, task_state
 from mnemo_sea.console.viewer import LaunchLogin
 from mnemo_sea.system.mnemo import Mnemo
 from mnemo_sea.system.wiring.settings import MnemoSettings
@@ -53,7 +53,7 @@ def console_app(
     app.state.report = report
     errors.install(app)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    for module in (login, sessions):
+    for module in (login, sessions, task_state):
         app.include_router(module.router)
     # The token counter loads its encoding on first use (about 0.25 s): load it now, not on a
     # viewer's first page.
