@@ -22,7 +22,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from mnemo_sea.archive import VerifiedKeys
 from mnemo_sea.console import errors
 from mnemo_sea.console.limits import BodyCap
-from mnemo_sea.console.routes import audit, deletions, login, sessions, task_state
+from mnemo_sea.console.routes import audit, curation, deletions, login, sessions, task_state
 from mnemo_sea.console.viewer import LaunchLogin
 from mnemo_sea.system.mnemo import Mnemo
 from mnemo_sea.system.wiring.settings import MnemoSettings
@@ -55,7 +55,7 @@ def console_app(
     errors.install(app)
     app.add_middleware(BodyCap)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    for module in (login, sessions, task_state, audit, deletions):
+    for module in (login, sessions, task_state, audit, deletions, curation):
         app.include_router(module.router)
     # The token counter loads its encoding on first use (about 0.25 s): load it now, not on a
     # viewer's first page.
