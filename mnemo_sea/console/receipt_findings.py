@@ -33,19 +33,24 @@ class Step:
     says: str
 
 
+ArchiveState = Literal["absent", "present", "rewritten", "still cites"]
+
+
 @dataclass(frozen=True)
 class Item:
     """One thing the receipt says the deletion removed, and whether the archive and the index
-    still hold it ("" where that store never held that kind)."""
+    still hold it ("" where that store never held that kind). A task state version of a session
+    that was not deleted is rewritten, not removed: it is "rewritten" when it no longer holds a
+    fact citing deleted data, "still cites" when it does."""
 
     kind: str
     name: str
-    archive: Literal["absent", "present"]
+    archive: ArchiveState
     index: Literal["absent", "present", ""]
 
     @property
     def gone(self) -> bool:
-        return self.archive == "absent" and self.index != "present"
+        return self.archive in ("absent", "rewritten") and self.index != "present"
 
 
 @dataclass(frozen=True)
@@ -110,8 +115,16 @@ def _all_items(receipt: DeletionReceipt, left: set[str], index_left: set[str]) -
         )
     for summary_id in receipt.summaries:
         items.append(Item("summary", summary_id, state("summaries" in left), state(summary_id in index_left)))
+    deleted_sessions = set(receipt.sessions)
     for session_id, version in receipt.task_states:
-        items.append(Item("task state version", f"{session_id} v{version}", "absent", ""))
+        name = f"{session_id} v{version}"
+        if session_id in deleted_sessions:
+            items.append(
+                Item("task state version", name, state("task states of a deleted session" in left), "")
+            )
+            continue
+        cites = any(x.startswith(f"task state {session_id}@{version} ") for x in left)
+        items.append(Item("task state version", name, "still cites" if cites else "rewritten", ""))
     for digest in receipt.blobs:
         items.append(Item("original", digest, state("originals (blobs)" in left), ""))
     return items

@@ -207,6 +207,31 @@ def test_a_receipt_is_verified_live_and_a_tampered_one_refused(tenant: Tenant) -
     assert [(e.action, e.detail["check"]) for e in added] == [("integrity_failure", "signature")]
 
 
+def test_each_removed_item_is_shown_with_where_it_is_still_held(tenant: Tenant) -> None:
+    """A deletion of evidence a task state cites: the evidence version is gone from the archive and
+    the index, and the task state versions are rewritten without the fact."""
+    admin = tenant.principal()
+    m = tenant.mnemo
+    m.put_evidence(admin, EvidenceInput(evidence_id="lab-7", body="MDR1 mut/mut", source="lab"))
+    m.update_task_state(
+        admin, "visit", goal="g", confirmed=[{"fact": "MDR1 mut/mut", "evidence_id": "lab-7"}]
+    )
+    receipt = m.delete_evidence(admin, "lab-7")
+    assert receipt.task_states == (("visit", 1),)
+    page = _verify(tenant, tenant.key(), data={"receipt": json.dumps(receipt_to_dict(receipt))}).text
+    table = page.split('<table id="items"')[1].split("</table>")[0]
+    rows = [
+        (state, *(re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td>(.*?)</td>", row, re.S)))
+        for state, row in re.findall(r'<tr class="(gone|held)">(.*?)</tr>', table, re.S)
+    ]
+    assert rows == [
+        ("gone", "evidence version", "lab-7@1", "absent", "absent"),  # the archive, the index
+        ("gone", "task state version", "visit v1", "rewritten", "—"),
+        ("gone", "original", receipt.blobs[0], "absent", "—"),
+    ]
+    assert "MDR1 mut/mut" not in page  # a receipt holds ids and hashes, never deleted content
+
+
 def test_a_receipt_that_is_no_receipt_is_a_clear_422(tenant: Tenant) -> None:
     key = tenant.key()
     for data in (

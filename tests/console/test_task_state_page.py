@@ -116,6 +116,27 @@ def test_a_long_history_is_read_a_page_of_versions_at_a_time(tenant: Tenant) -> 
     assert "+ constraints: rule 3" in re.sub(r"<[^>]+>", "", html.unescape(_section(oldest, 4)))
 
 
+def test_versions_above_the_readers_clearance_are_left_out_and_said_so(tenant: Tenant) -> None:
+    """v2 cites confidential evidence (so it is confidential itself); v3 lets that fact go and is
+    internal again: an internal reader sees v1 and v3, and v3's changes span the gap."""
+    p = tenant.principal(clearance="confidential")
+    m = tenant.mnemo
+    m.put_evidence(p, EvidenceInput(evidence_id="biopsy", body="x", source="lab", sensitivity="confidential"))
+    m.update_task_state(p, "gap", goal="g", unresolved=["biopsy result unknown"])
+    fact = {"fact": "biopsy benign", "evidence_id": "biopsy", "resolves": "biopsy result unknown"}
+    m.update_task_state(p, "gap", goal="g", confirmed=[fact])
+    key = tenant.key()  # internal
+    page = tenant.get("/ui/sessions/gap/task-state", key).text
+    assert [int(v) for v in re.findall(r'class="card version" id="v(\d+)"', page)] == [1]
+    assert 'id="newer-hidden">the versions after v1 are above your clearance' in page
+    assert "biopsy benign" not in page
+    m.update_task_state(p, "gap", goal="g", release=[{"item": "biopsy benign", "reason": "sent to the vet"}])
+    page = tenant.get("/ui/sessions/gap/task-state", key).text
+    assert [int(v) for v in re.findall(r'class="card version" id="v(\d+)"', page)] == [1, 3]
+    assert "not shown, above your clearance: v2" in page and 'id="newer-hidden"' not in page
+    assert "Changes since v1" in _section(page, 3) and "versions between are above your clearance" in page
+
+
 def test_refused_writes_the_audit_chain_recorded_are_listed_for_admins(tenant: Tenant) -> None:
     _history(tenant)
     m = tenant.mnemo

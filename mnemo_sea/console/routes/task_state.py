@@ -79,6 +79,9 @@ def task_state(request: Request, session_id: str, principal: Viewer, offset: Off
         versions=versions,
         total=len(history),
         hidden=_hidden(history),
+        # The newest version the reader may read is superseded: the ones after it are not theirs.
+        newer_hidden=bool(history) and history[-1].status == "superseded",
+        newest=history[-1].version if history else None,
         changes=history_changes(history),
         lists=LISTS,
         labels=dict(LISTS),
