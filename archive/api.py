@@ -23,11 +23,13 @@ from . import deletion, hits
 from .features import api_keys, evidence, memory, sessions, summaries, task_state
 from .features.api_keys import ApiKeyInfo
 from .internal_reads import InternalReads
+from .rules.checks import aware
 from .rules.errors import (
     ArchiveError,
     BatchRejected,
     Forbidden,
     IntegrityFailure,
+    InvalidInput,
     ReceiptKeyMissing,
     TargetStatus,
     TaskStateRejected,
@@ -70,11 +72,14 @@ from .rules.refs import memory_ref
 from .rules.tool_results import ToolResult
 from .storage import deployment_key, outbox
 from .storage.audit import (
+    TARGET_LIMIT,
     AuditAnchor,
     AuditEvent,
+    AuditQuery,
     AuditReport,
     append_event,
     check_anchor,
+    find_events,
     list_events,
     make_anchor,
     verify_chain,
@@ -842,3 +847,63 @@ class Archive:
                 )
 
         return self._guard(principal, "audit_events", "audit", run)
+
+    def find_audit_events(
+        self,
+        principal: Principal,
+        *,
+        action: str | None = None,
+        actor: str | None = None,
+        target: str | None = None,
+        target_contains: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        before_seq: int | None = None,
+        limit: int = 100,
+    ) -> list[AuditEvent]:
+        """The tenant's audit events of one `action` (kind), by one `actor` (subject), on one
+        `target` or a target containing `target_contains` (letter case ignored), at `since` or
+        later and before `until`: each given filter narrows, in SQL (admin only). Newest first,
+        at most `limit` (1-1000) before `before_seq`: pass the last seq read for the next page."""
+        query = _audit_query(action, actor, target, target_contains, since, until)
+        if before_seq is not None and not _is_seq(before_seq):
+            raise InvalidInput("before_seq", f"must be a positive integer, got {before_seq!r}")
+
+        def run() -> list[AuditEvent]:
+            principal.require(Role.ADMIN, "reading the audit chain")
+            with self.store.read() as conn:
+                return find_events(
+                    conn, principal.tenant_id, query, before_seq=before_seq, limit=min(max(limit, 1), 1000)
+                )
+
+        return self._guard(principal, "audit_events", "audit", run)
+
+
+# The widths of the audit columns a filter names (schema.audit_events): a longer value matches no
+# event, so it is refused as the mistake it is.
+_AUDIT_FILTER_CHARS = {"action": 64, "actor": 128, "target": TARGET_LIMIT, "target_contains": TARGET_LIMIT}
+
+
+def _is_seq(value: object) -> bool:
+    """A sequence number a chain may hold: 1 up to the largest integer SQL stores."""
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 2**63 - 1
+
+
+def _audit_query(
+    action: str | None,
+    actor: str | None,
+    target: str | None,
+    target_contains: str | None,
+    since: datetime | None,
+    until: datetime | None,
+) -> AuditQuery:
+    """The filters of `find_audit_events`, checked before anything is read."""
+    texts = {"action": action, "actor": actor, "target": target, "target_contains": target_contains}
+    for field, value in texts.items():
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value:
+            raise InvalidInput(field, "must be a non-empty text (or None: no filter)")
+        if len(value) > _AUDIT_FILTER_CHARS[field]:
+            raise InvalidInput(field, f"is longer than {_AUDIT_FILTER_CHARS[field]} characters")
+    return AuditQuery(action, actor, target, target_contains, aware("since", since), aware("until", until))

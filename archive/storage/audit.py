@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection, bindparam, func, select, update
 from sqlalchemy.sql.dml import ReturningInsert
 
 from ..rules.clock import utcnow
@@ -278,4 +278,45 @@ def list_events(
         .order_by(t.audit_events.c.seq)
         .limit(limit)
     ).all()
+    return [AuditEvent(r.seq, r.at, r.actor, r.action, r.target, json.loads(r.detail_json)) for r in rows]
+
+
+@dataclass(frozen=True)
+class AuditQuery:
+    """Which of a tenant's events a reader wants: every field given narrows the list (all must
+    hold); none given, every event. Checked by the caller (Archive.find_audit_events)."""
+
+    action: str | None = None
+    actor: str | None = None
+    target: str | None = None  # exactly this target
+    target_contains: str | None = None  # a substring of the target, letter case ignored
+    since: datetime | None = None  # at or after
+    until: datetime | None = None  # before (half-open, as every time range of the archive)
+
+
+def find_events(
+    conn: Connection, tenant_id: str, query: AuditQuery, *, before_seq: int | None = None, limit: int = 100
+) -> list[AuditEvent]:
+    """The tenant's events matching `query`, newest first, filtered in SQL: at most `limit` of
+    them before `before_seq` (keyset pagination: pass the last seq read to get the next page;
+    None starts at the head). A reader looks at the latest events first, and a keyset page stays
+    put while new events are appended above it."""
+    c = t.audit_events.c
+    stmt = select(t.audit_events).where(c.tenant_id == tenant_id)
+    if before_seq is not None:
+        stmt = stmt.where(c.seq < before_seq)
+    if query.action is not None:
+        stmt = stmt.where(c.action == query.action)
+    if query.actor is not None:
+        stmt = stmt.where(c.actor == query.actor)
+    if query.target is not None:
+        stmt = stmt.where(c.target == query.target[:TARGET_LIMIT])
+    if query.target_contains is not None:
+        # lower() on both sides: SQLite's LIKE ignores ASCII case and PostgreSQL's does not.
+        stmt = stmt.where(func.lower(c.target).contains(query.target_contains.lower(), autoescape=True))
+    if query.since is not None:
+        stmt = stmt.where(c.at >= query.since)
+    if query.until is not None:
+        stmt = stmt.where(c.at < query.until)
+    rows = conn.execute(stmt.order_by(c.seq.desc()).limit(limit)).all()
     return [AuditEvent(r.seq, r.at, r.actor, r.action, r.target, json.loads(r.detail_json)) for r in rows]

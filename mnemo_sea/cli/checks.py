@@ -11,8 +11,9 @@ from typing import Annotated
 import typer
 
 from mnemo_sea.cli.output import EXIT_INTEGRITY, EXIT_PROBLEMS, CliError, JsonOpt, emit, table
-from mnemo_sea.cli.receipt_files import anchor_from_dict, anchor_to_dict, read_json
+from mnemo_sea.cli.receipt_files import read_json
 from mnemo_sea.cli.target import Target, add_command, add_group, open_archive, open_mnemo
+from mnemo_sea.system.receipt_json import anchor_from_dict, anchor_to_dict
 
 
 def fsck(

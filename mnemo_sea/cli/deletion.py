@@ -10,14 +10,9 @@ from typing import Annotated
 import typer
 
 from mnemo_sea.cli.output import EXIT_PROBLEMS, CliError, JsonOpt, emit
-from mnemo_sea.cli.receipt_files import (
-    ReceiptOut,
-    keep_receipt,
-    read_json,
-    receipt_from_dict,
-    receipt_to_dict,
-)
+from mnemo_sea.cli.receipt_files import ReceiptOut, keep_receipt, read_json
 from mnemo_sea.cli.target import IdempotencyKeyOpt, Target, add_command, add_group, open_mnemo
+from mnemo_sea.system.receipt_json import receipt_from_dict, receipt_to_dict
 
 
 def _deleted(

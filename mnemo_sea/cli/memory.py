@@ -12,7 +12,7 @@ from mnemo_sea.archive import (
     parse_provenance,
 )
 from mnemo_sea.cli.output import EXIT_NOT_FOUND, CliError, JsonOpt, emit
-from mnemo_sea.cli.receipt_files import ReceiptOut, keep_receipt, receipt_to_dict
+from mnemo_sea.cli.receipt_files import ReceiptOut, keep_receipt
 from mnemo_sea.cli.target import (
     IdempotencyKeyOpt,
     Target,
@@ -22,6 +22,7 @@ from mnemo_sea.cli.target import (
     open_mnemo,
 )
 from mnemo_sea.system.json_ready import json_ready
+from mnemo_sea.system.receipt_json import receipt_to_dict
 
 
 def memory_remember(

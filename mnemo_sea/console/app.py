@@ -23,7 +23,19 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from mnemo_sea.archive import VerifiedKeys
 from mnemo_sea.console import errors
-from mnemo_sea.console.routes import evidence, login, memory, search, sessions, summaries
+from mnemo_sea.console.limits import BodyCap
+from mnemo_sea.console.routes import (
+    audit,
+    curation,
+    deletions,
+    evidence,
+    login,
+    memory,
+    search,
+    sessions,
+    summaries,
+    task_state,
+)
 from mnemo_sea.console.viewer import LaunchLogin
 from mnemo_sea.rest.admission import TenantAdmission, admission_of
 from mnemo_sea.system.mnemo import Mnemo
@@ -59,8 +71,20 @@ def console_app(
     app.state.launch = launch
     app.state.report = report
     errors.install(app)
+    app.add_middleware(BodyCap)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    for module in (login, sessions, evidence, memory, summaries, search):
+    for module in (
+        login,
+        sessions,
+        task_state,
+        evidence,
+        memory,
+        summaries,
+        search,
+        audit,
+        deletions,
+        curation,
+    ):
         app.include_router(module.router)
     # The token counter loads its encoding on first use (about 0.25 s): load it now, not on a
     # viewer's first page.

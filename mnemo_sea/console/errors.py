@@ -21,6 +21,10 @@ from mnemo_sea.system.outcomes import outcome_of
 log = logging.getLogger("mnemo_sea.console")
 
 
+# The codes of the answers the framework gives without a typed error, as REST names them.
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}
+
+
 def _principal(request: Request) -> Principal | None:
     """Who is looking, when the credential was checked before the error (for the page's banner)."""
     found = getattr(request.state, "principal", None)
@@ -58,7 +62,7 @@ def install(app: FastAPI) -> None:
             "error.html",
             _principal(request),
             exc.status_code,
-            code="not_found" if exc.status_code == 404 else "http_error",
+            code=_HTTP_CODES.get(exc.status_code, "http_error"),
             detail=str(exc.detail),
             status=exc.status_code,
         )

@@ -1,13 +1,14 @@
-"""Where a reference leads in the console: the page of what a summary, a memory fact or a search
-hit names. Refs are the archive's own forms (mnemo_sea.archive's refs): `evidence:<id>`,
-`result:<session>/<rN>`, `memory:<owner>/<key>` and a summary's `sum:` id; a bare evidence id is
-what a search hit of a document carries. Every part goes into the link percent-encoded."""
+"""Where a reference leads in the console: the page of what a summary, a memory fact, a search
+hit or a task state's confirmed fact names. Refs are the archive's own forms (mnemo_sea.archive's
+refs): `evidence:<id>`, `result:<session>/<rN>`, `memory:<owner>/<key>` and a summary's `sum:` id;
+a bare evidence id is what a search hit of a document carries. Every part goes into the link
+percent-encoded."""
 
 from __future__ import annotations
 
 from urllib.parse import quote, urlencode
 
-from mnemo_sea.archive import EVIDENCE_REF_PREFIX, MemoryIndexId, ResultIndexId, parse_index_id
+from mnemo_sea.archive import EVIDENCE_REF_PREFIX, ConfirmedFact, MemoryIndexId, ResultIndexId, parse_index_id
 
 SUMMARY_PREFIX = "sum:"  # the ids summaries get (archive/rules/refs.py), never an evidence id's start
 
@@ -50,3 +51,16 @@ def derived_path(ref: str) -> str | None:
     if ref.startswith(SUMMARY_PREFIX):
         return summary_path(ref)
     return None
+
+
+def ref_link(base: str, ref: str) -> str:
+    """The page of what a ref names, under `base`; any text of no form the console knows is taken
+    as an evidence record's id."""
+    return base + (ref_path(ref) or evidence_path(ref))
+
+
+def cited_link(base: str, fact: ConfirmedFact) -> str:
+    """The page of the evidence a confirmed fact rests on. The archive's normalised `ref` says
+    which record a citation names (`X@3` may be version 3 of X, or a record whose id holds `@`);
+    a fact written before refs were kept is linked by its citation as written."""
+    return ref_link(base, fact.ref if fact.ref is not None else fact.evidence_id)

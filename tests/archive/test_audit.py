@@ -10,9 +10,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from fakes import ManualWallClock
 from sqlalchemy import delete, select, update
 
-from mnemo_sea.archive import Archive, EvidenceInput, Forbidden, Principal, Role, Sensitivity
+from mnemo_sea.archive import Archive, EvidenceInput, Forbidden, InvalidInput, Principal, Role, Sensitivity
 from mnemo_sea.archive.storage import audit as audit_module
 from mnemo_sea.archive.storage import schema as t
 
@@ -292,4 +293,44 @@ def test_only_admins_verify_or_read_the_chain(archive: Archive, agent: Principal
         ("denied", "user-7", "audit", "verify_audit"),
         ("denied", "user-7", "audit", "audit_events"),
     ]
+    assert archive.verify_audit(admin).ok
+
+
+def test_events_are_found_by_kind_subject_target_and_time_newest_first(
+    archive: Archive, agent: Principal, admin: Principal, other_tenant: Principal, wall_clock: ManualWallClock
+) -> None:
+    """`find_audit_events` filters in SQL, within the caller's tenant, and pages by seq downwards."""
+    start = wall_clock.now
+    build_history(archive, agent, admin)  # 1 archive, 2 recover, 3 retract, 4 denied, 5 delete
+    wall_clock.advance(3600)
+    middle = wall_clock.now
+    archive.record(agent, "S-2", "t", "x")
+    archive.archive_results(agent, "S-2", [("r1", "later")])  # 6 archive, an hour on
+    archive.record(other_tenant, "s1", "t", "theirs")
+    archive.archive_results(other_tenant, "s1", [("r1", "theirs")])  # shop-b's own event 1
+
+    def seqs(**filters: Any) -> list[int]:
+        return [e.seq for e in archive.find_audit_events(admin, **filters)]
+
+    assert seqs() == [6, 5, 4, 3, 2, 1]  # newest first, this tenant's only
+    assert seqs(action="archive") == [6, 1]
+    assert seqs(actor="admin-1") == [5]
+    assert seqs(target="session:s1") == [1]  # exactly: session:s1/r1 (the recover) is another target
+    assert seqs(target_contains="S1") == [2, 1]  # a substring, letter case ignored
+    assert seqs(target_contains="s-2") == [6]
+    assert seqs(target_contains="100%_") == []  # LIKE's wildcards are plain characters
+    assert seqs(since=middle) == [6]
+    assert seqs(until=middle) == [5, 4, 3, 2, 1]
+    assert seqs(since=start, until=middle, action="archive") == [1]
+    assert seqs(before_seq=4, limit=2) == [3, 2]  # the next page after 4
+    assert seqs(before_seq=2) == [1]
+    found = archive.find_audit_events(admin, action="denied")
+    assert [(e.actor, e.target, e.detail["action"]) for e in found] == [("agent-1", "evidence:kb", "delete")]
+    assert [e.seq for e in archive.find_audit_events(other_tenant, action="archive")] == [1]
+
+    for bad in ({"since": datetime(2026, 1, 1)}, {"action": ""}, {"actor": "a" * 129}, {"before_seq": 0}):
+        with pytest.raises(InvalidInput):
+            archive.find_audit_events(admin, **bad)
+    with pytest.raises(Forbidden):
+        archive.find_audit_events(agent)
     assert archive.verify_audit(admin).ok

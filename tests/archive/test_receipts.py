@@ -298,7 +298,7 @@ def test_the_sqlite_key_file_sits_beside_the_archive_private_and_outlives_the_pr
     finally:
         again.close()
     # A receipt round-trips through JSON (as the CLI and REST carry it) and still verifies.
-    from mnemo_sea.cli.receipt_files import receipt_from_dict, receipt_to_dict
+    from mnemo_sea.system.receipt_json import receipt_from_dict, receipt_to_dict
 
     carried = receipt_from_dict(json.loads(json.dumps(receipt_to_dict(receipt))))
     assert carried == receipt

@@ -261,8 +261,8 @@ def test_forged_receipts_exit_2_like_rests_422_and_an_anchor_catches_a_rewound_a
     import sqlite3
 
     from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
-    from mnemo_sea.cli.receipt_files import receipt_to_dict
     from mnemo_sea.system.mnemo import Mnemo
+    from mnemo_sea.system.receipt_json import receipt_to_dict
     from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
     folder = tmp_path / "data"

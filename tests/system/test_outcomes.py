@@ -52,6 +52,7 @@ from mnemo_sea.cli.output import as_cli_error, exit_code_of
 from mnemo_sea.client import ApiUnreachable, BadAnswer, InconsistentAnswer, MalformedAnswer
 from mnemo_sea.client.errors import error_of
 from mnemo_sea.client.wire import Reply, Request
+from mnemo_sea.console.curation_report import ReportUnreadable
 from mnemo_sea.context.errors import ContextOverBudget
 from mnemo_sea.errors import MnemoError
 from mnemo_sea.eval.curation.runner import ReplayError
@@ -155,6 +156,7 @@ FACTORIES: dict[type[BaseException], Callable[[], BaseException]] = {
     IndexUnavailable: lambda: IndexUnavailable("qdrant", "connection refused"),
     IndexConfigMismatch: lambda: IndexConfigMismatch("/data/index", "model_id", "hashing", "minilm"),
     ModelExportError: lambda: ModelExportError("the export's vectors differ from torch's"),
+    ReportUnreadable: lambda: ReportUnreadable("report.json", "it is not JSON"),
 }
 
 C = outcomes.Category
@@ -211,6 +213,7 @@ EXPECTED: dict[type[BaseException], tuple[outcomes.Category, int, int]] = {
     IndexConfigMismatch: (C.MISCONFIGURED, 500, 2),
     ModelExportError: (C.MISCONFIGURED, 500, 2),
     ExtraMissing: (C.MISCONFIGURED, 500, 2),  # the install lacks a part: as a misconfiguration
+    ReportUnreadable: (C.MISCONFIGURED, 500, 2),  # the console's report file: the operator's setting
 }
 
 

@@ -4,7 +4,7 @@ it reads through, and a moment a person names."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
@@ -12,17 +12,22 @@ from mnemo_sea.archive import InvalidInput, Principal
 from mnemo_sea.console.viewer import viewer
 from mnemo_sea.rest.threads import PooledRoute
 from mnemo_sea.system.mnemo import Mnemo
+from mnemo_sea.system.receipt_json import MAX_SQL_INT
 
 
-def page_router() -> APIRouter:
-    """The router of a group of pages. Pages run in REST's pool, a tenant's turn at a time
-    (rest/threads.py): a tenant paging through a long session holds no more of the pool than its
-    API calls may."""
-    return APIRouter(route_class=PooledRoute)
+def page_router(**options: Any) -> APIRouter:
+    """The router of a group of pages (`options` as APIRouter takes them). Pages run in REST's
+    pool, a tenant's turn at a time (rest/threads.py): a tenant paging through a long session
+    holds no more of the pool than its API calls may."""
+    return APIRouter(route_class=PooledRoute, **options)
 
 
 Viewer = Annotated[Principal, Depends(viewer)]
 Offset = Annotated[int, Query(ge=0, le=10_000_000)]
+# An offset whose absence means something of its own (the task state starts at its newest versions).
+OptionalOffset = Annotated[int | None, Query(ge=0, le=10_000_000)]
+# The seq an audit page lists down from (keyset paging: the last seq the page before showed).
+BeforeSeq = Annotated[int | None, Query(ge=1, le=MAX_SQL_INT)]
 # The longest moment a form sends: an ISO 8601 date and time with microseconds and a zone.
 MOMENT_CHARS = 40
 

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import Header, Query
 
 from mnemo_sea.archive import limits
+from mnemo_sea.system import receipt_json
 
 IdempotencyKey = Annotated[
     str | None,
@@ -20,4 +21,4 @@ IdempotencyKey = Annotated[
 Offset = Annotated[int, Query(ge=0, le=1_000_000, description="items to skip")]
 Limit = Annotated[int, Query(ge=1, le=500, description="items per page")]
 # The largest integer SQL stores (BIGINT, SQLite INTEGER): a larger one fails in the driver.
-MAX_SQL_INT = 2**63 - 1
+MAX_SQL_INT = receipt_json.MAX_SQL_INT

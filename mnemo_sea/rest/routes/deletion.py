@@ -5,12 +5,13 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import BaseModel
 
-from mnemo_sea.archive import DeletionReceipt, ErasureState, InvalidInput
+from mnemo_sea.archive import DeletionReceipt, ErasureState
 from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.problems import responses
-from mnemo_sea.rest.routes.common import MAX_SQL_INT, IdempotencyKey
+from mnemo_sea.rest.routes.common import IdempotencyKey
 from mnemo_sea.rest.threads import PooledRoute
 from mnemo_sea.system.mnemo import DeletionCheck
+from mnemo_sea.system.receipt_json import check_receipt_numbers
 from mnemo_sea.system.results import DeletionStatus
 
 router = APIRouter(prefix="/v1", tags=["deletion"], route_class=PooledRoute)
@@ -68,10 +69,5 @@ def delete_owner(
 def verify_deleted(receipt: DeletionReceipt, principal: Caller, mnemo: System) -> DeletionCheckOut:
     """Given a deletion's receipt, check every store: nothing of it can be reached any more."""
     # The receipt comes back from the client: numbers no database holds are refused here
-    # rather than failing in the driver.
-    numbers = [v for _, v in receipt.evidence_versions] + [v for _, _, v in receipt.memory_facts]
-    numbers += [v for _, v in receipt.task_states]
-    numbers += [*receipt.outbox_ids, receipt.audit_seq]
-    if any(not 0 <= n <= MAX_SQL_INT for n in numbers):
-        raise InvalidInput("receipt", f"versions, outbox ids and audit_seq are between 0 and {MAX_SQL_INT}")
-    return DeletionCheckOut.of(mnemo.verify_deleted(principal, receipt))
+    # rather than failing in the driver (the check every reader of a receipt runs).
+    return DeletionCheckOut.of(mnemo.verify_deleted(principal, check_receipt_numbers(receipt)))
