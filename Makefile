@@ -18,12 +18,14 @@ $(VENV)/.deps: pyproject.toml | $(BIN)/python
 setup: $(VENV)/.deps
 
 # The console's tests drive Debian's chromium through its own chromedriver (tests never download a
-# browser). Installed from Debian's packages when missing; as root, or through sudo.
+# browser), with CJK fonts so the screenshots they keep show Chinese text. Installed from Debian's
+# packages when missing; as root, or through sudo.
 CHROMEDRIVER := /usr/bin/chromedriver
+BROWSER_PACKAGES := chromium chromium-driver fonts-noto-cjk
 APT_GET := $(if $(filter 0,$(shell id -u)),apt-get,sudo apt-get)
 $(CHROMEDRIVER):
-	$(APT_GET) install -y -q chromium chromium-driver || \
-		($(APT_GET) update -q && $(APT_GET) install -y -q chromium chromium-driver)
+	$(APT_GET) install -y -q $(BROWSER_PACKAGES) || \
+		($(APT_GET) update -q && $(APT_GET) install -y -q $(BROWSER_PACKAGES))
 
 browser: $(CHROMEDRIVER)
 
