@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from mnemo_sea.archive import EvidenceRecord
 
@@ -30,6 +30,10 @@ AXIS = 24  # the tick labels under the lanes
 TICKS = 6
 # Around the span drawn, so a bar that starts at its first moment is not glued to the edge.
 MARGIN = 0.03
+# The calendar's ends: a valid time may be bounded at either (9999-12-31 is a common "never"),
+# and the margin around them must not step off it.
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
+_LATEST = datetime.max.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,8 @@ def lay_out(
     if span <= timedelta(0):
         span = timedelta(seconds=1)
     pad = span * MARGIN
-    start, end = first - pad, last + pad
+    start = first - min(pad, first - _EARLIEST)
+    end = last + min(pad, _LATEST - last)
     total = (end - start).total_seconds()
 
     def x_of(moment: datetime) -> float:

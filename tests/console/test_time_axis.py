@@ -73,3 +73,20 @@ def test_a_record_of_one_instant_is_still_drawn() -> None:
     (bar,) = axis.bars
     assert bar.width >= 2 and axis.plot_left <= bar.x <= axis.plot_left + PLOT
     assert axis.marker_x is None and axis.marker_label == ""
+
+
+EARLIEST, LATEST = datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("valid_from", "valid_until"), [(None, LATEST), (EARLIEST, None)])
+def test_a_valid_time_bounded_at_the_calendars_end_is_drawn_inside_the_plot(
+    valid_from: datetime | None, valid_until: datetime | None
+) -> None:
+    """A valid time bounded at the calendar's first or last moment (a common 'never'), or a moment
+    asked there, leaves no room for the margin: the axis stops at the calendar's end."""
+    v = replace(_version(1, T0, None, "active"), valid_from=valid_from, valid_until=valid_until)
+    for as_of in (None, LATEST, EARLIEST):
+        axis = lay_out([v], T0 + timedelta(days=1), as_of, None)
+        (bar,) = axis.bars
+        assert bar.valid is not None and axis.plot_left <= bar.valid[0] <= axis.plot_right
+        assert axis.plot_left <= bar.x <= axis.plot_right
