@@ -150,14 +150,17 @@ def test_refused_writes_the_audit_chain_recorded_are_listed_for_admins(tenant: T
     unknown = [{"fact": "f", "evidence_id": "nope"}]
     with pytest.raises(TaskStateRejected):  # refused for its content alone: stored nowhere
         m.update_task_state(tenant.principal(), "visit-1", goal="g", confirmed=unknown)
+    with pytest.raises(Forbidden):  # a refused read, audited under the same target: not a write
+        m.task_state_history(tenant.principal("pet-8", "reader"), "visit-1")
     page = tenant.get("/ui/sessions/visit-1/task-state", tenant.key()).text
     table = page.split('<table id="refusals">')[1].split("</table>")[0]
     refused = tenant.mnemo.archive.find_audit_events(
         tenant.principal(), action="denied", target="task_state:visit-1"
     )
-    assert len(refused) == 2  # the two denied accesses; the content refusal left no event
+    assert [e.detail["action"] for e in refused] == ["task_state_history", *["update_task_state"] * 2]
     listed = [int(s) for s in re.findall(r'<td class="num"><a [^>]*>(\d+)</a>', table)]
-    assert listed == [e.seq for e in refused]
+    assert listed == [e.seq for e in refused[1:]]  # the two denied writes; the content refusal left no event
+    assert "task_state_history" not in table and ">pet-8<" not in table
     assert "confirmed[0].evidence_id: cites evidence above the writer&#39;s clearance" in table
     assert ">bob<" in table and ">carol<" in table and "needs the agent role" in table
     assert "stored nowhere" in page  # the page says what it cannot show

@@ -23,6 +23,10 @@ router = page_router()
 VERSIONS_PER_PAGE = 4
 # The refused writes a page lists, newest first.
 REFUSALS_SHOWN = 50
+# The archive's name of a task state write in a denied event's detail (archive/api.py `_guard`).
+WRITE_ACTION = "update_task_state"
+# Denied events read at a time while looking for the writes among them.
+_READ = 200
 
 
 @dataclass(frozen=True)
@@ -47,14 +51,23 @@ def _refusal(event: AuditEvent) -> Refusal:
 
 
 def _refusals(mnemo: Mnemo, principal: Principal, session_id: str) -> tuple[list[Refusal], bool] | None:
-    """The session's audited refusals, newest first, and whether more are in the chain; None when
-    the principal may not read the chain (asking would be a denied access, audited itself)."""
+    """The session's audited refused writes, newest first, and whether more are in the chain;
+    None when the principal may not read the chain (asking would be a denied access, audited
+    itself). The chain files a refused read of the task state under the same target (its
+    `detail.action` names the call), so only the events of a write are kept."""
     if not principal.has(Role.ADMIN):
         return None
-    found = mnemo.archive.find_audit_events(
-        principal, action="denied", target=f"task_state:{session_id}", limit=REFUSALS_SHOWN + 1
-    )
-    return [_refusal(e) for e in found[:REFUSALS_SHOWN]], len(found) > REFUSALS_SHOWN
+    writes: list[AuditEvent] = []
+    before: int | None = None
+    while len(writes) <= REFUSALS_SHOWN:
+        found = mnemo.archive.find_audit_events(
+            principal, action="denied", target=f"task_state:{session_id}", before_seq=before, limit=_READ
+        )
+        writes += [e for e in found if e.detail.get("action") == WRITE_ACTION]
+        if len(found) < _READ:
+            break
+        before = found[-1].seq
+    return [_refusal(e) for e in writes[:REFUSALS_SHOWN]], len(writes) > REFUSALS_SHOWN
 
 
 def _hidden(history: list[TaskState]) -> list[int]:
