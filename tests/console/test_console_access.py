@@ -134,6 +134,15 @@ def test_ui_signs_in_with_its_launch_link_only_and_answers_only_loopback_hosts(t
     # Keys work there too: the launch link is one more way in, not the only one.
     with TestClient(standalone_app(tenant.mnemo, launch=launch), base_url="http://localhost") as client:
         assert client.get("/ui/sessions", headers={"X-API-Key": tenant.key()}).status_code == 200
+        # But never in a link: a key in a URL stays in histories and logs (the form takes it).
+        by_link = client.get(f"/ui/login?token={tenant.key()}", follow_redirects=False)
+        assert by_link.status_code == 401 and "set-cookie" not in by_link.headers
+
+
+def test_an_api_key_in_a_sign_in_link_signs_nobody_in(tenant: Tenant) -> None:
+    """Under `serve` there is no launch token: `?token=` takes nothing."""
+    answer = TestClient(tenant.console.app).get(f"/ui/login?token={tenant.key()}", follow_redirects=False)
+    assert answer.status_code == 401 and "set-cookie" not in answer.headers
 
 
 def test_in_a_browser_another_tenants_url_reads_like_a_missing_one(

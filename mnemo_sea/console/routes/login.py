@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from mnemo_sea.archive import Unauthenticated
 from mnemo_sea.console.pages import base_of, render, security_headers
-from mnemo_sea.console.viewer import COOKIE, principal_of
+from mnemo_sea.console.viewer import COOKIE, LaunchLogin, principal_of
 
 router = APIRouter()
 # A pasted key is short; anything longer is not one.
@@ -44,14 +44,17 @@ async def login_form(
     token: Annotated[str | None, Query(max_length=MAX_KEY_CHARS)] = None,
     next: Annotated[str | None, Query(max_length=2_000)] = None,
 ) -> Response:
-    """The form; with `?token=` (the link `mnemo-sea ui` prints) signs in at once."""
+    """The form; with `?token=` (the link `mnemo-sea ui` prints) signs in at once. Only the launch
+    token signs in by a link: an API key in a URL would stay in the browser's history and any
+    proxy's log, and a link that signs in as its key lets another site sign a person in as
+    someone else. A key goes through the form."""
     if token:
-        try:
-            await principal_of(request, token)
-        except Unauthenticated:
+        launch: LaunchLogin | None = request.app.state.launch
+        if launch is None or not launch.matches(token):
             return render(
                 request, "login.html", None, 401, reason="that link's token is not valid", next=next
             )
+        await principal_of(request, token)
         return _signed_in(request, token, next)
     return render(request, "login.html", None, reason=None, next=next)
 
