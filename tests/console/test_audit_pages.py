@@ -96,6 +96,18 @@ def test_a_long_audit_is_paged_by_seq_and_the_filters_follow(tenant: Tenant) -> 
     assert 'rel="first" href="/ui/audit?kind=denied"' in second
 
 
+def test_a_time_typed_with_a_zone_is_kept_as_the_same_moment_in_utc(tenant: Tenant) -> None:
+    """The page shows times in UTC: a `from` with a zone is that moment in UTC in the form and in
+    the pager's links, so the next page filters on the same moment."""
+    bob = tenant.principal("bob", "agent")
+    for n in range(PAGE_SIZE + 1):
+        with pytest.raises(Forbidden):
+            tenant.mnemo.delete_session(bob, f"s{n}")
+    page = tenant.get("/ui/audit?kind=denied&from=2000-01-01T09:30%2B02:00", tenant.key()).text
+    assert 'name="from" step="1" value="2000-01-01T07:30"' in page
+    assert "from=2000-01-01T07%3A30&amp;before=" in page and len(_seqs(page)) == PAGE_SIZE
+
+
 def test_the_chain_status_is_checked_live_and_flips_when_a_row_is_edited(tenant: Tenant) -> None:
     _activity(tenant)
     key = tenant.key()

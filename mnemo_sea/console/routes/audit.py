@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from mnemo_sea.archive import AuditAnchor, AuditEvent, AuditReport, InvalidInput, Principal
+from mnemo_sea.archive import AuditAnchor, AuditEvent, AuditReport, Principal
 from mnemo_sea.console.pages import PAGE_SIZE, render, security_headers
-from mnemo_sea.console.routes.common import BeforeSeq, Viewer, mnemo_of, page_router
+from mnemo_sea.console.routes.common import BeforeSeq, Viewer, mnemo_of, moment, page_router
 from mnemo_sea.system.mnemo import Mnemo
 from mnemo_sea.system.receipt_json import anchor_to_dict
 
@@ -56,37 +56,24 @@ class AuditFilters:
         return {k: v for k, v in values.items() if v}
 
 
-def _shown(moment: datetime | None) -> str | None:
+def _shown(when: datetime | None) -> str | None:
     """A time as the form's date-time field holds it (UTC, to the minute or second)."""
-    if moment is None:
+    if when is None:
         return None
-    return moment.strftime("%Y-%m-%dT%H:%M" if moment.second == 0 else "%Y-%m-%dT%H:%M:%S")
-
-
-def _moment(field: str, value: str | None) -> datetime | None:
-    """A date-time field's value, in UTC: the form sends it without a zone (`2026-05-01T09:30`),
-    and the page says the times are UTC; a value with a zone is taken as written."""
-    if not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise InvalidInput(
-            field, f"must be a date and time such as 2026-05-01T09:30, got {value!r}"
-        ) from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+    return when.strftime("%Y-%m-%dT%H:%M" if when.second == 0 else "%Y-%m-%dT%H:%M:%S")
 
 
 def audit_filters(
     kind: str | None, subject: str | None, target: str | None, since: str | None, until: str | None
 ) -> AuditFilters:
-    """The form's fields checked and read: blank is no filter, a time is read as UTC."""
+    """The form's fields checked and read: blank is no filter, a time without a zone is UTC and
+    one with a zone is turned to UTC (the form and the pager's links show it so)."""
     return AuditFilters(
         kind=(kind or "").strip() or None,
         subject=(subject or "").strip() or None,
         target=(target or "").strip() or None,
-        since=_moment("from", since),
-        until=_moment("to", until),
+        since=moment("from", since),
+        until=moment("to", until),
     )
 
 
