@@ -14,7 +14,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from mnemo_sea.archive import Principal
+from mnemo_sea.archive import Principal, Role
 from mnemo_sea.console.links import ref_path
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
@@ -36,6 +36,9 @@ TEMPLATES.env.filters["pretty_json"] = _json
 TEMPLATES.env.filters["q"] = lambda value: quote(str(value), safe="")
 # Where a source ref leads (a page under the console's root), or None: console/links.py.
 TEMPLATES.env.filters["ref_path"] = ref_path
+# The role the audit and deletion pages need: the menu offers them to admins only (another's
+# visit is refused, and the archive audits every refused access).
+TEMPLATES.env.globals["ADMIN"] = Role.ADMIN
 
 
 def base_of(request: Request) -> str:

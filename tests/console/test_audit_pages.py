@@ -143,8 +143,11 @@ def test_the_chain_status_is_checked_live_and_flips_when_a_row_is_edited(tenant:
 def test_the_audit_and_deletions_are_for_admins(tenant: Tenant) -> None:
     _activity(tenant)
     receipt = json.dumps(receipt_to_dict(_activity_receipt(tenant)))
+    assert 'href="/ui/audit"' in tenant.get("/ui/sessions", tenant.key()).text
     for role in ("agent", "reader"):
         key = tenant.key("eve", role)
+        menu = tenant.get("/ui/sessions", key).text  # offered to admins only
+        assert 'href="/ui/audit"' not in menu and 'href="/ui/deletions"' not in menu
         for path in ("/ui/audit", "/ui/audit/anchor.json", "/ui/deletions", "/ui/deletions/verify?seq=1"):
             page = tenant.get(path, key)
             assert (page.status_code, CODE.findall(page.text)) == (403, ["forbidden"]), path
