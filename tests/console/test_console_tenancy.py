@@ -149,9 +149,18 @@ def test_visiting_every_page_changes_nothing(tenant: Tenant, wall_clock: ManualW
         "/ui/search",
         "/ui/search?q=wet+food",
         "/ui/search?q=amoxicillin&kind=knowledge",
+        "/ui/sessions/visit-1/task-state",
+        "/ui/audit",
+        "/ui/deletions",
+        "/ui/deletions/verify",
+        "/ui/curation",
     ]
     for path in paths:
-        assert tenant.get(path, key).status_code == 200, path
+        page = tenant.get(path, key)
+        assert page.status_code == 200, path
+        if page.headers["content-type"].startswith("text/html"):  # every page names who is looking
+            assert f'id="who-tenant">{tenant.tenant_id}<' in page.text, path
+            assert 'id="who-subject">alice<' in page.text, path
     for path in ("/ui/evidence/item?id=kb%2Fnever", "/ui/search?q=", "/ui/memory/fact?owner=x&key=y"):
         assert tenant.get(path, key).status_code in (404, 422), path
     assert state() == before
