@@ -39,7 +39,7 @@ def ui(
     It shows the sessions, evidence, memory, task states, audit trail and curation report of
     --tenant as --subject sees them; --role admin for the audit pages. It changes nothing.
     """
-    from mnemo_sea.console.app import standalone_app
+    from mnemo_sea.console.app import loopback, standalone_app
     from mnemo_sea.console.viewer import LaunchLogin
     from mnemo_sea.system.opening import open_mnemo
 
@@ -50,6 +50,12 @@ def ui(
             target.folder()  # a missing folder is a clear line, not an empty new archive
         mnemo = open_mnemo(settings)
     launch = LaunchLogin(principal)
+    if not loopback(host):
+        typer.echo(
+            f"warning: --host {host} is not a loopback address: the console and its sign-in link "
+            "travel unencrypted to anyone who can reach it; put a TLS proxy in front",
+            err=True,
+        )
     app = standalone_app(mnemo, settings, host=host, launch=launch, report=report, close_on_shutdown=True)
     shown = f"[{host}]" if ":" in host else host
     link = (

@@ -36,6 +36,7 @@ from mnemo_sea.console.routes import (
     summaries,
     task_state,
 )
+from mnemo_sea.console.same_origin import SameOriginForms
 from mnemo_sea.console.viewer import LaunchLogin
 from mnemo_sea.rest.admission import TenantAdmission, admission_of
 from mnemo_sea.system.mnemo import Mnemo
@@ -72,6 +73,7 @@ def console_app(
     app.state.report = report
     errors.install(app)
     app.add_middleware(BodyCap)
+    app.add_middleware(SameOriginForms)  # outermost: a foreign post is refused before its body is read
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     for module in (
         login,
@@ -135,7 +137,7 @@ def standalone_app(
     root = FastAPI(
         title="mnemo-sea console", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
     )
-    if _loopback(host):
+    if loopback(host):
         root.add_middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost", "::1", "[::1]"])
     root.mount(PREFIX, console_app(mnemo, cfg, launch=launch, report=report))
 
@@ -146,7 +148,8 @@ def standalone_app(
     return root
 
 
-def _loopback(host: str) -> bool:
+def loopback(host: str) -> bool:
+    """Whether `host` names this machine only (127.0.0.0/8, ::1, localhost)."""
     if host == "localhost":
         return True
     try:

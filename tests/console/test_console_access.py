@@ -168,3 +168,21 @@ def test_in_a_browser_another_tenants_url_reads_like_a_missing_one(
     screenshot(browser, SCREENSHOTS, "cross-tenant-not-found")
     click_through(browser, By.CSS_SELECTOR, "button.link")  # sign out
     assert browser.find_element(By.ID, "key") is not None
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Sec-Fetch-Site": "same-site"},  # another port of 127.0.0.1, a sibling subdomain
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Origin": "http://127.0.0.1:9999"},
+    ],
+)
+def test_a_form_posted_from_another_origin_is_refused_unread(tenant: Tenant, headers: dict[str, str]) -> None:
+    client = TestClient(tenant.console.app)
+    answer = client.post("/ui/login", data={"key": tenant.key()}, headers=headers, follow_redirects=False)
+    assert answer.status_code == 403 and 'id="error-code">cross_origin<' in answer.text
+    assert "set-cookie" not in answer.headers
+    own = {"Sec-Fetch-Site": "same-origin", "Origin": "http://testserver"}
+    signed = client.post("/ui/login", data={"key": tenant.key()}, headers=own, follow_redirects=False)
+    assert signed.status_code == 303

@@ -4,6 +4,7 @@ the pages behind it as the principal it was started as; and its refusals, one cl
 from __future__ import annotations
 
 import re
+import select
 import socket
 import subprocess
 import sys
@@ -42,7 +43,10 @@ def test_ui_prints_a_sign_in_link_that_opens_the_tenants_console(tmp_path: Path)
     )
     try:
         assert proc.stderr is not None
-        line = proc.stderr.readline()  # printed once the server listens
+        # Printed once the server listens; a process that never prints fails the test, not hangs it.
+        ready, _, _ = select.select([proc.stderr], [], [], ANSWER_WAIT_SECONDS)
+        assert ready, "mnemo-sea ui printed no sign-in link"
+        line = proc.stderr.readline()
         found = re.search(r"(http://127\.0\.0\.1:\d+/ui/login\?token=\S+)", line)
         assert found and "tenant 'clinic' as 'vet'" in line, line
         with httpx.Client(timeout=ANSWER_WAIT_SECONDS) as client:
