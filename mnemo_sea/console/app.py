@@ -23,7 +23,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from mnemo_sea.archive import VerifiedKeys
 from mnemo_sea.console import errors
-from mnemo_sea.console.limits import BodyCap
+from mnemo_sea.console.limits import MAX_BODY_BYTES, too_large_page
 from mnemo_sea.console.routes import (
     audit,
     curation,
@@ -39,6 +39,7 @@ from mnemo_sea.console.routes import (
 from mnemo_sea.console.same_origin import SameOriginForms
 from mnemo_sea.console.viewer import LaunchLogin
 from mnemo_sea.rest.admission import TenantAdmission, admission_of
+from mnemo_sea.rest.limits import BodyLimit
 from mnemo_sea.system.mnemo import Mnemo
 from mnemo_sea.system.wiring.settings import MnemoSettings
 
@@ -72,7 +73,7 @@ def console_app(
     app.state.launch = launch
     app.state.report = report
     errors.install(app)
-    app.add_middleware(BodyCap)
+    app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES, refuse=too_large_page)
     app.add_middleware(SameOriginForms)  # outermost: a foreign post is refused before its body is read
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     for module in (

@@ -8,9 +8,13 @@ over the limit is refused up front, and a body without one (chunked) is counted 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mnemo_sea.archive import limits
@@ -22,12 +26,23 @@ TOO_MANY_VALUES = (
 )
 
 
-class BodyLimit:
-    """ASGI middleware: request bodies above `max_bytes` get a 413 `request_too_large` problem."""
+# How a body declared over the limit is answered: given the request, the detail and the sizes
+# (`size`, `limit`), the 413 response. REST's is a problem; the console's a page.
+Refusal = Callable[[Request, str, dict[str, Any]], Response]
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+
+def _problem(request: Request, detail: str, extra: dict[str, Any]) -> Response:
+    return problem_response(request, 413, "request_too_large", detail, extra)
+
+
+class BodyLimit:
+    """ASGI middleware: request bodies above `max_bytes` get a 413 `request_too_large` answer
+    (`refuse`'s; a problem by default)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int, refuse: Refusal = _problem) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.refuse = refuse
 
     def _detail(self, size: str) -> str:
         return f"the request body ({size}) exceeds the limit of {self.max_bytes} bytes"
@@ -41,10 +56,7 @@ class BodyLimit:
             request = Request(scope, receive)
             # `size` and `limit` as ContentTooLarge names them, so a client reads the same detail.
             extra = {"size": int(declared), "limit": self.max_bytes}
-            response = problem_response(
-                request, 413, "request_too_large", self._detail(f"{declared} bytes"), extra
-            )
-            await response(scope, receive, send)
+            await self.refuse(request, self._detail(f"{declared} bytes"), extra)(scope, receive, send)
             return
         seen = 0
 
