@@ -9,6 +9,7 @@ file that is not such a report is a ReportUnreadable saying what is wrong, not a
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -185,10 +186,21 @@ def _problems(error: ValidationError) -> str:
 
 
 def load(path: Path) -> ContextReport:
-    """The report in `path`, checked; ReportUnreadable naming what is wrong otherwise."""
+    """The report in `path`, checked; ReportUnreadable naming what is wrong otherwise. Read once
+    per version of the file (its size and modification time): a report is megabytes of JSON, and
+    the page is viewed again and again between experiments."""
+    try:
+        stat = path.stat()
+    except OSError as e:
+        raise ReportUnreadable(path.name, f"it cannot be read ({e.strerror or e})") from None
+    return _load(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _load(path: Path, mtime_ns: int, size: int) -> ContextReport:
+    """`load` of one version of the file (a refusal is not kept: it is raised again each time)."""
     name = path.name
     try:
-        size = path.stat().st_size
         if size > MAX_REPORT_BYTES:
             raise ReportUnreadable(name, f"it is {size} bytes, over the {MAX_REPORT_BYTES} a report may be")
         data = parse_json(path.read_bytes(), name)

@@ -148,6 +148,19 @@ def test_a_folder_shows_its_newest_report(tenant: Tenant, console: Console, tmp_
     assert "<code>a.json</code>" in page and f"{REPORT['set']}</b>" in page and "older-set" not in page
 
 
+def test_a_report_rewritten_is_read_again(tenant: Tenant, console: Console, tmp_path: Path) -> None:
+    """The page keeps a report it read while the file stays the same, and reads a new version."""
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps({**REPORT, "set": "first-set"}), encoding="utf-8")
+    os.utime(path, (1_000_000_000, 1_000_000_000))
+    with TestClient(console_app(console.mnemo, report=path)) as app:
+        key = {"X-API-Key": tenant.key()}
+        assert "first-set</b>" in app.get("/curation", headers=key).text
+        path.write_text(json.dumps({**REPORT, "set": "second-set"}), encoding="utf-8")
+        os.utime(path, (1_000_000_100, 1_000_000_100))  # a later version of the same size
+        assert "second-set</b>" in app.get("/curation", headers=key).text
+
+
 @pytest.mark.parametrize(
     ("content", "says"),
     [
