@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from mnemo_sea.errors import Category, MnemoError
-from mnemo_sea.system.json_text import JsonTooDeep, parse_json
+from mnemo_sea.system.json_text import JsonTooDeep, parse_json, validation_problems
 
 REPORT_FORMAT = "mnemo-sea/context-eval/1"
 FULL = "full"  # the arm every other is compared with (full history)
@@ -177,14 +177,6 @@ def locate(configured: Path | None) -> Located:
     return Located(configured)
 
 
-def _problems(error: ValidationError) -> str:
-    found = error.errors()
-    shown = "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or 'the document'}: {e['msg']}" for e in found[:_SHOWN_PROBLEMS]
-    )
-    return shown + (f" (and {len(found) - _SHOWN_PROBLEMS} more)" if len(found) > _SHOWN_PROBLEMS else "")
-
-
 def load(path: Path) -> ContextReport:
     """The report in `path`, checked; ReportUnreadable naming what is wrong otherwise. Read once
     per version of the file (its size and modification time): a report is megabytes of JSON, and
@@ -217,7 +209,7 @@ def _load(path: Path, mtime_ns: int, size: int) -> ContextReport:
     try:
         return ContextReport.model_validate(data)
     except ValidationError as e:
-        raise ReportUnreadable(name, _problems(e)) from None
+        raise ReportUnreadable(name, validation_problems(e, _SHOWN_PROBLEMS)) from None
 
 
 # ---- the figures as the report's markdown table writes them ---------------------------------

@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from fastapi import Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from mnemo_sea.archive import Principal, Role
@@ -101,3 +101,24 @@ class Window:
 
     def next(self) -> int | None:
         return self.offset + self.limit if self.more else None
+
+
+def as_text(content: bytes | None) -> str | None:
+    """An original as text when it is UTF-8 (shown escaped, exactly); None when it is not, and
+    the page offers it as a download."""
+    try:
+        return (content or b"").decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def download(content: bytes | None, name: str, media_type: str, sha256: str) -> Response:
+    """An original byte for byte as an attachment (`name` gets .txt for text, .bin otherwise).
+    Never rendered by the browser: a tool's output or a document may be HTML or a script."""
+    suffix = ".txt" if media_type.startswith("text/") else ".bin"
+    headers = {
+        **security_headers(),
+        "Content-Disposition": f'attachment; filename="{name}{suffix}"',
+        "X-Content-SHA256": sha256,
+    }
+    return Response(content or b"", media_type="application/octet-stream", headers=headers)

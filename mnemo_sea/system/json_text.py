@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import ValidationError
+
 from mnemo_sea.archive.rules.limits import DOCUMENT_JSON_DEPTH, JSON_DEPTH, json_depth_over
 from mnemo_sea.system.errors import JsonTooDeep
 
@@ -54,3 +56,13 @@ def parse_json(text: str | bytes, where: str, limit: int = MAX_JSON_DEPTH) -> An
     except RecursionError:  # nested deeper than the interpreter's stack: far over the limit
         raise JsonTooDeep(where, limit) from None
     return check_json_depth(value, where, limit)
+
+
+def validation_problems(error: ValidationError, shown: int) -> str:
+    """What a document parsed into a typed record got wrong, for a person: the first `shown`
+    problems, each with where it is (`arms.full.requests: …`), and how many more there are."""
+    found = error.errors()
+    listed = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'the document'}: {e['msg']}" for e in found[:shown]
+    )
+    return listed + (f" (and {len(found) - shown} more)" if len(found) > shown else "")

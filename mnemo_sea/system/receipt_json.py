@@ -16,6 +16,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from mnemo_sea.archive import AuditAnchor, DeletionReceipt, InvalidInput
 from mnemo_sea.system.json_ready import json_ready
+from mnemo_sea.system.json_text import validation_problems
 
 # The largest integer SQL stores (BIGINT, SQLite INTEGER): a larger one fails in the driver.
 MAX_SQL_INT = 2**63 - 1
@@ -34,15 +35,6 @@ def receipt_to_dict(receipt: DeletionReceipt) -> dict[str, Any]:
 def anchor_to_dict(anchor: AuditAnchor) -> dict[str, Any]:
     data: dict[str, Any] = json_ready(anchor)
     return data
-
-
-def _problems(error: ValidationError) -> str:
-    found = error.errors()
-    shown = "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or 'the document'}: {e['msg']}" for e in found[:_SHOWN_PROBLEMS]
-    )
-    more = f" (and {len(found) - _SHOWN_PROBLEMS} more)" if len(found) > _SHOWN_PROBLEMS else ""
-    return shown + more
 
 
 def check_receipt_numbers(receipt: DeletionReceipt) -> DeletionReceipt:
@@ -64,7 +56,9 @@ def receipt_from_dict(data: Any) -> DeletionReceipt:
     try:
         return check_receipt_numbers(_RECEIPT.validate_python(data))
     except ValidationError as e:
-        raise InvalidInput("receipt", f"not a deletion receipt: {_problems(e)}") from None
+        raise InvalidInput(
+            "receipt", f"not a deletion receipt: {validation_problems(e, _SHOWN_PROBLEMS)}"
+        ) from None
 
 
 def anchor_from_dict(data: Any) -> AuditAnchor | DeletionReceipt:
@@ -77,7 +71,9 @@ def anchor_from_dict(data: Any) -> AuditAnchor | DeletionReceipt:
     try:
         anchor = _ANCHOR.validate_python(data)
     except ValidationError as e:
-        raise InvalidInput("anchor", f"not an audit anchor: {_problems(e)}") from None
+        raise InvalidInput(
+            "anchor", f"not an audit anchor: {validation_problems(e, _SHOWN_PROBLEMS)}"
+        ) from None
     if not 0 <= anchor.seq <= MAX_SQL_INT:
         raise InvalidInput("anchor", f"seq is between 0 and {MAX_SQL_INT}")
     return anchor

@@ -75,22 +75,16 @@ def sign_in(browser: Any, base_url: str, key: str) -> None:
 def click_through(browser: Any, by: str, value: str) -> None:
     """Click the element and wait until the page it leads to has loaded."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.ui import WebDriverWait
 
     old = browser.find_element(By.TAG_NAME, "html")
     browser.find_element(by, value).click()
-    wait = WebDriverWait(browser, PAGE_WAIT_SECONDS)
-    wait.until(expected_conditions.staleness_of(old))
-    wait.until(lambda b: b.execute_script("return document.readyState") == "complete")
+    _arrived(browser, old)
 
 
 def change_through(browser: Any, field: Any, value: object) -> None:
     """Set a field's value by script and fire its `change`, as dragging a slider ends, then wait
     until the page its form sends has loaded (console.js submits a data-autosubmit field)."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.ui import WebDriverWait
 
     old = browser.find_element(By.TAG_NAME, "html")
     browser.execute_script(
@@ -98,7 +92,18 @@ def change_through(browser: Any, field: Any, value: object) -> None:
         field,
         str(value),
     )
-    wait = WebDriverWait(browser, PAGE_WAIT_SECONDS)
+    _arrived(browser, old)
+
+
+def _arrived(browser: Any, old: Any) -> None:
+    """Wait until the page that replaces `old` (the document element before the step) has loaded.
+    While the old page unloads, the driver may answer a script with an error of its own ("document
+    unloaded", a stale reference): those mean "not yet" and are asked again."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, PAGE_WAIT_SECONDS, ignored_exceptions=(WebDriverException,))
     wait.until(expected_conditions.staleness_of(old))
     wait.until(lambda b: b.execute_script("return document.readyState") == "complete")
 

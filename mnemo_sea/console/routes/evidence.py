@@ -13,7 +13,7 @@ from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from mnemo_sea.archive import EvidenceRecord, NotFound, Principal, limits
-from mnemo_sea.console.pages import PAGE_SIZE, Window, render, security_headers
+from mnemo_sea.console.pages import PAGE_SIZE, Window, as_text, download, render
 from mnemo_sea.console.routes.common import MOMENT_CHARS, Offset, Viewer, mnemo_of, moment, page_router
 from mnemo_sea.console.time_axis import change_points, lay_out
 from mnemo_sea.system.mnemo import Mnemo
@@ -81,13 +81,13 @@ def version(request: Request, principal: Viewer, evidence_id: EvidenceId, versio
     found, content = mnemo_of(request).get_evidence(
         principal, evidence_id, version=version, with_content=True
     )
-    text: str | None = None
-    try:
-        text = (content or b"").decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
     return render(
-        request, "evidence_version.html", principal, record=found, text=text, size=len(content or b"")
+        request,
+        "evidence_version.html",
+        principal,
+        record=found,
+        text=as_text(content),
+        size=len(content or b""),
     )
 
 
@@ -97,11 +97,4 @@ def original(request: Request, principal: Viewer, evidence_id: EvidenceId, versi
     found, content = mnemo_of(request).get_evidence(
         principal, evidence_id, version=version, with_content=True
     )
-    name = f"evidence-v{found.version}" + (".txt" if found.media_type.startswith("text/") else ".bin")
-    headers = {
-        **security_headers(),
-        "Content-Disposition": f'attachment; filename="{name}"',
-        "X-Content-SHA256": found.content_sha256,
-    }
-    # Never rendered by the browser: a document may be HTML or a script.
-    return Response(content or b"", media_type="application/octet-stream", headers=headers)
+    return download(content, f"evidence-v{found.version}", found.media_type, found.content_sha256)

@@ -10,7 +10,7 @@ from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from mnemo_sea.archive import Principal, ToolResult, render_live, render_stub
-from mnemo_sea.console.pages import PAGE_SIZE, Window, render, security_headers
+from mnemo_sea.console.pages import PAGE_SIZE, Window, as_text, download, render
 from mnemo_sea.console.routes.common import Offset, Viewer, mnemo_of, page_router
 from mnemo_sea.system.mnemo import Mnemo
 
@@ -87,19 +87,13 @@ def result(request: Request, session_id: str, result_id: str, principal: Viewer)
     """One result: its record, and its original as exact text (a download when not UTF-8)."""
     mnemo = mnemo_of(request)
     record, content = mnemo.get_result(principal, session_id, result_id, with_content=True)
-    text: str | None = None
-    if content is not None:
-        try:
-            text = content.decode("utf-8")
-        except UnicodeDecodeError:
-            text = None
     return render(
         request,
         "result.html",
         principal,
         result=record,
         status=_status(record),
-        text=text,
+        text=None if content is None else as_text(content),
         shown_bytes=len(content or b""),
         stub=render_stub(record) if record.state == "archived" else None,
     )
@@ -109,14 +103,7 @@ def result(request: Request, session_id: str, result_id: str, principal: Viewer)
 def original(request: Request, session_id: str, result_id: str, principal: Viewer) -> Response:
     """What the result shows, byte for byte (hash-verified by the archive), as a download."""
     record, content = mnemo_of(request).get_result(principal, session_id, result_id, with_content=True)
-    name = f"{session_id}-{result_id}" + (".txt" if record.media_type.startswith("text/") else ".bin")
-    headers = {
-        **security_headers(),
-        "Content-Disposition": f'attachment; filename="{name}"',
-        "X-Content-SHA256": record.content_sha256,
-    }
-    # Never rendered by the browser: a tool's output may be HTML or a script.
-    return Response(content or b"", media_type="application/octet-stream", headers=headers)
+    return download(content, f"{session_id}-{result_id}", record.media_type, record.content_sha256)
 
 
 @router.get("/sessions/{session_id}/context", response_class=HTMLResponse)
