@@ -18,16 +18,16 @@ $(VENV)/.deps: pyproject.toml | $(BIN)/python
 setup: $(VENV)/.deps
 
 # The console's tests drive Debian's chromium through its own chromedriver (tests never download a
-# browser), with CJK fonts so the screenshots they keep show Chinese text. Installed from Debian's
-# packages when missing; as root, or through sudo.
-CHROMEDRIVER := /usr/bin/chromedriver
+# browser), with CJK fonts so the screenshots they keep show Chinese. Each package is checked, not
+# only the driver, and what is missing is installed from Debian's packages (as root, or through
+# sudo; the package lists are refreshed when they are too old to have it).
 BROWSER_PACKAGES := chromium chromium-driver fonts-noto-cjk
-APT_GET := $(if $(filter 0,$(shell id -u)),apt-get,sudo apt-get)
-$(CHROMEDRIVER):
-	$(APT_GET) install -y -q $(BROWSER_PACKAGES) || \
-		($(APT_GET) update -q && $(APT_GET) install -y -q $(BROWSER_PACKAGES))
+APT_GET := $(if $(filter 0,$(shell id -u)),,sudo )env DEBIAN_FRONTEND=noninteractive apt-get
 
-browser: $(CHROMEDRIVER)
+browser:
+	@dpkg -s $(BROWSER_PACKAGES) >/dev/null 2>&1 || \
+		$(APT_GET) install -y -q $(BROWSER_PACKAGES) || \
+		($(APT_GET) update -q && $(APT_GET) install -y -q $(BROWSER_PACKAGES))
 
 demo: setup
 	$(BIN)/mnemo-sea demo
