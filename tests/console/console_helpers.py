@@ -51,6 +51,21 @@ class Tenant:
         )
         return key
 
+    def stored(self) -> dict[str, list[tuple[Any, ...]]]:
+        """Every row the store holds for this tenant, table by table, read from the tables
+        themselves (not through the API): what a read-only page must leave exactly as it was."""
+        from sqlalchemy import select
+
+        from mnemo_sea.archive.storage import schema
+
+        out: dict[str, list[tuple[Any, ...]]] = {}
+        with self.mnemo.archive.store.read() as conn:
+            for table in schema.metadata.sorted_tables:
+                if "tenant_id" in table.c:
+                    rows = conn.execute(select(table).where(table.c.tenant_id == self.tenant_id))
+                    out[table.name] = sorted((tuple(r) for r in rows), key=repr)
+        return out
+
     def get(self, path: str, key: str, **kwargs: Any) -> Any:
         """A console page fetched as `key` (sent as REST takes it; the browser tests send the
         cookie the sign-in form sets)."""

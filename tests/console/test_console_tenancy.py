@@ -133,6 +133,8 @@ def test_visiting_every_page_changes_nothing(tenant: Tenant, wall_clock: ManualW
         )
 
     before = state()
+    tenant.get("/ui/evidence", key)  # the key's first use, before the snapshot of the tables
+    rows = tenant.stored()
     dose = quote(DOSE, safe="")
     paths = [
         "/ui/evidence",
@@ -164,3 +166,4 @@ def test_visiting_every_page_changes_nothing(tenant: Tenant, wall_clock: ManualW
     for path in ("/ui/evidence/item?id=kb%2Fnever", "/ui/search?q=", "/ui/memory/fact?owner=x&key=y"):
         assert tenant.get(path, key).status_code in (404, 422), path
     assert state() == before
+    assert tenant.stored() == rows  # every table's rows of the tenant, read from the tables

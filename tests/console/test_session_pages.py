@@ -106,10 +106,13 @@ def test_the_console_reads_only(tenant: Tenant) -> None:
     key = tenant.key()
     p = tenant.principal()
     before = (tenant.mnemo.list_results(p, "s1"), tenant.mnemo.archive.audit_events(p, limit=1000))
+    tenant.get("/ui/sessions", key)  # the key's first use, before the snapshot of the tables
+    rows = tenant.stored()
     for path in ("", "/results/r1", "/results/r1/original", "/results/r6", "/context?budget=2000"):
         assert tenant.get(f"/ui/sessions/s1{path}", key).status_code == 200
     after = (tenant.mnemo.list_results(p, "s1"), tenant.mnemo.archive.audit_events(p, limit=1000))
     assert after == before
+    assert tenant.stored() == rows  # every table's rows of the tenant, as they were
 
 
 def test_a_person_walks_from_the_sessions_to_an_original_and_back(
