@@ -10,8 +10,6 @@ so a key revoked is refused by both alike. Its pages are plain functions run in 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -40,6 +38,7 @@ from mnemo_sea.console.same_origin import SameOriginForms
 from mnemo_sea.console.viewer import LaunchLogin
 from mnemo_sea.rest.admission import TenantAdmission, admission_of
 from mnemo_sea.rest.limits import BodyLimit
+from mnemo_sea.rest.threads import pool_lifespan
 from mnemo_sea.system.mnemo import Mnemo
 from mnemo_sea.system.wiring.settings import MnemoSettings
 
@@ -124,17 +123,8 @@ def standalone_app(
     to 127.0.0.1."""
 
     cfg = settings or MnemoSettings()
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # The pool the pages run in, sized as REST's (rest/app.py): its admission's slots.
-        anyio.to_thread.current_default_thread_limiter().total_tokens = cfg.api_threads
-        try:
-            yield
-        finally:
-            if close_on_shutdown:
-                mnemo.close()
-
+    # The pool the pages run in, sized as REST's: its admission's slots.
+    lifespan = pool_lifespan(cfg.api_threads, mnemo, close_on_shutdown=close_on_shutdown)
     root = FastAPI(
         title="mnemo-sea console", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
     )

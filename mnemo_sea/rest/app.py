@@ -13,8 +13,6 @@ first: a probe whose key was verified lately never waits behind it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -27,6 +25,7 @@ from mnemo_sea.rest import docs_pages, observability, problems
 from mnemo_sea.rest.admission import admission_of
 from mnemo_sea.rest.limits import BodyLimit
 from mnemo_sea.rest.routes import admin, deletion, evidence, health, memory, search, sessions, summaries
+from mnemo_sea.rest.threads import pool_lifespan
 from mnemo_sea.system.mnemo import Mnemo
 from mnemo_sea.system.wiring.settings import MnemoSettings
 
@@ -53,18 +52,7 @@ def create_app(
     mnemo: Mnemo, settings: MnemoSettings | None = None, *, close_on_shutdown: bool = False
 ) -> FastAPI:
     cfg = settings or MnemoSettings()
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # The pool every blocking endpoint runs in (rest/threads.py): its size is how many
-        # requests run at once, the admission's slots; the rest wait their tenant's turn.
-        anyio.to_thread.current_default_thread_limiter().total_tokens = cfg.api_threads
-        try:
-            yield
-        finally:
-            if close_on_shutdown:
-                mnemo.close()
-
+    lifespan = pool_lifespan(cfg.api_threads, mnemo, close_on_shutdown=close_on_shutdown)
     app = FastAPI(
         title="mnemo-sea",
         version=API_VERSION,

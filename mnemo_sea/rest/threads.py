@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
 from fastapi import Request
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
@@ -29,6 +31,9 @@ from starlette.concurrency import run_in_threadpool
 from mnemo_sea.rest.admission import TenantAdmission, charged
 from mnemo_sea.rest.auth import authenticate_request, caller
 from mnemo_sea.rest.json_bodies import RouteHandler, depth_checked
+
+if TYPE_CHECKING:
+    from mnemo_sea.system.mnemo import Mnemo
 
 # The parameter `pooled` adds for the request when the endpoint takes none of its own.
 _REQUEST = "pooled_request"
@@ -77,3 +82,22 @@ class PooledRoute(APIRoute):
 
 def _depends_on(dependant: Dependant, call: Callable[..., Any]) -> bool:
     return any(d.call is call or _depends_on(d, call) for d in dependant.dependencies)
+
+
+def pool_lifespan(
+    threads: int, mnemo: Mnemo, *, close_on_shutdown: bool
+) -> Callable[[Any], AbstractAsyncContextManager[None]]:
+    """An app's lifespan: it sizes the pool every blocking endpoint runs in to `threads` (how
+    many requests run at once, the admission's slots; the rest wait their tenant's turn), and
+    closes `mnemo` on shutdown when the app owns it. REST's and the console's alike."""
+
+    @asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+        try:
+            yield
+        finally:
+            if close_on_shutdown:
+                mnemo.close()
+
+    return lifespan
