@@ -6,7 +6,8 @@ the CLI's frame. The parts that need heavy packages are extras (pyproject.toml):
     embedded   the engine in process: archive migrations, the index, the model, token counts
     server     embedded plus `serve`, `mcp`, PostgreSQL and Redis
     chart      the curation experiment's PNG charts
-    langchain, llama-index   the framework retrievers
+    langchain, llama-index   the framework retrievers and vector stores
+    langgraph, openai-agents, anthropic   the agent runtimes' memory seams
 
 A surface that meets a ModuleNotFoundError asks `extra_missing` whether the module is one an
 extra provides, and raises what it answers instead of a traceback naming a package the user
@@ -64,6 +65,9 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "selenium": "dev",
     "langchain_core": "langchain",
     "llama_index": "llama-index",
+    "langgraph": "langgraph",
+    "agents": "openai-agents",
+    "anthropic": "anthropic",
 }
 
 
