@@ -2,6 +2,8 @@
 
     langchain    `MnemoRetriever`, a langchain-core BaseRetriever     (extra `[langchain]`)
     llama_index  `MnemoRetriever`, a llama-index-core BaseRetriever   (extra `[llama-index]`)
+    openai_agents `MnemoSession`, an OpenAI Agents SDK Session over the session archive
+                 (extra `[openai-agents]`)
     search       what both share: the searcher protocol, the in-process adapter, the filters,
                  what a hit becomes (text, metadata, a stable id) and the citation of a hit
 

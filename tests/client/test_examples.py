@@ -55,7 +55,19 @@ def check_agent(report: dict[str, Any]) -> None:
     assert any("stale" in (t.get("stock_warning") or "") for t in report["turns"])
 
 
-CHECKS = {"rag_citations.py": check_rag, "agent_loop.py": check_agent}
+def check_agents_session(report: dict[str, Any]) -> None:
+    assert report["failures"] == []
+    # The log was archived twice (fetched, then recovered as the recover tool's output), and
+    # the recovered bytes are the log's.
+    assert len(report["stubs"]) == 2 and report["recovered_bytes"] == report["log_bytes"]
+    assert report["clear_as_agent"].startswith("Forbidden")
+
+
+CHECKS = {
+    "rag_citations.py": check_rag,
+    "agent_loop.py": check_agent,
+    "openai_agents_session.py": check_agents_session,
+}
 
 
 @pytest.mark.parametrize("script", sorted(CHECKS))
@@ -71,6 +83,11 @@ def test_the_example_runs_against_the_server(script: str, served: Served) -> Non
     CHECKS[script](report)
     if script == "rag_citations.py":
         assert served.count(t.evidence, tenant) == 4
+    elif script == "openai_agents_session.py":
+        # Eight items in six batches (the Runner saves a run's input, its tool round and its answer
+        # apart), each closed by a commit mark; one pop mark, one recovered copy; nothing deleted.
+        assert served.count(t.tool_results, tenant) == 8 + 6 + 1 + 1
+        assert served.count(t.tool_results, tenant, state="archived") == 2
     else:
         # Three results recorded, two recovered copies appended; the log and the stock archived.
         assert served.count(t.tool_results, tenant) == 5
