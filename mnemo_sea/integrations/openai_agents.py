@@ -55,12 +55,11 @@ Needs the `[openai-agents]` extra (openai-agents).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-from collections.abc import Generator, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from mnemo_sea.archive import (
     ContentTooLarge,
@@ -72,8 +71,8 @@ from mnemo_sea.archive import (
     check_identifier,
     limits,
 )
-from mnemo_sea.errors import MnemoError
-from mnemo_sea.integrations.handles import check_handle, is_async_handle
+from mnemo_sea.integrations.handles import check_handle
+from mnemo_sea.integrations.plans import HandleCall, Plan, arun_plan
 from mnemo_sea.integrations.search import framework_missing
 
 try:
@@ -88,7 +87,7 @@ except ImportError as e:
     raise framework_missing("openai_agents", "openai-agents", "openai-agents", e) from e
 
 if TYPE_CHECKING:
-    from mnemo_sea.integrations.handles import AsyncHandle, Handle
+    pass
 
 ITEM_MEDIA_TYPE = "application/vnd.mnemo-sea.agents-item+json"
 TEXT_OUTPUT_MEDIA_TYPE = "text/vnd.mnemo-sea.agents-output; charset=utf-8"
@@ -115,52 +114,6 @@ _NOTE_PART_CHARS = 100
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 Item: TypeAlias = dict[str, Any]
-
-
-# ---- plans: an operation written once, run on either kind of handle ------------------------------
-
-
-@dataclass(frozen=True)
-class _Call:
-    """One call of a handle's operation, by name, with the facade's parameters."""
-
-    name: str
-    args: tuple[Any, ...] = ()
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
-
-
-Plan: TypeAlias = Generator[_Call, Any, Any]
-
-
-def _run_blocking(handle: Handle, plan: Plan) -> Any:
-    """Drive `plan` on a blocking handle: each call's answer is sent back, each typed error of
-    the library thrown back into the plan (which may handle it, e.g. NotFound as empty)."""
-    answer: Any = None
-    error: MnemoError | None = None
-    while True:
-        try:
-            call = plan.send(answer) if error is None else plan.throw(error)
-        except StopIteration as stop:
-            return stop.value
-        try:
-            answer, error = getattr(handle, call.name)(*call.args, **call.kwargs), None
-        except MnemoError as e:
-            answer, error = None, e
-
-
-async def _run_awaited(handle: AsyncHandle, plan: Plan) -> Any:
-    """`_run_blocking` for an async handle: each call awaited on the caller's loop."""
-    answer: Any = None
-    error: MnemoError | None = None
-    while True:
-        try:
-            call = plan.send(answer) if error is None else plan.throw(error)
-        except StopIteration as stop:
-            return stop.value
-        try:
-            answer, error = await getattr(handle, call.name)(*call.args, **call.kwargs), None
-        except MnemoError as e:
-            answer, error = None, e
 
 
 # ---- what an item becomes -------------------------------------------------------------------------
@@ -338,10 +291,8 @@ class MnemoSession:
     def __repr__(self) -> str:
         return f"MnemoSession({self.session_id!r}, {type(self.handle).__name__})"
 
-    async def _run(self, plan: Plan) -> Any:
-        if is_async_handle(self.handle):
-            return await _run_awaited(cast("AsyncHandle", self.handle), plan)
-        return await asyncio.to_thread(_run_blocking, cast("Handle", self.handle), plan)
+    async def _run(self, plan: Plan[Any]) -> Any:
+        return await arun_plan(self.handle, plan)
 
     # ---- the Session protocol ----
 
@@ -414,22 +365,22 @@ class MnemoSession:
 
     # ---- plans ----
 
-    def _current(self) -> Plan:
+    def _current(self) -> Plan[Any]:
         """The archive session of the current generation: the number of clears so far."""
         try:
-            info = yield _Call("session_info", (self.session_id + CLEARS_SUFFIX,))
+            info = yield HandleCall("session_info", (self.session_id + CLEARS_SUFFIX,))
             generation = int(info.results)
         except NotFound:
             generation = 0
         return f"{self.session_id}@{generation}"
 
-    def _shown(self, session: str, want: int | None) -> Plan:
+    def _shown(self, session: str, want: int | None) -> Plan[Any]:
         """The results shown as items, oldest first, the newest `want` of them (all for None).
 
         Read from the newest back, a page at a time: the marks come after the items they name,
         so each item's commit and pop are known when it is reached."""
         try:
-            info = yield _Call("session_info", (session,))
+            info = yield HandleCall("session_info", (session,))
         except NotFound:
             return []
         committed: set[int] = set()
@@ -438,7 +389,7 @@ class MnemoSession:
         end = int(info.results)
         while end > 0 and (want is None or len(shown) < want):
             start = max(0, end - _PAGE)
-            page: list[ToolResult] = yield _Call(
+            page: list[ToolResult] = yield HandleCall(
                 "list_results", (session,), {"offset": start, "limit": end - start}
             )
             for result in reversed(page):
@@ -459,11 +410,11 @@ class MnemoSession:
         shown.reverse()
         return shown if want is None else shown[-want:]
 
-    def _item(self, session: str, result: ToolResult, *, original: bool = False) -> Plan:
+    def _item(self, session: str, result: ToolResult, *, original: bool = False) -> Plan[Any]:
         """The item `result` stands for; an archived output as its stub unless `original`."""
         if result.media_type in _OUTPUT_MEDIA and result.state == "archived" and not original:
             return {**result.arguments, "output": _stub(session, result)}
-        _, content = yield _Call("get_result", (session, result.result_id), {"with_content": True})
+        _, content = yield HandleCall("get_result", (session, result.result_id), {"with_content": True})
         text = bytes(content).decode("utf-8")
         if result.media_type == ITEM_MEDIA_TYPE:
             item: Item = json.loads(text)
@@ -471,7 +422,7 @@ class MnemoSession:
         output = text if result.media_type == TEXT_OUTPUT_MEDIA_TYPE else json.loads(text)
         return {**result.arguments, "output": output}
 
-    def _read(self, want: int | None) -> Plan:
+    def _read(self, want: int | None) -> Plan[Any]:
         session = yield from self._current()
         shown = yield from self._shown(session, want)
         items = []
@@ -479,7 +430,7 @@ class MnemoSession:
             items.append((yield from self._item(session, result)))
         return items
 
-    def _add(self, prepared: list[_Prepared]) -> Plan:
+    def _add(self, prepared: list[_Prepared]) -> Plan[Any]:
         session = yield from self._current()
         try:
             first = yield self._record(session, prepared[0])
@@ -496,9 +447,9 @@ class MnemoSession:
             (r.result_id, p.note) for r, p in zip(recorded, prepared, strict=True) if p.note is not None
         ]
         if targets:
-            yield _Call("archive_results", (session, targets))
+            yield HandleCall("archive_results", (session, targets))
         mark = {"op": "commit", "ranges": _ranges([_number(r.result_id) for r in recorded])}
-        yield _Call(
+        yield HandleCall(
             "record",
             (session, "mnemo-sea.commit", _json(mark, "mark")),
             {"media_type": MARK_MEDIA_TYPE, "arguments": mark},
@@ -506,14 +457,14 @@ class MnemoSession:
         return None
 
     @staticmethod
-    def _record(session: str, one: _Prepared) -> _Call:
-        return _Call(
+    def _record(session: str, one: _Prepared) -> HandleCall:
+        return HandleCall(
             "record",
             (session, one.tool_name, one.content),
             {"media_type": one.media_type, "arguments": one.arguments},
         )
 
-    def _pop(self) -> Plan:
+    def _pop(self) -> Plan[Any]:
         session = yield from self._current()
         shown = yield from self._shown(session, 1)
         if not shown:
@@ -521,28 +472,28 @@ class MnemoSession:
         (newest,) = shown
         item = yield from self._item(session, newest, original=True)
         mark = {"op": "pop", "result": _number(newest.result_id)}
-        yield _Call(
+        yield HandleCall(
             "record",
             (session, "mnemo-sea.pop", _json(mark, "mark")),
             {"media_type": MARK_MEDIA_TYPE, "arguments": mark},
         )
         return item
 
-    def _clear(self) -> Plan:
+    def _clear(self) -> Plan[Any]:
         session = yield from self._current()
         try:
-            receipt: DeletionReceipt = yield _Call("delete_session", (session,))
+            receipt: DeletionReceipt = yield HandleCall("delete_session", (session,))
         except NotFound:
             return None  # nothing was ever added in this generation: nothing to delete
         yield from self._log_clear(session)
         return receipt
 
-    def _log_clear(self, session: str) -> Plan:
+    def _log_clear(self, session: str) -> Plan[Any]:
         """One line in the clears session per cleared generation (its count is the generation):
         the same request under the same idempotency key, so a repeated write adds nothing."""
         generation = int(session.rsplit("@", 1)[1])
         line = {"op": "cleared", "generation": generation}
-        yield _Call(
+        yield HandleCall(
             "record",
             (self.session_id + CLEARS_SUFFIX, "mnemo-sea.cleared", _json(line, "mark")),
             {
@@ -552,9 +503,9 @@ class MnemoSession:
             },
         )
 
-    def _recover(self, result_id: str, lines: tuple[int, int] | None) -> Plan:
+    def _recover(self, result_id: str, lines: tuple[int, int] | None) -> Plan[Any]:
         session = yield from self._current()
-        recovered = yield _Call("recover", (session, result_id), {"lines": lines})
+        recovered = yield HandleCall("recover", (session, result_id), {"lines": lines})
         if recovered.original.media_type not in _OUTPUT_MEDIA:
             raise InvalidInput("result_id", f"{result_id} is not a tool output of this session")
         text: str = bytes(recovered.content).decode("utf-8")
