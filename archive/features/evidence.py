@@ -27,6 +27,7 @@ from ..rules.errors import (
     TargetStatus,
 )
 from ..rules.in_force import evidence_answers_at
+from ..rules.metadata import metadata_json, metadata_of
 from ..rules.operations import EvidenceInput
 from ..rules.policy import check_list_limit, check_offset
 from ..rules.principal import Principal, Role, Sensitivity, check_identifier
@@ -81,6 +82,7 @@ def _record_of(row: dict[str, Any], *, answer: bool = False) -> EvidenceRecord:
         status="active" if answer else row["status"],
         recorded_at=row["recorded_at"],
         ended_at=None if answer else row["ended_at"],
+        metadata=metadata_of(row["metadata_json"]),
     )
 
 
@@ -123,13 +125,18 @@ class _Prepared:
     requested_id: str | None  # None when the id was generated
 
     def request(self) -> dict[str, Any]:
-        """What the caller asked for, for an idempotency key: a generated id is not part of it."""
-        return {
+        """What the caller asked for, for an idempotency key: a generated id is not part of it.
+        Metadata is, when given (left out when not, so a key used before metadata existed still
+        names the same request)."""
+        asked = {
             **self.fields,
             "evidence_id": self.requested_id,
             "content_sha256": sha256_hex(self.data),
             "observed_at": self.observed_at,
         }
+        if asked["metadata_json"] is None:
+            del asked["metadata_json"]
+        return asked
 
 
 def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> _Prepared:
@@ -161,6 +168,7 @@ def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> 
     owner = check_identifier("owner", item.owner) if item.owner is not None else None
     principal.require_owner(owner, "storing evidence")
     session_id = check_identifier("session_id", item.session_id) if item.session_id is not None else None
+    metadata = metadata_json(item.metadata)
     valid_from = aware("valid_from", item.valid_from)
     valid_until = aware("valid_until", item.valid_until)
     if valid_from and valid_until and valid_until <= valid_from:
@@ -178,6 +186,9 @@ def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> 
         "provenance": item.provenance,
         "owner": owner,
         "session_id": session_id,
+        # Canonical JSON text: equal objects are equal here, so the same body with the same
+        # metadata is the current version unchanged, and with other metadata a new version.
+        "metadata_json": metadata,
     }
     return _Prepared(
         evidence_id, data, media, fields, aware("observed_at", item.observed_at), item.evidence_id
