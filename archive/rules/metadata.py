@@ -42,7 +42,8 @@ def _check_values(value: Mapping[Any, Any]) -> None:
             for key, inner in item.items():
                 if not isinstance(key, str):
                     raise InvalidInput(
-                        FIELD, f"{at} has the key {key!r} ({type(key).__name__}); JSON object keys are strings"
+                        FIELD,
+                        f"{at} has the key {key!r} ({type(key).__name__}); JSON object keys are strings",
                     )
                 stack.append((inner, _path(at, key)))
         elif isinstance(item, list | tuple):

@@ -123,7 +123,11 @@ def operation(plan: F) -> F:
 
 
 def _listed(values: Iterable[str] | None) -> list[str] | None:
-    return None if values is None else list(values)
+    """A filter's values as a JSON list; a bare string is sent as it is, for the server to refuse
+    as the facade does (a list of its letters would be another filter)."""
+    if values is None or isinstance(values, str):
+        return values  # type: ignore[return-value]
+    return list(values)
 
 
 def _query(**params: Any) -> dict[str, Any]:
@@ -192,6 +196,7 @@ def search(
     kinds: Iterable[str] | None = None,
     scopes: Iterable[str] | None = None,
     sources: Iterable[str] | None = None,
+    owners: Iterable[str] | None = None,
     as_of: datetime | None = None,
     min_score: float | None = None,
 ) -> Plan[SearchResult]:
@@ -210,6 +215,7 @@ def search(
         "kinds": _listed(kinds),
         "scopes": _listed(scopes),
         "sources": _listed(sources),
+        "owners": _listed(owners),
         "as_of": as_of,
         "min_score": min_score,
     }

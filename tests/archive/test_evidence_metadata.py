@@ -43,7 +43,9 @@ def _stored(archive: Archive, tenant: str) -> list[tuple[str, int, str | None]]:
         return [(r.evidence_id, r.version, r.metadata_json) for r in rows]
 
 
-def test_metadata_is_kept_with_its_version_and_read_back_everywhere(archive: Archive, agent: Principal) -> None:
+def test_metadata_is_kept_with_its_version_and_read_back_everywhere(
+    archive: Archive, agent: Principal
+) -> None:
     made = _put(archive, agent, "The ferry leaves at noon.", DOC)
     assert made.metadata == DOC and made.version == 1
     # Stored as canonical JSON text (sorted keys, compact), in the version's own row.
@@ -54,7 +56,10 @@ def test_metadata_is_kept_with_its_version_and_read_back_everywhere(archive: Arc
     assert record.metadata == DOC and record == made
     # A version without metadata reads None, and the older version keeps its own.
     _put(archive, agent, "The ferry leaves at one.", None)
-    assert [(r.version, r.metadata) for r in archive.evidence_history(agent, "kb/ferry")] == [(1, DOC), (2, None)]
+    assert [(r.version, r.metadata) for r in archive.evidence_history(agent, "kb/ferry")] == [
+        (1, DOC),
+        (2, None),
+    ]
     assert archive.get_evidence(agent, "kb/ferry", version=1)[0].metadata == DOC
     # Each read hands out a new dict: changing it changes nothing kept.
     record.metadata["page"] = 99  # type: ignore[index]
@@ -74,7 +79,11 @@ def test_metadata_is_part_of_what_makes_a_version_new(archive: Archive, agent: P
     assert _put(archive, agent, "body", {"a": 2}).version == 2
     assert _put(archive, agent, "body", None).version == 3
     assert _put(archive, agent, "body", None).version == 3
-    assert [m for _, _, m in _stored(archive, agent.tenant_id)] == ['{"a":1,"b":[1,{"c":null}]}', '{"a":2}', None]
+    assert [m for _, _, m in _stored(archive, agent.tenant_id)] == [
+        '{"a":1,"b":[1,{"c":null}]}',
+        '{"a":2}',
+        None,
+    ]
 
 
 def test_metadata_is_part_of_an_idempotent_request(archive: Archive, agent: Principal) -> None:
@@ -119,7 +128,10 @@ def test_bad_metadata_is_refused_naming_the_field_and_stores_nothing(
         _put(archive, agent, "body", metadata)
     assert raised.value.field == "metadata" and problem in raised.value.problem
     # In a batch every bad item is listed; the good item before it is not stored either.
-    items = [EvidenceInput("fine", "doc", evidence_id="kb/fine"), EvidenceInput("b", "doc", metadata=metadata)]
+    items = [
+        EvidenceInput("fine", "doc", evidence_id="kb/fine"),
+        EvidenceInput("b", "doc", metadata=metadata),
+    ]
     with pytest.raises(InvalidBatch) as listed:
         archive.write_evidence_batch(agent, items)
     assert [(p["index"], p["field"]) for p in listed.value.problems] == [(1, "metadata")]
@@ -166,4 +178,7 @@ def test_another_tenants_metadata_of_the_same_id_is_never_read(
     _put(archive, other_tenant, "theirs", {"who": "b"})
     _put(archive, other_tenant, "theirs again", {"who": "b2"})
     assert [r.metadata for r in archive.evidence_history(agent, "kb/ferry")] == [{"who": "a"}]
-    assert [r.metadata for r in archive.evidence_history(other_tenant, "kb/ferry")] == [{"who": "b"}, {"who": "b2"}]
+    assert [r.metadata for r in archive.evidence_history(other_tenant, "kb/ferry")] == [
+        {"who": "b"},
+        {"who": "b2"},
+    ]
