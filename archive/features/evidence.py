@@ -29,7 +29,7 @@ from ..rules.errors import (
 from ..rules.in_force import evidence_answers_at
 from ..rules.metadata import metadata_json, metadata_of
 from ..rules.operations import EvidenceInput
-from ..rules.policy import check_list_limit, check_offset
+from ..rules.policy import check_list_limit, check_offset, check_prefix
 from ..rules.principal import Principal, Role, Sensitivity, check_identifier
 from ..rules.records import EVIDENCE_KINDS, EvidenceRecord, EvidenceStatus, parse_provenance
 from ..rules.refs import DERIVED_ID_PREFIXES, check_evidence_id
@@ -39,6 +39,7 @@ from ..storage.blobs import put_blobs, read_blob, sha256_hex
 from ..storage.idempotency import KeyedRequest, keyed, previous_reply, save_reply
 from ..storage.locks import lock_chain, lock_chains
 from ..storage.outbox import Entity, Op, enqueue, enqueue_many
+from ..storage.prefixes import starts_with
 from ..storage.rows import to_record
 from ..storage.statements import prepared_insert
 from ..storage.store import ArchiveStore
@@ -664,21 +665,28 @@ class EvidenceInfo:
 
 
 def list_evidence(
-    store: ArchiveStore, principal: Principal, *, limit: int = 1000, offset: int = 0
+    store: ArchiveStore,
+    principal: Principal,
+    *,
+    prefix: str | None = None,
+    limit: int = 1000,
+    offset: int = 0,
 ) -> list[EvidenceInfo]:
     """The tenant's evidence records, each once, by id (in the database's collation), at most
-    `limit` (1 to 10,000) after the first `offset`. Only records `evidence_history` would show
+    `limit` (1 to 10,000) after the first `offset`; with `prefix`, only the ids that start with
+    it (literally and case-sensitively: `%` and `_` are characters). Only records `evidence_history` would show
     this principal are listed (its clearance covers every version, and it acts for each one's
     owner), so every id listed opens, and a record it may not read is not even named.
     One statement: the page of ids is chosen in SQL, then joined to each one's newest version."""
     principal.require(Role.READER, "listing evidence")
     check_list_limit(limit)
     check_offset(offset)
+    check_prefix(prefix, limits.EVIDENCE_ID_CHARS)
     e = t.evidence
     tenant = principal.tenant_id
     chains = (
         select(e.c.evidence_id, func.max(e.c.version).label("latest"), func.count().label("versions"))
-        .where(e.c.tenant_id == tenant)
+        .where(e.c.tenant_id == tenant, *([starts_with(e.c.evidence_id, prefix)] if prefix else []))
         .group_by(e.c.evidence_id)
         .having(func.max(e.c.sensitivity) <= int(principal.clearance), func.min(e.c.sensitivity) >= 0)
     )
