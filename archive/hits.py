@@ -39,13 +39,13 @@ from sqlalchemy import Connection, Integer, Select, String, bindparam, column, s
 from .rules.checks import aware
 from .rules.clock import utcnow
 from .rules.errors import IntegrityFailure, InvalidInput
-from .rules.metadata import metadata_of
 from .rules.in_force import (
     evidence_answers_at,
     evidence_answers_now,
     in_force,
     memory_answers_at,
 )
+from .rules.metadata import metadata_of
 from .rules.original_pages import page_first_line, page_of_version, page_span
 from .rules.principal import Principal, Role
 from .rules.records import MEMORY_SENSITIVITY, ORIGINAL_KIND

@@ -674,9 +674,10 @@ def list_evidence(
 ) -> list[EvidenceInfo]:
     """The tenant's evidence records, each once, by id (in the database's collation), at most
     `limit` (1 to 10,000) after the first `offset`; with `prefix`, only the ids that start with
-    it (literally and case-sensitively: `%` and `_` are characters). Only records `evidence_history` would show
-    this principal are listed (its clearance covers every version, and it acts for each one's
-    owner), so every id listed opens, and a record it may not read is not even named.
+    it (literally and case-sensitively: `%` and `_` are characters). Only records
+    `evidence_history` would show this principal are listed (its clearance covers every version,
+    and it acts for each one's owner), so every id listed opens, and a record it may not read is
+    not even named.
     One statement: the page of ids is chosen in SQL, then joined to each one's newest version."""
     principal.require(Role.READER, "listing evidence")
     check_list_limit(limit)

@@ -691,7 +691,7 @@ class Mnemo:
     get_evidence = _archive_call(Archive.get_evidence)
     evidence_history = _archive_call(Archive.evidence_history)
     get_summary = _archive_call(Archive.get_summary)
-    # Listings a person pages through (the console), not on the REST client yet.
+    # Listings a person (the console) or a program (the REST client, the integrations) pages through.
     list_evidence = _archive_call(Archive.list_evidence)
     list_summaries = _archive_call(Archive.list_summaries)
     list_memory_owners = _archive_call(Archive.list_memory_owners)
