@@ -538,15 +538,15 @@ class Archive:
         )
 
     def list_evidence(
-        self, principal: Principal, *, limit: int = 1000, offset: int = 0
+        self, principal: Principal, *, prefix: str | None = None, limit: int = 1000, offset: int = 0
     ) -> list[evidence.EvidenceInfo]:
-        """The tenant's evidence records by id, each with its newest version, as far as the
-        principal may read them (see `evidence.list_evidence`)."""
+        """The tenant's evidence records by id (those starting with `prefix`, when given), each
+        with its newest version, as far as the principal may read them (see `evidence.list_evidence`)."""
         return self._guard(
             principal,
             "list_evidence",
             "evidence",
-            lambda: evidence.list_evidence(self.store, principal, limit=limit, offset=offset),
+            lambda: evidence.list_evidence(self.store, principal, prefix=prefix, limit=limit, offset=offset),
         )
 
     # ---- memory ------------------------------------------------------------------------------
@@ -608,15 +608,15 @@ class Archive:
         )
 
     def list_memory_owners(
-        self, principal: Principal, *, limit: int = 1000, offset: int = 0
+        self, principal: Principal, *, prefix: str | None = None, limit: int = 1000, offset: int = 0
     ) -> list[memory.MemoryOwner]:
-        """The owners the tenant keeps memory about, by name, with their counts of facts (a user:
-        itself only; see `memory.list_owners`)."""
+        """The owners the tenant keeps memory about (those starting with `prefix`, when given), by
+        name, with their counts of facts (a user: itself only; see `memory.list_owners`)."""
         return self._guard(
             principal,
             "list_memory_owners",
             "memory",
-            lambda: memory.list_owners(self.store, principal, limit=limit, offset=offset),
+            lambda: memory.list_owners(self.store, principal, prefix=prefix, limit=limit, offset=offset),
         )
 
     def forget(

@@ -45,6 +45,7 @@ from .rules.in_force import (
     in_force,
     memory_answers_at,
 )
+from .rules.metadata import metadata_of
 from .rules.original_pages import page_first_line, page_of_version, page_span
 from .rules.principal import Principal, Role
 from .rules.records import MEMORY_SENSITIVITY, ORIGINAL_KIND
@@ -97,6 +98,9 @@ class HydratedHit(NamedTuple):
     label: str = "evidence"
     lines: tuple[int, int] | None = None
     byte_range: tuple[int, int] | None = None
+    # An evidence version's metadata (EvidenceRecord.metadata), as the caller kept it with the
+    # version hit; None for every other kind and for a version kept without.
+    metadata: dict[str, Any] | None = None
 
 
 # What a pointer names, as dict keys: tuples hash and compare in C, and each search builds and
@@ -145,6 +149,7 @@ class _Readable(NamedTuple):
     content_sha256: str | None = None
     # Where the text starts in its original (byte offset, line from 1): an archived original's page.
     origin: tuple[int, int] | None = None
+    metadata_json: str | None = None  # an evidence version's, parsed per hit (`_cut`)
 
 
 def read_hits(
@@ -228,6 +233,8 @@ def _cut(p: PointsToHit, found: _Readable | None) -> HydratedHit | None:
         return None
     snippet = found.text[p.start : p.end]
     if found.origin is None:
+        if found.metadata_json is not None:
+            return HydratedHit(snippet, found.locator, found.label, metadata=metadata_of(found.metadata_json))
         return HydratedHit(snippet, found.locator, found.label)
     byte_at, line_at = found.origin
     start = byte_at + len(found.text[: p.start].encode("utf-8"))
@@ -245,6 +252,7 @@ class _EvidenceRow(NamedTuple):
     evidence_id: str
     version: int
     locator: str
+    metadata_json: str | None
     blob_sha256: str
     sensitivity: int
     owner: str | None
@@ -261,6 +269,7 @@ class _EvidenceRowAsOf(NamedTuple):
     evidence_id: str
     version: int
     locator: str
+    metadata_json: str | None
     blob_sha256: str
     sensitivity: int
     owner: str | None
@@ -276,6 +285,7 @@ _EVIDENCE_COLUMNS = (
     t.evidence.c.evidence_id,
     t.evidence.c.version,
     t.evidence.c.locator,
+    t.evidence.c.metadata_json,
     t.evidence.c.blob_sha256,
     t.evidence.c.sensitivity,
     t.evidence.c.owner,
@@ -397,7 +407,7 @@ def _read_evidence(
         except UnicodeDecodeError:
             continue  # a binary original is not searchable text: no index entry names it rightly
         target = _Evidence(row.evidence_id, row.version)
-        out[target] = _Readable(text, row.locator, "evidence", row.blob_sha256)
+        out[target] = _Readable(text, row.locator, "evidence", row.blob_sha256, None, row.metadata_json)
     return out
 
 

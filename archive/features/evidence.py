@@ -27,8 +27,9 @@ from ..rules.errors import (
     TargetStatus,
 )
 from ..rules.in_force import evidence_answers_at
+from ..rules.metadata import metadata_json, metadata_of
 from ..rules.operations import EvidenceInput
-from ..rules.policy import check_list_limit, check_offset
+from ..rules.policy import check_list_limit, check_offset, check_prefix
 from ..rules.principal import Principal, Role, Sensitivity, check_identifier
 from ..rules.records import EVIDENCE_KINDS, EvidenceRecord, EvidenceStatus, parse_provenance
 from ..rules.refs import DERIVED_ID_PREFIXES, check_evidence_id
@@ -38,6 +39,7 @@ from ..storage.blobs import put_blobs, read_blob, sha256_hex
 from ..storage.idempotency import KeyedRequest, keyed, previous_reply, save_reply
 from ..storage.locks import lock_chain, lock_chains
 from ..storage.outbox import Entity, Op, enqueue, enqueue_many
+from ..storage.prefixes import starts_with
 from ..storage.rows import to_record
 from ..storage.statements import prepared_insert
 from ..storage.store import ArchiveStore
@@ -81,6 +83,7 @@ def _record_of(row: dict[str, Any], *, answer: bool = False) -> EvidenceRecord:
         status="active" if answer else row["status"],
         recorded_at=row["recorded_at"],
         ended_at=None if answer else row["ended_at"],
+        metadata=metadata_of(row["metadata_json"]),
     )
 
 
@@ -123,13 +126,18 @@ class _Prepared:
     requested_id: str | None  # None when the id was generated
 
     def request(self) -> dict[str, Any]:
-        """What the caller asked for, for an idempotency key: a generated id is not part of it."""
-        return {
+        """What the caller asked for, for an idempotency key: a generated id is not part of it.
+        Metadata is, when given (left out when not, so a key used before metadata existed still
+        names the same request)."""
+        asked = {
             **self.fields,
             "evidence_id": self.requested_id,
             "content_sha256": sha256_hex(self.data),
             "observed_at": self.observed_at,
         }
+        if asked["metadata_json"] is None:
+            del asked["metadata_json"]
+        return asked
 
 
 def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> _Prepared:
@@ -161,6 +169,7 @@ def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> 
     owner = check_identifier("owner", item.owner) if item.owner is not None else None
     principal.require_owner(owner, "storing evidence")
     session_id = check_identifier("session_id", item.session_id) if item.session_id is not None else None
+    metadata = metadata_json(item.metadata)
     valid_from = aware("valid_from", item.valid_from)
     valid_until = aware("valid_until", item.valid_until)
     if valid_from and valid_until and valid_until <= valid_from:
@@ -178,6 +187,9 @@ def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> 
         "provenance": item.provenance,
         "owner": owner,
         "session_id": session_id,
+        # Canonical JSON text: equal objects are equal here, so the same body with the same
+        # metadata is the current version unchanged, and with other metadata a new version.
+        "metadata_json": metadata,
     }
     return _Prepared(
         evidence_id, data, media, fields, aware("observed_at", item.observed_at), item.evidence_id
@@ -653,21 +665,29 @@ class EvidenceInfo:
 
 
 def list_evidence(
-    store: ArchiveStore, principal: Principal, *, limit: int = 1000, offset: int = 0
+    store: ArchiveStore,
+    principal: Principal,
+    *,
+    prefix: str | None = None,
+    limit: int = 1000,
+    offset: int = 0,
 ) -> list[EvidenceInfo]:
     """The tenant's evidence records, each once, by id (in the database's collation), at most
-    `limit` (1 to 10,000) after the first `offset`. Only records `evidence_history` would show
-    this principal are listed (its clearance covers every version, and it acts for each one's
-    owner), so every id listed opens, and a record it may not read is not even named.
+    `limit` (1 to 10,000) after the first `offset`; with `prefix`, only the ids that start with
+    it (literally and case-sensitively: `%` and `_` are characters). Only records
+    `evidence_history` would show this principal are listed (its clearance covers every version,
+    and it acts for each one's owner), so every id listed opens, and a record it may not read is
+    not even named.
     One statement: the page of ids is chosen in SQL, then joined to each one's newest version."""
     principal.require(Role.READER, "listing evidence")
     check_list_limit(limit)
     check_offset(offset)
+    check_prefix(prefix, limits.EVIDENCE_ID_CHARS)
     e = t.evidence
     tenant = principal.tenant_id
     chains = (
         select(e.c.evidence_id, func.max(e.c.version).label("latest"), func.count().label("versions"))
-        .where(e.c.tenant_id == tenant)
+        .where(e.c.tenant_id == tenant, *([starts_with(e.c.evidence_id, prefix)] if prefix else []))
         .group_by(e.c.evidence_id)
         .having(func.max(e.c.sensitivity) <= int(principal.clearance), func.min(e.c.sensitivity) >= 0)
     )

@@ -33,7 +33,7 @@ from ..rules.errors import (
 )
 from ..rules.in_force import expired, expired_clause, in_force
 from ..rules.operations import MAX_TTL_SECONDS, RememberOp
-from ..rules.policy import check_list_limit, check_offset
+from ..rules.policy import check_list_limit, check_offset, check_prefix
 from ..rules.principal import Principal, Role, Sensitivity, check_identifier
 from ..rules.records import (
     PROVENANCE_RANK,
@@ -46,6 +46,7 @@ from ..storage import schema as t
 from ..storage.idempotency import keyed, previous_reply, save_reply
 from ..storage.locks import lock_chain
 from ..storage.outbox import enqueue
+from ..storage.prefixes import starts_with
 from ..storage.rows import fact_from_row
 from ..storage.sources import source_owner, source_sensitivity
 from ..storage.store import ArchiveStore
@@ -357,13 +358,20 @@ class MemoryOwner:
 
 
 def list_owners(
-    store: ArchiveStore, principal: Principal, *, limit: int = 1000, offset: int = 0
+    store: ArchiveStore,
+    principal: Principal,
+    *,
+    prefix: str | None = None,
+    limit: int = 1000,
+    offset: int = 0,
 ) -> list[MemoryOwner]:
     """The owners with memory in the tenant, by name, at most `limit` (1 to 10,000) after the
-    first `offset`; a user sees only itself, as `facts` would let it read only its own."""
+    first `offset`; with `prefix`, only the names that start with it (literally and
+    case-sensitively); a user sees only itself, as `facts` would let it read only its own."""
     principal.require(Role.READER, "listing memory")
     check_list_limit(limit)
     check_offset(offset)
+    check_prefix(prefix, limits.ID_CHARS)
     now = utcnow()
     m = t.memory_facts
     holds = case((and_(m.c.status == "active", not_(expired_clause(m.c.expires_at, now))), 1), else_=0)
@@ -380,6 +388,8 @@ def list_owners(
     )
     if not principal.has(Role.AGENT):
         stmt = stmt.where(m.c.owner == principal.subject)
+    if prefix:
+        stmt = stmt.where(starts_with(m.c.owner, prefix))
     with store.read() as conn:
         rows = conn.execute(stmt.limit(limit).offset(offset))
         return [MemoryOwner(r.owner, int(r.facts), int(r.keys), r.changed_at) for r in rows]

@@ -45,6 +45,9 @@ SOURCE_CHARS = 1_024
 SCOPE_CHARS = 255
 LOCATOR_CHARS = 1_024
 STATEMENT_CHARS = 4_000
+# A version's metadata: the JSON object a caller keeps with it (a LangChain Document's metadata),
+# as its compact JSON text.
+METADATA_CHARS = 64 * 1024
 REASON_CHARS = 2_000  # why a record is retracted
 SUMMARY_CHARS = 64_000
 SUMMARY_SOURCES = 1_000
@@ -57,7 +60,7 @@ TASK_TEXT_CHARS = 2_000  # the goal, every item, every fact, every reason
 TASK_ITEMS = 200  # per list
 # ---- search, context, citations ----------------------------------------------------------------
 QUERY_CHARS = 16_384  # retrieval's MAX_QUERY_CHARS (an independent layer: a test holds them equal)
-FILTER_VALUES = 256  # kinds, scopes or sources one search names (retrieval's MAX_FILTER_VALUES)
+FILTER_VALUES = 256  # kinds, scopes, sources or owners one search names (retrieval's MAX_FILTER_VALUES)
 INSTRUCTIONS_CHARS = 1_000_000
 TOOLS = 256  # tool definitions in one context
 TOOL_DEFINITION_CHARS = 100_000  # one tool definition (its canonical JSON, or its text)

@@ -377,6 +377,14 @@ class EvidenceInput:
     )
     owner: Annotated[Id | None, Field(description="the person it is about, if any")] = None
     session_id: Annotated[Id | None, Field(description="the session it came from, if any")] = None
+    metadata: Annotated[
+        dict[str, Any] | None,
+        JsonCap(cap.METADATA_CHARS),
+        Field(
+            description="a JSON object kept with this version and returned with it and on search hits "
+            "(e.g. a document's page, title, tags); never searched"
+        ),
+    ] = None
 
 
 class RetractOp(Operation):

@@ -52,6 +52,21 @@ def check_offset(offset: object) -> int:
     return offset
 
 
+def check_prefix(prefix: object, limit: int) -> str | None:
+    """A listing's `prefix` (ids starting with it are listed; None lists all): text of at most
+    `limit` characters without NUL, else InvalidInput. Its `%`, `_` and `\\` are literal
+    characters: the listings escape them (`starts_with`)."""
+    if prefix is None:
+        return None
+    if not isinstance(prefix, str):
+        raise InvalidInput("prefix", f"must be a string, got {type(prefix).__name__}")
+    if len(prefix) > limit:
+        raise InvalidInput("prefix", f"is {len(prefix)} characters; at most {limit}", limit=limit)
+    if "\x00" in prefix:
+        raise InvalidInput("prefix", "must not contain NUL")
+    return prefix
+
+
 def check_policy_class(value: object) -> str:
     if not isinstance(value, str) or not _POLICY_CLASS.fullmatch(value):
         raise InvalidInput(

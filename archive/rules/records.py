@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, cast, get_args
+from typing import Any, Literal, cast, get_args
 
 from . import in_force
 from .errors import InvalidInput
@@ -125,6 +125,10 @@ class EvidenceRecord:
     status: EvidenceStatus
     recorded_at: datetime
     ended_at: datetime | None
+    # The JSON object the caller kept with this version (EvidenceInput.metadata), None when it
+    # gave none: a new dict on every read. Left out of the hash (a dict has none); equality
+    # compares it.
+    metadata: dict[str, Any] | None = field(default=None, hash=False)
 
     def valid_at(self, when: datetime) -> bool:
         return in_force.valid_at(self.valid_from, self.valid_until, when)

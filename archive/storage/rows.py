@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, Select, select, tuple_
 
 from ..rules.in_force import expired
+from ..rules.metadata import metadata_of
 from ..rules.principal import Sensitivity
 from ..rules.records import EvidenceRecord, MemoryFact, Summary
 from ..rules.tool_results import result_id
@@ -40,6 +41,7 @@ def to_record(row: Row[Any]) -> EvidenceRecord:
         status=row.status,
         recorded_at=row.recorded_at,
         ended_at=row.ended_at,
+        metadata=metadata_of(row.metadata_json),
     )
 
 

@@ -206,6 +206,10 @@ def search(
     sources: Annotated[
         list[str] | None, typer.Option("--sources", "--source", help="only this source (repeatable)")
     ] = None,
+    owners: Annotated[
+        list[str] | None,
+        typer.Option("--owners", "--owner", help="only hits about this person (repeatable)"),
+    ] = None,
     as_of: Annotated[str | None, typer.Option(help="what was current then (ISO-8601 with time zone)")] = None,
     min_score: Annotated[
         float | None,
@@ -233,6 +237,7 @@ def search(
             kinds=kinds,
             scopes=scopes,
             sources=sources,
+            owners=owners,
             as_of=when,
             min_score=min_score,
         )

@@ -38,11 +38,13 @@ from mnemo_sea.archive import (
     ConfirmedFact,
     DeletionReceipt,
     ErasureState,
+    EvidenceInfo,
     EvidenceInput,
     EvidenceRecord,
     InvalidInput,
     LiveView,
     MemoryFact,
+    MemoryOwner,
     ProvenanceName,
     Recovered,
     ReleasedItem,
@@ -123,7 +125,11 @@ def operation(plan: F) -> F:
 
 
 def _listed(values: Iterable[str] | None) -> list[str] | None:
-    return None if values is None else list(values)
+    """A filter's values as a JSON list; a bare string is sent as it is, for the server to refuse
+    as the facade does (a list of its letters would be another filter)."""
+    if values is None or isinstance(values, str):
+        return values  # type: ignore[return-value]
+    return list(values)
 
 
 def _query(**params: Any) -> dict[str, Any]:
@@ -154,16 +160,27 @@ def _sensitivity(value: Clearance) -> str:
 
 
 def _every_page(
-    kind: type[T], path: str, *, offset: int = 0, limit: int | None = None, **params: Any
+    kind: type[T],
+    path: str,
+    *,
+    offset: int = 0,
+    limit: int | None = None,
+    check: Callable[[Reply, int, T], None] | None = None,
+    **params: Any,
 ) -> Generator[Request, Reply, list[T]]:
     """The items of a paged list from `offset` (every one, or at most `limit`), in order, read
-    in pages of PAGE, each item as a `kind`."""
+    in pages of PAGE, each item as a `kind` and, with `check`, checked (reply, its index in the
+    page, the item) as it is read."""
     items: list[T] = []
     at: int | None = offset
     while at is not None and (limit is None or len(items) < limit):
         asked = PAGE if limit is None else min(PAGE, limit - len(items))
         reply = yield read("GET", path, params=_query(**params, offset=at, limit=asked))
-        items += parsed(reply, tuple[kind, ...], "items")  # type: ignore[valid-type]
+        page: tuple[T, ...] = parsed(reply, tuple[kind, ...], "items")  # type: ignore[valid-type]
+        if check is not None:
+            for i, item in enumerate(page):
+                check(reply, i, item)
+        items += page
         following: int | None = parsed(reply, int | None, "next_offset")  # type: ignore[arg-type]
         if following is not None and following <= at:
             raise inconsistent(reply, "next_offset", f"{following} does not follow offset {at}")
@@ -192,6 +209,7 @@ def search(
     kinds: Iterable[str] | None = None,
     scopes: Iterable[str] | None = None,
     sources: Iterable[str] | None = None,
+    owners: Iterable[str] | None = None,
     as_of: datetime | None = None,
     min_score: float | None = None,
 ) -> Plan[SearchResult]:
@@ -210,6 +228,7 @@ def search(
         "kinds": _listed(kinds),
         "scopes": _listed(scopes),
         "sources": _listed(sources),
+        "owners": _listed(owners),
         "as_of": as_of,
         "min_score": min_score,
     }
@@ -333,6 +352,31 @@ def evidence_history(evidence_id: str) -> Plan[list[EvidenceRecord]]:
     """`Archive.evidence_history`: every version of a record, oldest first."""
     items = yield from _every_page(EvidenceRecord, f"/v1/evidence-history/{segment(evidence_id)}")
     return items
+
+
+@operation
+def list_evidence(
+    *, prefix: str | None = None, limit: int = 1000, offset: int = 0
+) -> Plan[list[EvidenceInfo]]:
+    """`Mnemo.list_evidence`: the tenant's evidence records by id, each with its newest version,
+    as far as the key may read them; with `prefix`, only ids starting with it (literally); at
+    most `limit` after the first `offset`. An id listed that does not start with the prefix is
+    an InconsistentAnswer."""
+    _check_window(limit, offset)
+
+    def starts(reply: Reply, i: int, info: EvidenceInfo) -> None:
+        _prefixed(reply, where("items", i, "evidence_id"), info.evidence_id, prefix)
+
+    items = yield from _every_page(
+        EvidenceInfo, "/v1/evidence", offset=offset, limit=limit, check=starts, prefix=prefix
+    )
+    return items
+
+
+def _prefixed(reply: Reply, path: str, name: str, prefix: str | None) -> None:
+    """InconsistentAnswer for a listed name that does not start with the prefix asked for."""
+    if prefix and not name.startswith(prefix):
+        raise inconsistent(reply, path, f"{name!r} does not start with the prefix asked for, {prefix!r}")
 
 
 # ---- sessions -----------------------------------------------------------------------------------
@@ -752,6 +796,40 @@ def current(owner: str, key: str) -> Plan[MemoryFact | None]:
 def memory_history(owner: str, key: str) -> Plan[list[MemoryFact]]:
     """`Mnemo.memory_history`: every version of the fact, oldest first, superseded ones included."""
     items = yield from _every_page(MemoryFact, f"/v1/memory/{segment(owner)}/history", key=key)
+    return items
+
+
+@operation
+def list_memory_owners(
+    *, prefix: str | None = None, limit: int = 1000, offset: int = 0
+) -> Plan[list[MemoryOwner]]:
+    """`Mnemo.list_memory_owners`: the owners the tenant keeps memory about, by name, with their
+    counts of facts (a reader's key: only itself); with `prefix`, only names starting with it
+    (literally); at most `limit` after the first `offset`."""
+    _check_window(limit, offset)
+
+    def starts(reply: Reply, i: int, owner: MemoryOwner) -> None:
+        _prefixed(reply, where("items", i, "owner"), owner.owner, prefix)
+
+    items = yield from _every_page(
+        MemoryOwner, "/v1/memory", offset=offset, limit=limit, check=starts, prefix=prefix
+    )
+    return items
+
+
+@operation
+def facts(owner: str, *, offset: int = 0, limit: int | None = None) -> Plan[list[MemoryFact]]:
+    """`Mnemo.facts`: the owner's current, unexpired facts by key, every one or at most `limit`
+    after the first `offset`. A fact of another owner, or not current, is an InconsistentAnswer."""
+    _check_window(limit, offset)
+
+    def current_of_owner(reply: Reply, i: int, fact: MemoryFact) -> None:
+        _fact_of(reply, fact, owner, fact.key, where("items", i) + ".")
+        same(reply, where("items", i, "status"), fact.status, "active", "a current fact's status")
+
+    items = yield from _every_page(
+        MemoryFact, f"/v1/memory/{segment(owner)}/facts", offset=offset, limit=limit, check=current_of_owner
+    )
     return items
 
 

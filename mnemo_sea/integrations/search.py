@@ -1,8 +1,8 @@
 """What the framework retrievers share: who searches, with which filters, and what a hit becomes.
 
 A retriever searches through a *searcher*: anything whose `search` has the signature of the
-REST client's (`MnemoClient.search(query, *, limit, mode, kinds, scopes, sources, as_of,
-min_score)`, or
+REST client's (`MnemoClient.search(query, *, limit, mode, kinds, scopes, sources, owners,
+as_of, min_score)`, or
 the same coroutine on `AsyncMnemoClient`), answering the facade's `SearchResult`. In process,
 `InProcessSearcher(mnemo, principal)` binds a `Mnemo` and the `Principal` it searches as to that
 signature. So one retriever class runs in process or against a server, and the tenant is never
@@ -66,6 +66,7 @@ class Searcher(Protocol):
         kinds: list[str] | None = None,
         scopes: list[str] | None = None,
         sources: list[str] | None = None,
+        owners: list[str] | None = None,
         as_of: datetime | None = None,
         min_score: float | None = None,
     ) -> SearchResult: ...
@@ -85,6 +86,7 @@ class AsyncSearcher(Protocol):
         kinds: list[str] | None = None,
         scopes: list[str] | None = None,
         sources: list[str] | None = None,
+        owners: list[str] | None = None,
         as_of: datetime | None = None,
         min_score: float | None = None,
     ) -> SearchResult: ...
@@ -108,6 +110,7 @@ class InProcessSearcher:
         kinds: Iterable[str] | None = None,
         scopes: Iterable[str] | None = None,
         sources: Iterable[str] | None = None,
+        owners: Iterable[str] | None = None,
         as_of: datetime | None = None,
         min_score: float | None = None,
     ) -> SearchResult:
@@ -119,6 +122,7 @@ class InProcessSearcher:
             kinds=kinds,
             scopes=scopes,
             sources=sources,
+            owners=owners,
             as_of=as_of,
             min_score=min_score,
         )
@@ -140,7 +144,7 @@ def check_searcher(value: object) -> Searcher | AsyncSearcher:
     if not isinstance(value, Searcher | AsyncSearcher) or not callable(value.search):
         raise TypeError(
             f"a retriever needs a searcher (an object with search(query, *, limit, mode, kinds, "
-            f"scopes, sources, as_of, min_score), e.g. MnemoClient or InProcessSearcher), "
+            f"scopes, sources, owners, as_of, min_score), e.g. MnemoClient or InProcessSearcher), "
             f"got {type(value).__name__}"
         )
     return value
@@ -166,7 +170,7 @@ def _names(field: str, value: object) -> tuple[str, ...] | None:
 @dataclass(frozen=True)
 class SearchFilters:
     """The search's parameters besides the query, as the facade takes them. `kinds`, `scopes`,
-    `sources`: names (kept as tuples), None is no filter; a single string is InvalidInput. The
+    `sources`, `owners`: names (kept as tuples), None is no filter; a single string is InvalidInput. The
     values are checked by the search itself (an unknown mode or kind, a limit out of range
     answer `invalid`, raised as InvalidInput). `min_score` is the search's relevance floor, which
     the retrievers take as `score_threshold`, the name both frameworks use."""
@@ -176,11 +180,12 @@ class SearchFilters:
     kinds: Sequence[str] | None = None
     scopes: Sequence[str] | None = None
     sources: Sequence[str] | None = None
+    owners: Sequence[str] | None = None
     as_of: datetime | None = None
     min_score: float | None = None
 
     def __post_init__(self) -> None:
-        for field in ("kinds", "scopes", "sources"):
+        for field in ("kinds", "scopes", "sources", "owners"):
             object.__setattr__(self, field, _names(field, getattr(self, field)))
 
     def overridden(self, overrides: Mapping[str, Any]) -> SearchFilters:
@@ -203,6 +208,8 @@ def _listed(names: Sequence[str] | None) -> list[str] | None:
 
 
 def _call(search: Any, query: str, filters: SearchFilters) -> Any:
+    # `owners` only when asked: a searcher written before the filter existed still runs.
+    narrowed = {} if filters.owners is None else {"owners": list(filters.owners)}
     return search(
         query,
         limit=filters.limit,
@@ -212,6 +219,7 @@ def _call(search: Any, query: str, filters: SearchFilters) -> Any:
         sources=_listed(filters.sources),
         as_of=filters.as_of,
         min_score=filters.min_score,
+        **narrowed,
     )
 
 
@@ -264,8 +272,9 @@ async def asearch_hits(
 
 def hit_metadata(hit: SearchHit) -> dict[str, Any]:
     """evidence_id, version, kind, source, scope, locator, score, bm25_rank, bm25_score,
-    dense_rank, dense_score, relevance, span ([start, end] in the version's original text) and
-    label ("evidence", or "derived" for a summary): the hit's JSON form without its text."""
+    dense_rank, dense_score, relevance, span ([start, end] in the version's original text),
+    label ("evidence", or "derived" for a summary), lines, byte_range and metadata (the object
+    the caller kept with the version, or None): the hit's JSON form without its text."""
     metadata = hit.to_dict()
     del metadata["snippet"]
     return metadata

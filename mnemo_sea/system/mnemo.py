@@ -92,6 +92,14 @@ def _access_scope(principal: Principal) -> AccessScope:
     return AccessScope(principal.tenant_id, clearance=int(principal.clearance), owners=owners)
 
 
+def _narrowing(values: Iterable[str] | None) -> frozenset[str] | None:
+    """A filter's values as the index takes them. A bare string is passed as it is, for the
+    query to refuse (`frozenset("alice")` would be a filter on five letters)."""
+    if values is None or isinstance(values, str):
+        return values  # type: ignore[return-value]
+    return frozenset(values)
+
+
 class Pointer(NamedTuple):
     """The index's `Hit` as the search cache keeps it: the fields a search answer needs from
     the index (the archive's `PointsToHit` and what `SearchHit` shows of scores and ranks),
@@ -158,6 +166,7 @@ class Pointer(NamedTuple):
             self.bm25_score,
             self.dense_score,
             self.relevance,
+            text.metadata,
         )
 
 
@@ -558,6 +567,7 @@ class Mnemo:
         kinds: Iterable[str] | None = None,
         scopes: Iterable[str] | None = None,
         sources: Iterable[str] | None = None,
+        owners: Iterable[str] | None = None,
         as_of: datetime | None = None,
         min_score: float | None = None,
     ) -> SearchResult:
@@ -569,7 +579,9 @@ class Mnemo:
         `min_score` is a floor on each hit's `relevance` (its cosine in [-1, 1], raised by a strong
         BM25 match): hits under it are left out before `limit` is counted, except a chunk holding
         every term of the query (retrieval/floor.py); out of [-1, 1], NaN or with mode bm25 the
-        answer is `invalid`.
+        answer is `invalid`. `owners` keeps only hits about those people (a memory fact's owner,
+        an evidence record's, an archived result's session's), in the index like every filter;
+        a reader may name only itself (`forbidden` otherwise).
         """
         check_caps(SearchOp, locals())
         principal.require(Role.READER, "searching")
@@ -588,8 +600,9 @@ class Mnemo:
                 limit=limit,
                 mode=SearchMode(mode),
                 kinds=asked,
-                scopes=None if scopes is None else frozenset(scopes),
-                sources=None if sources is None else frozenset(sources),
+                scopes=_narrowing(scopes),
+                sources=_narrowing(sources),
+                owners=_narrowing(owners),
                 as_of=when,
                 one_hit_per_evidence=True,
                 min_score=min_score,
@@ -678,7 +691,7 @@ class Mnemo:
     get_evidence = _archive_call(Archive.get_evidence)
     evidence_history = _archive_call(Archive.evidence_history)
     get_summary = _archive_call(Archive.get_summary)
-    # Listings a person pages through (the console), not on the REST client yet.
+    # Listings a person (the console) or a program (the REST client, the integrations) pages through.
     list_evidence = _archive_call(Archive.list_evidence)
     list_summaries = _archive_call(Archive.list_summaries)
     list_memory_owners = _archive_call(Archive.list_memory_owners)

@@ -13,7 +13,7 @@ from pydantic import Field, StrictBool, StrictFloat, StrictInt
 from mnemo_sea.archive.rules import limits as cap
 from mnemo_sea.archive.rules.excerpts import DEFAULT_AROUND, MAX_AROUND
 from mnemo_sea.archive.rules.limits import JsonCap
-from mnemo_sea.archive.rules.operations import EvidenceInput, IsoTime, KindName, Operation, Ref
+from mnemo_sea.archive.rules.operations import EvidenceInput, Id, IsoTime, KindName, Operation, Ref
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS
 from mnemo_sea.curation.policy import CurationPolicy
 
@@ -52,6 +52,12 @@ class SearchOp(Operation):
     )
     sources: list[Annotated[str, Field(max_length=cap.SOURCE_CHARS)]] | None = Field(
         None, max_length=cap.FILTER_VALUES, description="Only evidence from these sources. Default: all."
+    )
+    owners: list[Id] | None = Field(
+        None,
+        max_length=cap.FILTER_VALUES,
+        description="Only hits about these people (a memory fact's owner, an evidence record's or a "
+        "session's owner); what belongs to nobody is left out. Default: everything you may read.",
     )
     as_of: IsoTime | None = Field(
         None, description="Search what was current at this time (ISO-8601 with time zone). Default: now."

@@ -8,7 +8,7 @@ code works the same on a `Mnemo` in process and on a server, and must stay light
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -57,6 +57,9 @@ class SearchHit:
     bm25_score: float | None = None
     dense_score: float | None = None
     relevance: float | None = None
+    # The JSON object the caller kept with the evidence version hit (EvidenceRecord.metadata);
+    # None for other kinds and versions kept without. Left out of the hash (a dict has none).
+    metadata: dict[str, Any] | None = field(default=None, hash=False)
 
     @classmethod
     def built(
@@ -78,6 +81,7 @@ class SearchHit:
         bm25_score: float | None = None,
         dense_score: float | None = None,
         relevance: float | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> SearchHit:
         """The SearchHit the constructor makes of these values, made without calling it: a
         frozen dataclass's __init__ sets each field through object.__setattr__, 1.4 us a hit
@@ -102,6 +106,7 @@ class SearchHit:
             bm25_score=bm25_score,
             dense_score=dense_score,
             relevance=relevance,
+            metadata=metadata,
         )
         return hit
 
@@ -124,6 +129,7 @@ class SearchHit:
             "label": self.label,
             "lines": None if self.lines is None else list(self.lines),
             "byte_range": None if self.byte_range is None else list(self.byte_range),
+            "metadata": self.metadata,
         }
 
 

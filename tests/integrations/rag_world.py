@@ -118,6 +118,7 @@ def expected_metadata(hit: SearchHit) -> dict[str, Any]:
         "label": hit.label,
         "lines": None if hit.lines is None else list(hit.lines),
         "byte_range": None if hit.byte_range is None else list(hit.byte_range),
+        "metadata": hit.metadata,
     }
 
 

@@ -22,17 +22,17 @@ from mnemo_sea.integrations.llama_index import MnemoRetriever as LlamaIndexRetri
 class FacadeTyped:
     def search(self, query: str, *, limit: int = 10, mode: str = "hybrid", kinds: Iterable[str] | None = None,
                scopes: Iterable[str] | None = None, sources: Iterable[str] | None = None,
-               as_of: datetime | None = None,
+               owners: Iterable[str] | None = None, as_of: datetime | None = None,
                min_score: float | None = None) -> SearchResult: raise NotImplementedError
 class ListTyped:
     def search(self, query: str, *, limit: int = 10, mode: str = "hybrid", kinds: list[str] | None = None,
                scopes: list[str] | None = None, sources: list[str] | None = None,
-               as_of: datetime | None = None,
+               owners: list[str] | None = None, as_of: datetime | None = None,
                min_score: float | None = None) -> SearchResult: raise NotImplementedError
 class AsyncTyped:
     async def search(self, q: str, *, limit: int = 10, mode: str = "hybrid",
                      kinds: Sequence[str] | None = None, scopes: Sequence[str] | None = None,
-                     sources: Sequence[str] | None = None,
+                     sources: Sequence[str] | None = None, owners: Sequence[str] | None = None,
                      as_of: datetime | None = None,
                      min_score: float | None = None) -> SearchResult: raise NotImplementedError
 class NoFilters:

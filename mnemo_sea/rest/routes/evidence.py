@@ -1,4 +1,4 @@
-"""Evidence: ingest (single and batch), retract, read a version, list a record's history."""
+"""Evidence: ingest (single and batch), retract, read a version, list a record's history, list records."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
-from mnemo_sea.archive import EvidenceInput, EvidenceRecord, RetractOp
+from mnemo_sea.archive import EvidenceInfo, EvidenceInput, EvidenceRecord, RetractOp
+from mnemo_sea.archive import limits as cap
 from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.models import (
     EvidenceOut,
@@ -68,6 +69,27 @@ def retract_evidence(
     """Withdraw the current version of a record (it stays in history, status `retracted`) and
     drop it from the index; 409 when the record has no active version."""
     return mnemo.retract(principal, **body.as_kwargs(), idempotency_key=idempotency_key)
+
+
+@router.get("/evidence", response_model=Page[EvidenceInfo], responses=responses(403))
+def list_evidence(
+    principal: Caller,
+    mnemo: System,
+    prefix: Annotated[
+        str | None,
+        Query(
+            max_length=cap.EVIDENCE_ID_CHARS,
+            description="only ids starting with this text (literally: % and _ are characters)",
+        ),
+    ] = None,
+    offset: Offset = 0,
+    limit: Limit = 50,
+) -> Page[EvidenceInfo]:
+    """The tenant's evidence records by id, each once with its newest version and how many it
+    has, as far as the caller may read them (a record it may not read is not even named)."""
+    found = mnemo.list_evidence(principal, prefix=prefix, limit=limit + 1, offset=offset)
+    more = len(found) > limit
+    return Page[EvidenceInfo](items=found[:limit], next_offset=offset + limit if more else None)
 
 
 @router.get("/evidence/{evidence_id:path}", response_model=EvidenceOut, responses=responses(403, 404))

@@ -1,4 +1,5 @@
-"""Memory facts: remember, read the current value, list a key's history, forget, purge expired."""
+"""Memory facts: remember, read the current value, list a key's history, list the owners and an
+owner's facts, forget, purge expired."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from mnemo_sea.archive import DeletionReceipt, MemoryFact, NotFound, RememberOp, RememberOutcome
+from mnemo_sea.archive import DeletionReceipt, MemoryFact, MemoryOwner, NotFound, RememberOp, RememberOutcome
+from mnemo_sea.archive import limits as cap
 from mnemo_sea.rest.auth import Caller, System
 from mnemo_sea.rest.models import Page, page
 from mnemo_sea.rest.problems import responses
@@ -26,6 +28,37 @@ def remember(
     """Store a fact for an owner, superseding the previous value. A model inference never
     overrides what the user confirmed: it comes back as an unpersisted candidate with a reason."""
     return mnemo.remember(principal, **body.as_kwargs(), idempotency_key=idempotency_key)
+
+
+@router.get("", response_model=Page[MemoryOwner], responses=responses(403))
+def list_owners(
+    principal: Caller,
+    mnemo: System,
+    prefix: Annotated[
+        str | None,
+        Query(
+            max_length=cap.ID_CHARS,
+            description="only owners starting with this text (literally: % and _ are characters)",
+        ),
+    ] = None,
+    offset: Offset = 0,
+    limit: Limit = 50,
+) -> Page[MemoryOwner]:
+    """The owners the tenant keeps memory about, by name, with their counts of facts; a reader's
+    key lists only itself."""
+    found = mnemo.list_memory_owners(principal, prefix=prefix, limit=limit + 1, offset=offset)
+    more = len(found) > limit
+    return Page[MemoryOwner](items=found[:limit], next_offset=offset + limit if more else None)
+
+
+@router.get("/{owner}/facts", response_model=Page[MemoryFact], responses=responses(403))
+def facts(
+    owner: str, principal: Caller, mnemo: System, offset: Offset = 0, limit: Limit = 50
+) -> Page[MemoryFact]:
+    """The owner's current, unexpired facts by key (one version each)."""
+    found = mnemo.facts(principal, owner, offset=offset, limit=limit + 1)
+    more = len(found) > limit
+    return Page[MemoryFact](items=found[:limit], next_offset=offset + limit if more else None)
 
 
 @router.get("/{owner}", response_model=MemoryFact, responses=responses(403, 404))
