@@ -87,8 +87,7 @@ except ImportError as e:  # pragma: no cover - exercised in a subprocess (tests/
 
 if TYPE_CHECKING:
     from mnemo_sea.archive import MemoryOwner
-    from mnemo_sea.errors import MnemoError
-from mnemo_sea.integrations.handles import AsyncHandle, Handle
+    from mnemo_sea.integrations.handles import AsyncHandle, Handle
 
 T = TypeVar("T")
 Call = tuple[str, tuple[Any, ...], dict[str, Any]]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-FRAMEWORKS = ("langchain_core", "langsmith", "llama_index")
+FRAMEWORKS = ("langchain_core", "langsmith", "llama_index", "langgraph")
 ENGINE = ("torch", "sentence_transformers", "qdrant_client", "qdrant_edge", "tiktoken", "mnemo_sea.retrieval")
 
 
@@ -47,7 +47,11 @@ def test_the_package_its_surfaces_and_the_shared_module_load_no_framework() -> N
 
 @pytest.mark.parametrize(
     ("module", "framework", "other"),
-    [("langchain", "langchain_core", "llama_index"), ("llama_index", "llama_index", "langchain_core")],
+    [
+        ("langchain", "langchain_core", "llama_index"),
+        ("llama_index", "llama_index", "langchain_core"),
+        ("langgraph", "langgraph", "llama_index"),
+    ],
 )
 def test_an_integration_loads_its_framework_only(module: str, framework: str, other: str) -> None:
     loaded = loaded_after(f"import mnemo_sea.integrations.{module}")
@@ -61,6 +65,7 @@ def test_an_integration_loads_its_framework_only(module: str, framework: str, ot
     [
         ("langchain", "langchain_core", "langchain-core", "langchain"),
         ("llama_index", "llama_index", "llama-index-core", "llama-index"),
+        ("langgraph", "langgraph", "langgraph", "langgraph"),
     ],
 )
 def test_a_missing_framework_names_the_extra_to_install(
