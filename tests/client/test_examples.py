@@ -55,7 +55,13 @@ def check_agent(report: dict[str, Any]) -> None:
     assert any("stale" in (t.get("stock_warning") or "") for t in report["turns"])
 
 
-CHECKS = {"rag_citations.py": check_rag, "agent_loop.py": check_agent}
+def check_langgraph(report: dict[str, Any]) -> None:
+    assert report["failures"] == []
+    assert report["namespaces"] == [["memories", "ann"]]
+    assert report["deleted"] == [["lg:memories:ann", "m2", 1]]
+
+
+CHECKS = {"rag_citations.py": check_rag, "agent_loop.py": check_agent, "langgraph_store.py": check_langgraph}
 
 
 @pytest.mark.parametrize("script", sorted(CHECKS))
@@ -71,6 +77,9 @@ def test_the_example_runs_against_the_server(script: str, served: Served) -> Non
     CHECKS[script](report)
     if script == "rag_citations.py":
         assert served.count(t.evidence, tenant) == 4
+    elif script == "langgraph_store.py":
+        # m0 in two versions and m1; m2 was deleted with its row.
+        assert served.count(t.memory_facts, tenant) == 3
     else:
         # Three results recorded, two recovered copies appended; the log and the stock archived.
         assert served.count(t.tool_results, tenant) == 5
