@@ -56,7 +56,8 @@ def main() -> int:
 
         memories = ("memories", "ann")
         store.put(memories, "m0", {"text": "My dog Rex is allergic to chicken and beef"})  # a correction
-        versions = [{"version": v.version, "status": v.status, "value": v.value} for v in store.history(memories, "m0")]
+        history = store.history(memories, "m0")
+        versions = [{"version": v.version, "status": v.status, "value": v.value} for v in history]
         if [v["status"] for v in versions] != ["superseded", "active"]:
             failures.append("the correction did not keep the first version")
         receipt = store.delete_with_receipt(memories, "m2")
