@@ -37,8 +37,20 @@ class HandleCall:
 Plan = Generator[HandleCall, Any, T]
 
 
+def call(name: str, /, *args: Any, **kwargs: Any) -> Plan[Any]:
+    """One handle call inside a plan: `found = yield from call("get_evidence", evidence_id)`."""
+    return (yield HandleCall(name, args, kwargs))
+
+
 def run_plan(handle: object, plan: Plan[T]) -> T:
-    """Run `plan` on a blocking handle; its result, or the error it let through."""
+    """Run `plan` on a blocking handle; its result, or the error it let through. TypeError for
+    an async handle: its coroutines need the caller's event loop (the adapter's async methods)."""
+    if is_async_handle(handle):
+        plan.close()
+        raise TypeError(
+            f"this adapter's handle ({type(handle).__name__}) is async: call the adapter's async "
+            "methods, or give it a blocking handle (mnemo.as_(principal), MnemoClient)"
+        )
     try:
         call = next(plan)
         while True:
@@ -72,4 +84,4 @@ async def arun_plan(handle: object, plan: Plan[T]) -> T:
         return answer
 
 
-__all__ = ["HandleCall", "Plan", "arun_plan", "run_plan"]
+__all__ = ["HandleCall", "Plan", "arun_plan", "call", "run_plan"]

@@ -63,10 +63,17 @@ def check_agents_session(report: dict[str, Any]) -> None:
     assert report["clear_as_agent"].startswith("Forbidden")
 
 
+def check_langgraph(report: dict[str, Any]) -> None:
+    assert report["failures"] == []
+    assert report["namespaces"] == [["memories", "ann"]]
+    assert report["deleted"] == [["lg:memories:ann", "m2", 1]]
+
+
 CHECKS = {
     "rag_citations.py": check_rag,
     "agent_loop.py": check_agent,
     "openai_agents_session.py": check_agents_session,
+    "langgraph_store.py": check_langgraph,
 }
 
 
@@ -88,6 +95,9 @@ def test_the_example_runs_against_the_server(script: str, served: Served) -> Non
         # apart), each closed by a commit mark; one pop mark, one recovered copy; nothing deleted.
         assert served.count(t.tool_results, tenant) == 8 + 6 + 1 + 1
         assert served.count(t.tool_results, tenant, state="archived") == 2
+    elif script == "langgraph_store.py":
+        # m0 in two versions and m1; m2 was deleted with its row.
+        assert served.count(t.memory_facts, tenant) == 3
     else:
         # Three results recorded, two recovered copies appended; the log and the stock archived.
         assert served.count(t.tool_results, tenant) == 5

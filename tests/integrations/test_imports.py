@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-FRAMEWORKS = ("langchain_core", "langsmith", "llama_index", "agents")
+FRAMEWORKS = ("langchain_core", "langsmith", "llama_index", "agents", "langgraph", "anthropic")
 ENGINE = ("torch", "sentence_transformers", "qdrant_client", "qdrant_edge", "tiktoken", "mnemo_sea.retrieval")
 
 
@@ -51,6 +51,7 @@ def test_the_package_its_surfaces_and_the_shared_module_load_no_framework() -> N
         ("langchain", "langchain_core", "llama_index"),
         ("llama_index", "llama_index", "langchain_core"),
         ("openai_agents", "agents", "langchain_core"),
+        ("langgraph", "langgraph", "llama_index"),
     ],
 )
 def test_an_integration_loads_its_framework_only(module: str, framework: str, other: str) -> None:
@@ -66,6 +67,7 @@ def test_an_integration_loads_its_framework_only(module: str, framework: str, ot
         ("langchain", "langchain_core", "langchain-core", "langchain"),
         ("llama_index", "llama_index", "llama-index-core", "llama-index"),
         ("openai_agents", "agents", "openai-agents", "openai-agents"),
+        ("langgraph", "langgraph", "langgraph", "langgraph"),
     ],
 )
 def test_a_missing_framework_names_the_extra_to_install(
