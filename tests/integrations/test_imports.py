@@ -47,7 +47,12 @@ def test_the_package_its_surfaces_and_the_shared_module_load_no_framework() -> N
 
 @pytest.mark.parametrize(
     ("module", "framework", "other"),
-    [("langchain", "langchain_core", "llama_index"), ("llama_index", "llama_index", "langchain_core")],
+    [
+        ("langchain", "langchain_core", "llama_index"),
+        ("llama_index", "llama_index", "langchain_core"),
+        ("langchain_vectorstore", "langchain_core", "llama_index"),
+        ("llama_index_vectorstore", "llama_index", "langchain_core"),
+    ],
 )
 def test_an_integration_loads_its_framework_only(module: str, framework: str, other: str) -> None:
     loaded = loaded_after(f"import mnemo_sea.integrations.{module}")
@@ -61,6 +66,8 @@ def test_an_integration_loads_its_framework_only(module: str, framework: str, ot
     [
         ("langchain", "langchain_core", "langchain-core", "langchain"),
         ("llama_index", "llama_index", "llama-index-core", "llama-index"),
+        ("langchain_vectorstore", "langchain_core", "langchain-core", "langchain"),
+        ("llama_index_vectorstore", "llama_index", "llama-index-core", "llama-index"),
     ],
 )
 def test_a_missing_framework_names_the_extra_to_install(
