@@ -27,9 +27,9 @@ NotImplementedError. `filters` (MetadataFilters, nested, with AND, OR or NOT; op
 GT, GTE, LT, LTE, IN, NIN) go to the archive as pre-filters where it has them (`source`,
 `scope`, `kind`: the record's fields), the rest are checked on the hits' metadata over a search
 widened to 5 k (at most 100), so fewer than k nodes may match; `doc_ids` and `node_ids` are
-checked the same way. A record the store did not write (ingested another way) comes back as a
-TextNode with the record's id. Similarities are the hits' relevance (a cosine, raised by a
-strong BM25 match).
+checked the same way (an empty list is no restriction). A record the store did not write
+(ingested another way) comes back as a TextNode with the record's id. Similarities are the
+hits' relevance (a cosine, raised by a strong BM25 match).
 
 Deleting needs an admin handle (`delete_evidence`; Forbidden otherwise, before anything is
 deleted); the receipts are kept in `last_receipts`. Blocking methods need a blocking handle; the
@@ -229,10 +229,13 @@ class MnemoVectorStore(BasePydanticVectorStore):
                 f"one of {', '.join(m.value for m in _MODES)}"
             )
         predicate = _predicate(query.filters)
-        if query.doc_ids is not None:
+        # An empty list is no restriction: `VectorStoreIndex.as_retriever` passes the ids of its
+        # index struct as node_ids, which is empty for a store that keeps the text (other stores
+        # read it the same way).
+        if query.doc_ids:
             wanted_docs = d.Condition("ref_doc_id", "in", list(query.doc_ids))
             predicate = wanted_docs if predicate is None else d.AllOf((predicate, wanted_docs))
-        nodes = None if query.node_ids is None else frozenset(query.node_ids)
+        nodes = frozenset(query.node_ids) if query.node_ids else None
 
         def keep(hit: SearchHit) -> bool:
             return node_id_of(hit.evidence_id) in nodes  # type: ignore[operator]
