@@ -5,9 +5,9 @@ record's body, its metadata the version's metadata (`EvidenceInput.metadata`, a 
 Adding a document again under its id makes a new version when its text or metadata changed and
 nothing when neither did, so adding is idempotent by id and a changed document supersedes the
 old one. Each operation is written once, as a *plan*: a generator that yields the handle calls
-it needs (`Call`) and is sent back their answers (or has their errors thrown into it), so one
-description runs on a blocking handle (`run`) and on an async one (`arun`), as the REST
-client's operations do (mnemo_sea/client/calls.py).
+it needs (mnemo_sea.integrations.plans: `HandleCall`) and is sent back their answers (or has
+their errors thrown into it), so one description runs on a blocking handle (`run`) and on an
+async one (`arun`), as every adapter's operations do.
 
     add       one `ingest` of the whole batch: every item checked first, then all or nothing
     read      `get_evidence(..., with_content=True)` per id; a missing id is skipped
@@ -26,14 +26,14 @@ Nothing here imports a framework, the facade or the client.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import math
-from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mnemo_sea.archive import EvidenceInput, InvalidBatch, NotFound
+from mnemo_sea.integrations.handles import is_async_handle
+from mnemo_sea.integrations.plans import HandleCall, Plan, arun_plan, run_plan
 
 if TYPE_CHECKING:
     from mnemo_sea.archive import DeletionReceipt, EvidenceRecord
@@ -53,64 +53,23 @@ FIELDS = ("source", "scope", "kind")  # the record's own fields, pre-filtered by
 # ---- plans ----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Call:
-    """One call of a handle's operation: `handle.<name>(*args, **kwargs)`."""
-
-    name: str
-    args: tuple[Any, ...] = ()
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
-
-
-Plan = Generator[Call, Any, T]
-
-
 def run(handle: Handle | AsyncHandle, plan: Plan[T]) -> T:
-    """`plan` run to its end on a blocking handle; TypeError for an async one (its coroutines
-    need the caller's loop: use the store's async method)."""
-    answer: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            call = plan.throw(error) if error is not None else plan.send(answer)
-        except StopIteration as done:
-            result: T = done.value
-            return result
-        method = getattr(handle, call.name)
-        if inspect.iscoroutinefunction(method):
-            plan.close()
-            raise TypeError(
-                f"this store's handle ({type(handle).__name__}) is async: call the store's async "
-                "method (aadd_documents, asimilarity_search, adelete, aget_by_ids, aquery, ...), "
-                "or give it a blocking handle"
-            )
-        answer, error = None, None
-        try:
-            answer = method(*call.args, **call.kwargs)
-        except Exception as e:  # noqa: BLE001 - thrown into the plan, which decides (NotFound skipped)
-            error = e
+    """`plan` run on a blocking handle (`run_plan`); TypeError for an async one, whose
+    coroutines need the caller's loop (the store's async methods await them)."""
+    if is_async_handle(handle):
+        plan.close()
+        raise TypeError(
+            f"this store's handle ({type(handle).__name__}) is async: call the store's async "
+            "method (aadd_documents, asimilarity_search, adelete, aget_by_ids, aquery, ...), "
+            "or give it a blocking handle"
+        )
+    return run_plan(handle, plan)
 
 
 async def arun(handle: Handle | AsyncHandle, plan: Plan[T]) -> T:
-    """`plan` run to its end, awaited: an async handle's coroutines natively, a blocking
-    handle's calls in a worker thread, so the event loop never waits on them."""
-    answer: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            call = plan.throw(error) if error is not None else plan.send(answer)
-        except StopIteration as done:
-            result: T = done.value
-            return result
-        method = getattr(handle, call.name)
-        answer, error = None, None
-        try:
-            if inspect.iscoroutinefunction(method):
-                answer = await method(*call.args, **call.kwargs)
-            else:
-                answer = await asyncio.to_thread(method, *call.args, **call.kwargs)
-        except Exception as e:  # noqa: BLE001 - thrown into the plan, as in run
-            error = e
+    """`plan` awaited (`arun_plan`): on an async handle natively, on a blocking one in a worker
+    thread."""
+    return await arun_plan(handle, plan)
 
 
 # ---- documents ------------------------------------------------------------------------------------
@@ -208,7 +167,7 @@ def evidence_inputs(documents: Sequence[NewDocument], *, source: str, scope: str
 
 def add(items: list[EvidenceInput]) -> Plan[list[str]]:
     """Store `items` in one ingest (all or nothing); their ids."""
-    yield Call("ingest", (items,))
+    yield HandleCall("ingest", (items,))
     return [str(item.evidence_id) for item in items]
 
 
@@ -231,7 +190,7 @@ def read(evidence_ids: Sequence[str]) -> Plan[list[StoredDocument]]:
     out = []
     for evidence_id in evidence_ids:
         try:
-            record, content = yield Call("get_evidence", (evidence_id,), {"with_content": True})
+            record, content = yield HandleCall("get_evidence", (evidence_id,), {"with_content": True})
         except NotFound:
             continue
         out.append(_document(record, content))
@@ -245,7 +204,7 @@ def delete(evidence_ids: Sequence[str], receipts: list[DeletionReceipt]) -> Plan
     deleted = 0
     for evidence_id in dict.fromkeys(evidence_ids):  # each once, in order
         try:
-            receipt = yield Call("delete_evidence", (evidence_id,))
+            receipt = yield HandleCall("delete_evidence", (evidence_id,))
         except NotFound:
             continue
         receipts.append(receipt)
@@ -258,7 +217,7 @@ def listed(prefix: str) -> Plan[list[str]]:
     ids: list[str] = []
     page = 1000
     while True:
-        infos = yield Call("list_evidence", (), {"prefix": prefix, "limit": page, "offset": len(ids)})
+        infos = yield HandleCall("list_evidence", (), {"prefix": prefix, "limit": page, "offset": len(ids)})
         ids.extend(info.evidence_id for info in infos)
         if len(infos) < page:
             return ids
@@ -396,7 +355,7 @@ def search(
         raise ValueError(f"k must be a positive integer, got {k!r}")
     filtered = plan.rest is not None or keep is not None
     limit = min(SEARCH_LIMIT, k * WIDENING if filtered else k)
-    result: SearchResult = yield Call(
+    result: SearchResult = yield HandleCall(
         "search",
         (query,),
         {
@@ -416,7 +375,7 @@ def search(
     out = []
     for hit in hits:
         try:
-            record, content = yield Call(
+            record, content = yield HandleCall(
                 "get_evidence", (hit.evidence_id,), {"version": hit.version, "with_content": True}
             )
         except NotFound:
@@ -429,7 +388,6 @@ def search(
 __all__ = [
     "AllOf",
     "AnyOf",
-    "Call",
     "Condition",
     "NewDocument",
     "NoneOf",
