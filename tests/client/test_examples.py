@@ -69,12 +69,22 @@ def check_langgraph(report: dict[str, Any]) -> None:
     assert report["deleted"] == [["lg:memories:ann", "m2", 1]]
 
 
+def check_vector_stores(report: dict[str, Any]) -> None:
+    assert report["failures"] == []
+    # The examples act as an agent: deleting is refused (it needs an admin), nothing deleted.
+    assert report.get("delete", "refused").startswith("refused")
+
+
 CHECKS = {
     "rag_citations.py": check_rag,
     "agent_loop.py": check_agent,
     "openai_agents_session.py": check_agents_session,
     "langgraph_store.py": check_langgraph,
+    "langchain_vectorstore.py": check_vector_stores,
+    "llama_index_vectorstore.py": check_vector_stores,
 }
+# Evidence rows a run leaves in its tenant: every version of every record.
+EVIDENCE_ROWS = {"rag_citations.py": 4, "langchain_vectorstore.py": 4, "llama_index_vectorstore.py": 3}
 
 
 @pytest.mark.parametrize("script", sorted(CHECKS))
@@ -88,8 +98,8 @@ def test_the_example_runs_against_the_server(script: str, served: Served) -> Non
     key = served.key(tenant, "agent")
     report = run(script, "--url", served.base_url, env={"MNEMO_API_KEY": key})
     CHECKS[script](report)
-    if script == "rag_citations.py":
-        assert served.count(t.evidence, tenant) == 4
+    if script in EVIDENCE_ROWS:
+        assert served.count(t.evidence, tenant) == EVIDENCE_ROWS[script]
     elif script == "openai_agents_session.py":
         # Eight items in six batches (the Runner saves a run's input, its tool round and its answer
         # apart), each closed by a commit mark; one pop mark, one recovered copy; nothing deleted.

@@ -1,11 +1,15 @@
-"""One seeded Mnemo per test module (see rag_world.py): opening and seeding it is most of the cost."""
+"""One seeded Mnemo per test module (see rag_world.py): opening and seeding it is most of the cost;
+and one empty Mnemo for the vector store tests."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
+from fakes import HashingEmbedder
 from rag_world import World, open_world
+
+from mnemo_sea.system.mnemo import Mnemo
 
 
 @pytest.fixture(scope="module")
@@ -25,3 +29,14 @@ def index_down(world: World) -> Iterator[None]:
         yield
     finally:
         world.embedder.fail_queries = False
+
+
+@pytest.fixture(scope="package")
+def vector_mnemo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mnemo]:
+    """One Mnemo (hashing embedder) for the vector store tests; each test takes fresh tenants
+    (vector_helpers.tenant), so each store starts empty without reopening anything."""
+    mnemo = Mnemo.open(tmp_path_factory.mktemp("vectors") / "data", embedder=HashingEmbedder())
+    try:
+        yield mnemo
+    finally:
+        mnemo.close()

@@ -52,6 +52,8 @@ def test_the_package_its_surfaces_and_the_shared_module_load_no_framework() -> N
         ("llama_index", "llama_index", "langchain_core"),
         ("openai_agents", "agents", "langchain_core"),
         ("langgraph", "langgraph", "llama_index"),
+        ("langchain_vectorstore", "langchain_core", "llama_index"),
+        ("llama_index_vectorstore", "llama_index", "langchain_core"),
     ],
 )
 def test_an_integration_loads_its_framework_only(module: str, framework: str, other: str) -> None:
@@ -68,6 +70,8 @@ def test_an_integration_loads_its_framework_only(module: str, framework: str, ot
         ("llama_index", "llama_index", "llama-index-core", "llama-index"),
         ("openai_agents", "agents", "openai-agents", "openai-agents"),
         ("langgraph", "langgraph", "langgraph", "langgraph"),
+        ("langchain_vectorstore", "langchain_core", "langchain-core", "langchain"),
+        ("llama_index_vectorstore", "llama_index", "llama-index-core", "llama-index"),
     ],
 )
 def test_a_missing_framework_names_the_extra_to_install(
