@@ -38,9 +38,10 @@ finds them (`search(q, sources=["claude-memory"])`). Invariants:
   two levels deep with sizes (a directory's is the total of its files'). `view_range` must name
   lines the file has (`[start, end]`, `end` -1 for the last line): exactly those are shown.
 
-Each command is written once as a plan of handle calls (`_Call`) that a blocking and an awaiting
-runner both execute. Not atomic across calls: two writers of one file can lose an update (the
-archive keeps both versions), and a directory delete that fails half-way names what it deleted.
+Each command is written once as a plan of handle calls (mnemo_sea/integrations/plans.py) that
+a blocking and an awaiting runner both execute. Not atomic across calls: two writers of one file
+can lose an update (the archive keeps both versions), and a directory delete that fails half-way
+names what it deleted.
 
 Needs the `[anthropic]` extra.
 """
@@ -50,12 +51,14 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Generator, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from mnemo_sea.archive import EvidenceInput, Forbidden, NotFound, Role
 from mnemo_sea.errors import MnemoError
 from mnemo_sea.integrations.handles import check_blocking_handle, check_handle, is_async_handle
+from mnemo_sea.integrations.plans import HandleCall, arun_plan, run_plan
+from mnemo_sea.integrations.plans import Plan as _Plan
 from mnemo_sea.integrations.search import framework_missing
 
 try:
@@ -166,16 +169,7 @@ def parse_path(path: object, parameter: str = "path") -> MemoryPath:
 # ---- plans: each command once, as the handle calls it makes ---------------------------------------
 
 
-@dataclass(frozen=True)
-class _Call:
-    """One call of a handle's operation (the same name and arguments on every handle)."""
-
-    name: str
-    args: tuple[Any, ...] = ()
-    kwargs: dict[str, Any] = field(default_factory=dict)
-
-
-Plan = Generator[_Call, Any, str]
+Plan = _Plan[str]
 
 
 @dataclass
@@ -187,12 +181,12 @@ class _Memory:
     receipts: deque[DeletionReceipt]
 
 
-def _read(path: MemoryPath) -> Generator[_Call, Any, str | None]:
+def _read(path: MemoryPath) -> Generator[HandleCall, Any, str | None]:
     """The current text of a file; None when there is none."""
     if path.is_root:
         return None
     try:
-        record, content = yield _Call("get_evidence", (path.evidence_id,), {"with_content": True})
+        record, content = yield HandleCall("get_evidence", (path.evidence_id,), {"with_content": True})
     except NotFound:
         return None
     if record.status != "active" or content is None:
@@ -201,13 +195,13 @@ def _read(path: MemoryPath) -> Generator[_Call, Any, str | None]:
     return text
 
 
-def _files_under(path: MemoryPath) -> Generator[_Call, Any, list[MemoryPath]]:
+def _files_under(path: MemoryPath) -> Generator[HandleCall, Any, list[MemoryPath]]:
     """Every file below the directory `path`, in id order."""
     prefix = path.evidence_id + "/"
     found: list[MemoryPath] = []
     offset = 0
     while True:
-        page: list[EvidenceInfo] = yield _Call(
+        page: list[EvidenceInfo] = yield HandleCall(
             "list_evidence", (), {"prefix": prefix, "limit": _PAGE, "offset": offset}
         )
         found += [
@@ -220,8 +214,8 @@ def _files_under(path: MemoryPath) -> Generator[_Call, Any, list[MemoryPath]]:
         offset += _PAGE
 
 
-def _put(memory: _Memory, path: MemoryPath, text: str) -> _Call:
-    return _Call("put_evidence", (_evidence(memory, path, text),))
+def _put(memory: _Memory, path: MemoryPath, text: str) -> HandleCall:
+    return HandleCall("put_evidence", (_evidence(memory, path, text),))
 
 
 def _evidence(memory: _Memory, path: MemoryPath, text: str) -> EvidenceInput:
@@ -296,7 +290,7 @@ def view(memory: _Memory, path: MemoryPath, view_range: list[int] | None) -> Pla
     return header + "\n" + "\n".join(lines)
 
 
-def _refuse_dir_or_file_above(path: MemoryPath) -> Generator[_Call, Any, None]:
+def _refuse_dir_or_file_above(path: MemoryPath) -> Generator[HandleCall, Any, None]:
     """ToolError when `path` is a directory, or a directory above it is a file."""
     if path.is_root or (yield from _files_under(path)):
         raise ToolError(f"The path {path.text} is a directory")
@@ -313,7 +307,7 @@ def create(memory: _Memory, path: MemoryPath, file_text: str) -> Plan:
     return f"File created successfully at: {path.text}"
 
 
-def _existing_file(path: MemoryPath) -> Generator[_Call, Any, str]:
+def _existing_file(path: MemoryPath) -> Generator[HandleCall, Any, str]:
     text = yield from _read(path)
     if text is None:
         if not path.is_root and (yield from _files_under(path)):
@@ -368,11 +362,11 @@ def insert(memory: _Memory, path: MemoryPath, insert_line: int, insert_text: str
     return f"The file {path.text} has been edited."
 
 
-def _delete_all(memory: _Memory, files: Iterable[MemoryPath], shown: str) -> Generator[_Call, Any, None]:
+def _delete_all(memory: _Memory, files: Iterable[MemoryPath], shown: str) -> Generator[HandleCall, Any, None]:
     deleted: list[str] = []
     for file in files:
         try:
-            receipt = yield _Call("delete_evidence", (file.evidence_id,))
+            receipt = yield HandleCall("delete_evidence", (file.evidence_id,))
         except Forbidden as e:
             raise ToolError(
                 f"{shown} was not deleted: the archive lets only admins delete ({e.message})."
@@ -430,7 +424,7 @@ def rename(memory: _Memory, old: MemoryPath, new: MemoryPath) -> Plan:
         if (yield from _read(above)) is not None:
             raise ToolError(f"The path {above.text} is a file, so {new.text} cannot be created under it")
     # All new versions in one transaction, then the old paths go.
-    yield _Call("ingest", ([_evidence(memory, to, content) for _, to, content in moves],))
+    yield HandleCall("ingest", ([_evidence(memory, to, content) for _, to, content in moves],))
     try:
         yield from _delete_all(memory, [src for src, _, _ in moves], old.text)
     except ToolError as e:
@@ -546,18 +540,7 @@ class MnemoMemoryTool(BetaAbstractMemoryTool):
 
     def _run(self, command: object) -> str:
         try:
-            plan = _plan(self._memory, command)
-            call = next(plan)
-            while True:
-                try:
-                    result = getattr(self.handle, call.name)(*call.args, **call.kwargs)
-                except MnemoError as e:
-                    call = plan.throw(e)
-                else:
-                    call = plan.send(result)
-        except StopIteration as done:
-            answer: str = done.value
-            return answer
+            return run_plan(self.handle, _plan(self._memory, command))
         except MnemoError as e:
             raise _refused(e) from e
 
@@ -613,18 +596,7 @@ class AsyncMnemoMemoryTool(BetaAsyncAbstractMemoryTool):
 
     async def _run(self, command: object) -> str:
         try:
-            plan = _plan(self._memory, command)
-            call = next(plan)
-            while True:
-                try:
-                    result = await getattr(self.handle, call.name)(*call.args, **call.kwargs)
-                except MnemoError as e:
-                    call = plan.throw(e)
-                else:
-                    call = plan.send(result)
-        except StopIteration as done:
-            answer: str = done.value
-            return answer
+            return await arun_plan(self.handle, _plan(self._memory, command))
         except MnemoError as e:
             raise _refused(e) from e
 
