@@ -1,7 +1,10 @@
-"""mnemo-sea inside RAG frameworks: retrievers for LangChain and LlamaIndex.
+"""mnemo-sea inside RAG frameworks and agent runtimes.
 
-    langchain    `MnemoRetriever`, a langchain-core BaseRetriever     (extra `[langchain]`)
-    llama_index  `MnemoRetriever`, a llama-index-core BaseRetriever   (extra `[llama-index]`)
+    langchain       `MnemoRetriever`, a langchain-core BaseRetriever     (extra `[langchain]`)
+    llama_index     `MnemoRetriever`, a llama-index-core BaseRetriever   (extra `[llama-index]`)
+    claude_memory   `MnemoMemoryTool`, Claude's memory tool backend      (extra `[anthropic]`)
+    claude_context  reversible context editing of a Messages API conversation (no extra)
+    plans           an operation written once as handle calls, run blocking or awaited
     search       what both share: the searcher protocol, the in-process adapter, the filters,
                  what a hit becomes (text, metadata, a stable id) and the citation of a hit
 

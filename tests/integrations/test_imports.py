@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-FRAMEWORKS = ("langchain_core", "langsmith", "llama_index")
+FRAMEWORKS = ("langchain_core", "langsmith", "llama_index", "anthropic")
 ENGINE = ("torch", "sentence_transformers", "qdrant_client", "qdrant_edge", "tiktoken", "mnemo_sea.retrieval")
 
 
@@ -39,6 +39,7 @@ def loaded_after(imports: str) -> list[str]:
 def test_the_package_its_surfaces_and_the_shared_module_load_no_framework() -> None:
     loaded = loaded_after(
         "import mnemo_sea, mnemo_sea.integrations, mnemo_sea.integrations.search\n"
+        "import mnemo_sea.integrations.claude_context, mnemo_sea.integrations.plans\n"
         "import mnemo_sea.system.mnemo, mnemo_sea.rest.app, mnemo_sea.mcp.server, mnemo_sea.cli.app"
     )
     assert "mnemo_sea.cli.app" in loaded  # the probe saw the imports
@@ -47,7 +48,11 @@ def test_the_package_its_surfaces_and_the_shared_module_load_no_framework() -> N
 
 @pytest.mark.parametrize(
     ("module", "framework", "other"),
-    [("langchain", "langchain_core", "llama_index"), ("llama_index", "llama_index", "langchain_core")],
+    [
+        ("langchain", "langchain_core", "llama_index"),
+        ("llama_index", "llama_index", "langchain_core"),
+        ("claude_memory", "anthropic", "langchain_core"),
+    ],
 )
 def test_an_integration_loads_its_framework_only(module: str, framework: str, other: str) -> None:
     loaded = loaded_after(f"import mnemo_sea.integrations.{module}")
@@ -61,6 +66,7 @@ def test_an_integration_loads_its_framework_only(module: str, framework: str, ot
     [
         ("langchain", "langchain_core", "langchain-core", "langchain"),
         ("llama_index", "llama_index", "llama-index-core", "llama-index"),
+        ("claude_memory", "anthropic", "anthropic", "anthropic"),
     ],
 )
 def test_a_missing_framework_names_the_extra_to_install(
