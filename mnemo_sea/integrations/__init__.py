@@ -5,8 +5,8 @@
     claude_memory   `MnemoMemoryTool`, Claude's memory tool backend      (extra `[anthropic]`)
     claude_context  reversible context editing of a Messages API conversation (no extra)
     plans           an operation written once as handle calls, run blocking or awaited
-    search       what both share: the searcher protocol, the in-process adapter, the filters,
-                 what a hit becomes (text, metadata, a stable id) and the citation of a hit
+    search          what the retrievers share: the searcher protocol, the in-process adapter, the filters,
+                    what a hit becomes (text, metadata, a stable id) and the citation of a hit
 
 Each framework is imported only by its own module, so `import mnemo_sea` and this package
 never load either; importing a module whose framework is missing raises ImportError naming the

@@ -55,7 +55,17 @@ def check_agent(report: dict[str, Any]) -> None:
     assert any("stale" in (t.get("stock_warning") or "") for t in report["turns"])
 
 
-CHECKS = {"rag_citations.py": check_rag, "agent_loop.py": check_agent}
+def check_claude(report: dict[str, Any]) -> None:
+    assert report["failures"] == []
+    assert report["versions"] == [1, 2, 3]
+    assert [r["target"] for r in report["receipts"]] == [
+        "evidence:memories/scratch.md",
+        "evidence:memories/todo.md",
+    ]
+    assert report["context"]["recovered_exactly"] is True
+
+
+CHECKS = {"rag_citations.py": check_rag, "agent_loop.py": check_agent, "claude_memory_tool.py": check_claude}
 
 
 @pytest.mark.parametrize("script", sorted(CHECKS))
@@ -66,11 +76,15 @@ def test_the_example_runs_in_process(script: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("script", sorted(CHECKS))
 def test_the_example_runs_against_the_server(script: str, served: Served) -> None:
     tenant = f"examples-{uuid.uuid4().hex[:8]}"
-    key = served.key(tenant, "agent")
+    key = served.key(tenant, "admin" if script == "claude_memory_tool.py" else "agent")
     report = run(script, "--url", served.base_url, env={"MNEMO_API_KEY": key})
     CHECKS[script](report)
     if script == "rag_citations.py":
         assert served.count(t.evidence, tenant) == 4
+    elif script == "claude_memory_tool.py":
+        # rex.md's three versions; scratch.md and todo.md deleted, the log archived in its session.
+        assert served.count(t.evidence, tenant) == 3
+        assert served.count(t.tool_results, tenant, state="archived") == 1
     else:
         # Three results recorded, two recovered copies appended; the log and the stock archived.
         assert served.count(t.tool_results, tenant) == 5
