@@ -75,6 +75,16 @@ def check_vector_stores(report: dict[str, Any]) -> None:
     assert report.get("delete", "refused").startswith("refused")
 
 
+def check_claude(report: dict[str, Any]) -> None:
+    assert report["failures"] == []
+    assert report["versions"] == [1, 2, 3]
+    assert [r["target"] for r in report["receipts"]] == [
+        "evidence:memories/scratch.md",
+        "evidence:memories/todo.md",
+    ]
+    assert report["context"]["recovered_exactly"] is True
+
+
 CHECKS = {
     "rag_citations.py": check_rag,
     "agent_loop.py": check_agent,
@@ -82,9 +92,12 @@ CHECKS = {
     "langgraph_store.py": check_langgraph,
     "langchain_vectorstore.py": check_vector_stores,
     "llama_index_vectorstore.py": check_vector_stores,
+    "claude_memory_tool.py": check_claude,
 }
 # Evidence rows a run leaves in its tenant: every version of every record.
 EVIDENCE_ROWS = {"rag_citations.py": 4, "langchain_vectorstore.py": 4, "llama_index_vectorstore.py": 3}
+# The memory tool deletes (its example removes two files), which needs an admin's key.
+ADMIN_SCRIPTS = {"claude_memory_tool.py"}
 
 
 @pytest.mark.parametrize("script", sorted(CHECKS))
@@ -95,7 +108,7 @@ def test_the_example_runs_in_process(script: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("script", sorted(CHECKS))
 def test_the_example_runs_against_the_server(script: str, served: Served) -> None:
     tenant = f"examples-{uuid.uuid4().hex[:8]}"
-    key = served.key(tenant, "agent")
+    key = served.key(tenant, "admin" if script in ADMIN_SCRIPTS else "agent")
     report = run(script, "--url", served.base_url, env={"MNEMO_API_KEY": key})
     CHECKS[script](report)
     if script in EVIDENCE_ROWS:
@@ -108,6 +121,10 @@ def test_the_example_runs_against_the_server(script: str, served: Served) -> Non
     elif script == "langgraph_store.py":
         # m0 in two versions and m1; m2 was deleted with its row.
         assert served.count(t.memory_facts, tenant) == 3
+    elif script == "claude_memory_tool.py":
+        # rex.md's three versions; scratch.md and todo.md deleted, the log archived in its session.
+        assert served.count(t.evidence, tenant) == 3
+        assert served.count(t.tool_results, tenant, state="archived") == 1
     else:
         # Three results recorded, two recovered copies appended; the log and the stock archived.
         assert served.count(t.tool_results, tenant) == 5

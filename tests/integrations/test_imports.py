@@ -39,6 +39,7 @@ def loaded_after(imports: str) -> list[str]:
 def test_the_package_its_surfaces_and_the_shared_module_load_no_framework() -> None:
     loaded = loaded_after(
         "import mnemo_sea, mnemo_sea.integrations, mnemo_sea.integrations.search\n"
+        "import mnemo_sea.integrations.claude_context, mnemo_sea.integrations.plans\n"
         "import mnemo_sea.system.mnemo, mnemo_sea.rest.app, mnemo_sea.mcp.server, mnemo_sea.cli.app"
     )
     assert "mnemo_sea.cli.app" in loaded  # the probe saw the imports
@@ -54,6 +55,7 @@ def test_the_package_its_surfaces_and_the_shared_module_load_no_framework() -> N
         ("langgraph", "langgraph", "llama_index"),
         ("langchain_vectorstore", "langchain_core", "llama_index"),
         ("llama_index_vectorstore", "llama_index", "langchain_core"),
+        ("claude_memory", "anthropic", "langchain_core"),
     ],
 )
 def test_an_integration_loads_its_framework_only(module: str, framework: str, other: str) -> None:
@@ -72,6 +74,7 @@ def test_an_integration_loads_its_framework_only(module: str, framework: str, ot
         ("langgraph", "langgraph", "langgraph", "langgraph"),
         ("langchain_vectorstore", "langchain_core", "langchain-core", "langchain"),
         ("llama_index_vectorstore", "llama_index", "llama-index-core", "llama-index"),
+        ("claude_memory", "anthropic", "anthropic", "anthropic"),
     ],
 )
 def test_a_missing_framework_names_the_extra_to_install(
