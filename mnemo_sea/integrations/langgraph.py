@@ -55,6 +55,7 @@ from mnemo_sea.integrations.plans import call as _call
 from mnemo_sea.integrations.search import framework_missing
 from mnemo_sea.integrations.store_items import (
     is_key,
+    is_text,
     matches_filter,
     namespace_matches,
     namespace_of,
@@ -349,6 +350,8 @@ class MnemoStore(BaseStore):
             if label == "*":
                 break
             literal.append(label)
+        if not all(is_text(label) for label in literal):
+            return []  # no namespace the store can hold starts so
         found = []
         offset = 0
         while True:

@@ -10,7 +10,8 @@ character becomes `.` and the two lowercase hex digits of each of its UTF-8 byte
 `a.20b`). A label never contains `.` (LangGraph refuses it), so `.` is free to escape with and
 decoding is unambiguous; an owner is the store's only if it decodes and encodes back to itself,
 so an owner written by other means is never mistaken for a namespace. An owner is at most 128
-characters: a namespace longer than that once encoded cannot be stored (ValueError).
+characters: a namespace longer than that once encoded cannot be stored (ValueError), nor one
+with a label that is not Unicode text (a lone surrogate has no UTF-8 bytes).
 
 The item's key is the fact's key as it is (letters, digits and `. _ : / -`, starting with a
 letter or digit, at most 100 characters), so the archive, its console and its citations show
@@ -61,22 +62,39 @@ def _unescape(text: str) -> str | None:
         return None
 
 
+def is_text(label: str) -> bool:
+    """Whether `label` is Unicode text, which has UTF-8 bytes (a lone surrogate has none)."""
+    try:
+        label.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def owner_prefix(labels: Sequence[str]) -> str:
     """The text every owner of a namespace starting with `labels` starts with (not only those:
-    `lg:ab` starts with `lg:a` too; `namespace_of` and a tuple comparison settle it)."""
+    `lg:ab` starts with `lg:a` too; `namespace_of` and a tuple comparison settle it). Each
+    label must be text (`is_text`)."""
     return OWNER_PREFIX + ":".join(_escape(label) for label in labels)
 
 
 def owner_of(namespace: Sequence[str]) -> str | None:
-    """The owner the namespace's items are kept under; None when it is too long to be one (so
-    it holds nothing)."""
+    """The owner the namespace's items are kept under; None when it cannot be one (too long, or
+    a label that is not text), so it holds nothing."""
+    if not namespace or not all(is_text(label) for label in namespace):
+        return None
     owner = owner_prefix(namespace)
-    return owner if namespace and _OWNER.fullmatch(owner) else None
+    return owner if _OWNER.fullmatch(owner) else None
 
 
 def require_owner(namespace: Sequence[str]) -> str:
     """`owner_of`, or ValueError saying why the namespace cannot be stored."""
     owner = owner_of(namespace)
+    if owner is None and not all(is_text(label) for label in namespace):
+        raise ValueError(
+            f"namespace {tuple(namespace)!r} has a label that is not Unicode text (a lone surrogate): "
+            "it cannot be stored"
+        )
     if owner is None:
         raise ValueError(
             f"namespace {tuple(namespace)!r} is {len(owner_prefix(namespace))} characters once encoded "
@@ -148,6 +166,8 @@ def value_text(value: object, *, indexed: bool) -> str:
         raise ValueError(
             f"an item's value is {len(text)} characters as JSON; a memory fact holds at most {VALUE_CHARS}"
         )
+    if not is_text(text):  # json.dumps(ensure_ascii=False) keeps a lone surrogate; no store can
+        raise ValueError("an item's value must be Unicode text: a lone surrogate was found")
     if "\x00" in text:  # a NUL survives json.dumps(ensure_ascii=False); the archive refuses it
         raise ValueError("an item's value must not contain NUL characters")
     return text
@@ -224,6 +244,7 @@ __all__ = [
     "OWNER_PREFIX",
     "StoredValue",
     "is_key",
+    "is_text",
     "matches_filter",
     "namespace_matches",
     "namespace_of",

@@ -119,11 +119,15 @@ def test_bad_input_stores_nothing_of_the_batch(mnemo: Mnemo, tenant: str) -> Non
         PutOp(("ns",), "nan", {"a": float("nan")}),
         PutOp(("ns",), "obj", {"a": object()}),
         PutOp(("ns",), "ttl", {"a": 1}, ttl=-1),
+        PutOp(("ns",), "surrogate", {"a": "\ud800"}),  # not UTF-8: the archive could not store it
+        PutOp(("\ud800",), "k", {"a": 1}),
     ]:
         with pytest.raises(ValueError):
             store.batch([good, bad])
     assert rows(mnemo, tenant) == 0
     assert store.get(("n" * 130,), "k") is None  # an item that cannot be stored reads as missing
+    assert store.get(("\ud800",), "k") is None
+    assert store.search(("\ud800",)) == []
     with pytest.raises(InvalidNamespaceError):  # an op handed to batch directly is checked too
         store.batch([good, GetOp(("a.b",), "k")])
     with pytest.raises(InvalidNamespaceError):
