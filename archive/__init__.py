@@ -24,6 +24,7 @@ from .features.evidence import EvidenceInfo
 from .features.memory import MemoryOwner
 from .features.sessions import SessionInfo
 from .rules import limits
+from .rules.checks import arguments_fit, check_tool_result
 from .rules.errors import (
     ArchiveConflict,
     ArchiveError,
@@ -197,10 +198,12 @@ __all__ = [
     "Unauthenticated",
     "UpdateTaskStateOp",
     "VerifiedKeys",
+    "arguments_fit",
     "cached_principal",
     "check_evidence_id",
     "check_identifier",
     "check_policy_class",
+    "check_tool_result",
     "escape_attr",
     "escape_text",
     "limits",

@@ -27,12 +27,11 @@ from typing import Any
 from sqlalchemy import Connection, Join, Row, bindparam, func, select, update
 from sqlalchemy.sql.dml import ReturningInsert
 
-from ..rules.checks import aware, check_tool_name, content_bytes
+from ..rules.checks import arguments_json, aware, check_tool_name, content_bytes
 from ..rules.clock import utcnow
 from ..rules.errors import (
     ArchiveConflict,
     BatchRejected,
-    ContentTooLarge,
     Forbidden,
     InvalidInput,
     NotFound,
@@ -64,23 +63,6 @@ from ..storage.store import ArchiveStore
 from ..storage.upserts import dialect_insert
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def _arguments_json(arguments: Mapping[str, Any] | None, limit: int) -> str:
-    if arguments is None:
-        return "{}"
-    if not isinstance(arguments, Mapping):
-        raise InvalidInput("arguments", f"must be a mapping, got {type(arguments).__name__}")
-    try:
-        encoded = json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True, allow_nan=False)
-        size = len(encoded.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidInput("arguments", "must be valid Unicode text (a lone surrogate was found)") from None
-    except (TypeError, ValueError) as e:
-        raise InvalidInput("arguments", f"must be JSON-serialisable: {e}") from None
-    if size > limit:
-        raise ContentTooLarge("arguments", size, limit)
-    return encoded
 
 
 def check_note(note: object, limit: int) -> str | None:
@@ -259,7 +241,7 @@ def record(
     check_identifier("session_id", session_id)
     check_tool_name(op.tool_name, policy.max_tool_name_chars)
     data, media = content_bytes(op.content, op.media_type, policy.max_content_bytes)
-    args_json = _arguments_json(op.arguments, policy.max_arguments_bytes)
+    args_json = arguments_json(op.arguments, policy.max_arguments_bytes)
     level = Sensitivity.parse(op.sensitivity)
     principal.require_clearance(level, "recording a result of this sensitivity")
     check_policy_class(op.policy_class)

@@ -1,14 +1,18 @@
 """Checks of what a caller hands the archive, shared by the features and by the system's loaders:
-media types, content as bytes, tool names, aware datetimes. Pure: no database, no clock.
+media types, content as bytes, tool names, a call's arguments, aware datetimes. Pure: no
+database, no clock.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from .errors import ContentTooLarge, InvalidInput
+from .limits import ARGUMENTS_BYTES, CONTENT_BYTES, TOOL_NAME_CHARS
 
 _MEDIA_TYPE = re.compile(
     r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(;[ -~]{0,200})?$"
@@ -70,6 +74,64 @@ def content_bytes(content: object, media_type: str | None, limit: int) -> tuple[
     if len(data) > limit:
         raise ContentTooLarge("content", len(data), limit)
     return data, check_media_type(media)
+
+
+def arguments_json(arguments: object, limit: int) -> str:
+    """A tool call's arguments as the JSON text `record` stores (`{}` for None); InvalidInput
+    when they are not a JSON object of Unicode text, ContentTooLarge over `limit` UTF-8 bytes."""
+    if arguments is None:
+        return "{}"
+    if not isinstance(arguments, Mapping):
+        raise InvalidInput("arguments", f"must be a mapping, got {type(arguments).__name__}")
+    try:
+        encoded = json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True, allow_nan=False)
+        size = len(encoded.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidInput("arguments", "must be valid Unicode text (a lone surrogate was found)") from None
+    except (TypeError, ValueError) as e:
+        raise InvalidInput("arguments", f"must be JSON-serialisable: {e}") from None
+    if size > limit:
+        raise ContentTooLarge("arguments", size, limit)
+    return encoded
+
+
+def arguments_fit(arguments: Mapping[str, object]) -> bool:
+    """Whether `record` takes these arguments under the archive's own cap on their size
+    (ARGUMENTS_BYTES of JSON, as `arguments_json` writes it): for an adapter deciding, before
+    it writes, whether a call's arguments can be kept with its result. InvalidInput when they
+    are not JSON."""
+    try:
+        arguments_json(arguments, ARGUMENTS_BYTES)
+    except ContentTooLarge:
+        return False
+    return True
+
+
+def check_tool_result(
+    tool_name: object,
+    content: object,
+    *,
+    media_type: str | None = None,
+    arguments: object = None,
+    where: str = "",
+) -> None:
+    """InvalidInput (ContentTooLarge for a size) when `record` would refuse a result of these
+    values under the archive's own caps; a deployment's policy may set lower ones, which
+    `record` itself refuses. For an adapter that records a batch one result at a time: it
+    checks every item with this before its first write. `where` names the item in the error's
+    field (`items[3]` gives `items[3].tool_name`)."""
+    try:
+        check_tool_name(tool_name, TOOL_NAME_CHARS)
+        content_bytes(content, media_type, CONTENT_BYTES)
+        arguments_json(arguments, ARGUMENTS_BYTES)
+    except ContentTooLarge as e:
+        if not where:
+            raise
+        raise ContentTooLarge(f"{where}.{e.field}", e.size, e.limit) from None
+    except InvalidInput as e:
+        if not where:
+            raise
+        raise InvalidInput(f"{where}.{e.field}", e.problem) from None
 
 
 def aware(field: str, value: datetime | None) -> datetime | None:

@@ -20,7 +20,10 @@ Invariants:
   edited conversation changes nothing; and each result is recorded under an idempotency key of
   its tool_use_id, so a run retried after a failure records nothing twice.
 - Nothing is written unless the edit goes ahead: the trigger and `clear_at_least` are decided
-  on the conversation with every stub in place first.
+  on the conversation with every stub in place first, and every result to clear is checked
+  as `record` takes it (its tool name, its size) before the first is recorded. A tool input
+  over the archive's size for a call's arguments is not kept with its result (the
+  conversation's tool_use block still holds it).
 - A tool result whose content is not text (an image, a document) is never cleared. Content
   given as a list of text blocks is archived as that list's JSON (application/json) and comes
   back as that JSON.
@@ -43,7 +46,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mnemo_sea.archive import InvalidInput
+from mnemo_sea.archive import InvalidInput, arguments_fit, check_tool_result
 from mnemo_sea.integrations.handles import check_blocking_handle, check_handle, is_async_handle
 from mnemo_sea.integrations.plans import HandleCall, Plan, arun_plan, run_plan
 
@@ -191,11 +194,8 @@ def _candidates(
         if tool_name in exclude_tools or body is None:
             continue
         arguments = use.get("input")
-        found.append(
-            _Candidate(
-                m, b, tool_use_id, tool_name, arguments if isinstance(arguments, Mapping) else None, *body
-            )
-        )
+        kept = arguments if isinstance(arguments, Mapping) and arguments_fit(arguments) else None
+        found.append(_Candidate(m, b, tool_use_id, tool_name, kept, *body))
     return found
 
 
@@ -247,6 +247,14 @@ def _clear(
     if before - count_tokens(draft) < clear_at_least:
         return ContextEdit(
             copy.deepcopy([dict(m) for m in messages]), (), before, before, "below_clear_at_least"
+        )
+    for c in candidates:  # as `record` takes them: a bad block stops the edit before any write
+        check_tool_result(
+            c.tool_name,
+            c.body,
+            media_type=c.media_type,
+            arguments=c.arguments,
+            where=f"messages[{c.message}].content[{c.block}]",
         )
     result_ids: dict[str, str] = {}
     for c in candidates:

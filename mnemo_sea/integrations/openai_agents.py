@@ -59,17 +59,17 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
 from mnemo_sea.archive import (
-    ContentTooLarge,
     DeletionReceipt,
     InvalidInput,
     NotFound,
     StateConflict,
     ToolResult,
+    arguments_fit,
     check_identifier,
-    limits,
+    check_tool_result,
 )
 from mnemo_sea.integrations.handles import check_handle
 from mnemo_sea.integrations.plans import HandleCall, Plan, arun_plan
@@ -85,9 +85,6 @@ try:
     )
 except ImportError as e:
     raise framework_missing("openai_agents", "openai-agents", "openai-agents", e) from e
-
-if TYPE_CHECKING:
-    pass
 
 ITEM_MEDIA_TYPE = "application/vnd.mnemo-sea.agents-item+json"
 TEXT_OUTPUT_MEDIA_TYPE = "text/vnd.mnemo-sea.agents-output; charset=utf-8"
@@ -143,17 +140,6 @@ def _json(value: object, where: str) -> str:
     return text
 
 
-def _tool_name(item: Mapping[str, Any], where: str) -> str:
-    kind = item.get("type", "message")
-    if not isinstance(kind, str) or not kind.strip():
-        raise InvalidInput(f"{where}.type", f"must be a non-empty string, got {kind!r}")
-    if len(kind) > limits.TOOL_NAME_CHARS or _CONTROL.search(kind):
-        raise InvalidInput(
-            f"{where}.type", f"{kind[:60]!r} is not an item type (too long, or control characters)"
-        )
-    return kind
-
-
 def _clean(text: str, limit: int) -> str:
     """`text` on one line without control characters, at most `limit` characters."""
     flat = " ".join(_CONTROL.sub(" ", text).split())
@@ -197,12 +183,13 @@ def _prepare(items: object, large_output_bytes: int) -> list[_Prepared]:
     prepared: list[_Prepared] = []
     for i, item in enumerate(listed):
         where = f"items[{i}]"
-        tool_name = _tool_name(item, where)
+        kind = item.get("type", "message")
+        tool_name = kind if isinstance(kind, str) else ""  # refused by _check_recordable
         whole = _json(dict(item), where)
         output = item.get("output")
         rest = {k: v for k, v in item.items() if k != "output"}
         as_output = tool_name in STUBBABLE_OUTPUT_TYPES and isinstance(output, str | list)
-        if as_output and len(_json(rest, where).encode("utf-8")) <= limits.ARGUMENTS_BYTES:
+        if as_output and arguments_fit(rest):
             if isinstance(output, str):
                 content, media = output, TEXT_OUTPUT_MEDIA_TYPE
             else:
@@ -212,9 +199,14 @@ def _prepare(items: object, large_output_bytes: int) -> list[_Prepared]:
             prepared.append(_Prepared(tool_name, content, media, rest, note))
         else:
             prepared.append(_Prepared(tool_name, whole, ITEM_MEDIA_TYPE, None, None))
-        size = len(prepared[-1].content.encode("utf-8"))
-        if size > limits.CONTENT_BYTES:
-            raise ContentTooLarge(where, size, limits.CONTENT_BYTES)
+        recorded = prepared[-1]  # as `record` will take it, checked before the batch's first write
+        check_tool_result(
+            recorded.tool_name,
+            recorded.content,
+            media_type=recorded.media_type,
+            arguments=recorded.arguments,
+            where=where,
+        )
     return prepared
 
 

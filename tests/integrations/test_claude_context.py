@@ -139,6 +139,33 @@ def test_nothing_is_written_when_the_edit_does_not_go_ahead(mnemo: Mnemo) -> Non
         clear_tool_results(handle, "conv-3", CONVERSATION, keep=-1)
 
 
+def _conversation(names_and_inputs: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    for i, (name, tool_input) in enumerate(names_and_inputs):
+        use = {"type": "tool_use", "id": f"tu{i}", "name": name, "input": tool_input}
+        messages.append({"role": "assistant", "content": [use]})
+        result = {"type": "tool_result", "tool_use_id": f"tu{i}", "content": f"output {i} " * 200}
+        messages.append({"role": "user", "content": [result]})
+    return messages
+
+
+def test_a_result_the_archive_would_refuse_stops_the_edit_before_any_write(mnemo: Mnemo) -> None:
+    me = agent()
+    handle = mnemo.as_(me)
+    settings: dict[str, Any] = {"trigger_tokens": 10, "keep": 0}
+    for name in ("x" * 201, "read\u200blog"):  # too long; a format character
+        with pytest.raises(InvalidInput, match="tool_name"):
+            clear_tool_results(handle, "conv-6", _conversation([("ok", {}), (name, {})]), **settings)
+    assert rows(mnemo, t.tool_results, me.tenant_id) == 0
+    # A tool input over the archive's size for arguments is not kept with the result (the
+    # conversation's tool_use block keeps it); the result is still cleared and recoverable.
+    big = {"text": "y" * 70_000}
+    edit = clear_tool_results(handle, "conv-6", _conversation([("ok", {"a": 1}), ("write", big)]), **settings)
+    assert [c.tool_name for c in edit.cleared] == ["ok", "write"]
+    kept = {r.tool_name: r.arguments for r in mnemo.list_results(me, "conv-6")}
+    assert kept == {"ok": {"a": 1}, "write": {}}
+
+
 def test_a_session_of_another_tenant_is_not_found(mnemo: Mnemo) -> None:
     a, b = agent(), agent()
     edit = clear_tool_results(mnemo.as_(a), "conv-4", CONVERSATION, **SETTINGS)
