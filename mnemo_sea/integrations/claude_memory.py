@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, cast
 from mnemo_sea.archive import EvidenceInput, Forbidden, NotFound, Role
 from mnemo_sea.errors import MnemoError
 from mnemo_sea.integrations.handles import check_blocking_handle, check_handle, is_async_handle
-from mnemo_sea.integrations.plans import HandleCall, arun_plan, run_plan
+from mnemo_sea.integrations.plans import HandleCall, arun_plan, every_item, run_plan
 from mnemo_sea.integrations.plans import Plan as _Plan
 from mnemo_sea.integrations.search import framework_missing
 
@@ -90,7 +90,6 @@ MAX_PATH_CHARS = len(ROOT) + 248
 MAX_LINES = 999_999  # as the SDK's filesystem tool
 LINE_NUMBER_WIDTH = len(str(MAX_LINES))
 LISTING_DEPTH = 2
-_PAGE = 1000
 _SNIPPET_HEADER = "Here is the snippet showing the change (with line numbers):"
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
 
@@ -198,20 +197,12 @@ def _read(path: MemoryPath) -> Generator[HandleCall, Any, str | None]:
 def _files_under(path: MemoryPath) -> Generator[HandleCall, Any, list[MemoryPath]]:
     """Every file below the directory `path`, in id order."""
     prefix = path.evidence_id + "/"
-    found: list[MemoryPath] = []
-    offset = 0
-    while True:
-        page: list[EvidenceInfo] = yield HandleCall(
-            "list_evidence", (), {"prefix": prefix, "limit": _PAGE, "offset": offset}
-        )
-        found += [
-            MemoryPath.of_id(info.evidence_id)
-            for info in page
-            if info.status == "active" and info.evidence_id.startswith(prefix)
-        ]
-        if len(page) < _PAGE:
-            return found
-        offset += _PAGE
+    listed: list[EvidenceInfo] = yield from every_item("list_evidence", prefix=prefix)
+    return [
+        MemoryPath.of_id(info.evidence_id)
+        for info in listed
+        if info.status == "active" and info.evidence_id.startswith(prefix)
+    ]
 
 
 def _put(memory: _Memory, path: MemoryPath, text: str) -> HandleCall:

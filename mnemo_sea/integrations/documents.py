@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mnemo_sea.archive import EvidenceInput, InvalidBatch, NotFound
-from mnemo_sea.integrations.plans import HandleCall, Plan
+from mnemo_sea.integrations.plans import HandleCall, Plan, every_item
 
 if TYPE_CHECKING:
-    from mnemo_sea.archive import DeletionReceipt, EvidenceRecord
+    from mnemo_sea.archive import DeletionReceipt, EvidenceInfo, EvidenceRecord
     from mnemo_sea.system.mnemo import SearchHit, SearchResult
 
 T = TypeVar("T")
@@ -190,13 +190,8 @@ def delete(evidence_ids: Sequence[str], receipts: list[DeletionReceipt]) -> Plan
 
 def listed(prefix: str) -> Plan[list[str]]:
     """The ids of every record whose id starts with `prefix`, page by page."""
-    ids: list[str] = []
-    page = 1000
-    while True:
-        infos = yield HandleCall("list_evidence", (), {"prefix": prefix, "limit": page, "offset": len(ids)})
-        ids.extend(info.evidence_id for info in infos)
-        if len(infos) < page:
-            return ids
+    infos: list[EvidenceInfo] = yield from every_item("list_evidence", prefix=prefix)
+    return [info.evidence_id for info in infos]
 
 
 # ---- filters --------------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from mnemo_sea.archive import DeletionReceipt, MemoryFact, MemoryIndexId, NotFound, parse_index_id
 from mnemo_sea.integrations.handles import check_handle
-from mnemo_sea.integrations.plans import Plan, arun_plan, run_plan
+from mnemo_sea.integrations.plans import LISTING_PAGE, Plan, arun_plan, every_item, run_plan
 from mnemo_sea.integrations.plans import call as _call
 from mnemo_sea.integrations.search import framework_missing
 from mnemo_sea.integrations.store_items import (
@@ -95,7 +95,6 @@ T = TypeVar("T")
 PROVENANCE = "tool_fact"
 SEARCH_HITS = 100  # the archive's most hits per search (system.operations.SearchOp)
 OWNERS_PER_SEARCH = 256  # the most owners one search's pre-filter names (limits.FILTER_VALUES)
-PAGE = 1_000  # facts or owners read per call when a listing is scanned
 _MAX_TTL_MINUTES = 36_500 * 24 * 60  # the archive's longest TTL (RememberOp.ttl_seconds)
 
 
@@ -352,23 +351,17 @@ class MnemoStore(BaseStore):
             literal.append(label)
         if not all(is_text(label) for label in literal):
             return []  # no namespace the store can hold starts so
+        owners: list[MemoryOwner] = yield from every_item("list_memory_owners", prefix=owner_prefix(literal))
         found = []
-        offset = 0
-        while True:
-            page: list[MemoryOwner] = yield from _call(
-                "list_memory_owners", prefix=owner_prefix(literal), limit=PAGE, offset=offset
-            )
-            for listed in page:
-                namespace = namespace_of(listed.owner)
-                if (
-                    namespace is not None
-                    and listed.facts > 0
-                    and namespace_matches(namespace, prefix, suffix=False)
-                ):
-                    found.append((namespace, listed))
-            if len(page) < PAGE:
-                return sorted(found, key=lambda pair: pair[0])
-            offset += PAGE
+        for listed in owners:
+            namespace = namespace_of(listed.owner)
+            if (
+                namespace is not None
+                and listed.facts > 0
+                and namespace_matches(namespace, prefix, suffix=False)
+            ):
+                found.append((namespace, listed))
+        return sorted(found, key=lambda pair: pair[0])
 
     def _list_namespaces(self, op: ListNamespacesOp) -> Plan[list[tuple[str, ...]]]:
         conditions = op.match_conditions or ()
@@ -411,7 +404,7 @@ class MnemoStore(BaseStore):
             start = 0 if op.filter else skip
             skip = skip if op.filter else 0
             while len(picked) < op.limit:
-                want = PAGE if op.filter else min(op.limit - len(picked), PAGE)
+                want = LISTING_PAGE if op.filter else min(op.limit - len(picked), LISTING_PAGE)
                 facts: list[MemoryFact] = yield from _call("facts", listed.owner, offset=start, limit=want)
                 for fact in facts:
                     stored = stored_value(fact.value)

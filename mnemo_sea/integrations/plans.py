@@ -42,6 +42,20 @@ def call(name: str, /, *args: Any, **kwargs: Any) -> Plan[Any]:
     return (yield HandleCall(name, args, kwargs))
 
 
+LISTING_PAGE = 1_000  # items a listing call is asked for at a time
+
+
+def every_item(name: str, /, *args: Any, **kwargs: Any) -> Plan[list[Any]]:
+    """Every item of a paged listing (`list_evidence`, `list_memory_owners`, `facts`: each takes
+    `limit` and `offset`), read LISTING_PAGE at a time from the first until a short page."""
+    items: list[Any] = []
+    while True:
+        page = yield HandleCall(name, args, {**kwargs, "limit": LISTING_PAGE, "offset": len(items)})
+        items += page
+        if len(page) < LISTING_PAGE:
+            return items
+
+
 def run_plan(handle: object, plan: Plan[T]) -> T:
     """Run `plan` on a blocking handle; its result, or the error it let through. TypeError for
     an async handle: its coroutines need the caller's event loop (the adapter's async methods)."""
@@ -84,4 +98,4 @@ async def arun_plan(handle: object, plan: Plan[T]) -> T:
         return answer
 
 
-__all__ = ["HandleCall", "Plan", "arun_plan", "call", "run_plan"]
+__all__ = ["LISTING_PAGE", "HandleCall", "Plan", "arun_plan", "call", "every_item", "run_plan"]
