@@ -49,6 +49,7 @@ from .rules.errors import (
     Unauthenticated,
 )
 from .rules.excerpts import DEFAULT_AROUND, Excerpt
+from .rules.metadata import metadata_json
 from .rules.operations import (
     MAX_VERSION,
     ArchiveResultsOp,
@@ -207,6 +208,7 @@ __all__ = [
     "escape_attr",
     "escape_text",
     "limits",
+    "metadata_json",
     "parse_index_id",
     "parse_provenance",
     "render_live",

@@ -26,12 +26,11 @@ Nothing here imports a framework, the facade or the client.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from mnemo_sea.archive import EvidenceInput, InvalidBatch, NotFound
+from mnemo_sea.archive import EvidenceInput, InvalidBatch, InvalidInput, NotFound, metadata_json
 from mnemo_sea.integrations.plans import HandleCall, Plan, every_item
 
 if TYPE_CHECKING:
@@ -75,48 +74,24 @@ class NewDocument:
     metadata: Mapping[str, Any] | None
 
 
-def _json_problem(value: object, where: str, depth: int = 0) -> str | None:
-    """Why `value` is not plain JSON (None when it is): only dict with str keys, list, str,
-    int, finite float, bool and None come back as they went in; a tuple would come back a
-    list, an int key a str, a date not at all."""
-    if depth > 32:
-        return f"{where} nests deeper than 32 levels"
-    if value is None or isinstance(value, str | bool | int):
-        return None
-    if isinstance(value, float):
-        return None if math.isfinite(value) else f"{where} is {value!r}, which JSON cannot hold"
-    if isinstance(value, list):
-        for i, item in enumerate(value):
-            problem = _json_problem(item, f"{where}[{i}]", depth + 1)
-            if problem:
-                return problem
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                return f"{where} has the key {key!r}, not a string"
-            problem = _json_problem(item, f"{where}[{key!r}]", depth + 1)
-            if problem:
-                return problem
-        return None
-    return f"{where} is a {type(value).__name__}, not a JSON value (str, number, bool, None, list, dict)"
-
-
 def evidence_inputs(documents: Sequence[NewDocument], *, source: str, scope: str) -> list[EvidenceInput]:
     """The evidence a batch of documents becomes. The source is the metadata's "source" when it
     is a string (the loaders of both frameworks put the file or URL there), else `source`.
-    InvalidBatch naming every bad document (empty text, metadata not a plain JSON object, an id
-    given twice) before anything is stored."""
+    InvalidBatch naming every bad document (empty text, metadata the archive would refuse, an id
+    given twice) before anything is stored. The metadata is checked here with the archive's own
+    rule (`metadata_json`), not only by the archive: a REST client would send a value JSON
+    cannot hold (a date) as a string, and the archive would keep that string."""
     problems: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
     items = []
     for index, doc in enumerate(documents):
         if not isinstance(doc.text, str) or not doc.text.strip():
             problems.append({"index": index, "field": "text", "problem": "a document needs some text"})
-        metadata = dict(doc.metadata) if doc.metadata is not None else None
-        problem = _json_problem(metadata, "metadata") if metadata is not None else None
-        if problem:
-            problems.append({"index": index, "field": "metadata", "problem": problem})
+        metadata = dict(doc.metadata) if isinstance(doc.metadata, Mapping) else doc.metadata
+        try:
+            metadata_json(metadata)
+        except InvalidInput as e:
+            problems.append({"index": index, "field": "metadata", "problem": e.problem})
         if doc.evidence_id in seen:
             problems.append(
                 {
@@ -126,7 +101,7 @@ def evidence_inputs(documents: Sequence[NewDocument], *, source: str, scope: str
                 }
             )
         seen.setdefault(doc.evidence_id, index)
-        named = (metadata or {}).get("source")
+        named = metadata.get("source") if isinstance(metadata, dict) else None
         items.append(
             EvidenceInput(
                 body=doc.text,

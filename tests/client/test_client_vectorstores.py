@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 from client_helpers import Served
@@ -13,7 +14,7 @@ from langchain_core.documents import Document
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters, VectorStoreQuery
 
-from mnemo_sea.archive import Forbidden
+from mnemo_sea.archive import Forbidden, InvalidBatch
 from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.client import AsyncMnemoClient, MnemoClient
 from mnemo_sea.integrations.langchain_vectorstore import MnemoVectorStore as LangChainStore
@@ -39,6 +40,10 @@ def test_the_langchain_store_through_the_client(served: Served) -> None:
         MnemoClient(served.base_url, api_key=served.key(tenant, "agent")) as agent,
     ):
         store = LangChainStore(admin)
+        # JSON has no date: sent as it is, the client would turn it into a string the server keeps.
+        with pytest.raises(InvalidBatch, match="datetime"):
+            store.add_documents([Document(FERRY, id="ok"), Document(MAP, metadata={"at": datetime.now(UTC)})])
+        assert served.count(t.evidence, tenant) == 0
         assert store.add_documents(docs) == ["1", "2"]
         found = store.similarity_search("okapi ferry pier", k=5)
         assert sorted(found, key=lambda d: d.id or "") == docs  # whole texts, metadata as added

@@ -109,9 +109,10 @@ def test_adding_is_all_or_nothing_and_bad_metadata_stores_nothing(vector_mnemo: 
     store = LangChainStore(vector_mnemo.as_(principal))
     bad: list[dict[str, Any]] = [
         {"when": datetime(2024, 1, 1, tzinfo=UTC)},
-        {"pair": (1, 2)},
+        {"pair": {1, 2}},
         {"x": math.nan},
         {"nested": {1: "int key"}},
+        {"long": "x" * 70_000},  # over the archive's 64 KiB of metadata
     ]
     for metadata in bad:
         with pytest.raises(InvalidBatch) as raised:
