@@ -39,6 +39,7 @@ and run a blocking one in a worker thread. Needs the `[llama-index]` extra.
 
 from __future__ import annotations
 
+import string
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,7 @@ from pydantic import PrivateAttr
 
 from mnemo_sea.integrations import documents as d
 from mnemo_sea.integrations.handles import check_handle
+from mnemo_sea.integrations.id_escapes import IdEscape
 from mnemo_sea.integrations.plans import arun_plan, run_plan
 from mnemo_sea.integrations.search import framework_missing
 
@@ -73,7 +75,8 @@ if TYPE_CHECKING:
 DEFAULT_SOURCE = "llama_index"
 DOCUMENT_PREFIX = "doc:"
 NODE_PREFIX = "node:"
-_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:@-")
+# A part of a record id: `/` (between a document's part and a node's) and `#` (the mark) escaped.
+_PART = IdEscape(frozenset(string.ascii_letters + string.digits + "._:@-"), "#", upper=True)
 _OPERATORS = {
     FilterOperator.EQ: "==",
     FilterOperator.NE: "!=",
@@ -92,36 +95,22 @@ _MODES = {
 }
 
 
-def _escaped(part: str) -> str:
-    return "".join(c if c in _SAFE else "".join(f"#{b:02X}" for b in c.encode()) for c in part)
-
-
-def _unescaped(part: str) -> str:
-    out, i = bytearray(), 0
-    while i < len(part):
-        if part[i] == "#":
-            out.append(int(part[i + 1 : i + 3], 16))
-            i += 3
-        else:
-            out.extend(part[i].encode())
-            i += 1
-    return out.decode()
-
-
 def evidence_id_of(node_id: str, ref_doc_id: str | None) -> str:
     """The record id of a node (see the module docstring)."""
     if ref_doc_id is None:
-        return f"{NODE_PREFIX}{_escaped(node_id)}"
-    return f"{DOCUMENT_PREFIX}{_escaped(ref_doc_id)}/{_escaped(node_id)}"
+        return f"{NODE_PREFIX}{_PART.encode(node_id)}"
+    return f"{DOCUMENT_PREFIX}{_PART.encode(ref_doc_id)}/{_PART.encode(node_id)}"
 
 
 def node_id_of(evidence_id: str) -> str:
     """The node id of one of the store's records; a record it did not write keeps its own id."""
+    part = None
     if evidence_id.startswith(DOCUMENT_PREFIX) and "/" in evidence_id:
-        return _unescaped(evidence_id.rsplit("/", 1)[1])
-    if evidence_id.startswith(NODE_PREFIX):
-        return _unescaped(evidence_id[len(NODE_PREFIX) :])
-    return evidence_id
+        part = evidence_id.rsplit("/", 1)[1]
+    elif evidence_id.startswith(NODE_PREFIX):
+        part = evidence_id[len(NODE_PREFIX) :]
+    node_id = None if part is None else _PART.decode(part)
+    return evidence_id if node_id is None else node_id
 
 
 class MnemoVectorStore(BasePydanticVectorStore):
@@ -181,7 +170,7 @@ class MnemoVectorStore(BasePydanticVectorStore):
 
     def _deleting_document(self, ref_doc_id: str) -> d.Plan[int]:
         self._receipts = []
-        ids = yield from d.listed(f"{DOCUMENT_PREFIX}{_escaped(ref_doc_id)}/")
+        ids = yield from d.listed(f"{DOCUMENT_PREFIX}{_PART.encode(ref_doc_id)}/")
         deleted = yield from d.delete(ids, self._receipts)
         return deleted
 
@@ -198,7 +187,7 @@ class MnemoVectorStore(BasePydanticVectorStore):
                 "MnemoVectorStore.delete_nodes deletes by node_ids only, without filters"
             )
         self._receipts = []
-        wanted = {_escaped(node_id) for node_id in node_ids}
+        wanted = {_PART.encode(node_id) for node_id in node_ids}
         of_documents = yield from d.listed(DOCUMENT_PREFIX)
         ids = [i for i in of_documents if i.rsplit("/", 1)[-1] in wanted]
         ids += [f"{NODE_PREFIX}{part}" for part in sorted(wanted)]

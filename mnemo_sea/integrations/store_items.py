@@ -30,11 +30,13 @@ from __future__ import annotations
 import json
 import math
 import re
+import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mnemo_sea.archive import limits
+from mnemo_sea.integrations.id_escapes import IdEscape
 
 OWNER_PREFIX = "lg:"
 OWNER_CHARS = limits.ID_CHARS
@@ -43,23 +45,12 @@ VALUE_CHARS = limits.MEMORY_VALUE_CHARS
 # The archive's memory key and owner rules (archive/rules/refs.py MEMORY_KEY, principal._ID).
 _MEMORY_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}$")
 _OWNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
-_KEPT = re.compile(r"[A-Za-z0-9_@-]")
-_ESCAPED = re.compile(r"((?:\.[0-9a-f]{2})+)")
+# A label never holds `.` (LangGraph refuses it), so it is free to escape with.
+_LABEL = IdEscape(frozenset(string.ascii_letters + string.digits + "_@-"), ".")
 _NOT_INDEXED = {"index": False}
 
 
 # ---- namespaces and owners -------------------------------------------------------------------------
-
-
-def _escape(label: str) -> str:
-    return "".join(c if _KEPT.fullmatch(c) else "".join(f".{b:02x}" for b in c.encode()) for c in label)
-
-
-def _unescape(text: str) -> str | None:
-    try:
-        return _ESCAPED.sub(lambda m: bytes.fromhex(m.group(1).replace(".", "")).decode(), text)
-    except UnicodeDecodeError:
-        return None
 
 
 def is_text(label: str) -> bool:
@@ -75,7 +66,7 @@ def owner_prefix(labels: Sequence[str]) -> str:
     """The text every owner of a namespace starting with `labels` starts with (not only those:
     `lg:ab` starts with `lg:a` too; `namespace_of` and a tuple comparison settle it). Each
     label must be text (`is_text`)."""
-    return OWNER_PREFIX + ":".join(_escape(label) for label in labels)
+    return OWNER_PREFIX + ":".join(_LABEL.encode(label) for label in labels)
 
 
 def owner_of(namespace: Sequence[str]) -> str | None:
@@ -110,7 +101,7 @@ def namespace_of(owner: str) -> tuple[str, ...] | None:
         return None
     labels = []
     for part in owner.removeprefix(OWNER_PREFIX).split(":"):
-        label = _unescape(part)
+        label = _LABEL.decode(part)
         if not label:
             return None
         labels.append(label)

@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from langchain_core.documents import Document
 from llama_index.core import VectorStoreIndex
 from llama_index.core.embeddings import MockEmbedding
@@ -26,7 +28,7 @@ from llama_index.core.vector_stores.types import (
 )
 from vector_helpers import admin, agent, blob_rows, evidence_rows, tenant
 
-from mnemo_sea.archive import Forbidden, InvalidBatch, InvalidInput
+from mnemo_sea.archive import EvidenceInput, Forbidden, InvalidBatch, InvalidInput
 from mnemo_sea.integrations.langchain_vectorstore import MnemoVectorStore as LangChainStore
 from mnemo_sea.integrations.llama_index_vectorstore import MnemoVectorStore as LlamaStore
 from mnemo_sea.integrations.llama_index_vectorstore import evidence_id_of, node_id_of
@@ -222,6 +224,17 @@ def test_node_ids_map_to_record_ids_and_back() -> None:
         assert node_id_of(evidence_id) == node_id
         assert evidence_id.startswith("doc:" if ref else "node:")
     assert evidence_id_of("n", "a/b") == "doc:a#2Fb/n"  # the document's part holds no "/"
+    # A record the store did not write keeps its own id, even when it looks like an escape.
+    for foreign in ("node:#zz", "doc:a/b#C3", "node:#2f", "doc:x/#"):
+        assert node_id_of(foreign) == foreign
+
+
+TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)  # Unicode text: no lone surrogate
+
+
+@given(TEXT, st.none() | TEXT)
+def test_any_node_id_comes_back_from_its_record_id(node_id: str, ref: str | None) -> None:
+    assert node_id_of(evidence_id_of(node_id, ref)) == node_id
 
 
 def llama_index(mnemo: Mnemo) -> tuple[VectorStoreIndex, LlamaStore, str]:
@@ -330,6 +343,17 @@ def test_deleting_a_document_deletes_its_nodes_only(vector_mnemo: Mnemo) -> None
     )
     store.delete_nodes([map_node.node_id])
     assert evidence_rows(vector_mnemo, tenant_id) == 1
+
+
+def test_a_query_by_node_ids_passes_over_records_written_another_way(vector_mnemo: Mnemo) -> None:
+    index, store, _ = llama_index(vector_mnemo)
+    handle = store.client
+    handle.ingest([EvidenceInput(FERRY, "elsewhere", evidence_id="doc:x/#zz")])  # type: ignore[union-attr]
+    (wanted,) = index.as_retriever(similarity_top_k=1).retrieve("okapi enclosure beside")
+    found = store.query(
+        VectorStoreQuery(query_str="okapi ferry pier", similarity_top_k=5, node_ids=[wanted.node.node_id])
+    )
+    assert found.ids == [wanted.node.node_id]
 
 
 def test_a_batch_of_nodes_is_all_or_nothing(vector_mnemo: Mnemo) -> None:
