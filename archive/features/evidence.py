@@ -662,6 +662,9 @@ class EvidenceInfo:
     versions: int
     recorded_at: datetime  # when the newest version was recorded
     ended_at: datetime | None  # when it was retracted, if it was
+    # Bytes of the newest version's original: what a file listing shows (the memory tool's view
+    # of a folder) without reading each original.
+    size: int
 
 
 def list_evidence(
@@ -705,15 +708,25 @@ def list_evidence(
             e.c.recorded_at,
             e.c.ended_at,
             page.c.versions,
+            t.blobs.c.size,
         )
         .join(page, and_(e.c.evidence_id == page.c.evidence_id, e.c.version == page.c.latest))
+        .join(t.blobs, and_(t.blobs.c.tenant_id == e.c.tenant_id, t.blobs.c.sha256 == e.c.blob_sha256))
         .where(e.c.tenant_id == tenant)
         .order_by(e.c.evidence_id)
     )
     with store.read() as conn:
         return [
             EvidenceInfo(
-                r.evidence_id, r.kind, r.source, r.version, r.status, r.versions, r.recorded_at, r.ended_at
+                r.evidence_id,
+                r.kind,
+                r.source,
+                r.version,
+                r.status,
+                r.versions,
+                r.recorded_at,
+                r.ended_at,
+                int(r.size),
             )
             for r in conn.execute(stmt)
         ]

@@ -194,15 +194,16 @@ def _read(path: MemoryPath) -> Generator[HandleCall, Any, str | None]:
     return text
 
 
-def _files_under(path: MemoryPath) -> Generator[HandleCall, Any, list[MemoryPath]]:
-    """Every file below the directory `path`, in id order."""
+def _files_under(path: MemoryPath) -> Generator[HandleCall, Any, dict[MemoryPath, int]]:
+    """Every file below the directory `path`, in id order, with its size in bytes (one listing:
+    no file is read)."""
     prefix = path.evidence_id + "/"
     listed: list[EvidenceInfo] = yield from every_item("list_evidence", prefix=prefix)
-    return [
-        MemoryPath.of_id(info.evidence_id)
+    return {
+        MemoryPath.of_id(info.evidence_id): info.size
         for info in listed
         if info.status == "active" and info.evidence_id.startswith(prefix)
-    ]
+    }
 
 
 def _put(memory: _Memory, path: MemoryPath, text: str) -> HandleCall:
@@ -263,11 +264,7 @@ def view(memory: _Memory, path: MemoryPath, view_range: list[int] | None) -> Pla
     if view_range is not None:
         raise ToolError(f"The path {path.text} is a directory: `view_range` applies to files only.")
     sizes: dict[tuple[str, ...], int] = {}
-    for file in files:
-        content = yield from _read(file)
-        if content is None:  # deleted since it was listed
-            continue
-        size = len(content.encode("utf-8"))
+    for file, size in files.items():
         rel = file.parts[len(path.parts) :]
         for n in range(1, len(rel) + 1):  # the file, and each directory it is in
             sizes[rel[:n]] = sizes.get(rel[:n], 0) + size
@@ -381,7 +378,7 @@ def delete(memory: _Memory, path: MemoryPath) -> Plan:
     if (yield from _read(path)) is not None:
         files = [path]
     else:
-        files = yield from _files_under(path)
+        files = list((yield from _files_under(path)))
         if not files:
             raise ToolError(f"The path {path.text} does not exist")
     yield from _delete_all(memory, files, path.text)

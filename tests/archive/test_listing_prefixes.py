@@ -98,3 +98,16 @@ def test_a_prefix_longer_than_any_id_is_refused(archive: Archive, agent: Princip
     assert _owners(archive, agent, "x" * ID_CHARS) == []
     with pytest.raises(InvalidInput, match="prefix"):
         _owners(archive, agent, "x" * (ID_CHARS + 1))
+
+
+def test_a_listed_record_says_the_size_of_its_newest_original(
+    archive: Archive, agent: Principal, other_tenant: Principal
+) -> None:
+    """A listing answers what a file listing needs without reading each original (the memory
+    tool's view of a folder): the bytes of the newest version, in the caller's tenant."""
+    archive.put_evidence(agent, EvidenceInput("short", "doc", evidence_id="size/a"))
+    archive.put_evidence(agent, EvidenceInput("now ünïcode, longer", "doc", evidence_id="size/a"))
+    archive.put_evidence(other_tenant, EvidenceInput("x" * 999, "doc", evidence_id="size/a"))
+    archive.put_evidence(agent, EvidenceInput(b"\x00\x01", "doc", evidence_id="size/b"))
+    sizes = {e.evidence_id: e.size for e in archive.list_evidence(agent, prefix="size/")}
+    assert sizes == {"size/a": len("now ünïcode, longer".encode()), "size/b": 2}

@@ -28,7 +28,7 @@ from sqlalchemy import func, select
 from mnemo_sea.archive import Principal, Role, Sensitivity
 from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.integrations.claude_memory import SOURCE, AsyncMnemoMemoryTool, MnemoMemoryTool
-from mnemo_sea.system.acting import AsyncMnemo
+from mnemo_sea.system.acting import AsyncMnemo, MnemoAs
 from mnemo_sea.system.mnemo import Mnemo
 
 RECORDED = Path(__file__).parent / "recorded"
@@ -280,3 +280,33 @@ def test_the_tools_take_handles_only(mnemo: Mnemo) -> None:
         MnemoMemoryTool(AsyncMnemo(mnemo, principal()))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="awaited handle"):
         AsyncMnemoMemoryTool(mnemo.as_(principal()))  # type: ignore[arg-type]
+
+
+class CountingHandle(MnemoAs):
+    """A blocking in-process handle that counts the reads of an original."""
+
+    reads = 0
+
+    def get_evidence(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        self.reads += 1
+        return super().get_evidence(*args, **kwargs)
+
+
+def test_viewing_a_folder_reads_no_file(mnemo: Mnemo) -> None:
+    """Claude views /memories first in every task: the listing says each file's size, so the
+    view does not read every file (one call per file through a client)."""
+    agent = principal()
+    handle = CountingHandle(mnemo, agent)
+    tool = MnemoMemoryTool(handle)
+    for name in ("a.md", "b.md", "sub/c.md"):
+        tool.call({"command": "create", "path": f"/memories/{name}", "file_text": f"{name} ünï\n"})
+    handle.reads = 0
+    listing = tool.call({"command": "view", "path": "/memories"})
+    assert handle.reads == 0
+    assert listing.splitlines()[1:] == [
+        "37B\t/memories",
+        "11B\t/memories/a.md",
+        "11B\t/memories/b.md",
+        "15B\t/memories/sub/",
+        "15B\t/memories/sub/c.md",
+    ]
