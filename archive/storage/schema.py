@@ -165,8 +165,8 @@ evidence = Table(
     Column("recorded_at", UTCDateTime, nullable=False),
     Column("recorded_by", String(TENANT), nullable=False),
     Column("ended_at", UTCDateTime, nullable=True),  # when it stopped being active
-    # The caller's JSON object kept with the version (canonical JSON text: checks.metadata_json);
-    # NULL when it gave none.
+    # The caller's JSON object kept with the version, as canonical JSON text (rules/metadata.py,
+    # metadata_json); NULL when it gave none.
     Column("metadata_json", Text, nullable=True),
     ForeignKeyConstraint(["tenant_id", "blob_sha256"], ["blobs.tenant_id", "blobs.sha256"]),
     Index("ix_evidence_blob", "tenant_id", "blob_sha256"),
