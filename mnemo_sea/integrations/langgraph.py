@@ -394,8 +394,9 @@ class MnemoStore(BaseStore):
     ) -> Plan[list[SearchItem]]:
         """The page of matching items, by namespace and key. Without a filter, whole owners are
         skipped by their count of current facts; with one, facts are read and matched in order,
-        so `offset` counts matching items."""
-        picked: list[tuple[tuple[str, ...], str]] = []
+        so `offset` counts matching items. An item with more than one version has its history
+        read (when its current run of versions began); one with a single version does not."""
+        picked: list[tuple[tuple[str, ...], MemoryFact]] = []
         skip = op.offset  # items still to pass over before the page
         for namespace, listed in owners:
             if not op.filter and skip >= listed.facts:
@@ -413,15 +414,19 @@ class MnemoStore(BaseStore):
                     if skip > 0:
                         skip -= 1
                     elif len(picked) < op.limit:
-                        picked.append((namespace, fact.key))
+                        picked.append((namespace, fact))
                 if len(facts) < want:
                     break
                 start += want
             if len(picked) >= op.limit:
                 break
         items = []
-        for namespace, key in picked:  # the history says when the item's run of versions began
-            found = yield from self._get(namespace, key)
+        for namespace, fact in picked:
+            stored = stored_value(fact.value)
+            if fact.version == 1 and stored is not None:  # its only version: its run began with it
+                items.append(SearchItem(namespace, fact.key, stored.value, fact.created_at, fact.created_at))
+                continue
+            found = yield from self._get(namespace, fact.key)  # the history says when its run began
             if found is not None:
                 items.append(_search_item(found[0]))
         return items

@@ -24,7 +24,7 @@ from mnemo_sea.archive import Forbidden, Principal, Role, Sensitivity
 from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.integrations.langgraph import MnemoStore
 from mnemo_sea.integrations.store_items import namespace_of, owner_of
-from mnemo_sea.system.acting import AsyncMnemo
+from mnemo_sea.system.acting import AsyncMnemo, MnemoAs
 from mnemo_sea.system.mnemo import Mnemo
 
 
@@ -156,6 +156,31 @@ def test_updates_are_versions_and_created_at_is_kept(mnemo: Mnemo, tenant: str) 
     ]
     assert item is not None
     assert (item.created_at, item.updated_at) == (history[0].created_at, history[1].created_at)
+
+
+class CountingHandle(MnemoAs):
+    """A blocking in-process handle that counts the reads of a fact's history."""
+
+    histories = 0
+
+    def memory_history(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        self.histories += 1
+        return super().memory_history(*args, **kwargs)
+
+
+def test_a_listing_reads_the_history_of_updated_items_only(mnemo: Mnemo, tenant: str) -> None:
+    handle = CountingHandle(mnemo, principal(tenant))
+    store = MnemoStore(handle)
+    store.put(("ns",), "a", {"v": 1})
+    store.put(("ns",), "a", {"v": 2})
+    for key in ("b", "c"):
+        store.put(("ns",), key, {"v": 0})
+    handle.histories = 0
+    listed = store.search(("ns",))
+    assert handle.histories == 1  # a's: when its run of versions began; b and c have one version
+    (first, _) = store.history(("ns",), "a")
+    assert [(i.key, i.value, i.created_at) for i in listed][:1] == [("a", {"v": 2}, first.created_at)]
+    assert all(i.created_at == i.updated_at for i in listed[1:])
 
 
 def test_a_delete_leaves_no_row_and_answers_a_receipt(mnemo: Mnemo, tenant: str) -> None:
