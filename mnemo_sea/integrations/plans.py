@@ -66,14 +66,14 @@ def run_plan(handle: object, plan: Plan[T]) -> T:
             "methods, or give it a blocking handle (mnemo.as_(principal), MnemoClient)"
         )
     try:
-        call = next(plan)
+        asked = next(plan)
         while True:
             try:
-                result = getattr(handle, call.name)(*call.args, **call.kwargs)
+                result = getattr(handle, asked.name)(*asked.args, **asked.kwargs)
             except MnemoError as e:
-                call = plan.throw(e)
+                asked = plan.throw(e)
             else:
-                call = plan.send(result)
+                asked = plan.send(result)
     except StopIteration as done:
         answer: T = done.value
         return answer
@@ -85,14 +85,14 @@ async def arun_plan(handle: object, plan: Plan[T]) -> T:
     if not is_async_handle(handle):
         return await asyncio.to_thread(run_plan, handle, plan)
     try:
-        call = next(plan)
+        asked = next(plan)
         while True:
             try:
-                result = await getattr(handle, call.name)(*call.args, **call.kwargs)
+                result = await getattr(handle, asked.name)(*asked.args, **asked.kwargs)
             except MnemoError as e:
-                call = plan.throw(e)
+                asked = plan.throw(e)
             else:
-                call = plan.send(result)
+                asked = plan.send(result)
     except StopIteration as done:
         answer: T = done.value
         return answer
