@@ -287,9 +287,16 @@ class Page(BaseModel, Generic[T]):
 
 
 def page(items: list[T], offset: int, limit: int) -> Page[T]:
+    """The page at `offset` of a whole list."""
     window = items[offset : offset + limit]
     more = offset + limit < len(items)
     return Page[T](items=window, next_offset=offset + limit if more else None)
+
+
+def read_ahead_page(found: list[T], offset: int, limit: int) -> Page[T]:
+    """The page at `offset` of a listing paged in SQL and read with one item more than `limit`:
+    the extra item is not shown, it only says that another page follows."""
+    return Page[T](items=found[:limit], next_offset=offset + limit if len(found) > limit else None)
 
 
 class CitationReportOut(BaseModel):

@@ -15,6 +15,7 @@ from mnemo_sea.rest.models import (
     IngestOut,
     Page,
     page,
+    read_ahead_page,
 )
 from mnemo_sea.rest.problems import responses
 from mnemo_sea.rest.routes.common import IdempotencyKey, Limit, Offset
@@ -88,8 +89,7 @@ def list_evidence(
     """The tenant's evidence records by id, each once with its newest version and how many it
     has, as far as the caller may read them (a record it may not read is not even named)."""
     found = mnemo.list_evidence(principal, prefix=prefix, limit=limit + 1, offset=offset)
-    more = len(found) > limit
-    return Page[EvidenceInfo](items=found[:limit], next_offset=offset + limit if more else None)
+    return read_ahead_page(found, offset, limit)
 
 
 @router.get("/evidence/{evidence_id:path}", response_model=EvidenceOut, responses=responses(403, 404))

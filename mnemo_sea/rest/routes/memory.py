@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from mnemo_sea.archive import DeletionReceipt, MemoryFact, MemoryOwner, NotFound, RememberOp, RememberOutcome
 from mnemo_sea.archive import limits as cap
 from mnemo_sea.rest.auth import Caller, System
-from mnemo_sea.rest.models import Page, page
+from mnemo_sea.rest.models import Page, page, read_ahead_page
 from mnemo_sea.rest.problems import responses
 from mnemo_sea.rest.routes.common import IdempotencyKey, Limit, Offset
 from mnemo_sea.rest.threads import PooledRoute
@@ -47,8 +47,7 @@ def list_owners(
     """The owners the tenant keeps memory about, by name, with their counts of facts; a reader's
     key lists only itself."""
     found = mnemo.list_memory_owners(principal, prefix=prefix, limit=limit + 1, offset=offset)
-    more = len(found) > limit
-    return Page[MemoryOwner](items=found[:limit], next_offset=offset + limit if more else None)
+    return read_ahead_page(found, offset, limit)
 
 
 @router.get("/{owner}/facts", response_model=Page[MemoryFact], responses=responses(403))
@@ -57,8 +56,7 @@ def facts(
 ) -> Page[MemoryFact]:
     """The owner's current, unexpired facts by key (one version each)."""
     found = mnemo.facts(principal, owner, offset=offset, limit=limit + 1)
-    more = len(found) > limit
-    return Page[MemoryFact](items=found[:limit], next_offset=offset + limit if more else None)
+    return read_ahead_page(found, offset, limit)
 
 
 @router.get("/{owner}", response_model=MemoryFact, responses=responses(403, 404))

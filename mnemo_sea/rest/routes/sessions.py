@@ -29,6 +29,7 @@ from mnemo_sea.rest.models import (
     RecoveredOut,
     ResultOut,
     page,
+    read_ahead_page,
 )
 from mnemo_sea.rest.problems import responses
 from mnemo_sea.rest.routes.common import IdempotencyKey, Limit, Offset
@@ -46,8 +47,7 @@ def list_sessions(
     """The tenant's sessions, oldest first, with their result counts (live and archived); a
     reader's key lists only the sessions about itself."""
     found = mnemo.list_sessions(principal, limit=limit + 1, offset=offset)
-    more = len(found) > limit
-    return Page[SessionInfo](items=found[:limit], next_offset=offset + limit if more else None)
+    return read_ahead_page(found, offset, limit)
 
 
 @router.get("/{session_id}", response_model=SessionInfo, responses=responses(403, 404))
@@ -81,8 +81,7 @@ def list_results(
 ) -> Page[ToolResult]:
     """The session's results in order, live and archived (with their notes), without content."""
     found = mnemo.list_results(principal, session_id, offset=offset, limit=limit + 1)
-    more = len(found) > limit
-    return Page[ToolResult](items=found[:limit], next_offset=offset + limit if more else None)
+    return read_ahead_page(found, offset, limit)
 
 
 @router.get("/{session_id}/results/{result_id}", response_model=ResultOut, responses=responses(403, 404, 500))
