@@ -362,21 +362,28 @@ def list_evidence(
     as far as the key may read them; with `prefix`, only ids starting with it (literally); at
     most `limit` after the first `offset`. An id listed that does not start with the prefix is
     an InconsistentAnswer."""
-    _check_window(limit, offset)
-
-    def starts(reply: Reply, i: int, info: EvidenceInfo) -> None:
-        _prefixed(reply, where("items", i, "evidence_id"), info.evidence_id, prefix)
-
-    items = yield from _every_page(
-        EvidenceInfo, "/v1/evidence", offset=offset, limit=limit, check=starts, prefix=prefix
-    )
+    items = yield from _listed_by_prefix(EvidenceInfo, "/v1/evidence", "evidence_id", prefix, limit, offset)
     return items
 
 
-def _prefixed(reply: Reply, path: str, name: str, prefix: str | None) -> None:
-    """InconsistentAnswer for a listed name that does not start with the prefix asked for."""
-    if prefix and not name.startswith(prefix):
-        raise inconsistent(reply, path, f"{name!r} does not start with the prefix asked for, {prefix!r}")
+def _listed_by_prefix(
+    kind: type[T], path: str, name: str, prefix: str | None, limit: int, offset: int
+) -> Generator[Request, Reply, list[T]]:
+    """A listing by prefix (at most `limit` after the first `offset`), each item's `name` field
+    checked to start with the prefix asked for: an InconsistentAnswer otherwise."""
+    _check_window(limit, offset)
+
+    def starts(reply: Reply, i: int, item: T) -> None:
+        listed = getattr(item, name)
+        if prefix and not listed.startswith(prefix):
+            raise inconsistent(
+                reply,
+                where("items", i, name),
+                f"{listed!r} does not start with the prefix asked for, {prefix!r}",
+            )
+
+    items = yield from _every_page(kind, path, offset=offset, limit=limit, check=starts, prefix=prefix)
+    return items
 
 
 # ---- sessions -----------------------------------------------------------------------------------
@@ -805,15 +812,9 @@ def list_memory_owners(
 ) -> Plan[list[MemoryOwner]]:
     """`Mnemo.list_memory_owners`: the owners the tenant keeps memory about, by name, with their
     counts of facts (a reader's key: only itself); with `prefix`, only names starting with it
-    (literally); at most `limit` after the first `offset`."""
-    _check_window(limit, offset)
-
-    def starts(reply: Reply, i: int, owner: MemoryOwner) -> None:
-        _prefixed(reply, where("items", i, "owner"), owner.owner, prefix)
-
-    items = yield from _every_page(
-        MemoryOwner, "/v1/memory", offset=offset, limit=limit, check=starts, prefix=prefix
-    )
+    (literally); at most `limit` after the first `offset`. An owner listed that does not start
+    with the prefix is an InconsistentAnswer."""
+    items = yield from _listed_by_prefix(MemoryOwner, "/v1/memory", "owner", prefix, limit, offset)
     return items
 
 

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpx
 import pytest
 from client_helpers import Tenant
 from sqlalchemy import select
 
 from mnemo_sea.archive import EvidenceInfo, EvidenceInput, Forbidden, InvalidInput, MemoryFact, MemoryOwner
 from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.client import MnemoClient
+from mnemo_sea.client.errors import InconsistentAnswer
 
 WORDS = "okapi ferry timetable"
 
@@ -152,3 +155,34 @@ def test_owners_narrows_a_search_through_the_api(tenant: Tenant, neighbour: Tena
         tenant.client("reader").search(WORDS, owners=["alice"])
     with pytest.raises(InvalidInput):
         mnemo.search(WORDS, owners="alice")  # a bare string is no list of owners
+
+
+def test_a_listed_name_outside_the_prefix_is_an_inconsistent_answer() -> None:
+    """A server (or a proxy) answering a listing by prefix with a name that does not start with
+    it: the client says so rather than hand an adapter another record or owner."""
+    at = "2026-01-01T00:00:00Z"
+    answers = {
+        "/v1/evidence": {
+            "evidence_id": "other/x",
+            "kind": "knowledge",
+            "source": "kb",
+            "latest_version": 1,
+            "status": "active",
+            "versions": 1,
+            "recorded_at": at,
+            "ended_at": None,
+            "size": 3,
+        },
+        "/v1/memory": {"owner": "bob", "facts": 1, "keys": 1, "changed_at": at},
+    }
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"items": [answers[request.url.path]], "next_offset": None})
+
+    client = MnemoClient("http://mnemo.invalid", api_key="k", transport=httpx.MockTransport(answer))
+    with pytest.raises(InconsistentAnswer, match="prefix"):
+        client.list_evidence(prefix="kb/")
+    with pytest.raises(InconsistentAnswer, match="prefix"):
+        client.list_memory_owners(prefix="a")
+    assert [e.evidence_id for e in client.list_evidence(prefix="other/")] == ["other/x"]
+    assert [o.owner for o in client.list_memory_owners(prefix="b")] == ["bob"]
