@@ -24,7 +24,7 @@ from .features.evidence import EvidenceInfo
 from .features.memory import MemoryOwner
 from .features.sessions import SessionInfo
 from .rules import limits
-from .rules.checks import arguments_fit, check_tool_result
+from .rules.checks import arguments_fit, check_tool_result, json_text
 from .rules.errors import (
     ArchiveConflict,
     ArchiveError,
@@ -207,6 +207,7 @@ __all__ = [
     "check_tool_result",
     "escape_attr",
     "escape_text",
+    "json_text",
     "limits",
     "metadata_json",
     "parse_index_id",

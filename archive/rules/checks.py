@@ -76,6 +76,28 @@ def content_bytes(content: object, media_type: str | None, limit: int) -> tuple[
     return data, check_media_type(media)
 
 
+def json_text(value: object, field: str, *, compact: bool = True, sort_keys: bool = False) -> str:
+    """`value` as JSON text (compact: no spaces after `,` and `:`); InvalidInput naming `field`
+    when JSON has no form for it (NaN or an infinity, a date, a set, a key that is not text) or
+    it is not Unicode text (a lone surrogate: no UTF-8 bytes, so no database or body can hold it)."""
+    try:
+        text = json.dumps(
+            value,
+            ensure_ascii=False,
+            sort_keys=sort_keys,
+            separators=(",", ":") if compact else None,
+            allow_nan=False,
+        )
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(field, "must be valid Unicode text (a lone surrogate was found)") from None
+    except (TypeError, ValueError) as e:
+        raise InvalidInput(
+            field, f"must be JSON (objects, lists, strings, finite numbers, booleans, null): {e}"
+        ) from None
+    return text
+
+
 def arguments_json(arguments: object, limit: int) -> str:
     """A tool call's arguments as the JSON text `record` stores (`{}` for None); InvalidInput
     when they are not a JSON object of Unicode text, ContentTooLarge over `limit` UTF-8 bytes."""
@@ -83,13 +105,8 @@ def arguments_json(arguments: object, limit: int) -> str:
         return "{}"
     if not isinstance(arguments, Mapping):
         raise InvalidInput("arguments", f"must be a mapping, got {type(arguments).__name__}")
-    try:
-        encoded = json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True, allow_nan=False)
-        size = len(encoded.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidInput("arguments", "must be valid Unicode text (a lone surrogate was found)") from None
-    except (TypeError, ValueError) as e:
-        raise InvalidInput("arguments", f"must be JSON-serialisable: {e}") from None
+    encoded = json_text(dict(arguments), "arguments", compact=False, sort_keys=True)
+    size = len(encoded.encode("utf-8"))
     if size > limit:
         raise ContentTooLarge("arguments", size, limit)
     return encoded

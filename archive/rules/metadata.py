@@ -21,6 +21,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from .checks import json_text
 from .errors import InvalidInput
 from .limits import METADATA_CHARS, JsonCap
 
@@ -63,13 +64,7 @@ def metadata_json(value: object) -> str | None:
         raise InvalidInput(FIELD, f"must be a JSON object (a dict), got {type(value).__name__}")
     _CAP.check(FIELD, value)
     _check_values(value)
-    try:
-        text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput(FIELD, "must be valid Unicode text (a lone surrogate was found)") from None
-    except (TypeError, ValueError) as e:
-        raise InvalidInput(FIELD, f"is not JSON: {e}") from None
+    text = json_text(value, FIELD, sort_keys=True)
     if len(text) > METADATA_CHARS:
         raise InvalidInput(
             FIELD, f"is {len(text)} characters as JSON; at most {METADATA_CHARS}", limit=METADATA_CHARS

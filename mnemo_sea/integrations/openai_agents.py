@@ -70,6 +70,7 @@ from mnemo_sea.archive import (
     arguments_fit,
     check_identifier,
     check_tool_result,
+    json_text,
 )
 from mnemo_sea.integrations.handles import check_handle
 from mnemo_sea.integrations.plans import HandleCall, Plan, arun_plan
@@ -127,19 +128,6 @@ class _Prepared:
     note: str | None
 
 
-def _json(value: object, where: str) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput(where, "must be valid Unicode text (a lone surrogate was found)") from None
-    except (TypeError, ValueError) as e:
-        raise InvalidInput(
-            where, f"must be JSON (dicts, lists, strings, numbers, booleans, null): {e}"
-        ) from None
-    return text
-
-
 def _clean(text: str, limit: int) -> str:
     """`text` on one line without control characters, at most `limit` characters."""
     flat = " ".join(_CONTROL.sub(" ", text).split())
@@ -185,7 +173,7 @@ def _prepare(items: object, large_output_bytes: int) -> list[_Prepared]:
         where = f"items[{i}]"
         kind = item.get("type", "message")
         tool_name = kind if isinstance(kind, str) else ""  # refused by _check_recordable
-        whole = _json(dict(item), where)
+        whole = json_text(dict(item), where)
         output = item.get("output")
         rest = {k: v for k, v in item.items() if k != "output"}
         as_output = tool_name in STUBBABLE_OUTPUT_TYPES and isinstance(output, str | list)
@@ -193,7 +181,7 @@ def _prepare(items: object, large_output_bytes: int) -> list[_Prepared]:
             if isinstance(output, str):
                 content, media = output, TEXT_OUTPUT_MEDIA_TYPE
             else:
-                content, media = _json(output, f"{where}.output"), JSON_OUTPUT_MEDIA_TYPE
+                content, media = json_text(output, f"{where}.output"), JSON_OUTPUT_MEDIA_TYPE
             size = len(content.encode("utf-8"))
             note = _note(item, content, size, names) if size > large_output_bytes else None
             prepared.append(_Prepared(tool_name, content, media, rest, note))
@@ -443,7 +431,7 @@ class MnemoSession:
         mark = {"op": "commit", "ranges": _ranges([_number(r.result_id) for r in recorded])}
         yield HandleCall(
             "record",
-            (session, "mnemo-sea.commit", _json(mark, "mark")),
+            (session, "mnemo-sea.commit", json_text(mark, "mark")),
             {"media_type": MARK_MEDIA_TYPE, "arguments": mark},
         )
         return None
@@ -466,7 +454,7 @@ class MnemoSession:
         mark = {"op": "pop", "result": _number(newest.result_id)}
         yield HandleCall(
             "record",
-            (session, "mnemo-sea.pop", _json(mark, "mark")),
+            (session, "mnemo-sea.pop", json_text(mark, "mark")),
             {"media_type": MARK_MEDIA_TYPE, "arguments": mark},
         )
         return item
@@ -487,7 +475,7 @@ class MnemoSession:
         line = {"op": "cleared", "generation": generation}
         yield HandleCall(
             "record",
-            (self.session_id + CLEARS_SUFFIX, "mnemo-sea.cleared", _json(line, "mark")),
+            (self.session_id + CLEARS_SUFFIX, "mnemo-sea.cleared", json_text(line, "mark")),
             {
                 "media_type": MARK_MEDIA_TYPE,
                 "arguments": line,

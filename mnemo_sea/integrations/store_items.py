@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mnemo_sea.archive import limits
+from mnemo_sea.archive import InvalidInput, json_text, limits
 from mnemo_sea.integrations.id_escapes import IdEscape
 
 OWNER_PREFIX = "lg:"
@@ -150,15 +150,13 @@ def value_text(value: object, *, indexed: bool) -> str:
         raise ValueError("an item's value must have string keys")
     body: Any = dict(value) if indexed else [dict(value), _NOT_INDEXED]
     try:
-        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"an item's value must be JSON-serialisable (finite numbers): {e}") from e
+        text = json_text(body, "an item's value")
+    except InvalidInput as e:  # LangGraph's stores raise ValueError for a value they cannot keep
+        raise ValueError(e.message) from None
     if len(text) > VALUE_CHARS:
         raise ValueError(
             f"an item's value is {len(text)} characters as JSON; a memory fact holds at most {VALUE_CHARS}"
         )
-    if not is_text(text):  # json.dumps(ensure_ascii=False) keeps a lone surrogate; no store can
-        raise ValueError("an item's value must be Unicode text: a lone surrogate was found")
     if "\x00" in text:  # a NUL survives json.dumps(ensure_ascii=False); the archive refuses it
         raise ValueError("an item's value must not contain NUL characters")
     return text
