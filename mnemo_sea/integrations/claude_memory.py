@@ -63,16 +63,7 @@ from mnemo_sea.integrations.search import framework_missing
 
 try:
     from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
-    from anthropic.types.beta import (
-        BetaCacheControlEphemeralParam,
-        BetaMemoryTool20250818Command,
-        BetaMemoryTool20250818CreateCommand,
-        BetaMemoryTool20250818DeleteCommand,
-        BetaMemoryTool20250818InsertCommand,
-        BetaMemoryTool20250818RenameCommand,
-        BetaMemoryTool20250818StrReplaceCommand,
-        BetaMemoryTool20250818ViewCommand,
-    )
+    from anthropic.types.beta import BetaCacheControlEphemeralParam, BetaMemoryTool20250818Command
 except ImportError as e:
     raise framework_missing("claude_memory", "anthropic", "anthropic", e) from e
 
@@ -523,7 +514,7 @@ class MnemoMemoryTool(BetaAbstractMemoryTool):
         return list(self._memory.receipts)
 
     def execute(self, command: BetaMemoryTool20250818Command) -> str:
-        _check_command(command)
+        _check_command(command)  # a command the SDK cannot dispatch answers a text
         return cast(str, super().execute(command))  # the SDK's dispatch, to the methods below
 
     def _run(self, command: object) -> str:
@@ -532,23 +523,9 @@ class MnemoMemoryTool(BetaAbstractMemoryTool):
         except MnemoError as e:
             raise _refused(e) from e
 
-    def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
-        return self._run(command)
-
-    def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
-        return self._run(command)
-
-    def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
-        return self._run(command)
-
-    def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
-        return self._run(command)
-
-    def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
-        return self._run(command)
-
-    def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
-        return self._run(command)
+    # The SDK dispatches each command to its method; `_plan` picks the command by its name, so one
+    # method serves all six.
+    view = create = str_replace = insert = delete = rename = _run
 
 
 class AsyncMnemoMemoryTool(BetaAsyncAbstractMemoryTool):
@@ -588,23 +565,7 @@ class AsyncMnemoMemoryTool(BetaAsyncAbstractMemoryTool):
         except MnemoError as e:
             raise _refused(e) from e
 
-    async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
-        return await self._run(command)
-
-    async def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
-        return await self._run(command)
-
-    async def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
-        return await self._run(command)
-
-    async def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
-        return await self._run(command)
-
-    async def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
-        return await self._run(command)
-
-    async def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
-        return await self._run(command)
+    view = create = str_replace = insert = delete = rename = _run
 
 
 __all__ = [
