@@ -44,6 +44,9 @@ using the same session id share nothing. A session id follows the archive's iden
 Each operation is written once, as a *plan* (a generator yielding the handle calls it needs); an
 async handle (`AsyncMnemo`, `AsyncMnemoClient`) runs it natively, a blocking one (`mnemo.as_(p)`,
 `MnemoClient`) in a worker thread, so the event loop never waits on SQL or HTTP.
+A session object keeps each item's original once read (a result is never rewritten), so the
+Runner's read of the whole history on every turn fetches only the new items' originals; the
+listing of the session's results (without content, 500 a call) is read each time.
 
 Limits: the SDK's resume-after-failure reconciliation compares the session's tail with the items
 it wrote; an archived output reads back as its stub, so a run resumed in the middle of writing a
@@ -267,6 +270,9 @@ class MnemoSession:
         )
         self.large_output_bytes = large_output_bytes
         self.last_receipt: DeletionReceipt | None = None
+        # Each item's original text once read, by (archive session, result id): a result is never
+        # rewritten, and the Runner reads the whole history on every turn.
+        self._originals: dict[tuple[str, str], str] = {}
 
     def __repr__(self) -> str:
         return f"MnemoSession({self.session_id!r}, {type(self.handle).__name__})"
@@ -394,8 +400,10 @@ class MnemoSession:
         """The item `result` stands for; an archived output as its stub unless `original`."""
         if result.media_type in _OUTPUT_MEDIA and result.state == "archived" and not original:
             return {**result.arguments, "output": _stub(session, result)}
-        _, content = yield HandleCall("get_result", (session, result.result_id), {"with_content": True})
-        text = bytes(content).decode("utf-8")
+        text = self._originals.get((session, result.result_id))
+        if text is None:
+            _, content = yield HandleCall("get_result", (session, result.result_id), {"with_content": True})
+            text = self._originals[(session, result.result_id)] = bytes(content).decode("utf-8")
         if result.media_type == ITEM_MEDIA_TYPE:
             item: Item = json.loads(text)
             return item
@@ -465,6 +473,7 @@ class MnemoSession:
             receipt: DeletionReceipt = yield HandleCall("delete_session", (session,))
         except NotFound:
             return None  # nothing was ever added in this generation: nothing to delete
+        self._originals.clear()  # the next generation is another archive session
         yield from self._log_clear(session)
         return receipt
 

@@ -122,3 +122,27 @@ def test_a_clear_whose_line_was_not_written_is_repaired_by_the_next_write(
 def test_a_mnemo_itself_is_refused_with_what_to_pass(mnemo: Mnemo) -> None:
     with pytest.raises(TypeError, match="as_"):
         MnemoSession("chat-1", mnemo)
+
+
+def test_the_runner_s_reads_of_the_history_read_each_item_once(
+    tenant: InProcess, mnemo: Mnemo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Runner reads the whole history on every turn: a result is never rewritten, so an
+    item's original is read from the archive once per session object, not once per turn."""
+    session = tenant.session(new_id())
+    asyncio.run(session.add_items([msg("user", "one"), msg("assistant", "two")]))
+    real = mnemo.get_result
+    reads: list[str] = []
+
+    def counted(principal: Principal, session_id: str, result_id: str, **kwargs: Any) -> Any:
+        reads.append(result_id)
+        return real(principal, session_id, result_id, **kwargs)
+
+    monkeypatch.setattr(mnemo, "get_result", counted)
+    first = asyncio.run(session.get_items())
+    asyncio.run(session.add_items([msg("user", "three")]))
+    second = asyncio.run(session.get_items())
+    assert contents(first) == ["one", "two"] and contents(second) == ["one", "two", "three"]
+    assert sorted(reads) == ["r1", "r2", "r4"]  # r3 is the first batch's commit mark
+    second[0]["content"] = "changed by the caller"
+    assert contents(asyncio.run(session.get_items())) == ["one", "two", "three"]
