@@ -48,7 +48,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from mnemo_sea.archive import DeletionReceipt, MemoryFact, MemoryIndexId, NotFound, parse_index_id
+from mnemo_sea.archive import (
+    DeletionReceipt,
+    InvalidInput,
+    MemoryFact,
+    MemoryIndexId,
+    NotFound,
+    parse_index_id,
+)
 from mnemo_sea.integrations.handles import check_handle
 from mnemo_sea.integrations.plans import LISTING_PAGE, Plan, arun_plan, every_item, run_plan
 from mnemo_sea.integrations.plans import call as _call
@@ -265,11 +272,20 @@ class MnemoStore(BaseStore):
 
     # ---- runners ------------------------------------------------------------------------------------
 
+    # Input the archive refuses (a query over its length, say) is a ValueError, as LangGraph's
+    # stores raise for bad input; the archive's InvalidInput is its cause.
+
     def _blocking(self, plan: Plan[T]) -> T:
-        return run_plan(self.handle, plan)
+        try:
+            return run_plan(self.handle, plan)
+        except InvalidInput as e:
+            raise ValueError(e.message) from e
 
     async def _awaited(self, plan: Plan[T]) -> T:
-        return await arun_plan(self.handle, plan)
+        try:
+            return await arun_plan(self.handle, plan)
+        except InvalidInput as e:
+            raise ValueError(e.message) from e
 
     # ---- plans --------------------------------------------------------------------------------------
 

@@ -133,6 +133,9 @@ def test_bad_input_stores_nothing_of_the_batch(mnemo: Mnemo, tenant: str) -> Non
     with pytest.raises(InvalidNamespaceError):
         store.batch([PutOp(("langgraph",), "k", {"a": 1})])
     assert rows(mnemo, tenant) == 0
+    store.put(("ns",), "k", {"a": 1})
+    with pytest.raises(ValueError, match="query"):  # the archive's own refusal, as LangGraph raises it
+        store.search(("ns",), query="x" * 20_000)
 
 
 def test_a_batch_answers_its_reads_after_its_writes(mnemo: Mnemo, tenant: str) -> None:
