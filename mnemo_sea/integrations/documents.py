@@ -163,7 +163,7 @@ def delete(evidence_ids: Sequence[str], receipts: list[DeletionReceipt]) -> Plan
     return deleted
 
 
-def listed(prefix: str) -> Plan[list[str]]:
+def ids_starting_with(prefix: str) -> Plan[list[str]]:
     """The ids of every record whose id starts with `prefix`, page by page."""
     infos: list[EvidenceInfo] = yield from every_item("list_evidence", prefix=prefix)
     return [info.evidence_id for info in infos]
@@ -344,7 +344,7 @@ __all__ = [
     "add",
     "delete",
     "evidence_inputs",
-    "listed",
+    "ids_starting_with",
     "matches",
     "read",
     "search",

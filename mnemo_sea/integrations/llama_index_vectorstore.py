@@ -170,7 +170,7 @@ class MnemoVectorStore(BasePydanticVectorStore):
 
     def _deleting_document(self, ref_doc_id: str) -> d.Plan[int]:
         self._receipts = []
-        ids = yield from d.listed(f"{DOCUMENT_PREFIX}{_PART.encode(ref_doc_id)}/")
+        ids = yield from d.ids_starting_with(f"{DOCUMENT_PREFIX}{_PART.encode(ref_doc_id)}/")
         deleted = yield from d.delete(ids, self._receipts)
         return deleted
 
@@ -188,7 +188,7 @@ class MnemoVectorStore(BasePydanticVectorStore):
             )
         self._receipts = []
         wanted = {_PART.encode(node_id) for node_id in node_ids}
-        of_documents = yield from d.listed(DOCUMENT_PREFIX)
+        of_documents = yield from d.ids_starting_with(DOCUMENT_PREFIX)
         ids = [i for i in of_documents if i.rsplit("/", 1)[-1] in wanted]
         ids += [f"{NODE_PREFIX}{part}" for part in sorted(wanted)]
         deleted = yield from d.delete(ids, self._receipts)
