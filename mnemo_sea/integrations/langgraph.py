@@ -4,7 +4,8 @@
     graph = builder.compile(store=store)               # nodes get it as `store`
 
 Each item is a memory fact of the handle's tenant (mnemo_sea/integrations/store_items.py):
-owner = the namespace (`lg:` and its labels), key = the item's key, value = the item's dict as
+owner = the namespace (`lg:` and its labels), key = the item's key (any text, escaped
+reversibly), value = the item's dict as
 JSON, provenance `tool_fact` (the application's code asserts it; a model inference would not be
 kept under the default policy), `ttl` (minutes) = the fact's TTL. So an item gets, for free,
 versions (`history`), deletion receipts (`delete_with_receipt`), TTL expiry hidden at read time
@@ -16,8 +17,8 @@ Semantics, as LangGraph's stores (InMemoryStore, PostgresStore) have them, with 
 - `batch` applies its puts and deletes first (the last one of a key wins), then answers its
   reads in order, so a read sees the batch's writes (as PostgresStore; InMemoryStore reads first).
   Every put is validated before the first write (ValueError: a namespace too long to be an owner,
-  a key the archive refuses, a value over 8,000 characters of JSON, a bad TTL), so bad input
-  stores nothing; each write is then its own transaction.
+  a key over 100 characters once escaped, a value over 8,000 characters of JSON, a bad TTL), so
+  bad input stores nothing; each write is then its own transaction.
 - `created_at` is when the item's current run of versions began (a put after expiry or deletion
   starts a new one), `updated_at` when its current version was written.
 - `search` without a query lists by namespace, then key; a filter is applied to the facts as
@@ -61,14 +62,15 @@ from mnemo_sea.integrations.plans import LISTING_PAGE, Plan, arun_plan, every_it
 from mnemo_sea.integrations.plans import call as _call
 from mnemo_sea.integrations.search import framework_missing
 from mnemo_sea.integrations.store_items import (
-    is_key,
+    fact_key,
     is_text,
+    item_key,
     matches_filter,
     namespace_matches,
     namespace_of,
     owner_of,
     owner_prefix,
-    require_key,
+    require_fact_key,
     require_owner,
     stored_value,
     value_text,
@@ -128,7 +130,9 @@ class ItemVersion:
     expires_at: datetime | None
 
 
-def _current_item(namespace: tuple[str, ...], versions: Sequence[MemoryFact]) -> tuple[Item, bool] | None:
+def _current_item(
+    namespace: tuple[str, ...], key: str, versions: Sequence[MemoryFact]
+) -> tuple[Item, bool] | None:
     """The item of a fact's history (oldest first) and whether it is indexed; None when no
     version is current. It was created when its current run began: the first version after a
     gap (a version that expired before the next was written)."""
@@ -143,7 +147,7 @@ def _current_item(namespace: tuple[str, ...], versions: Sequence[MemoryFact]) ->
         start -= 1
     item = Item(
         value=stored.value,
-        key=versions[at].key,
+        key=key,
         namespace=namespace,
         created_at=versions[start].created_at,
         updated_at=versions[at].created_at,
@@ -197,13 +201,13 @@ def _prepared_writes(ops: Sequence[Op]) -> list[_Write]:
         if op.value is None:
             owner = owner_of(namespace)
             # An item that cannot be stored does not exist: deleting it deletes nothing.
-            exists = owner is not None and is_key(op.key)
-            writes[(namespace, op.key)] = _Write(owner, op.key, None, None) if exists and owner else None
+            key = fact_key(op.key)
+            writes[(namespace, op.key)] = _Write(owner, key, None, None) if owner and key else None
             continue
         _check_put_namespace(namespace)
         text = value_text(op.value, indexed=op.index is not False)
         writes[(namespace, op.key)] = _Write(
-            require_owner(namespace), require_key(op.key), text, _check_ttl(op.ttl)
+            require_owner(namespace), require_fact_key(op.key), text, _check_ttl(op.ttl)
         )
     return [w for w in writes.values() if w is not None]
 
@@ -315,17 +319,17 @@ class MnemoStore(BaseStore):
         return results
 
     def _get(self, namespace: tuple[str, ...], key: str) -> Plan[tuple[Item, bool] | None]:
-        owner = owner_of(namespace)
-        if owner is None or not is_key(key):
+        owner, stored_key = owner_of(namespace), fact_key(key)
+        if owner is None or stored_key is None:
             return None  # it could not have been stored
-        versions = yield from _call("memory_history", owner, key)
-        return _current_item(namespace, versions)
+        versions = yield from _call("memory_history", owner, stored_key)
+        return _current_item(namespace, key, versions)
 
     def _history(self, namespace: tuple[str, ...], key: str) -> Plan[list[ItemVersion]]:
-        owner = owner_of(namespace)
-        if owner is None or not is_key(key):
+        owner, stored_key = owner_of(namespace), fact_key(key)
+        if owner is None or stored_key is None:
             return []
-        versions: list[MemoryFact] = yield from _call("memory_history", owner, key)
+        versions: list[MemoryFact] = yield from _call("memory_history", owner, stored_key)
         shown = []
         for fact in versions:
             stored = stored_value(fact.value)
@@ -344,10 +348,10 @@ class MnemoStore(BaseStore):
         return shown
 
     def _forget(self, namespace: tuple[str, ...], key: str) -> Plan[DeletionReceipt | None]:
-        owner = owner_of(namespace)
-        if owner is None or not is_key(key):
+        owner, stored_key = owner_of(namespace), fact_key(key)
+        if owner is None or stored_key is None:
             return None
-        return (yield from self._forget_owned(owner, key))
+        return (yield from self._forget_owned(owner, stored_key))
 
     def _forget_owned(self, owner: str, key: str) -> Plan[DeletionReceipt | None]:
         try:
@@ -425,7 +429,11 @@ class MnemoStore(BaseStore):
                 facts: list[MemoryFact] = yield from _call("facts", listed.owner, offset=start, limit=want)
                 for fact in facts:
                     stored = stored_value(fact.value)
-                    if stored is None or not matches_filter(stored.value, op.filter):
+                    if (
+                        stored is None
+                        or item_key(fact.key) is None
+                        or not matches_filter(stored.value, op.filter)
+                    ):
                         continue
                     if skip > 0:
                         skip -= 1
@@ -438,11 +446,13 @@ class MnemoStore(BaseStore):
                 break
         items = []
         for namespace, fact in picked:
-            stored = stored_value(fact.value)
-            if fact.version == 1 and stored is not None:  # its only version: its run began with it
-                items.append(SearchItem(namespace, fact.key, stored.value, fact.created_at, fact.created_at))
+            stored, key = stored_value(fact.value), item_key(fact.key)
+            if key is None:
                 continue
-            found = yield from self._get(namespace, fact.key)  # the history says when its run began
+            if fact.version == 1 and stored is not None:  # its only version: its run began with it
+                items.append(SearchItem(namespace, key, stored.value, fact.created_at, fact.created_at))
+                continue
+            found = yield from self._get(namespace, key)  # the history says when its run began
             if found is not None:
                 items.append(_search_item(found[0]))
         return items
@@ -473,7 +483,10 @@ class MnemoStore(BaseStore):
             ref = parse_index_id(hit.evidence_id)
             if not isinstance(ref, MemoryIndexId) or ref.owner not in by_owner:
                 continue
-            found = yield from self._get(by_owner[ref.owner], ref.key)
+            key = item_key(ref.key)
+            if key is None:
+                continue
+            found = yield from self._get(by_owner[ref.owner], key)
             if found is None or not found[1] or not matches_filter(found[0].value, op.filter):
                 continue
             ranked.append(_search_item(found[0], hit.relevance if hit.relevance is not None else hit.score))

@@ -13,9 +13,13 @@ so an owner written by other means is never mistaken for a namespace. An owner i
 characters: a namespace longer than that once encoded cannot be stored (ValueError), nor one
 with a label that is not Unicode text (a lone surrogate has no UTF-8 bytes).
 
-The item's key is the fact's key as it is (letters, digits and `. _ : / -`, starting with a
-letter or digit, at most 100 characters), so the archive, its console and its citations show
-the key the application chose; any other key is a ValueError.
+The item's key (any text, as LangGraph's own stores take) becomes the fact's key, reversibly:
+letters, digits and `. _ / -` stay, so the archive, its console and its citations show the keys
+applications usually choose (`m1`, a uuid, `prefs/food.v2`) as they are; any other character
+becomes `:` and the hex of its UTF-8 bytes (`food pref` is `food:20pref`). A memory key starts
+with a letter or a digit, so an escaped key that would not (`_draft`, the empty key) is led by
+`k::`, which no escaped key can begin with (`:` is always followed by hex digits). A key that is
+more than 100 characters once escaped, or not Unicode text, is a ValueError.
 
 The value is the compact JSON of the item's dict. An item put with `index=False` is stored as
 `[<dict>, {"index": false}]`: a JSON array, which no item's value (a dict) can be, so the flag
@@ -42,11 +46,13 @@ OWNER_PREFIX = "lg:"
 OWNER_CHARS = limits.ID_CHARS
 KEY_CHARS = limits.MEMORY_KEY_CHARS
 VALUE_CHARS = limits.MEMORY_VALUE_CHARS
-# The archive's memory key and owner rules (archive/rules/refs.py MEMORY_KEY, principal._ID).
-_MEMORY_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}$")
+# The archive's owner rule (principal._ID).
 _OWNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
 # A label never holds `.` (LangGraph refuses it), so it is free to escape with.
 _LABEL = IdEscape(frozenset(string.ascii_letters + string.digits + "_@-"), ".")
+# An item key keeps what memory keys allow except `:`, its escape mark.
+_KEY = IdEscape(frozenset(string.ascii_letters + string.digits + "._/-"), ":")
+_KEY_LEAD = "k::"
 _NOT_INDEXED = {"index": False}
 
 
@@ -119,18 +125,31 @@ def namespace_matches(namespace: tuple[str, ...], path: Sequence[str], *, suffix
 # ---- keys ------------------------------------------------------------------------------------------
 
 
-def is_key(key: object) -> bool:
-    return isinstance(key, str) and _MEMORY_KEY.fullmatch(key) is not None
+def fact_key(key: object) -> str | None:
+    """The fact's key of the item key `key`; None when it cannot be one (not text, too long)."""
+    if not isinstance(key, str) or not is_text(key):
+        return None
+    escaped = _KEY.encode(key)
+    if not (escaped[:1].isascii() and escaped[:1].isalnum()):
+        escaped = _KEY_LEAD + escaped
+    return escaped if len(escaped) <= KEY_CHARS else None
 
 
-def require_key(key: object) -> str:
-    if not is_key(key):
+def require_fact_key(key: object) -> str:
+    """`fact_key`, or ValueError saying why the key cannot be stored."""
+    escaped = fact_key(key)
+    if escaped is None:
         raise ValueError(
-            f"key {key!r} is not a memory key: letters, digits and . _ : / -, starting with a letter or "
-            f"digit, at most {KEY_CHARS} characters"
+            f"key {key!r} cannot be stored: a key is text of at most {KEY_CHARS} characters once "
+            "escaped (characters other than letters, digits and . _ / - take three each)"
         )
-    assert isinstance(key, str)
-    return key
+    return escaped
+
+
+def item_key(key: str) -> str | None:
+    """The item key a fact's key stands for; None for a key `fact_key` could not have written."""
+    decoded = _KEY.decode(key.removeprefix(_KEY_LEAD))
+    return decoded if decoded is not None and fact_key(decoded) == key else None
 
 
 # ---- values ----------------------------------------------------------------------------------------
@@ -232,14 +251,15 @@ def matches_filter(value: Mapping[str, Any], wanted: Mapping[str, Any] | None) -
 __all__ = [
     "OWNER_PREFIX",
     "StoredValue",
-    "is_key",
+    "fact_key",
     "is_text",
+    "item_key",
     "matches_filter",
     "namespace_matches",
     "namespace_of",
     "owner_of",
     "owner_prefix",
-    "require_key",
+    "require_fact_key",
     "require_owner",
     "stored_value",
     "value_text",

@@ -108,12 +108,48 @@ def test_an_item_is_a_memory_fact_of_the_handle_s_tenant(mnemo: Mnemo, tenant: s
     assert (fact.value, fact.provenance) == ('{"tea":"green"}', "tool_fact")
 
 
+@pytest.mark.parametrize(
+    ("key", "stored"),
+    [
+        ("m1", "m1"),
+        ("prefs/food.v2", "prefs/food.v2"),
+        ("food pref", "food:20pref"),
+        ("user:42", "user:3a42"),
+        ("_draft", "k::_draft"),
+        ("", "k::"),
+        ("猫の好み", "k::" + "".join(f":{b:02x}" for b in "猫の好み".encode())),
+        ("k::x", "k:3a:3ax"),
+    ],
+)
+def test_any_text_key_is_kept_and_read_back(mnemo: Mnemo, tenant: str, key: str, stored: str) -> None:
+    # LangGraph's own stores take any string key; the fact's key is its reversible escape.
+    store = MnemoStore(mnemo.as_(principal(tenant)))
+    store.put(("ns",), key, {"a": key, "t": "okapi"})
+    item = store.get(("ns",), key)
+    assert item is not None and (item.key, item.value) == (key, {"a": key, "t": "okapi"})
+    assert mnemo.current(principal(tenant), "lg:ns", stored) is not None  # the fact's key, raw
+    assert [i.key for i in store.search(("ns",))] == [key]
+    assert [i.key for i in store.search(("ns",), query="okapi")] == [key]  # a hit's fact key, read back
+    store.delete(("ns",), key)
+    assert store.get(("ns",), key) is None and rows(mnemo, tenant) == 0
+
+
+def test_a_fact_key_the_store_could_not_have_written_is_not_an_item(mnemo: Mnemo, tenant: str) -> None:
+    # Written by other means under the store's owner: `k::a` would be `a`, and `x:zz` is no escape.
+    for key in ("k::a", "x:zz"):
+        mnemo.remember(principal(tenant), "lg:ns", key, '{"a":1}', "tool_fact")
+    store = MnemoStore(mnemo.as_(principal(tenant)))
+    assert store.search(("ns",)) == []
+    assert store.get(("ns",), "a") is None
+
+
 def test_bad_input_stores_nothing_of_the_batch(mnemo: Mnemo, tenant: str) -> None:
     store = MnemoStore(mnemo.as_(principal(tenant)))
     good = PutOp(("ns",), "good", {"a": 1})
     for bad in [
         PutOp(("ns",), "big", {"a": "x" * 8_000}),
-        PutOp(("ns",), "has space", {"a": 1}),
+        PutOp(("ns",), "é" * 17, {"a": 1}),  # 17 characters, 102 once escaped (two bytes, three each)
+        PutOp(("ns",), "\ud800", {"a": 1}),  # a key that is not text
         PutOp(("ns",), "k" * 101, {"a": 1}),
         PutOp(("n" * 130,), "k", {"a": 1}),
         PutOp(("ns",), "nan", {"a": float("nan")}),
