@@ -24,7 +24,7 @@ from .features.evidence import EvidenceInfo
 from .features.memory import MemoryOwner
 from .features.sessions import SessionInfo
 from .rules import limits
-from .rules.checks import arguments_fit, check_tool_result, json_text
+from .rules.checks import json_text
 from .rules.errors import (
     ArchiveConflict,
     ArchiveError,
@@ -102,6 +102,7 @@ from .rules.refs import (
     check_evidence_id,
     parse_index_id,
 )
+from .rules.result_checks import arguments_fit, check_tool_result
 from .rules.tool_results import (
     ToolResult,
     escape_attr,

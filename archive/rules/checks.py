@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from .errors import ContentTooLarge, InvalidInput
-from .limits import ARGUMENTS_BYTES, CONTENT_BYTES, TOOL_NAME_CHARS
 
 _MEDIA_TYPE = re.compile(
     r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(;[ -~]{0,200})?$"
@@ -110,45 +109,6 @@ def arguments_json(arguments: object, limit: int) -> str:
     if size > limit:
         raise ContentTooLarge("arguments", size, limit)
     return encoded
-
-
-def arguments_fit(arguments: Mapping[str, object]) -> bool:
-    """Whether `record` takes these arguments under the archive's own cap on their size
-    (ARGUMENTS_BYTES of JSON, as `arguments_json` writes it): for an adapter deciding, before
-    it writes, whether a call's arguments can be kept with its result. InvalidInput when they
-    are not JSON."""
-    try:
-        arguments_json(arguments, ARGUMENTS_BYTES)
-    except ContentTooLarge:
-        return False
-    return True
-
-
-def check_tool_result(
-    tool_name: object,
-    content: object,
-    *,
-    media_type: str | None = None,
-    arguments: object = None,
-    where: str = "",
-) -> None:
-    """InvalidInput (ContentTooLarge for a size) when `record` would refuse a result of these
-    values under the archive's own caps; a deployment's policy may set lower ones, which
-    `record` itself refuses. For an adapter that records a batch one result at a time: it
-    checks every item with this before its first write. `where` names the item in the error's
-    field (`items[3]` gives `items[3].tool_name`)."""
-    try:
-        check_tool_name(tool_name, TOOL_NAME_CHARS)
-        content_bytes(content, media_type, CONTENT_BYTES)
-        arguments_json(arguments, ARGUMENTS_BYTES)
-    except ContentTooLarge as e:
-        if not where:
-            raise
-        raise ContentTooLarge(f"{where}.{e.field}", e.size, e.limit) from None
-    except InvalidInput as e:
-        if not where:
-            raise
-        raise InvalidInput(f"{where}.{e.field}", e.problem) from None
 
 
 def aware(field: str, value: datetime | None) -> datetime | None:
