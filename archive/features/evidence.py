@@ -504,9 +504,40 @@ def _put(
             )
             return EvidenceBatch(principal.tenant_id, replayed, {})
         records, made = _write_batch(conn, principal, prepared, reactivate=reactivate)
+        if made:
+            _audit_put(conn, principal, list(made))
         save_reply(conn, request, {"records": [[r.evidence_id, r.version] for r in records]})
     # Only now, past the commit, is what the batch made the archive's.
     return EvidenceBatch(principal.tenant_id, records, made)
+
+
+# The versions a put event lists by name: a batch of up to BATCH_ITEMS records of 256-character
+# ids would otherwise write a quarter-megabyte event (hashed on every append and every verify).
+VERSIONS_LISTED = 100
+
+
+def put_event_detail(made: Sequence[tuple[str, int]]) -> tuple[str, dict[str, Any]]:
+    """The target and detail of the audit event of a write that made the versions `made` (in the
+    order it made them): the target names the version when there is one (`evidence:ID@V`, as a
+    retraction's does), else `evidence:batch of N`. The detail holds how many versions it made,
+    the first VERSIONS_LISTED of them as `ID@V`, and the sha256 of all of them, one a line (an id
+    holds no line break), so a list held elsewhere (the write's answer) is checked against the
+    chain whatever its length."""
+    refs = [f"{evidence_id}@{version}" for evidence_id, version in made]
+    target = f"evidence:{refs[0]}" if len(refs) == 1 else f"evidence:batch of {len(refs)}"
+    return target, {
+        "count": len(refs),
+        "versions": refs[:VERSIONS_LISTED],
+        "versions_sha256": sha256_hex("\n".join(refs).encode("utf-8")),
+    }
+
+
+def _audit_put(conn: Connection, principal: Principal, made: Sequence[tuple[str, int]]) -> None:
+    """One `put_evidence` event for a write that made versions, in its transaction (an unchanged
+    record makes none, a replay makes nothing: neither is audited), as an archive batch's event
+    names its results. The action is the operation's name, as archive, recover and retract are."""
+    target, detail = put_event_detail(made)
+    append_event(conn, principal.tenant_id, principal.subject, "put_evidence", target, detail)
 
 
 def _stored(conn: Connection, tenant_id: str, refs: Sequence[tuple[str, int]]) -> list[EvidenceRecord]:

@@ -15,10 +15,13 @@ another is given, locator the path, provenance `model_inference`, text/plain), s
 finds them (`search(q, sources=["claude-memory"])`). Invariants:
 
 - Every write (create, str_replace, insert, rename's new path) is a new version of the record,
-  whose row says who wrote it and when (`recorded_by`, `recorded_at`); the old versions stay in
-  `evidence_history`. A write whose text equals the current version's stores nothing. The
-  archive's audit chain records each deletion (with its receipt) and each refusal, not evidence
-  writes (docs/architecture.md, "Audit and receipts").
+  whose row says who wrote it and when (`recorded_by`, `recorded_at`), with its audit event: the
+  archive appends one `put_evidence` event to the tenant's chain, in the write's transaction,
+  naming the version (`evidence:memories/notes.md@3`; a directory's rename is one write, whose
+  event names every file's new version). The old versions stay in `evidence_history`. A write
+  whose text equals the current version's stores nothing and appends no event. The chain also
+  records each deletion (with its receipt) and each refusal (docs/architecture.md, "Audit and
+  receipts").
 - Directories are not stored: a directory is the files under it. A path is never both a file and
   a directory (a create under a file, or at a directory, is refused).
 - delete is the archive's deletion: every version, with a signed receipt (`receipts`, the last

@@ -71,7 +71,7 @@ def test_sessions_and_results_of_another_tenant_look_missing(
 
 
 def test_evidence_of_another_tenant_looks_missing(
-    archive: Archive, agent: Principal, other_tenant: Principal
+    archive: Archive, agent: Principal, admin: Principal, other_tenant: Principal
 ) -> None:
     questions: list[Callable[[], object]] = [
         lambda: archive.get_evidence(other_tenant, "policy:delivery"),
@@ -102,8 +102,14 @@ def test_evidence_of_another_tenant_looks_missing(
     assert archive.get_evidence(agent, "policy:delivery", with_content=True)[1] == b"secret terms"
     assert archive.get_evidence(other_tenant, "policy:delivery", with_content=True)[1] == b"B's terms"
     assert [h.version for h in archive.evidence_history(agent, "policy:delivery")] == [1]
-    # Not found is an answer, not a denial: none of it is written to the asking tenant's chain.
-    assert archive.audit_events(other_tenant) == []
+    # Not found is an answer, not a denial: none of it is written to the asking tenant's chain,
+    # which holds only its own write; A's holds only A's (the same target in each chain).
+    assert [(e.seq, e.action, e.actor, e.target) for e in archive.audit_events(other_tenant)] == [
+        (1, "put_evidence", "agent-9", "evidence:policy:delivery@1")
+    ]
+    assert [(e.seq, e.action, e.actor, e.target) for e in archive.audit_events(admin)] == [
+        (1, "put_evidence", "agent-1", "evidence:policy:delivery@1")
+    ]
 
 
 def test_summaries_of_another_tenant_look_missing(

@@ -1,9 +1,10 @@
-"""The audit chain: every archive, recover, retract, delete and denied access appends an event;
-`verify_audit` passes an untouched chain and names any edited, removed or reordered event; chains
-are per tenant; only admins verify."""
+"""The audit chain: every archive, recover, evidence write, retract, delete and denied access
+appends an event; `verify_audit` passes an untouched chain and names any edited, removed or
+reordered event; chains are per tenant; only admins verify."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -19,7 +20,7 @@ from mnemo_sea.archive.storage import schema as t
 
 
 def build_history(archive: Archive, agent: Principal, admin: Principal) -> None:
-    """Five events in the agent's tenant: archive, recover, retract, denied, delete."""
+    """Six events in the agent's tenant: archive, recover, put_evidence, retract, denied, delete."""
     archive.record(agent, "s1", "orders.lookup", "order O-1042: shipped")
     archive.archive_results(agent, "s1", [("r1", "order shipped")])
     archive.recover(agent, "s1", "r1")
@@ -36,19 +37,30 @@ def test_each_transition_appends_an_event(archive: Archive, agent: Principal, ad
     assert [(e.seq, e.action, e.actor, e.target) for e in events] == [
         (1, "archive", "agent-1", "session:s1"),
         (2, "recover", "agent-1", "session:s1/r1"),
-        (3, "retract", "agent-1", "evidence:kb@1"),
-        (4, "denied", "agent-1", "evidence:kb"),
-        (5, "delete", "admin-1", "evidence:kb"),
+        (3, "put_evidence", "agent-1", "evidence:kb@1"),
+        (4, "retract", "agent-1", "evidence:kb@1"),
+        (5, "denied", "agent-1", "evidence:kb"),
+        (6, "delete", "admin-1", "evidence:kb"),
     ]
     assert events[0].detail["results"] == ["r1"]
     assert events[1].detail["appended_as"] == "r2"
-    assert events[2].detail == {"reason": "outdated"}
-    assert events[3].detail["action"] == "delete" and "admin" in events[3].detail["reason"]
-    assert events[4].detail["evidence_versions"] == 1
+    assert events[2].detail == {
+        "count": 1,
+        "versions": ["kb@1"],
+        "versions_sha256": hashlib.sha256(b"kb@1").hexdigest(),
+    }
+    assert events[3].detail == {"reason": "outdated"}
+    assert events[4].detail["action"] == "delete" and "admin" in events[4].detail["reason"]
+    assert events[5].detail["evidence_versions"] == 1
     assert all(e.at.tzinfo is not None for e in events)
     assert [e.at for e in events] == sorted(e.at for e in events)
     # Paging.
     assert [e.seq for e in archive.audit_events(admin, after_seq=2, limit=2)] == [3, 4]
+    # A record's versions are found by target: the put that made kb@1, then its retraction.
+    assert [e.action for e in archive.find_audit_events(admin, target="evidence:kb@1")] == [
+        "retract",
+        "put_evidence",
+    ]
 
 
 def test_an_untouched_chain_verifies(archive: Archive, agent: Principal, admin: Principal) -> None:
@@ -57,14 +69,14 @@ def test_an_untouched_chain_verifies(archive: Archive, agent: Principal, admin: 
     build_history(archive, agent, admin)
     report = archive.verify_audit(admin)
     assert report.ok, report.problems
-    assert report.events == 5 and report.problems == ()
+    assert report.events == 6 and report.problems == ()
 
     # Each stored row links to its predecessor and the head names the newest.
     rows, head = chain_rows(archive, "clinic-a")
     assert rows[0]["prev_hash"] == "0" * 64
     assert all(b["prev_hash"] == a["hash"] for a, b in itertools.pairwise(rows))
     assert len({r["hash"] for r in rows}) == len(rows)
-    assert head is not None and (head["last_seq"], head["last_hash"]) == (5, rows[-1]["hash"])
+    assert head is not None and (head["last_seq"], head["last_hash"]) == (6, rows[-1]["hash"])
 
     # Whatever an event records (non-ASCII details, a target longer than the column) verifies.
     archive.record(agent, "s2", "t", "x")
@@ -77,7 +89,7 @@ def test_an_untouched_chain_verifies(archive: Archive, agent: Principal, admin: 
     assert [e.action for e in archive.audit_events(admin)][-3:] == ["archive", "denied", "denied"]
     report = archive.verify_audit(admin)
     assert report.ok, report.problems
-    assert report.events == 8
+    assert report.events == 9
 
 
 Row = dict[str, Any]
@@ -120,18 +132,23 @@ def altered(seq: int) -> str:
 TAMPERING: list[tuple[str, list[Any], Callable[[tuple[str, ...]], bool]]] = [
     (
         "edited detail",
-        [update(t.audit_events).where(event(3)).values(detail_json='{"reason":"routine"}')],
+        [update(t.audit_events).where(event(4)).values(detail_json='{"reason":"routine"}')],
+        lambda p: p == (altered(4),),
+    ),
+    (
+        "edited versions of an evidence write",
+        [update(t.audit_events).where(event(3)).values(detail_json='{"count":1,"versions":["kb@2"]}')],
         lambda p: p == (altered(3),),
     ),
     (
         "edited actor",
-        [update(t.audit_events).where(event(5)).values(actor="someone-else")],
-        lambda p: p == (altered(5),),
+        [update(t.audit_events).where(event(6)).values(actor="someone-else")],
+        lambda p: p == (altered(6),),
     ),
     (
         "edited action",
-        [update(t.audit_events).where(event(4)).values(action="recover")],
-        lambda p: p == (altered(4),),
+        [update(t.audit_events).where(event(5)).values(action="recover")],
+        lambda p: p == (altered(5),),
     ),
     (
         "edited target",
@@ -168,8 +185,8 @@ TAMPERING: list[tuple[str, list[Any], Callable[[tuple[str, ...]], bool]]] = [
     ),
     (
         "removed newest event",
-        [delete(t.audit_events).where(event(5))],
-        lambda p: p == ("the chain head names event 5 but the chain ends at event 4",),
+        [delete(t.audit_events).where(event(6))],
+        lambda p: p == ("the chain head names event 6 but the chain ends at event 5",),
     ),
     (
         "removed chain head",
@@ -179,7 +196,7 @@ TAMPERING: list[tuple[str, list[Any], Callable[[tuple[str, ...]], bool]]] = [
     (
         "wiped chain",
         [delete(t.audit_events).where(t.audit_events.c.tenant_id == "clinic-a")],
-        lambda p: p == ("the chain head names event 5 but the chain ends at event 0",),
+        lambda p: p == ("the chain head names event 6 but the chain ends at event 0",),
     ),
     (
         "reordered events",
@@ -217,7 +234,7 @@ def test_tampering_is_detected_and_named(archive: Archive, agent: Principal, adm
         (
             "newest event rewritten with a fresh hash",
             rehashed_newest(rows),
-            lambda p: p == ("event 5 is not the event the chain head recorded (its hash differs)",),
+            lambda p: p == ("event 6 is not the event the chain head recorded (its hash differs)",),
         ),
     ]
     for name, statements, expected in cases:
@@ -233,12 +250,12 @@ def test_new_events_after_tampering_do_not_heal_the_chain(
     archive: Archive, agent: Principal, admin: Principal
 ) -> None:
     build_history(archive, agent, admin)
-    tamper(archive, delete(t.audit_events).where(event(5)))
+    tamper(archive, delete(t.audit_events).where(event(6)))
     archive.record(agent, "s2", "t", "x")
     archive.archive_results(agent, "s2", [("r1", "note")])
     report = archive.verify_audit(admin)
-    assert report.problems == ("event 5 is missing (next stored event is 6)",)
-    assert report.events == 5  # 1-4 and the new 6
+    assert report.problems == ("event 6 is missing (next stored event is 7)",)
+    assert report.events == 6  # 1-5 and the new 7
 
 
 def test_chains_are_per_tenant(
@@ -255,7 +272,7 @@ def test_chains_are_per_tenant(
         (1, "archive", "agent-9"),
         (2, "recover", "agent-9"),
     ]
-    assert [e.seq for e in archive.audit_events(admin)] == [1, 2, 3, 4, 5]
+    assert [e.seq for e in archive.audit_events(admin)] == [1, 2, 3, 4, 5, 6]
 
     tamper(
         archive,
@@ -301,26 +318,29 @@ def test_events_are_found_by_kind_subject_target_and_time_newest_first(
 ) -> None:
     """`find_audit_events` filters in SQL, within the caller's tenant, and pages by seq downwards."""
     start = wall_clock.now
-    build_history(archive, agent, admin)  # 1 archive, 2 recover, 3 retract, 4 denied, 5 delete
+    build_history(
+        archive, agent, admin
+    )  # 1 archive, 2 recover, 3 put_evidence, 4 retract, 5 denied, 6 delete
     wall_clock.advance(3600)
     middle = wall_clock.now
     archive.record(agent, "S-2", "t", "x")
-    archive.archive_results(agent, "S-2", [("r1", "later")])  # 6 archive, an hour on
+    archive.archive_results(agent, "S-2", [("r1", "later")])  # 7 archive, an hour on
     archive.record(other_tenant, "s1", "t", "theirs")
     archive.archive_results(other_tenant, "s1", [("r1", "theirs")])  # shop-b's own event 1
 
     def seqs(**filters: Any) -> list[int]:
         return [e.seq for e in archive.find_audit_events(admin, **filters)]
 
-    assert seqs() == [6, 5, 4, 3, 2, 1]  # newest first, this tenant's only
-    assert seqs(action="archive") == [6, 1]
-    assert seqs(actor="admin-1") == [5]
+    assert seqs() == [7, 6, 5, 4, 3, 2, 1]  # newest first, this tenant's only
+    assert seqs(action="archive") == [7, 1]
+    assert seqs(action="put_evidence") == [3]
+    assert seqs(actor="admin-1") == [6]
     assert seqs(target="session:s1") == [1]  # exactly: session:s1/r1 (the recover) is another target
     assert seqs(target_contains="S1") == [2, 1]  # a substring, letter case ignored
-    assert seqs(target_contains="s-2") == [6]
+    assert seqs(target_contains="s-2") == [7]
     assert seqs(target_contains="100%_") == []  # LIKE's wildcards are plain characters
-    assert seqs(since=middle) == [6]
-    assert seqs(until=middle) == [5, 4, 3, 2, 1]
+    assert seqs(since=middle) == [7]
+    assert seqs(until=middle) == [6, 5, 4, 3, 2, 1]
     assert seqs(since=start, until=middle, action="archive") == [1]
     assert seqs(before_seq=4, limit=2) == [3, 2]  # the next page after 4
     assert seqs(before_seq=2) == [1]

@@ -3,7 +3,8 @@
 `write_evidence_batch` writes a whole batch with multi-row statements and works out the version
 chains in memory, so an id that appears several times in one batch (new versions, unchanged
 repeats, a body that comes back) and a re-ingest of the same batch must leave the same rows as
-sequential `put_evidence` calls: evidence versions, blobs, outbox rows in order, audit events.
+sequential `put_evidence` calls: evidence versions, blobs, outbox rows in order. The audit chain
+names the same versions in the same order, in one event per write: one per put, one per batch.
 Both sides run on one database under two tenants, so they are compared row by row on each
 backend.
 """
@@ -11,6 +12,7 @@ backend.
 from __future__ import annotations
 
 import itertools
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -98,7 +100,6 @@ def test_a_batch_stores_what_sequential_puts_store(archive: Archive) -> None:
         "evidence": (t.evidence, ["evidence_id", "version"], set()),
         "blobs": (t.blobs, ["sha256"], set()),
         "outbox": (t.outbox, ["id"], {"id"}),
-        "audit": (t.audit_events, ["seq"], {"seq", "at", "hash", "prev_hash"}),
     }
     for name, (table, order, drop) in tables.items():
         seq = rows(archive, table, SEQUENTIAL.tenant_id, order)
@@ -109,3 +110,22 @@ def test_a_batch_stores_what_sequential_puts_store(archive: Archive) -> None:
             check_chains(batch)
     outbox = rows(archive, t.outbox, BATCHED.tenant_id, ["id"])
     assert all(r["created_at"] is not None and r["done_at"] is None for r in outbox)
+
+    # The audit chains: the writes before the batch (three puts, a retraction) alike on both
+    # sides; then an event per put that made a version, and one per batch naming the same
+    # versions in the same order (unchanged items name none).
+    drop = {"seq", "at", "hash", "prev_hash"}
+    seq_events = rows(archive, t.audit_events, SEQUENTIAL.tenant_id, ["seq"])
+    batch_events = rows(archive, t.audit_events, BATCHED.tenant_id, ["seq"])
+    assert [e["action"] for e in seq_events[:4]] == ["put_evidence"] * 3 + ["retract"]
+    assert comparable(batch_events[:4], drop) == comparable(seq_events[:4], drop)
+    per_put = [json.loads(e["detail_json"]) for e in seq_events[4:]]
+    per_batch = [json.loads(e["detail_json"]) for e in batch_events[4:]]
+    assert {e["action"] for e in seq_events[4:] + batch_events[4:]} == {"put_evidence"}
+    assert all(d["count"] == 1 and len(d["versions"]) == 1 for d in per_put)
+    assert [d["versions"] for d in per_batch] == [
+        ["x@2", "x@3", "z@1", "z@2", "w@1", "x@4", "r@2", "b@1"],
+        ["x@5", "x@6", "z@3", "z@4", "x@7"],  # the re-ingest: what changed since the first batch
+    ]
+    assert [e["target"] for e in batch_events[4:]] == ["evidence:batch of 8", "evidence:batch of 5"]
+    assert [v for d in per_batch for v in d["versions"]] == [d["versions"][0] for d in per_put]

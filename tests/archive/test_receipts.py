@@ -187,10 +187,11 @@ def test_a_rewound_chain_passes_alone_but_not_against_an_anchor_or_a_receipt(
 ) -> None:
     archive.record(agent, "s1", "orders.lookup", "order O-1042: shipped")
     archive.archive_results(agent, "s1", [("r1", "order shipped")])  # event 1
-    receipt = deleted(archive, agent, admin)  # event 2
+    receipt = deleted(archive, agent, admin)  # events 2 (its put) and 3 (the deletion)
     anchor = archive.audit_anchor(admin)
-    assert (anchor.tenant_id, anchor.seq, anchor.hash) == ("clinic-a", 2, receipt.audit_hash)
-    deleted(archive, agent, admin, "kb:late")  # event 3, after the anchor
+    assert (anchor.tenant_id, anchor.seq, anchor.hash) == ("clinic-a", 3, receipt.audit_hash)
+    assert receipt.audit_seq == 3
+    deleted(archive, agent, admin, "kb:late")  # events 4 and 5, after the anchor
     assert archive.verify_audit(admin, [anchor, receipt]).ok
 
     rewind(archive, "clinic-a", 1)
@@ -199,7 +200,7 @@ def test_a_rewound_chain_passes_alone_but_not_against_an_anchor_or_a_receipt(
     assert not report.ok
     assert report.problems == (
         f"the chain was rewound: the anchor of {anchor.at.isoformat(timespec='microseconds')} names "
-        "event 2, but the chain holds no such event (it ends at event 1)",
+        "event 3, but the chain holds no such event (it ends at event 1)",
     )
     assert not archive.verify_audit(admin, [receipt]).ok  # a receipt anchors its own time
     assert rejected(archive, admin, receipt).check == "unknown_audit_event"
@@ -208,7 +209,8 @@ def test_a_rewound_chain_passes_alone_but_not_against_an_anchor_or_a_receipt(
 def test_a_rewritten_chain_is_caught_by_anchor_and_receipt(
     archive: Archive, agent: Principal, admin: Principal
 ) -> None:
-    receipt = deleted(archive, agent, admin)
+    receipt = deleted(archive, agent, admin)  # event 1 its put, event 2 the deletion
+    assert receipt.audit_seq == 2
     anchor = archive.audit_anchor(admin)
     # The attacker edits the deletion event and recomputes every hash and the head: the chain
     # verifies, because its hashes are unkeyed.
@@ -235,7 +237,7 @@ def test_a_rewritten_chain_is_caught_by_anchor_and_receipt(
         )
     assert archive.verify_audit(admin).ok
     report = archive.verify_audit(admin, [anchor])
-    assert len(report.problems) == 1 and "the chain was rewritten: event 1 differs" in report.problems[0]
+    assert len(report.problems) == 1 and "the chain was rewritten: event 2 differs" in report.problems[0]
     assert rejected(archive, admin, receipt).check == "audit_mismatch"
 
 

@@ -25,7 +25,8 @@ CODE = re.compile(r'id="error-code">([^<]+)<')
 
 
 def _activity(tenant: Tenant) -> DeletionReceipt:
-    """Events of every kind: archive, recover, retract, a denied delete (by bob), a delete."""
+    """Events of every kind: archive, recover, an evidence write, retract, a denied delete (by
+    bob), a delete."""
     admin, bob = tenant.principal(), tenant.principal("bob", "agent")
     m = tenant.mnemo
     m.record(bob, "s1", tool_name="orders.lookup", arguments={}, content="order O-1042: shipped")
@@ -66,8 +67,10 @@ def test_the_audit_lists_the_tenants_events_newest_first_and_filters_them(tenant
     assert _seqs(tenant.get("/ui/audit?subject=bob", key).text) == [e.seq for e in find(admin, actor="bob")]
     by_target = _seqs(tenant.get("/ui/audit?target=kb-RULES", key).text)  # letter case ignored
     assert (
-        by_target == [e.seq for e in find(admin, target_contains="evidence:kb-rules")] and len(by_target) == 3
-    )
+        by_target == [e.seq for e in find(admin, target_contains="evidence:kb-rules")] and len(by_target) == 4
+    )  # its write, its retraction, the denied delete and the delete
+    written = _seqs(tenant.get("/ui/audit?kind=put_evidence", key).text)
+    assert written == [e.seq for e in find(admin, action="put_evidence")] and len(written) == 1
     # A time range, as the form's date-time fields send it (UTC, to the second).
     events = sorted(_events(tenant), key=lambda e: e.seq)
     since, until = events[2].at.replace(microsecond=0), events[-1].at.replace(microsecond=0)

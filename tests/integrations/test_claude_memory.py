@@ -2,7 +2,8 @@
 
 What a Claude agent relies on: each command answers what the SDK's own filesystem tool answers
 (the recorded texts; the same texts as BetaLocalFilesystemMemoryTool but for directory sizes and
-the strict view_range); every write is a version in the archive; a delete leaves no row and its
+the strict view_range); every write is a version in the archive with its one audit event; a
+delete leaves no row and its
 receipt verifies; a path outside /memories never reaches the archive; a principal that may not
 delete changes nothing; another tenant's /memories is invisible; and the SDK's tool runner
 turns a refusal into an `is_error` tool result.
@@ -72,6 +73,16 @@ def audit(mnemo: Mnemo, tenant: str) -> list[tuple[str, str]]:
     with mnemo.archive.store.read() as conn:
         return [
             (r.action, r.target)
+            for r in conn.execute(select(e).where(e.c.tenant_id == tenant).order_by(e.c.seq))
+        ]
+
+
+def events(mnemo: Mnemo, tenant: str) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """The tenant's audit events as stored (actor, action, target, detail), oldest first."""
+    e = t.audit_events
+    with mnemo.archive.store.read() as conn:
+        return [
+            (r.actor, r.action, r.target, json.loads(r.detail_json))
             for r in conn.execute(select(e).where(e.c.tenant_id == tenant).order_by(e.c.seq))
         ]
 
@@ -154,6 +165,70 @@ def test_the_async_tool_answers_what_the_blocking_one_does(mnemo: Mnemo) -> None
     assert len(tool.receipts) == 3
 
 
+def test_each_write_appends_one_audit_event_naming_its_version(mnemo: Mnemo) -> None:
+    """create, str_replace, insert and rename each append exactly one `put_evidence` event, by the
+    principal, in the tenant's chain, naming the version it made (a renamed directory: every
+    file's, in one event); a read or a write that changes nothing appends none."""
+    agent = principal()
+    tool = MnemoMemoryTool(mnemo.as_(agent))
+
+    def appended(command: dict[str, Any]) -> list[tuple[str, str, str, dict[str, Any]]]:
+        before = events(mnemo, agent.tenant_id)
+        tool.call(command)
+        after = events(mnemo, agent.tenant_id)
+        assert after[: len(before)] == before  # appended, nothing before it changed
+        return after[len(before) :]
+
+    def put(*versions: str) -> tuple[str, str, str, list[str], int]:
+        target = f"evidence:{versions[0]}" if len(versions) == 1 else f"evidence:batch of {len(versions)}"
+        return ("claude", "put_evidence", target, list(versions), len(versions))
+
+    def shown(found: list[tuple[str, str, str, dict[str, Any]]]) -> list[tuple[Any, ...]]:
+        return [
+            (actor, action, target, detail["versions"], detail["count"])
+            if action == "put_evidence"
+            else (actor, action, target)
+            for actor, action, target, detail in found
+        ]
+
+    notes = "memories/notes.md"
+    writes = [
+        ({"command": "create", "path": "/memories/notes.md", "file_text": "alpha\n"}, f"{notes}@1"),
+        (
+            {"command": "str_replace", "path": "/memories/notes.md", "old_str": "alpha", "new_str": "beta"},
+            f"{notes}@2",
+        ),
+        (
+            {"command": "insert", "path": "/memories/notes.md", "insert_line": 1, "insert_text": "gamma"},
+            f"{notes}@3",
+        ),
+    ]
+    for command, version in writes:
+        assert shown(appended(command)) == [put(version)], command
+    assert [v.version for v in mnemo.evidence_history(agent, notes)] == [1, 2, 3]
+    # Reading, and a replacement that leaves the text as it is, make no version and no event.
+    assert appended({"command": "view", "path": "/memories/notes.md"}) == []
+    same = {"command": "str_replace", "path": "/memories/notes.md", "old_str": "beta", "new_str": "beta"}
+    assert appended(same) == []
+    assert [v.version for v in mnemo.evidence_history(agent, notes)] == [1, 2, 3]
+
+    # A rename: the new path's version in one event, then the old path's deletion.
+    renamed = appended(
+        {"command": "rename", "old_path": "/memories/notes.md", "new_path": "/memories/kept.md"}
+    )
+    assert shown(renamed) == [put("memories/kept.md@1"), ("claude", "delete", f"evidence:{notes}")]
+    # A directory's rename writes all its files in one transaction: one event names them all.
+    for name in ("a", "b"):
+        tool.call({"command": "create", "path": f"/memories/dir/{name}.md", "file_text": f"{name}\n"})
+    moved = appended({"command": "rename", "old_path": "/memories/dir", "new_path": "/memories/moved"})
+    assert shown(moved) == [
+        put("memories/moved/a.md@1", "memories/moved/b.md@1"),
+        ("claude", "delete", "evidence:memories/dir/a.md"),
+        ("claude", "delete", "evidence:memories/dir/b.md"),
+    ]
+    assert mnemo.archive.verify_audit(agent).ok
+
+
 # ---- paths ------------------------------------------------------------------------------------------
 
 
@@ -165,7 +240,8 @@ def test_paths_outside_memories_are_refused_before_the_archive_is_touched(mnemo:
         got = answer(tool, step["input"])
         assert got == (step["result"], True), step["input"]
     assert rows(mnemo, t.evidence, agent.tenant_id) == 1  # only notes.md, one version
-    assert audit(mnemo, agent.tenant_id) == []  # no refusal reached the archive
+    # The create's version is the chain's one event: no refusal reached the archive.
+    assert audit(mnemo, agent.tenant_id) == [("put_evidence", "evidence:memories/notes.md@1")]
 
 
 # ---- who may delete ---------------------------------------------------------------------------------
@@ -184,7 +260,10 @@ def test_a_principal_that_may_not_delete_changes_nothing(mnemo: Mnemo) -> None:
     assert is_error and "Nothing was changed" in content
     assert rows(mnemo, t.evidence, agent.tenant_id) == 1
     assert tool.receipts == []
-    assert audit(mnemo, agent.tenant_id) == [("denied", "evidence:memories/a/notes.md")]
+    assert audit(mnemo, agent.tenant_id) == [
+        ("put_evidence", "evidence:memories/a/notes.md@1"),  # the create
+        ("denied", "evidence:memories/a/notes.md"),  # the delete, refused; the rename never asked
+    ]
 
 
 # ---- tenants ------------------------------------------------------------------------------------------

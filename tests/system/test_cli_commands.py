@@ -286,11 +286,18 @@ def test_forged_receipts_exit_2_like_rests_422_and_an_anchor_catches_a_rewound_a
     anchored = ok_json("audit", "anchor", "--out", tmp_path / "anchor.json", "--data-dir", folder, *ADMIN)
     # The head: the deletion, then the refusal above (audited as an integrity failure).
     assert anchored["seq"] == receipt.audit_seq + 1 and anchored["signature"]
-    # The attack, straight on the database file: the deletion's event and the head go back.
+    # The attack, straight on the database file: the deletion's event goes, and the head goes back
+    # to the event before it (the ingest's, event 1).
+    assert receipt.audit_seq == 2
     db = sqlite3.connect(folder / "archive.db")
     with db:
         db.execute("DELETE FROM audit_events WHERE tenant_id = 'clinic-a' AND seq >= ?", (receipt.audit_seq,))
-        db.execute("DELETE FROM audit_heads WHERE tenant_id = 'clinic-a'")
+        db.execute(
+            "UPDATE audit_heads SET last_seq = seq, last_hash = hash FROM audit_events "
+            "WHERE audit_heads.tenant_id = 'clinic-a' AND audit_events.tenant_id = 'clinic-a' "
+            "AND audit_events.seq = ?",
+            (receipt.audit_seq - 1,),
+        )
     db.close()
     forged_anchor = tmp_path / "forged-anchor.json"
     forged_anchor.write_text(
@@ -328,7 +335,7 @@ def test_forged_receipts_exit_2_like_rests_422_and_an_anchor_catches_a_rewound_a
     # An anchor this deployment did not sign, and a receipt whose audit event is gone, are
     # documents the deployment cannot accept (REST's 422): invalid input, not a broken store.
     # One after the other, after the reports above: each rejection appends an audit event (here
-    # event 1 again, which the rewound receipt would then find rewritten rather than gone).
+    # event 2 again, which the rewound receipt would then find rewritten rather than gone).
     rewound_receipt = run("verify-deleted", tmp_path / "good.json", "--data-dir", folder, *ADMIN, "--json")
     one_line_error(rewound_receipt, 2, "the chain was rewound")
     assert json.loads(rewound_receipt.stdout)["error"]["detail"]["check"] == "unknown_audit_event"

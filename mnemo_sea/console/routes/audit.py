@@ -24,6 +24,7 @@ Text = Annotated[str | None, Query(max_length=1024)]
 KNOWN_KINDS = (
     "archive",
     "recover",
+    "put_evidence",
     "retract",
     "delete",
     "task_state_reopen",
