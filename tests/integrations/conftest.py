@@ -1,5 +1,5 @@
 """One seeded Mnemo per test module (see rag_world.py): opening and seeding it is most of the cost;
-and one empty Mnemo for the vector store tests."""
+one empty Mnemo for the vector store tests; and an empty one per module for the adapters' tests."""
 
 from __future__ import annotations
 
@@ -19,6 +19,17 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         yield w
     finally:
         w.mnemo.close()
+
+
+@pytest.fixture(scope="module")
+def mnemo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mnemo]:
+    """An empty Mnemo (hashing embedder) of the test module's own; its tests take tenants of
+    their own, so they need not reopen it."""
+    opened = Mnemo.open(tmp_path_factory.mktemp(request.module.__name__) / "data", embedder=HashingEmbedder())
+    try:
+        yield opened
+    finally:
+        opened.close()
 
 
 @pytest.fixture

@@ -12,12 +12,10 @@ import asyncio
 import copy
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import HashingEmbedder
 from sqlalchemy import func, select
 
 from mnemo_sea.archive import InvalidInput, NotFound, Principal, Role, Sensitivity
@@ -38,15 +36,6 @@ CONVERSATION: list[dict[str, Any]] = json.loads(
     (Path(__file__).parent / "recorded" / "claude_conversation.json").read_text()
 )
 SETTINGS: dict[str, Any] = {"trigger_tokens": 1000, "keep": 2, "exclude_tools": ["memory"]}
-
-
-@pytest.fixture(scope="module")
-def mnemo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mnemo]:
-    m = Mnemo.open(tmp_path_factory.mktemp("claude-context") / "data", embedder=HashingEmbedder())
-    try:
-        yield m
-    finally:
-        m.close()
 
 
 def agent() -> Principal:

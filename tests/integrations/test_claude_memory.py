@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,6 @@ import pytest
 from anthropic import Anthropic
 from anthropic.lib.tools import ToolError
 from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMemoryTool
-from fakes import HashingEmbedder
 from sqlalchemy import func, select
 
 from mnemo_sea.archive import Principal, Role, Sensitivity
@@ -35,15 +33,6 @@ from mnemo_sea.system.mnemo import Mnemo
 RECORDED = Path(__file__).parent / "recorded"
 SESSION: list[dict[str, Any]] = json.loads((RECORDED / "claude_memory_session.json").read_text())
 TRAVERSAL: list[dict[str, Any]] = json.loads((RECORDED / "claude_memory_traversal.json").read_text())
-
-
-@pytest.fixture(scope="module")
-def mnemo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mnemo]:
-    m = Mnemo.open(tmp_path_factory.mktemp("claude") / "data", embedder=HashingEmbedder())
-    try:
-        yield m
-    finally:
-        m.close()
 
 
 def principal(*roles: Role) -> Principal:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypedDict
 
 import pytest
-from fakes import HashingEmbedder, ManualWallClock
+from fakes import ManualWallClock
 from hypothesis import given
 from hypothesis import strategies as st
 from langgraph.graph import END, START, StateGraph
@@ -26,15 +26,6 @@ from mnemo_sea.integrations.langgraph import MnemoStore
 from mnemo_sea.integrations.store_items import namespace_of, owner_of
 from mnemo_sea.system.acting import AsyncMnemo, MnemoAs
 from mnemo_sea.system.mnemo import Mnemo
-
-
-@pytest.fixture(scope="module")
-def mnemo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mnemo]:
-    m = Mnemo.open(tmp_path_factory.mktemp("langgraph") / "data", embedder=HashingEmbedder())
-    try:
-        yield m
-    finally:
-        m.close()
 
 
 def principal(tenant: str, role: Role = Role.AGENT) -> Principal:

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from agents_sessions import SHARED, Sessions, contents, msg, new_id
-from fakes import HashingEmbedder
 from sqlalchemy import Table, func, select
 
 from mnemo_sea.archive import Principal, Role, Sensitivity, StoreUnavailable
@@ -22,15 +21,6 @@ from mnemo_sea.system.acting import AsyncMnemo
 from mnemo_sea.system.mnemo import Mnemo
 
 ROLES = {"agent": ({Role.AGENT}, Sensitivity.INTERNAL), "admin": ({Role.ADMIN}, Sensitivity.RESTRICTED)}
-
-
-@pytest.fixture(scope="module")
-def mnemo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mnemo]:
-    opened = Mnemo.open(tmp_path_factory.mktemp("agents") / "data", embedder=HashingEmbedder())
-    try:
-        yield opened
-    finally:
-        opened.close()
 
 
 @dataclass
