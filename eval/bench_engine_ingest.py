@@ -10,8 +10,10 @@ In one run, on `n` synthetic documents (eval.synthetic: ~40 Zipf words each, spr
 Embedders: `precomputed` (the corpus's 384-d vectors looked up by text: the model is not the
 subject) and `hashing` (the 64-d hashing test embedder). Each side is reported as the median
 over the rounds, with `edge_share` = engine docs/s / Edge points/s (a document is one point
-here). `profile=True` adds a cProfile of one more precomputed engine run: the functions with
-the most own time.
+here), and the process's CPU time a document or point: on a busy machine the wall clock
+stretches with other processes' load and the disk's queue, the CPU time much less.
+`profile=True` adds a cProfile of one more precomputed engine run: the functions with the most
+own time.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import qdrant_edge as qe
 
@@ -54,21 +56,28 @@ def _batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def engine_seconds(
+class Timing(NamedTuple):
+    wall: float  # seconds
+    # CPU seconds of the whole process (every thread): what the machine's other load cannot
+    # stretch, unlike the wall clock; waits for the disk are not in it.
+    cpu: float
+
+
+def engine_ingest(
     embedder: Embedder,
     batches: Sequence[Sequence[EvidenceDocument]],
     profiler: cProfile.Profile | None = None,
-) -> float:
-    """Seconds to upsert and flush every batch into a fresh embedded index (profiled by
+) -> Timing:
+    """The time to upsert and flush every batch into a fresh embedded index (profiled by
     `profiler` if given); raises RuntimeError unless every document is then indexed."""
     with tempfile.TemporaryDirectory(prefix="bench-engine-") as tmp:
         index = HybridIndex.open(Path(tmp) / "index", embedder=embedder)
         try:
-            elapsed = _timed(batches, index.upsert, index.flush, profiler)
+            timing = _timed(batches, index.upsert, index.flush, profiler)
             expected = sum(len(batch) for batch in batches)
             if index.count() != expected:
                 raise RuntimeError(f"{index.count()} points indexed of {expected} documents")
-            return elapsed
+            return timing
         finally:
             index.close()
 
@@ -79,8 +88,8 @@ def _edge_points(embedder: Embedder, documents: Sequence[EvidenceDocument]) -> l
     return edge_points(encoder.encode([c for doc in documents for c in encoder.prepare(doc)]))
 
 
-def _edge_run(dimension: int, batches: Sequence[Sequence[qe.Point]]) -> float:
-    """Seconds for Edge alone to upsert and flush every batch into a fresh shard."""
+def _edge_run(dimension: int, batches: Sequence[Sequence[qe.Point]]) -> Timing:
+    """The time for Edge alone to upsert and flush every batch into a fresh shard."""
     with tempfile.TemporaryDirectory(prefix="bench-edge-") as tmp:
         index = EdgeIndex.open(Path(tmp) / "index", dimension)
         try:
@@ -94,9 +103,9 @@ def _timed(
     write: Callable[[T], object],
     flush: Callable[[], None],
     profiler: cProfile.Profile | None = None,
-) -> float:
-    """Seconds to write and flush each batch in turn."""
-    started = time.perf_counter()
+) -> Timing:
+    """The time to write and flush each batch in turn."""
+    started, cpu = time.perf_counter(), time.process_time()
     if profiler is not None:
         profiler.enable()
     for batch in batches:
@@ -104,7 +113,7 @@ def _timed(
         flush()
     if profiler is not None:
         profiler.disable()
-    return time.perf_counter() - started
+    return Timing(time.perf_counter() - started, time.process_time() - cpu)
 
 
 def _profile(run: Callable[[cProfile.Profile], object], top: int) -> dict[str, Any]:
@@ -146,16 +155,17 @@ def run(
         "hashing": HashingEmbedder(),
     }
     points = {name: _edge_points(e, documents) for name, e in embedders.items()}
-    engine: dict[str, list[float]] = {name: [] for name in embedders}
-    edge: dict[str, list[float]] = {name: [] for name in embedders}
+    engine: dict[str, list[Timing]] = {name: [] for name in embedders}
+    edge: dict[str, list[Timing]] = {name: [] for name in embedders}
     load_at_start = [round(x, 2) for x in os.getloadavg()]
     for _ in range(rounds):
         for name, embedder in embedders.items():
-            engine[name].append(engine_seconds(embedder, doc_batches))
+            engine[name].append(engine_ingest(embedder, doc_batches))
             edge[name].append(_edge_run(embedder.dimension, _batches(points[name], batch_size)))
     sides: dict[str, Any] = {}
     for name, embedder in embedders.items():
-        engine_s, edge_s = statistics.median(engine[name]), statistics.median(edge[name])
+        engine_s = statistics.median(t.wall for t in engine[name])
+        edge_s = statistics.median(t.wall for t in edge[name])
         docs_per_s = n / engine_s
         sides[name] = {
             "dimension": embedder.dimension,
@@ -163,8 +173,14 @@ def run(
             "engine_docs_per_s": round(docs_per_s, 1),
             "edge_points_per_s": round(len(points[name]) / edge_s, 1),
             "edge_share": round(docs_per_s / (len(points[name]) / edge_s), 3),
-            "engine_seconds": [round(s, 3) for s in engine[name]],
-            "edge_seconds": [round(s, 3) for s in edge[name]],
+            "engine_cpu_us_per_doc": round(statistics.median(t.cpu for t in engine[name]) / n * 1e6, 1),
+            "edge_cpu_us_per_point": round(
+                statistics.median(t.cpu for t in edge[name]) / len(points[name]) * 1e6, 1
+            ),
+            "engine_seconds": [round(t.wall, 3) for t in engine[name]],
+            "edge_seconds": [round(t.wall, 3) for t in edge[name]],
+            "engine_cpu_seconds": [round(t.cpu, 3) for t in engine[name]],
+            "edge_cpu_seconds": [round(t.cpu, 3) for t in edge[name]],
             "target_engine_docs_per_s": TARGET_DOCS_PER_S,
             "meets_target": docs_per_s >= TARGET_DOCS_PER_S,
         }
@@ -183,5 +199,5 @@ def run(
     }
     if profile:
         precomputed = embedders["precomputed"]
-        report["profile"] = _profile(lambda p: engine_seconds(precomputed, doc_batches, p), top=25)
+        report["profile"] = _profile(lambda p: engine_ingest(precomputed, doc_batches, p), top=25)
     return report

@@ -20,7 +20,9 @@ def test_a_tiny_run_reports_both_embedders_both_sides_and_a_profile() -> None:
         assert side["dimension"] == (384 if name == "precomputed" else 64)
         assert side["points"] == 40  # short documents: one chunk, one point each
         assert len(side["engine_seconds"]) == len(side["edge_seconds"]) == 2
+        assert len(side["engine_cpu_seconds"]) == len(side["edge_cpu_seconds"]) == 2
         assert side["engine_docs_per_s"] > 0 and side["edge_points_per_s"] > 0
+        assert side["engine_cpu_us_per_doc"] > 0 and side["edge_cpu_us_per_point"] > 0
         assert side["edge_share"] == pytest.approx(
             side["engine_docs_per_s"] / side["edge_points_per_s"], rel=0.01
         )
