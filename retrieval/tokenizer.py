@@ -145,12 +145,13 @@ class Tokenizer:
         s = self.settings
         if len(word) > MAX_TERM_CHARS:
             return ()
-        parts = _PARTS.split(word)
+        # No joiner is alphanumeric, so an alphanumeric run is one part (most runs): no split.
+        parts = [word] if word.isalnum() else _PARTS.split(word)
         terms: list[str] = []
         if len(parts) > 1 and s.identifiers:
             terms.append(word)
         stem = self._stemmer().stemWord if s.stem_english else None
-        for part in parts if len(parts) > 1 else (word,):
+        for part in parts:
             if part in s.english_stopwords:
                 continue
             terms.append(stem(part) if stem is not None and not part.isdigit() else part)
