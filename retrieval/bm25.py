@@ -93,8 +93,8 @@ class Bm25Encoder:
         norm = k1 * (1.0 - b + b * len(terms) / self.params.avg_doc_len)
         counts = Counter(terms)
         # The readable form is `_summed` below; this one does the same in C-level loops (map, zip,
-        # dict), which took BM25 from ~19 to ~9 us a 40-term document (bench engine-ingest):
-        # each distinct frequency's weight once, and every index looked up at once.
+        # dict), each distinct frequency's weight once: 24-34 us a 40-term document before, 20 us
+        # after, on a loaded machine (docs/figures.md; tests/retrieval/test_bm25_reference.py).
         known = list(map(_TERM_INDEXES.get, counts))
         indices = [term_index(term) for term in counts] if None in known else cast("list[int]", known)
         weight_of = {tf: tf * (k1 + 1.0) / (tf + norm) for tf in set(counts.values())}

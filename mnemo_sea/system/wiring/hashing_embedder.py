@@ -25,8 +25,10 @@ _FLOAT32_COUNT_LIMIT = 1 << 24  # float32 + 1.0 stays put from here
 class HashingEmbedder:
     """Embedder protocol (see mnemo_sea.retrieval.embedding): L2-normalised rows, same text, same row."""
 
-    # Cheaper than an embedding cache: ~8 us a 40-word text, where the SQLite cache takes ~14 us
-    # to look up and store a 64-d row and ~3 us to hit (bench engine-ingest, docs/figures.md).
+    # Cheaper than an embedding cache to miss: ~14 us a 40-word text (43 us before the memo),
+    # where the SQLite cache takes ~14 us to look up and store a 64-d row, on top of embedding
+    # it, and ~3 us to hit (bench engine-ingest, docs/figures.md). A test embedder re-ingesting
+    # unchanged text is rare; every first ingest paying the cache is not.
     cheap_to_embed = True
 
     def __init__(self, dimension: int = 64) -> None:
