@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
-from mnemo_sea.retrieval import EvidenceDocument, HybridIndex
+from mnemo_sea.retrieval import EvidenceDocument
 from mnemo_sea.system.mnemo import Mnemo
 from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
+from .bench_engine_ingest import engine_ingest
 from .synthetic import build_corpus
 
 TENANT = "bench"
@@ -62,19 +63,6 @@ def _documents(items: Sequence[EvidenceInput]) -> list[EvidenceDocument]:
 
 def _batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
-
-
-def _engine_run(batches: list[Sequence[EvidenceDocument]]) -> float:
-    with tempfile.TemporaryDirectory(prefix="bench-engine-") as tmp:
-        index = HybridIndex.open(Path(tmp) / "index", embedder=HashingEmbedder())
-        try:
-            started = time.perf_counter()
-            for batch in batches:
-                index.upsert(batch)
-                index.flush()
-            return time.perf_counter() - started
-        finally:
-            index.close()
 
 
 def _mnemo_run(batches: list[Sequence[EvidenceInput]], profiler: cProfile.Profile | None = None) -> float:
@@ -136,7 +124,7 @@ def run(n: int = 2_000, *, batch_size: int = 500, rounds: int = 3, profile: bool
     engine: list[float] = []
     mnemo: list[float] = []
     for _ in range(rounds):
-        engine.append(_engine_run(doc_batches))
+        engine.append(engine_ingest(HashingEmbedder(), doc_batches).wall)
         mnemo.append(_mnemo_run(item_batches))
     engine_s, mnemo_s = statistics.median(engine), statistics.median(mnemo)
     report: dict[str, Any] = {

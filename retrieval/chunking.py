@@ -47,8 +47,20 @@ class ChunkingPolicy:
 
 
 def split_into_chunks(text: str, policy: ChunkingPolicy) -> tuple[Chunk, ...]:
+    han = _HAN.search(text) is not None
+    if not han and len(text) <= policy.max_chars:
+        # Fits whole at one unit a character: the one trimmed chunk `_split` would give, without
+        # its prefix sums (a third of chunking a short text; tests/retrieval/test_chunking.py).
+        chunks: list[Chunk] = []
+        _append(chunks, text, _skip_space(text, 0), len(text))
+        return tuple(chunks)
+    return _split(text, policy, han)
+
+
+def _split(text: str, policy: ChunkingPolicy, han: bool) -> tuple[Chunk, ...]:
+    """The chunks of `text` (`han`: whether it holds a Han character), cut by the budget."""
     n = len(text)
-    if _HAN.search(text):
+    if han:
         costs = [policy.han_char_cost if _HAN.match(c) else 1 for c in text]
         prefix = [0, *accumulate(costs)]
     else:

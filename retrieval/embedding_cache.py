@@ -10,9 +10,14 @@ must also delete what was derived from its text (the SQLite file zeroes them, `s
 and its log is checkpointed away).
 
 CachingEmbedder wraps any Embedder: it looks every document text up, embeds only the misses
-(deduplicated, in one batched call) and stores them. Query embeddings are not stored here (nor
-on disk, nor in Redis): query_embedding.QueryEmbeddingCache keeps the last few in process memory
-only, keyed by a digest of the text, never the text.
+(deduplicated, in one batched call) and stores them. An embedder that declares itself cheaper
+than the cache (`embedding.embeds_cheaply`: the hashing test embedder, a benchmark's
+precomputed vectors) is passed straight through, nothing stored: the SQLite cache costs about
+66 us a text to look up and store a 384-d row (14 us a 64-d one) and 16 us to hit (3 us), where
+such an embedder costs 1-15 us and a model milliseconds a chunk (bench engine-ingest,
+docs/figures.md). Query embeddings are not stored here (nor on disk, nor in Redis):
+query_embedding.QueryEmbeddingCache keeps the last few in process memory only, keyed by a
+digest of the text, never the text.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .embedding import Embedder, Vectors
+from .embedding import Embedder, Vectors, embeds_cheaply
 from .errors import IndexUnavailable
 from .evidence import sha256_hex
 
@@ -162,7 +167,8 @@ class SqliteEmbeddingCache:
 
 @dataclass
 class CacheStats:
-    """hits: texts served from the cache; misses: distinct texts the model had to embed;
+    """hits: texts served from the cache; misses: distinct texts the model had to embed (every
+    text, when the embedder is passed through);
     embed_seconds: wall time spent inside the model for those misses."""
 
     hits: int = 0
@@ -177,6 +183,7 @@ class CachingEmbedder:
         self.inner = inner
         self.cache = cache
         self.stats = CacheStats()
+        self.passes_through = embeds_cheaply(inner)
 
     @property
     def model_id(self) -> str:
@@ -195,6 +202,9 @@ class CachingEmbedder:
     def embed_documents_hashed(self, texts: Sequence[str], hashes: Sequence[str]) -> Vectors:
         """Like embed_documents when the caller already holds each text's sha256."""
         if not texts:
+            return self.inner.embed_documents(texts)
+        if self.passes_through:
+            self.stats.misses += len(texts)
             return self.inner.embed_documents(texts)
         model_id = self.inner.model_id
         found = self.cache.get_many(model_id, hashes)

@@ -180,6 +180,7 @@ from . import (  # noqa: E402 - they need bench_app above
     bench_api,
     bench_console,
     bench_embedded_write,
+    bench_engine_ingest,
     bench_mnemo_ingest,
     bench_query_embedding,
     bench_search_path,
@@ -188,6 +189,7 @@ from . import (  # noqa: E402 - they need bench_app above
 for _bench in (
     bench_api,
     bench_embedded_write,
+    bench_engine_ingest,
     bench_mnemo_ingest,
     bench_search_path,
     bench_query_embedding,

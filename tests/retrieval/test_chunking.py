@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo_sea.retrieval import ChunkingPolicy, split_into_chunks
+from mnemo_sea.retrieval.chunking import _HAN, _split
 
 
 def test_short_text_is_one_chunk_spanning_it() -> None:
@@ -77,3 +78,15 @@ def test_chunks_are_exact_ordered_and_cover_every_visible_character(
         for p in range(chunk.start, chunk.end):
             covered[p] = True
     assert all(covered[p] for p, c in enumerate(text) if not c.isspace())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from("ab .\n\t!?\u3002x\u00a0"), max_size=60)
+    | st.text(max_size=60).filter(lambda t: not _HAN.search(t)),
+    st.integers(16, 80),
+)
+def test_a_text_that_fits_whole_gets_what_the_budget_cut_would_give(text: str, max_chars: int) -> None:
+    """The shortcut for short texts without Han characters is the general cut's answer."""
+    policy = ChunkingPolicy(max_chars=max_chars, overlap_chars=max_chars // 4)
+    assert split_into_chunks(text, policy) == _split(text, policy, _HAN.search(text) is not None)

@@ -7,6 +7,7 @@ import pytest
 
 from mnemo_sea.retrieval import (
     CachingEmbedder,
+    Embedder,
     EmbeddingCache,
     EvidenceDocument,
     HybridIndex,
@@ -14,6 +15,7 @@ from mnemo_sea.retrieval import (
     SqliteEmbeddingCache,
     sha256_hex,
 )
+from mnemo_sea.retrieval.embedding import embeds_cheaply
 
 
 def vec(x: float) -> np.ndarray:
@@ -90,3 +92,30 @@ def test_reingesting_into_a_fresh_index_with_a_warm_cache_embeds_nothing(
         report = index.upsert(docs)
     assert report.written == 20 and inner.documents_embedded == 20
     assert SqliteEmbeddingCache(shared).get_many(inner.model_id, [sha256_hex("text 3")])
+
+
+def _cheap(factory: type) -> Embedder:
+    """The fake model, declaring itself cheaper than the cache (as the hashing embedder does)."""
+    embedder = factory()
+    embedder.cheap_to_embed = True
+    return embedder  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("cheap", [False, True], ids=["model", "cheap"])
+def test_only_an_embedder_worth_caching_is_cached_and_deletion_discards_it(
+    cheap: bool, tmp_path: Path, embedder_factory: type
+) -> None:
+    inner = _cheap(embedder_factory) if cheap else embedder_factory()
+    assert embeds_cheaply(inner) is cheap
+    shared = tmp_path / "shared.sqlite"
+    doc = EvidenceDocument(tenant_id="acme", evidence_id="d1", version=1, text="refund policy")
+    key = [sha256_hex("refund policy")]
+    with HybridIndex.open(tmp_path / "a", embedder=inner, cache=SqliteEmbeddingCache(shared)) as index:
+        index.upsert([doc])
+        assert bool(SqliteEmbeddingCache(shared).get_many(inner.model_id, key)) is not cheap
+        with HybridIndex.open(tmp_path / "b", embedder=inner, cache=SqliteEmbeddingCache(shared)) as again:
+            again.upsert([doc])  # a fresh index: the model is served from the cache, the cheap one asked
+        assert inner.documents_embedded == (2 if cheap else 1)
+        report = index.delete("acme", "d1")
+        assert (report.points_removed, report.embeddings_discarded) == (1, 0 if cheap else 1)
+        assert SqliteEmbeddingCache(shared).get_many(inner.model_id, key) == {}

@@ -1,0 +1,203 @@
+"""Benchmark: the bare engine's ingest (`HybridIndex.upsert` + `flush`) against Qdrant Edge alone.
+
+In one run, on `n` synthetic documents (eval.synthetic: ~40 Zipf words each, spread over
+`tenants` tenants) cut into batches, for each embedder, alternating `rounds` times:
+- `engine`: a fresh embedded index (`HybridIndex.open` on a temporary directory), each batch
+  upserted then flushed: validation, chunking, the lookup of what is stored, tokenizing, BM25,
+  embedding, the conversion to Edge points and Edge's writes, durable after every batch;
+- `edge`: a fresh bare `EdgeIndex`, each batch of the same points, built beforehand in Edge's
+  own form, upserted then flushed: what Qdrant Edge itself costs for those writes.
+Embedders: `precomputed` (the corpus's 384-d vectors looked up by text: the model is not the
+subject) and `hashing` (the 64-d hashing test embedder). Each side is reported as the median
+over the rounds, with `edge_share` = engine docs/s / Edge points/s (a document is one point
+here), and the process's CPU time a document or point: on a busy machine the wall clock
+stretches with other processes' load and the disk's queue, the CPU time much less.
+`profile=True` adds a cProfile of one more precomputed engine run: the functions with the most
+own time.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import os
+import pstats
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple, TypeVar
+
+import qdrant_edge as qe
+
+from mnemo_sea.retrieval import Embedder, EvidenceDocument, HybridIndex
+from mnemo_sea.retrieval.edge_backend import EdgeIndex, edge_points
+from mnemo_sea.retrieval.ingest import PointEncoder
+from mnemo_sea.retrieval.settings import EncodingSettings
+from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
+
+from .precomputed_embedder import PrecomputedEmbedder
+from .synthetic import SyntheticCorpus, build_corpus
+
+TARGET_DOCS_PER_S = 5_000.0
+T = TypeVar("T")
+
+
+def _documents(corpus: SyntheticCorpus) -> list[EvidenceDocument]:
+    return [
+        EvidenceDocument(
+            tenant_id=tenant, evidence_id=f"doc-{i}", version=1, text=text, source="bench", scope="bench"
+        )
+        for i, (text, tenant) in enumerate(zip(corpus.texts, corpus.tenants, strict=True))
+    ]
+
+
+def _batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+class Timing(NamedTuple):
+    wall: float  # seconds
+    # CPU seconds of the whole process (every thread): what the machine's other load cannot
+    # stretch, unlike the wall clock; waits for the disk are not in it.
+    cpu: float
+
+
+def engine_ingest(
+    embedder: Embedder,
+    batches: Sequence[Sequence[EvidenceDocument]],
+    profiler: cProfile.Profile | None = None,
+) -> Timing:
+    """The time to upsert and flush every batch into a fresh embedded index (profiled by
+    `profiler` if given); raises RuntimeError unless every document is then indexed."""
+    with tempfile.TemporaryDirectory(prefix="bench-engine-") as tmp:
+        index = HybridIndex.open(Path(tmp) / "index", embedder=embedder)
+        try:
+            timing = _timed(batches, index.upsert, index.flush, profiler)
+            expected = sum(len(batch) for batch in batches)
+            if index.count() != expected:
+                raise RuntimeError(f"{index.count()} points indexed of {expected} documents")
+            return timing
+        finally:
+            index.close()
+
+
+def _edge_points(embedder: Embedder, documents: Sequence[EvidenceDocument]) -> list[qe.Point]:
+    """The points the engine writes for `documents`, in Edge's form (built once, outside the clock)."""
+    encoder = PointEncoder(EncodingSettings(), embedder)
+    return edge_points(encoder.encode([c for doc in documents for c in encoder.prepare(doc)]))
+
+
+def _edge_run(dimension: int, batches: Sequence[Sequence[qe.Point]]) -> Timing:
+    """The time for Edge alone to upsert and flush every batch into a fresh shard."""
+    with tempfile.TemporaryDirectory(prefix="bench-edge-") as tmp:
+        index = EdgeIndex.open(Path(tmp) / "index", dimension)
+        try:
+            return _timed(batches, index.upsert_edge_points, index.flush)
+        finally:
+            index.close()
+
+
+def _timed(
+    batches: Sequence[T],
+    write: Callable[[T], object],
+    flush: Callable[[], None],
+    profiler: cProfile.Profile | None = None,
+) -> Timing:
+    """The time to write and flush each batch in turn."""
+    started, cpu = time.perf_counter(), time.process_time()
+    if profiler is not None:
+        profiler.enable()
+    for batch in batches:
+        write(batch)
+        flush()
+    if profiler is not None:
+        profiler.disable()
+    return Timing(time.perf_counter() - started, time.process_time() - cpu)
+
+
+def _profile(run: Callable[[cProfile.Profile], object], top: int) -> dict[str, Any]:
+    profiler = cProfile.Profile()
+    run(profiler)
+    stats = pstats.Stats(profiler)
+    total = max(getattr(stats, "total_tt", 0.0), 1e-9)
+    raw: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = getattr(stats, "stats", {})
+    rows = sorted(raw.items(), key=lambda kv: kv[1][2], reverse=True)[:top]
+    return {
+        "profiled_seconds": round(total, 3),
+        "own_time": [
+            {
+                "function": f"{Path(file).name}:{line}:{func}" if line else func,
+                "calls": calls,
+                "own_seconds": round(own, 3),
+                "cumulative_seconds": round(cumulative, 3),
+                "share": round(own / total, 3),
+            }
+            for (file, line, func), (_cc, calls, own, cumulative, _callers) in rows
+        ],
+    }
+
+
+def run(
+    n: int = 10_000,
+    *,
+    batch_size: int = 500,
+    rounds: int = 3,
+    tenants: int = 100,
+    profile: bool = False,
+) -> dict[str, Any]:
+    """Time both sides for both embedders `rounds` times, alternating (see the module docstring)."""
+    corpus = build_corpus(n, tenants=tenants, queries=1, dim=384)
+    documents = _documents(corpus)
+    doc_batches = _batches(documents, batch_size)
+    embedders: dict[str, Embedder] = {
+        "precomputed": PrecomputedEmbedder(corpus.texts, corpus.vectors),
+        "hashing": HashingEmbedder(),
+    }
+    points = {name: _edge_points(e, documents) for name, e in embedders.items()}
+    engine: dict[str, list[Timing]] = {name: [] for name in embedders}
+    edge: dict[str, list[Timing]] = {name: [] for name in embedders}
+    load_at_start = [round(x, 2) for x in os.getloadavg()]
+    for _ in range(rounds):
+        for name, embedder in embedders.items():
+            engine[name].append(engine_ingest(embedder, doc_batches))
+            edge[name].append(_edge_run(embedder.dimension, _batches(points[name], batch_size)))
+    sides: dict[str, Any] = {}
+    for name, embedder in embedders.items():
+        engine_s = statistics.median(t.wall for t in engine[name])
+        edge_s = statistics.median(t.wall for t in edge[name])
+        docs_per_s = n / engine_s
+        sides[name] = {
+            "dimension": embedder.dimension,
+            "points": len(points[name]),
+            "engine_docs_per_s": round(docs_per_s, 1),
+            "edge_points_per_s": round(len(points[name]) / edge_s, 1),
+            "edge_share": round(docs_per_s / (len(points[name]) / edge_s), 3),
+            "engine_cpu_us_per_doc": round(statistics.median(t.cpu for t in engine[name]) / n * 1e6, 1),
+            "edge_cpu_us_per_point": round(
+                statistics.median(t.cpu for t in edge[name]) / len(points[name]) * 1e6, 1
+            ),
+            "engine_seconds": [round(t.wall, 3) for t in engine[name]],
+            "edge_seconds": [round(t.wall, 3) for t in edge[name]],
+            "engine_cpu_seconds": [round(t.cpu, 3) for t in engine[name]],
+            "edge_cpu_seconds": [round(t.cpu, 3) for t in edge[name]],
+            "target_engine_docs_per_s": TARGET_DOCS_PER_S,
+            "meets_target": docs_per_s >= TARGET_DOCS_PER_S,
+        }
+    report: dict[str, Any] = {
+        "documents": n,
+        "tenants": tenants,
+        "batch_size": batch_size,
+        "rounds": rounds,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_average_at_start": load_at_start,
+            "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+        },
+        "embedders": sides,
+        "meets_targets": all(side["meets_target"] for side in sides.values()),
+    }
+    if profile:
+        precomputed = embedders["precomputed"]
+        report["profile"] = _profile(lambda p: engine_ingest(precomputed, doc_batches, p), top=25)
+    return report

@@ -1,0 +1,41 @@
+"""`bench engine-ingest` on a tiny corpus: the report's shape, and that its runs really index
+(its speed is the benchmark's business, never a test's)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+
+from mnemo_sea.eval import bench_engine_ingest
+from mnemo_sea.retrieval import EvidenceDocument, HybridIndex, UpsertReport
+
+
+def test_a_tiny_run_reports_both_embedders_both_sides_and_a_profile() -> None:
+    report = bench_engine_ingest.run(40, batch_size=15, rounds=2, tenants=4, profile=True)
+    assert (report["documents"], report["tenants"], report["batch_size"], report["rounds"]) == (40, 4, 15, 2)
+    assert set(report["embedders"]) == {"precomputed", "hashing"}
+    for name, side in report["embedders"].items():
+        assert side["dimension"] == (384 if name == "precomputed" else 64)
+        assert side["points"] == 40  # short documents: one chunk, one point each
+        assert len(side["engine_seconds"]) == len(side["edge_seconds"]) == 2
+        assert len(side["engine_cpu_seconds"]) == len(side["edge_cpu_seconds"]) == 2
+        assert side["engine_docs_per_s"] > 0 and side["edge_points_per_s"] > 0
+        assert side["engine_cpu_us_per_doc"] > 0 and side["edge_cpu_us_per_point"] > 0
+        assert side["edge_share"] == pytest.approx(
+            side["engine_docs_per_s"] / side["edge_points_per_s"], rel=0.01
+        )
+        assert side["meets_target"] == (side["engine_docs_per_s"] >= side["target_engine_docs_per_s"])
+    assert report["meets_targets"] == all(s["meets_target"] for s in report["embedders"].values())
+    own = report["profile"]["own_time"]
+    assert own and {"function", "calls", "own_seconds", "share"} <= set(own[0])
+
+
+def test_a_run_whose_upserts_index_nothing_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    def upsert_nothing(self: HybridIndex, documents: Iterable[EvidenceDocument], **_: Any) -> UpsertReport:
+        return UpsertReport()
+
+    monkeypatch.setattr(HybridIndex, "upsert", upsert_nothing)
+    with pytest.raises(RuntimeError, match="0 points indexed of 20 documents"):
+        bench_engine_ingest.run(20, batch_size=10, rounds=1, tenants=2)
