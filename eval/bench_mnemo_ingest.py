@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import cProfile
 import os
-import pstats
 import statistics
 import tempfile
 import time
@@ -30,6 +29,7 @@ from mnemo_sea.system.mnemo import Mnemo
 from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
 from .bench_engine_ingest import engine_ingest
+from .profiling import profile_report
 from .synthetic import build_corpus
 
 TENANT = "bench"
@@ -90,30 +90,7 @@ def _mnemo_run(batches: list[Sequence[EvidenceInput]], profiler: cProfile.Profil
 
 
 def _profile(batches: list[Sequence[EvidenceInput]], top: int) -> dict[str, Any]:
-    profiler = cProfile.Profile()
-    _mnemo_run(batches, profiler)
-    stats = pstats.Stats(profiler)
-    total = max(getattr(stats, "total_tt", 0.0), 1e-9)
-    raw: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = getattr(stats, "stats", {})
-
-    def name(key: tuple[str, int, str]) -> str:
-        file, line, func = key
-        return f"{Path(file).name}:{line}:{func}" if line else func
-
-    by_own = sorted(raw.items(), key=lambda kv: kv[1][2], reverse=True)[:top]
-    ours = [kv for kv in raw.items() if any(p in kv[0][0] for p in ("archive/", "mnemo_sea/system/"))]
-    by_cumulative = sorted(ours, key=lambda kv: kv[1][3], reverse=True)[:top]
-    return {
-        "profiled_seconds": round(total, 3),
-        "own_time": [
-            {"function": name(k), "calls": v[1], "seconds": round(v[2], 3), "share": round(v[2] / total, 3)}
-            for k, v in by_own
-        ],
-        "cumulative_ours": [
-            {"function": name(k), "calls": v[1], "seconds": round(v[3], 3), "share": round(v[3] / total, 3)}
-            for k, v in by_cumulative
-        ],
-    }
+    return profile_report(lambda profiler: _mnemo_run(batches, profiler), top=top)
 
 
 def run(n: int = 2_000, *, batch_size: int = 500, rounds: int = 3, profile: bool = False) -> dict[str, Any]:

@@ -182,6 +182,7 @@ from . import (  # noqa: E402 - they need bench_app above
     bench_embedded_write,
     bench_engine_ingest,
     bench_mnemo_ingest,
+    bench_original_chunks,
     bench_query_embedding,
     bench_search_path,
 )
@@ -194,6 +195,7 @@ for _bench in (
     bench_search_path,
     bench_query_embedding,
     bench_console,
+    bench_original_chunks,
 ):
     _bench.register(bench_app)
 

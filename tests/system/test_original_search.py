@@ -268,7 +268,7 @@ def test_a_corrupt_original_is_never_quoted(mnemo: Mnemo, clock: ManualClock) ->
 def test_a_page_that_fails_is_passed_over_and_the_next_originals_are_indexed(
     mnemo: Mnemo, clock: ManualClock, monkeypatch: pytest.MonkeyPatch, rows: int
 ) -> None:
-    monkeypatch.setattr(indexer_module, "TRAIL_ROWS", rows)
+    monkeypatch.setattr(indexer_module, "TRAIL_PASS_PAGES", rows)
     first, _ = archive_log(mnemo, "s1")
     # The first original's first page row names a page no original has: applying it fails.
     with mnemo.archive.store.write() as conn:
@@ -369,6 +369,42 @@ def test_a_write_between_pages_waits_for_one_page_not_the_original(mnemo: Mnemo,
     assert pending_pages(mnemo) == pages
     report = mnemo.indexer.drain(1, lane="trailing")
     assert report.applied == 1 and report.pending == pages - 1
+
+
+def test_a_write_arriving_during_a_page_is_applied_before_the_next_page(
+    mnemo: Mnemo, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass of the trail may take many pages, but a write that comes while one is embedded
+    waits for that page only: the pass ends after it, and the trail lets the write in first."""
+    from mnemo_sea.archive import EvidenceInput
+
+    assert indexer_module.TRAIL_PASS_PAGES > 2
+    archive_log(mnemo)
+    indexer = mnemo.indexer
+    index, upsert = indexer.index, indexer.index.upsert
+    upserted: list[str] = []  # each upsert's kind, in order
+    writers: list[threading.Thread] = []
+
+    def write() -> None:
+        mnemo.ingest(
+            AGENT, [EvidenceInput(body="refund window is 30 days", source="policy", evidence_id="p-1")]
+        )
+
+    def watched(documents: Any, **kwargs: Any) -> Any:
+        upserted.append(documents[0].kind)
+        if documents[0].kind == "archived_original" and not writers:
+            writers.append(threading.Thread(target=write))
+            writers[0].start()
+            with indexer._turns:  # the write's drain waits for the indexer the trail holds
+                indexer._turns.wait_for(lambda: indexer._waiting == 1)
+        return upsert(documents, **kwargs)
+
+    monkeypatch.setattr(index, "upsert", watched)
+    clock.run_trails()
+    writers[0].join()
+    pages = page_count(len(log_text().encode()))
+    assert upserted == ["archived_original", "knowledge", *["archived_original"] * (pages - 1)]
+    assert pending_pages(mnemo) == 0
 
 
 @pytest.mark.postgres

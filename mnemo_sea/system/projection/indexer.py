@@ -77,6 +77,7 @@ from mnemo_sea.archive import (
 from mnemo_sea.archive.internal_reads import InternalReads
 from mnemo_sea.archive.rules.original_pages import parse_page_ref
 from mnemo_sea.archive.rules.refs import ResultIndexId, memory_index_id
+from mnemo_sea.archive.storage.blobs import read_blob
 from mnemo_sea.archive.storage.outbox import (
     Lane,
     OutboxItem,
@@ -116,8 +117,14 @@ DRAIN_LIMIT = 2_000
 # longest a row waits for it. A crash costs at most this much replay on the next open.
 GROUP_COMMIT_ROWS = 64
 GROUP_COMMIT_SECONDS = 1.0
-# Rows (pages of originals) one pass of the trail applies before letting other drains in.
+# Pages of originals a pass of the worker applies between its passes over the writes (the
+# worker cannot see a write waiting in another process, so it takes one page at a time).
 TRAIL_ROWS = 1
+# Pages of originals one pass of the in-process trail may take. It applies them one by one and
+# ends after the page under way once another drain waits for the indexer (`Indexer._waiting`),
+# so a write still waits for one page at most; a trail with the indexer to itself pays a pass's
+# bookkeeping (its outbox reads, the write marking its rows) once per TRAIL_PASS_PAGES pages.
+TRAIL_PASS_PAGES = 16
 
 
 class FlushTimer(Protocol):
@@ -169,7 +176,7 @@ class DrainReport:
     pending: int  # rows not yet applied
     errors: tuple[str, ...] = ()
     awaiting_flush: int = 0  # rows applied (searchable), waiting for the group-commit flush
-    last_claimed: int = 0  # the highest row id this pass took (0: none)
+    last_claimed: int = 0  # the highest row id this pass went through (0: none)
     outage: bool = False  # a failure was a store out of reach, not a problem of its row
 
 
@@ -246,6 +253,10 @@ class Indexer:
         # embedded index holds the sole-drainer lock (outbox.claim_sole_drainer), and over a
         # Qdrant server drainers claim rows with SKIP LOCKED.
         self._draining = threading.Lock()
+        # Drains other than the trail's waiting for `_draining`, under `_turns`: the trail ends its
+        # pass after the page under way while one waits, and lets it in before its next pass.
+        self._waiting = 0
+        self._turns = threading.Condition(threading.Lock())
         # Group commit state, under `_draining`: ids applied and marked `applied_at`, not yet
         # flushed; when the oldest of them was applied; the timer that flushes them, and how
         # many were started (a timer that runs after it was replaced or cancelled does nothing).
@@ -256,6 +267,8 @@ class Indexer:
         self._reclaimed = False
         self._closed = False
         self._made: EvidenceBatch | None = None  # the write this drain applies, if any (drain(made=))
+        # The original the trail cuts pages from: (tenant, sha256, bytes), under `_draining`.
+        self._kept_original: tuple[str, str, bytes] | None = None
         # The trail (see the module docstring): whether its thread runs, and how many times it
         # was asked to, so a request arriving as it finishes is not lost.
         self._trail_lock = threading.Lock()
@@ -284,6 +297,29 @@ class Indexer:
             with self._trail_lock:
                 self._fills_in_flight -= 1
 
+    @contextlib.contextmanager
+    def _turn(self) -> Iterator[None]:
+        """`_draining`, for a drain the trail makes way for (see `TRAIL_PASS_PAGES`)."""
+        with self._turns:
+            self._waiting += 1
+            self._turns.notify_all()
+        try:
+            self._draining.acquire()
+        finally:
+            with self._turns:
+                self._waiting -= 1
+                self._turns.notify_all()
+        try:
+            yield
+        finally:
+            self._draining.release()
+
+    def _let_waiting_drains_in(self) -> None:
+        """Before a pass of the trail: wait until no other drain waits for `_draining` (each has
+        taken it), so the trail, which just let it go, does not take it again first."""
+        with self._turns:
+            self._turns.wait_for(lambda: self._waiting == 0)
+
     @property
     def awaiting_flush(self) -> int:
         """Rows this indexer applied whose flush is deferred (not yet done)."""
@@ -311,7 +347,7 @@ class Indexer:
         `made`: a committed write's versions, applied without reading them back (see the module
         docstring).
         """
-        with self._draining:
+        with self._draining if lane == "trailing" else self._turn():
             if self._closed and lane == "trailing":
                 return DrainReport(0, 0, 0)  # the trail's last pass, after close()
             with self._trail_lock:
@@ -326,6 +362,7 @@ class Indexer:
             finally:
                 self._made = None
             if lane != "writes" and report.pending == 0:
+                self._kept_original = None  # no page left to cut from it (see `_original`)
                 with self._trail_lock:
                     if fills == (self._fills_started, 0):
                         self.trail_may_be_pending = False
@@ -358,7 +395,8 @@ class Indexer:
                 # back every other original; a pass that met an outage or found nothing ends it.
                 after = 0
                 while not self._closed:
-                    passed = self.drain(TRAIL_ROWS, defer_flush=True, lane="trailing", after=after)
+                    self._let_waiting_drains_in()
+                    passed = self.drain(TRAIL_PASS_PAGES, defer_flush=True, lane="trailing", after=after)
                     if passed.outage or passed.last_claimed == 0:
                         break
                     # Past every row the pass claimed: those applied are done, a failed one waits
@@ -382,6 +420,7 @@ class Indexer:
         A failure is logged: the rows stay applied, not done, and the next open replays them."""
         with self._draining:
             self._closed = True
+            self._kept_original = None
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
@@ -410,7 +449,7 @@ class Indexer:
                 self._reclaimed = True
             with self.store.read() as conn:
                 items = claim_pending(conn, limit, lane, after)
-            done, problems = self._apply_all(items, on_applied)
+            done, problems, items = self._apply_all(items, on_applied, yields=lane == "trailing")
             deleting = any(item.op == "index_delete" for item in items) or self._compaction_due()
             # A set: rows whose flush failed are claimed and applied again by the next pass.
             self._awaiting.update(done)
@@ -428,7 +467,7 @@ class Indexer:
             # Rows are claimed (locked) by this transaction: they are flushed and marked in it.
             with self.store.write() as conn:
                 items = claim_pending(conn, limit, lane, after)
-                done, problems = self._apply_all(items, on_applied)
+                done, problems, items = self._apply_all(items, on_applied, yields=lane == "trailing")
                 if done:
                     self.index.flush()
                     self._compact_if_due()
@@ -488,22 +527,29 @@ class Indexer:
                 log.warning("group-commit flush failed, retried by the next write or sync: %s", e)
 
     def _apply_all(
-        self, items: list[OutboxItem], on_applied: OnApplied | None = None
-    ) -> tuple[list[int], list[Failure]]:
+        self, items: list[OutboxItem], on_applied: OnApplied | None = None, *, yields: bool = False
+    ) -> tuple[list[int], list[Failure], list[OutboxItem]]:
         """Apply rows in order, without flushing: the caller flushes before any row may be
-        marked done.
+        marked done. Returns the rows applied, those that failed, and the rows gone through
+        (the others stay pending, as if never claimed).
 
         A run of evidence upserts, status changes and cache purges (what an ingest writes) is
         applied as one batch (see `_apply_run`); any other row, or a run whose batch failed,
         row by row. An outage (index, cache or database unreachable) ends the pass: the rows
         behind would meet the same dead store, and each try would add its timeout to the
-        caller's write.
+        caller's write. With `yields` (the trail) the pass ends before any run but the first
+        once another drain waits for the indexer (see `TRAIL_PASS_PAGES`).
         """
         done: list[int] = []
         problems: list[Failure] = []
+        went = 0
         for run in _runs(items):
+            # Read without `_turns`: a drain that starts waiting just after costs one page more.
+            if yields and went and self._waiting:
+                break
             reported = self._apply_run(run, on_applied) if len(run) > 1 else None
             if reported is not None:
+                went += len(run)
                 done += [item.id for item in run]
                 if on_applied is not None:
                     for item in run:
@@ -512,6 +558,7 @@ class Indexer:
                 continue
             outage = False
             for item in run:
+                went += 1
                 row_reported: set[int] = set()
                 failure = self._apply_one(item, on_applied, row_reported)
                 if failure is None:
@@ -525,7 +572,7 @@ class Indexer:
                     break
             if outage:
                 break
-        return done, problems
+        return done, problems, items[:went]
 
     def _apply_run(self, run: list[OutboxItem], on_applied: OnApplied | None) -> set[int] | None:
         """Apply a run of batchable rows (`_BATCHABLE`) at once; the ids of the rows reported to
@@ -690,9 +737,9 @@ class Indexer:
         elif item.entity == "result_original":
             result_ref, page_no = parse_page_ref(item.entity_ref)
             result = ResultIndexId.of_ref(result_ref)
-            original = InternalReads(conn).archived_original(tenant, result.session_id, result.result_id)
-            if original is not None:  # else deleted since: its deletion removed every page
-                page = page_document(tenant, *original, page_no)
+            note = InternalReads(conn).archived_note(tenant, result.session_id, result.result_id)
+            if note is not None:  # else deleted since: its deletion removed every page
+                page = page_document(tenant, note, self._original(conn, tenant, note.content_sha256), page_no)
                 if page is not None:
                     self.index.upsert([page])
                     # Read again after writing: with several drainers (PostgreSQL) a deletion may
@@ -732,6 +779,19 @@ class Indexer:
                     self.index.upsert([summary_document(tenant, found, summary_owner)])
         else:
             raise ValueError(f"unknown outbox entity {item.entity!r}")
+
+    def _original(self, conn: Connection, tenant: str, digest: str) -> bytes:
+        """An archived original's bytes, hash-verified when read. The one read last is kept for
+        the pages after it (a 2 MB original has about 60): reading and hashing it again for each
+        page made its trail quadratic in its size. Blobs are addressed by their hash, so kept
+        bytes are the stored bytes of that digest; whether the result is still archived is read
+        for every page (its note), never kept. Dropped once no page of an original is pending."""
+        kept = self._kept_original
+        if kept is not None and kept[:2] == (tenant, digest):
+            return kept[2]
+        content = read_blob(conn, tenant, digest)
+        self._kept_original = (tenant, digest, content)
+        return content
 
     def _upsert_evidence(
         self, conn: Connection, item: OutboxItem, on_applied: OnApplied | None, reported: set[int]

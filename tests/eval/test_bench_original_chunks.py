@@ -1,0 +1,30 @@
+"""`bench original-chunks` at a tiny size: its report's shape, and that both sides indexed the
+same chunks of the original's pages (the work was done, not how fast)."""
+
+from __future__ import annotations
+
+from mnemo_sea.archive.rules.original_pages import PAGE_BYTES, page_count
+from mnemo_sea.eval.bench_original_chunks import engine_run, log_text, page_docs, run, trail_run
+
+
+def test_the_report_names_each_size_with_both_rates_and_their_ratio() -> None:
+    report = run((3 * PAGE_BYTES,), rounds=1)
+    assert report["benchmark"] == "original-chunks" and report["rounds"] == 1
+    (size,) = report["sizes"]
+    assert 3 <= size["pages"] <= page_count(size["bytes"])  # pages with text
+    assert size["chunks"] > size["pages"]  # several chunks a page
+    assert len(size["engine_seconds"]) == len(size["trail_seconds"]) == 1
+    # The rates are rounded to 0.1 chunks/s in the report, the ratio computed before that.
+    assert abs(size["ratio"] - size["trail_chunks_per_s"] / size["engine_chunks_per_s"]) < 0.01
+    assert report["meets_target"] == (size["ratio"] >= report["target_ratio"])
+
+
+def test_the_trail_indexes_every_page_the_engine_does() -> None:
+    text = log_text(2 * PAGE_BYTES + 100)
+    docs = page_docs(text)
+    assert [d.version for d in docs] == [2, 3, 4]  # every page, after the note (version 1)
+    assert "".join(d.text for d in docs) == text  # the pages cut the whole original
+    _, engine_chunks = engine_run(docs)
+    total, behind, trail_chunks = trail_run(text)
+    assert trail_chunks == engine_chunks > 0
+    assert 0 < behind <= total
