@@ -36,7 +36,7 @@ LOADER = Principal(TENANT, "loader", frozenset({Role.AGENT}), Sensitivity.CONFID
 TARGET_DOCS_PER_S = 2_000.0
 
 
-def _inputs(n: int) -> list[EvidenceInput]:
+def inputs(n: int) -> list[EvidenceInput]:
     texts = build_corpus(n, queries=1, dim=8).texts
     return [
         EvidenceInput(body=text, source=f"bench/doc-{i}.txt", evidence_id=f"doc-{i}", scope="bench")
@@ -44,11 +44,11 @@ def _inputs(n: int) -> list[EvidenceInput]:
     ]
 
 
-def _documents(items: Sequence[EvidenceInput]) -> list[EvidenceDocument]:
+def documents(items: Sequence[EvidenceInput], tenant: str = TENANT) -> list[EvidenceDocument]:
     """The engine's view of the same records (what the indexer hands `HybridIndex.upsert`)."""
     return [
         EvidenceDocument(
-            tenant_id=TENANT,
+            tenant_id=tenant,
             evidence_id=str(item.evidence_id),
             version=1,
             text=str(item.body),
@@ -60,7 +60,7 @@ def _documents(items: Sequence[EvidenceInput]) -> list[EvidenceDocument]:
     ]
 
 
-def _batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
+def batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
@@ -130,9 +130,9 @@ def _profile(batches: list[Sequence[EvidenceInput]], top: int) -> dict[str, Any]
 
 def run(n: int = 2_000, *, batch_size: int = 500, rounds: int = 3, profile: bool = False) -> dict[str, Any]:
     """Time both sides `rounds` times, interleaved (see the module docstring)."""
-    items = _inputs(n)
-    item_batches = _batches(items, batch_size)
-    doc_batches = _batches(_documents(items), batch_size)
+    items = inputs(n)
+    item_batches = batches(items, batch_size)
+    doc_batches = batches(documents(items), batch_size)
     engine: list[float] = []
     mnemo: list[float] = []
     for _ in range(rounds):
