@@ -246,7 +246,7 @@ def _write_batch(
     supersedes the chain's active version, or is that version unchanged, and a later item of the
     batch sees what the earlier ones did. Then a few multi-row statements write it all: blobs,
     the superseded versions, the new versions (in their final state), and the outbox rows in the
-    order the items would have written them. Each record answers as the put that made (or found)
+    order the items would have written them, but one cache purge at the end for them all. Each record answers as the put that made (or found)
     it current, even if a later item of the batch superseded it. Nothing is read back: the rows
     are held as the database returns them (every time in UTC: `_prepare` converts them, as
     schema.UTCDateTime would), so the answers, the outbox payloads and `made` are what a read
@@ -319,6 +319,10 @@ def _write_batch(
         made.add((p.evidence_id, version))
         answers.append(row)
         rows_out.append(("index_upsert", "evidence", f"{p.evidence_id}@{version}", None))
+    if made:
+        # One purge of the tenant's cached searches, after every index row of the write: it only
+        # has to follow them (a purge per version, as sequential puts write, would double the
+        # rows a batch writes, claims and marks, for nothing the cache needs).
         rows_out.append(("cache_purge", "tenant", tenant, {"reason": "evidence changed"}))
     if superseded:
         conn.execute(

@@ -8,7 +8,8 @@ settles (flushes) and copies the index shard to DATA/shard-at-flush, the state a
 lost the index's unflushed tail would come back with. Then it writes, journalling each write
 once it returned (acknowledged), one JSON line per `write`:
 
-- {"ev": "evidence", "id", "version", "sha", "token"}: an ingested record, and a word only it has;
+- {"ev": "evidence", "id", "version", "sha", "token"}: a record put, and a word only it has; the
+  last four came in one `Mnemo.ingest` batch (`"ingested": true`), after everything else;
 - {"ev": "result", "session", "rid", "sha", "note_token"}: a recorded and archived result;
 - {"ev": "state", "awaiting_flush": N}: rows applied and waiting for the flush, then it dies.
 
@@ -85,6 +86,26 @@ def main(data: Path, journal: Path, point: str, database_url: str | None) -> Non
                 "rid": result.result_id,
                 "sha": result.content_sha256,
                 "note_token": note_token,
+            }
+        )
+    # Last, a batch through `ingest`: its flush is left to the group commit as a single write's.
+    tokens = [f"batchtok{c}zq" for c in "abcd"]
+    batch = mnemo.ingest(
+        principal,
+        [
+            EvidenceInput(body=f"returns policy {token} for batch item {i}", source="kb", evidence_id=f"bt:{i}")
+            for i, token in enumerate(tokens)
+        ],
+    )
+    for stored, token in zip(batch.stored, tokens, strict=True):
+        note(
+            {
+                "ev": "evidence",
+                "id": stored.evidence_id,
+                "version": stored.version,
+                "sha": stored.content_sha256,
+                "token": token,
+                "ingested": True,
             }
         )
     if point == "after_flush":

@@ -110,8 +110,9 @@ log = logging.getLogger(__name__)
 # Deleted index points after which a drain pass compacts the embedded index (see the docstring).
 COMPACT_AFTER_DELETED = 1
 # Outbox rows one drain pass applies: an ingest batch of 1,000 records (the archive's largest)
-# writes 2,000 (an upsert and a cache purge each), so one pass and one index flush cover it.
-DRAIN_LIMIT = 2_000
+# writes up to 2,001 (an upsert each, a status change for each it supersedes, one cache purge),
+# so one pass and one index flush cover it.
+DRAIN_LIMIT = 2_001
 # Group commit (see the docstring): rows applied but not flushed that force the flush, and the
 # longest a row waits for it. A crash costs at most this much replay on the next open.
 GROUP_COMMIT_ROWS = 64
