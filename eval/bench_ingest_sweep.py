@@ -25,11 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
-from mnemo_sea.retrieval import EvidenceDocument, HybridIndex
 from mnemo_sea.system.mnemo import Mnemo
 from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
-from .bench_mnemo_ingest import batches, documents, inputs
+from .bench_mnemo_ingest import batches, check_searchable, documents, engine_run, inputs
 
 BATCH_SIZES = (1, 10, 100, 1_000)
 TENANT_COUNTS = (1, 100)
@@ -50,22 +49,6 @@ def _principal(tenant: int) -> Principal:
     return Principal(f"t{tenant}", "loader", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
 
 
-def _engine_run(calls: Sequence[Sequence[EvidenceDocument]], *, flush_each: bool) -> float:
-    with tempfile.TemporaryDirectory(prefix="bench-engine-") as tmp:
-        index = HybridIndex.open(Path(tmp) / "index", embedder=HashingEmbedder())
-        try:
-            started = time.perf_counter()
-            for batch in calls:
-                index.upsert(batch)
-                if flush_each:
-                    index.flush()
-            if not flush_each:
-                index.flush()
-            return time.perf_counter() - started
-        finally:
-            index.close()
-
-
 def _mnemo_run(calls: Sequence[tuple[Principal, Sequence[EvidenceInput]]]) -> float:
     with tempfile.TemporaryDirectory(prefix="bench-mnemo-") as tmp:
         mnemo = Mnemo.open(Path(tmp), embedder=HashingEmbedder())
@@ -79,12 +62,8 @@ def _mnemo_run(calls: Sequence[tuple[Principal, Sequence[EvidenceInput]]]) -> fl
             elapsed = time.perf_counter() - started
             if done.pending or done.failed or done.awaiting_flush:
                 raise RuntimeError(f"sync left rows: {done}")
-            # Searchable means found: the last document must come back by its text, for its tenant.
             principal, batch = calls[-1]
-            last = batch[-1]
-            found = mnemo.search(principal, str(last.body)[:200], limit=5)
-            if last.evidence_id not in {h.evidence_id for h in found.hits}:
-                raise RuntimeError(f"{last.evidence_id} is not searchable after ingest")
+            check_searchable(mnemo, principal, batch[-1])
             return elapsed
         finally:
             mnemo.close()
@@ -100,8 +79,8 @@ def _cell(batch_size: int, tenants: int, n: int, rounds: int) -> dict[str, Any]:
     engine_once: list[float] = []
     mnemo: list[float] = []
     for _ in range(rounds):
-        engine.append(_engine_run(doc_calls, flush_each=True))
-        engine_once.append(_engine_run(doc_calls, flush_each=False))
+        engine.append(engine_run(doc_calls, flush_each=True))
+        engine_once.append(engine_run(doc_calls, flush_each=False))
         mnemo.append(_mnemo_run(mnemo_calls))
     engine_s, once_s, mnemo_s = (statistics.median(xs) for xs in (engine, engine_once, mnemo))
     return {

@@ -64,17 +64,29 @@ def batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _engine_run(batches: list[Sequence[EvidenceDocument]]) -> float:
+def engine_run(batches: Sequence[Sequence[EvidenceDocument]], *, flush_each: bool = True) -> float:
+    """Seconds to upsert `batches` into a fresh embedded index, flushing after each (the engine
+    path of issue 31) or once at the end."""
     with tempfile.TemporaryDirectory(prefix="bench-engine-") as tmp:
         index = HybridIndex.open(Path(tmp) / "index", embedder=HashingEmbedder())
         try:
             started = time.perf_counter()
             for batch in batches:
                 index.upsert(batch)
+                if flush_each:
+                    index.flush()
+            if not flush_each:
                 index.flush()
             return time.perf_counter() - started
         finally:
             index.close()
+
+
+def check_searchable(mnemo: Mnemo, principal: Principal, last: EvidenceInput) -> None:
+    """Searchable means found: `last` must come back by its text."""
+    found = mnemo.search(principal, str(last.body)[:200], limit=5)
+    if last.evidence_id not in {h.evidence_id for h in found.hits}:
+        raise RuntimeError(f"{last.evidence_id} is not searchable after ingest")
 
 
 def _mnemo_run(batches: list[Sequence[EvidenceInput]], profiler: cProfile.Profile | None = None) -> float:
@@ -91,11 +103,7 @@ def _mnemo_run(batches: list[Sequence[EvidenceInput]], profiler: cProfile.Profil
             if profiler is not None:
                 profiler.disable()
             elapsed = time.perf_counter() - started
-            # Searchable means found: one document of the last batch must come back by its text.
-            last = batches[-1][-1]
-            found = mnemo.search(LOADER, str(last.body)[:200], limit=5)
-            if last.evidence_id not in {h.evidence_id for h in found.hits}:
-                raise RuntimeError(f"{last.evidence_id} is not searchable after ingest")
+            check_searchable(mnemo, LOADER, batches[-1][-1])
             return elapsed
         finally:
             mnemo.close()
@@ -136,7 +144,7 @@ def run(n: int = 2_000, *, batch_size: int = 500, rounds: int = 3, profile: bool
     engine: list[float] = []
     mnemo: list[float] = []
     for _ in range(rounds):
-        engine.append(_engine_run(doc_batches))
+        engine.append(engine_run(doc_batches))
         mnemo.append(_mnemo_run(item_batches))
     engine_s, mnemo_s = statistics.median(engine), statistics.median(mnemo)
     report: dict[str, Any] = {

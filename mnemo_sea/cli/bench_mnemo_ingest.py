@@ -35,9 +35,7 @@ def bench_mnemo_ingest(
     tenants: Annotated[
         str, typer.Option(help="with --sweep: comma-separated tenant counts (calls rotate over them)")
     ] = "1,100",
-    scale: Annotated[
-        float, typer.Option(min=0.01, help="with --sweep: documents per cell times this")
-    ] = 1.0,
+    scale: Annotated[float, typer.Option(min=0.01, help="with --sweep: documents per cell times this")] = 1.0,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Docs/s of Mnemo.ingest until searchable (archive + outbox + index, hashing embedder) and of

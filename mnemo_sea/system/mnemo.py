@@ -518,12 +518,11 @@ class Mnemo:
             principal, list(items), idempotency_key=idempotency_key, reactivate=reactivate
         )
         # The batch is searchable when the call returns; its flush is left to the group commit as
-        # a single write's is (mnemo_sea/system/projection/indexer.py): a small batch shares one
-        # flush with the calls around it (a flush costs as much as indexing tens of records),
-        # while a batch whose outbox rows reach GROUP_COMMIT_ROWS (an upsert per new version, one
-        # cache purge: 63 new records) is flushed, and done, before the call returns. Measured
-        # by `mnemo-sea bench mnemo-ingest --sweep` (docs/figures.md). The indexer takes the
-        # versions the write made as committed instead of reading them back.
+        # a single write's is (mnemo_sea/system/projection/indexer.py): a batch shares one flush
+        # with the calls around it (a flush costs as much as indexing tens of records), until
+        # the rows awaiting it reach GROUP_COMMIT_ROWS (a batch writes an upsert per new version
+        # and one cache purge, so one of 1,000 records is flushed, and done, before it returns).
+        # The indexer takes the versions the write made as committed instead of reading them back.
         return self._ingested(started, batch.records, progress, made=batch)
 
     def put_evidence(

@@ -33,7 +33,7 @@ def main(data: Path, journal: Path, point: str, database_url: str | None) -> Non
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: fakes
     from fakes import HashingEmbedder
 
-    from mnemo_sea.archive import ArchiveTarget, EvidenceInput, Principal, Role, Sensitivity
+    from mnemo_sea.archive import ArchiveTarget, EvidenceInput, EvidenceRecord, Principal, Role, Sensitivity
     from mnemo_sea.system.mnemo import Mnemo
     from mnemo_sea.system.projection.indexer import GroupCommit
     from mnemo_sea.system.wiring.layout import INDEX_DIR
@@ -44,6 +44,10 @@ def main(data: Path, journal: Path, point: str, database_url: str | None) -> Non
 
     def note(entry: dict[str, object]) -> None:
         os.write(fd, (json.dumps(entry) + "\n").encode())
+
+    def note_evidence(stored: EvidenceRecord, token: str, **more: object) -> None:
+        version = {"id": stored.evidence_id, "version": stored.version, "sha": stored.content_sha256}
+        note({"ev": "evidence", **version, "token": token, **more})
 
     # No timer flush: the kill point decides. The trail (originals' pages) never starts: its rows
     # stay pending, for the next open to replay, whatever the threads would have done first.
@@ -62,15 +66,7 @@ def main(data: Path, journal: Path, point: str, database_url: str | None) -> Non
         stored = mnemo.put_evidence(
             principal, EvidenceInput(body=body, source="kb", evidence_id=f"ev:{i}")
         ).stored[0]
-        note(
-            {
-                "ev": "evidence",
-                "id": stored.evidence_id,
-                "version": stored.version,
-                "sha": stored.content_sha256,
-                "token": token,
-            }
-        )
+        note_evidence(stored, token)
     for i in range(2):
         session = f"s{i}"
         content = f"raw log {i} 价格 </context_result>".encode() + bytes(range(256))
@@ -93,21 +89,12 @@ def main(data: Path, journal: Path, point: str, database_url: str | None) -> Non
     batch = mnemo.ingest(
         principal,
         [
-            EvidenceInput(body=f"returns policy {token} for batch item {i}", source="kb", evidence_id=f"bt:{i}")
+            EvidenceInput(body=f"returns policy {token} for item {i}", source="kb", evidence_id=f"bt:{i}")
             for i, token in enumerate(tokens)
         ],
     )
     for stored, token in zip(batch.stored, tokens, strict=True):
-        note(
-            {
-                "ev": "evidence",
-                "id": stored.evidence_id,
-                "version": stored.version,
-                "sha": stored.content_sha256,
-                "token": token,
-                "ingested": True,
-            }
-        )
+        note_evidence(stored, token, ingested=True)
     if point == "after_flush":
         mnemo.indexer.settle()
     note({"ev": "state", "awaiting_flush": mnemo.indexer.awaiting_flush})
