@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, and_, bindparam, case, func, select, update
 
 from ..rules import limits
-from ..rules.checks import aware, check_media_type, content_bytes
+from ..rules.checks import aware, content_bytes
 from ..rules.clock import utcnow
 from ..rules.errors import (
     InvalidBatch,
@@ -166,8 +166,7 @@ def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> 
         if item.statement is None
         else _check_text("statement", item.statement, STATEMENT_LIMIT, required=True)
     )
-    data, media = content_bytes(item.body, item.media_type, store.policy.max_content_bytes)
-    check_media_type(media)
+    data, media = content_bytes(item.body, item.media_type, store.policy.max_content_bytes)  # checks media
     if item.kind not in EVIDENCE_KINDS:
         raise InvalidInput("kind", f"{item.kind!r} is not one of {', '.join(EVIDENCE_KINDS)}")
     parse_provenance(item.provenance)
