@@ -42,7 +42,7 @@ def cell_documents(batch_size: int, scale: float = 1.0) -> int:
     """Documents of a cell of this batch size: about 200 * batch_size ** 0.6, a whole number of
     batches, times `scale` (a quick run passes less than 1)."""
     wanted = scale * min(MAX_DOCS, max(MIN_DOCS, 200.0 * float(batch_size) ** 0.6))
-    return batch_size * max(1, int(round(wanted / batch_size)))
+    return batch_size * max(1, round(wanted / batch_size))
 
 
 def _principal(tenant: int) -> Principal:
