@@ -16,6 +16,7 @@ reaches TARGET_RATIO (issue 31).
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import tempfile
@@ -41,7 +42,7 @@ MIN_DOCS, MAX_DOCS = 200, 6_000
 def cell_documents(batch_size: int, scale: float = 1.0) -> int:
     """Documents of a cell of this batch size: about 200 * batch_size ** 0.6, a whole number of
     batches, times `scale` (a quick run passes less than 1)."""
-    wanted = scale * min(MAX_DOCS, max(MIN_DOCS, 200.0 * float(batch_size) ** 0.6))
+    wanted: float = scale * min(MAX_DOCS, max(MIN_DOCS, 200 * math.pow(batch_size, 0.6)))
     return batch_size * max(1, round(wanted / batch_size))
 
 
