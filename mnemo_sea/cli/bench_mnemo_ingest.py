@@ -42,11 +42,12 @@ def bench_mnemo_ingest(
     HybridIndex.upsert of the same documents, interleaved; the ratio is the facade's share.
     With --sweep, every batch size x tenant count, against the engine flushing per batch and once
     (mnemo_sea.eval.bench_ingest_sweep), with a pass/fail per cell."""
+    sizes, tenant_counts = _counts(batch_sizes), _counts(tenants)  # a usage error, before any work
     with guard():
         if sweep:
             from mnemo_sea.eval.bench_ingest_sweep import run_sweep
 
-            report = run_sweep(_counts(batch_sizes), _counts(tenants), rounds=rounds, scale=scale)
+            report = run_sweep(sizes, tenant_counts, rounds=rounds, scale=scale)
         else:
             from mnemo_sea.eval.bench_mnemo_ingest import run
 
