@@ -254,10 +254,9 @@ def _write_batch(
     the superseded versions, the new versions (in their final state), and the outbox rows in the
     order the items would have written them, but one cache purge at the end for them all. Each
     record answers as the put that made (or found) it current, even if a later item of the batch
-    superseded it. Nothing is read back: the rows
-    are held as the database returns them (every time in UTC: `_prepare` converts them, as
-    schema.UTCDateTime would), so the answers, the outbox payloads and `made` are what a read
-    after the commit would give.
+    superseded it. Nothing is read back: the rows are held as the database returns them (every
+    time in UTC: `_prepare` converts them, as schema.UTCDateTime would), so the answers, the
+    outbox payloads and `made` are what a read after the commit would give.
     """
     tenant = principal.tenant_id
     ids = sorted({p.evidence_id for p in prepared})
