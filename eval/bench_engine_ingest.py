@@ -67,13 +67,16 @@ def engine_ingest(
     embedder: Embedder,
     batches: Sequence[Sequence[EvidenceDocument]],
     profiler: cProfile.Profile | None = None,
+    *,
+    flush_each: bool = True,
 ) -> Timing:
-    """The time to upsert and flush every batch into a fresh embedded index (profiled by
-    `profiler` if given); raises RuntimeError unless every document is then indexed."""
+    """The time to upsert every batch into a fresh embedded index, flushing after each (the
+    engine path of issue 31) or once at the end (profiled by `profiler` if given); raises
+    RuntimeError unless every document is then indexed."""
     with tempfile.TemporaryDirectory(prefix="bench-engine-") as tmp:
         index = HybridIndex.open(Path(tmp) / "index", embedder=embedder)
         try:
-            timing = _timed(batches, index.upsert, index.flush, profiler)
+            timing = _timed(batches, index.upsert, index.flush, profiler, flush_each=flush_each)
             expected = sum(len(batch) for batch in batches)
             if index.count() != expected:
                 raise RuntimeError(f"{index.count()} points indexed of {expected} documents")
@@ -103,13 +106,18 @@ def _timed(
     write: Callable[[T], object],
     flush: Callable[[], None],
     profiler: cProfile.Profile | None = None,
+    *,
+    flush_each: bool = True,
 ) -> Timing:
-    """The time to write and flush each batch in turn."""
+    """The time to write each batch in turn, flushing after each or once at the end."""
     started, cpu = time.perf_counter(), time.process_time()
     if profiler is not None:
         profiler.enable()
     for batch in batches:
         write(batch)
+        if flush_each:
+            flush()
+    if not flush_each:
         flush()
     if profiler is not None:
         profiler.disable()

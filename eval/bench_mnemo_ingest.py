@@ -37,7 +37,7 @@ LOADER = Principal(TENANT, "loader", frozenset({Role.AGENT}), Sensitivity.CONFID
 TARGET_DOCS_PER_S = 2_000.0
 
 
-def _inputs(n: int) -> list[EvidenceInput]:
+def inputs(n: int) -> list[EvidenceInput]:
     texts = build_corpus(n, queries=1, dim=8).texts
     return [
         EvidenceInput(body=text, source=f"bench/doc-{i}.txt", evidence_id=f"doc-{i}", scope="bench")
@@ -45,11 +45,11 @@ def _inputs(n: int) -> list[EvidenceInput]:
     ]
 
 
-def _documents(items: Sequence[EvidenceInput]) -> list[EvidenceDocument]:
+def documents(items: Sequence[EvidenceInput], tenant: str = TENANT) -> list[EvidenceDocument]:
     """The engine's view of the same records (what the indexer hands `HybridIndex.upsert`)."""
     return [
         EvidenceDocument(
-            tenant_id=TENANT,
+            tenant_id=tenant,
             evidence_id=str(item.evidence_id),
             version=1,
             text=str(item.body),
@@ -61,8 +61,15 @@ def _documents(items: Sequence[EvidenceInput]) -> list[EvidenceDocument]:
     ]
 
 
-def _batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
+def batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def check_searchable(mnemo: Mnemo, principal: Principal, last: EvidenceInput) -> None:
+    """Searchable means found: `last` must come back by its text."""
+    found = mnemo.search(principal, str(last.body)[:200], limit=5)
+    if last.evidence_id not in {h.evidence_id for h in found.hits}:
+        raise RuntimeError(f"{last.evidence_id} is not searchable after ingest")
 
 
 def _mnemo_run(batches: list[Sequence[EvidenceInput]], profiler: cProfile.Profile | None = None) -> float:
@@ -79,11 +86,7 @@ def _mnemo_run(batches: list[Sequence[EvidenceInput]], profiler: cProfile.Profil
             if profiler is not None:
                 profiler.disable()
             elapsed = time.perf_counter() - started
-            # Searchable means found: one document of the last batch must come back by its text.
-            last = batches[-1][-1]
-            found = mnemo.search(LOADER, str(last.body)[:200], limit=5)
-            if last.evidence_id not in {h.evidence_id for h in found.hits}:
-                raise RuntimeError(f"{last.evidence_id} is not searchable after ingest")
+            check_searchable(mnemo, LOADER, batches[-1][-1])
             return elapsed
         finally:
             mnemo.close()
@@ -95,9 +98,9 @@ def _profile(batches: list[Sequence[EvidenceInput]], top: int) -> dict[str, Any]
 
 def run(n: int = 2_000, *, batch_size: int = 500, rounds: int = 3, profile: bool = False) -> dict[str, Any]:
     """Time both sides `rounds` times, interleaved (see the module docstring)."""
-    items = _inputs(n)
-    item_batches = _batches(items, batch_size)
-    doc_batches = _batches(_documents(items), batch_size)
+    items = inputs(n)
+    item_batches = batches(items, batch_size)
+    doc_batches = batches(documents(items), batch_size)
     engine: list[float] = []
     mnemo: list[float] = []
     for _ in range(rounds):

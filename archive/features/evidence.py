@@ -11,12 +11,13 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from sqlalchemy import Connection, Row, and_, bindparam, case, func, select, update
 
 from ..rules import limits
-from ..rules.checks import aware, check_media_type, content_bytes
+from ..rules.checks import aware, content_bytes
 from ..rules.clock import utcnow
 from ..rules.errors import (
     InvalidBatch,
@@ -125,6 +126,12 @@ class _Prepared:
     observed_at: datetime | None
     requested_id: str | None  # None when the id was generated
 
+    @cached_property
+    def digest(self) -> str:
+        """The content's sha256, computed once: the retraction check, the blob and an idempotency
+        key each need it."""
+        return sha256_hex(self.data)
+
     def request(self) -> dict[str, Any]:
         """What the caller asked for, for an idempotency key: a generated id is not part of it.
         Metadata is, when given (left out when not, so a key used before metadata existed still
@@ -132,7 +139,7 @@ class _Prepared:
         asked = {
             **self.fields,
             "evidence_id": self.requested_id,
-            "content_sha256": sha256_hex(self.data),
+            "content_sha256": self.digest,
             "observed_at": self.observed_at,
         }
         if asked["metadata_json"] is None:
@@ -159,8 +166,7 @@ def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> 
         if item.statement is None
         else _check_text("statement", item.statement, STATEMENT_LIMIT, required=True)
     )
-    data, media = content_bytes(item.body, item.media_type, store.policy.max_content_bytes)
-    check_media_type(media)
+    data, media = content_bytes(item.body, item.media_type, store.policy.max_content_bytes)  # checks media
     if item.kind not in EVIDENCE_KINDS:
         raise InvalidInput("kind", f"{item.kind!r} is not one of {', '.join(EVIDENCE_KINDS)}")
     parse_provenance(item.provenance)
@@ -246,11 +252,11 @@ def _write_batch(
     supersedes the chain's active version, or is that version unchanged, and a later item of the
     batch sees what the earlier ones did. Then a few multi-row statements write it all: blobs,
     the superseded versions, the new versions (in their final state), and the outbox rows in the
-    order the items would have written them. Each record answers as the put that made (or found)
-    it current, even if a later item of the batch superseded it. Nothing is read back: the rows
-    are held as the database returns them (every time in UTC: `_prepare` converts them, as
-    schema.UTCDateTime would), so the answers, the outbox payloads and `made` are what a read
-    after the commit would give.
+    order the items would have written them, but one cache purge at the end for them all. Each
+    record answers as the put that made (or found) it current, even if a later item of the batch
+    superseded it. Nothing is read back: the rows are held as the database returns them (every
+    time in UTC: `_prepare` converts them, as schema.UTCDateTime would), so the answers, the
+    outbox payloads and `made` are what a read after the commit would give.
     """
     tenant = principal.tenant_id
     ids = sorted({p.evidence_id for p in prepared})
@@ -262,10 +268,10 @@ def _write_batch(
         # Checked on the locked chains, before anything is written: a retraction made since a
         # caller's own check (retracted_among) is honoured too.
         _refuse_retracted(
-            [(p.evidence_id, sha256_hex(p.data)) for p in prepared],
+            [(p.evidence_id, p.digest) for p in prepared],
             {e: [(r["version"], r["status"], r["blob_sha256"]) for r in rows] for e, rows in chains.items()},
         )
-    digests = put_blobs(conn, tenant, [(p.data, p.media) for p in prepared])
+    digests = put_blobs(conn, tenant, [(p.data, p.media) for p in prepared], [p.digest for p in prepared])
     answers: list[dict[str, Any]] = []  # the row of the version each item answers with
     superseded: list[dict[str, Any]] = []  # versions stored before this batch that it supersedes
     inserted: list[tuple[dict[str, Any], bytes]] = []  # the versions made, with their originals
@@ -319,6 +325,10 @@ def _write_batch(
         made.add((p.evidence_id, version))
         answers.append(row)
         rows_out.append(("index_upsert", "evidence", f"{p.evidence_id}@{version}", None))
+    if made:
+        # One purge of the tenant's cached searches, after every index row of the write: it only
+        # has to follow them (a purge per version, as sequential puts write, would double the
+        # rows a batch writes, claims and marks, for nothing the cache needs).
         rows_out.append(("cache_purge", "tenant", tenant, {"reason": "evidence changed"}))
     if superseded:
         conn.execute(
@@ -416,7 +426,7 @@ def retracted_among(
             eid: [(r.version, r.status, r.blob_sha256) for r in rows]
             for eid, rows in _chains(conn, principal.tenant_id, ids).items()
         }
-    return _retraction_statuses([(p.evidence_id, sha256_hex(p.data)) for p in prepared], chains)
+    return _retraction_statuses([(p.evidence_id, p.digest) for p in prepared], chains)
 
 
 def _ref_key(ref: str) -> tuple[str, int]:
@@ -466,7 +476,12 @@ def put_evidence_batch(
     if len(items) > store.policy.max_batch_size:
         raise InvalidInput("items", f"{len(items)} items; at most {store.policy.max_batch_size} per batch")
     prepared = _prepare_all(store, principal, items)
-    request = keyed(principal, idempotency_key, "put_evidence_batch", [p.request() for p in prepared])
+    # The request is hashed only under a key (its items' digests and fields cost per record).
+    request = (
+        None
+        if idempotency_key is None
+        else keyed(principal, idempotency_key, "put_evidence_batch", [p.request() for p in prepared])
+    )
     return _put(store, principal, prepared, request, reactivate=reactivate)
 
 

@@ -23,14 +23,21 @@ def put_blob(conn: Connection, tenant_id: str, content: bytes, media_type: str) 
     return put_blobs(conn, tenant_id, [(content, media_type)])[0]
 
 
-def put_blobs(conn: Connection, tenant_id: str, originals: Sequence[tuple[bytes, str]]) -> list[str]:
-    """`put_blob` for many (content, media type) pairs in one statement; their sha256s, in order.
+def put_blobs(
+    conn: Connection,
+    tenant_id: str,
+    originals: Sequence[tuple[bytes, str]],
+    digests: Sequence[str] | None = None,
+) -> list[str]:
+    """`put_blob` for many (content, media type) pairs in one statement; their sha256s, in order
+    (`digests`: those the caller computed already, one per original).
 
     Content stored twice keeps the first media type, as consecutive `put_blob` calls would.
     Rows are written in digest order, so two writers touching the same blobs lock them in the
     same order (PostgreSQL row locks) and never deadlock.
     """
-    digests = [sha256_hex(content) for content, _ in originals]
+    if digests is None:
+        digests = [sha256_hex(content) for content, _ in originals]
     now = utcnow()
     rows: dict[str, dict[str, Any]] = {}
     for digest, (content, media_type) in zip(digests, originals, strict=True):
@@ -46,7 +53,7 @@ def put_blobs(conn: Connection, tenant_id: str, originals: Sequence[tuple[bytes,
             },
         )
     insert_or_touch(conn, t.blobs, [rows[d] for d in sorted(rows)], ["tenant_id", "sha256"], touch="size")
-    return digests
+    return list(digests)
 
 
 def read_blob(conn: Connection, tenant_id: str, digest: str) -> bytes:

@@ -517,10 +517,13 @@ class Mnemo:
         batch = self.archive.write_evidence_batch(
             principal, list(items), idempotency_key=idempotency_key, reactivate=reactivate
         )
-        # A batch is flushed before the call returns (its rows done), not left to the group
-        # commit: one flush spread over the batch costs little per record. The indexer takes
-        # the versions the write made as committed instead of reading them back.
-        return self._ingested(started, batch.records, progress, defer_flush=False, made=batch)
+        # The batch is searchable when the call returns; its flush is left to the group commit as
+        # a single write's is (mnemo_sea/system/projection/indexer.py): a batch shares one flush
+        # with the calls around it (a flush costs as much as indexing tens of records), until
+        # the rows awaiting it reach GROUP_COMMIT_ROWS (a batch writes an upsert per new version
+        # and one cache purge, so one of 1,000 records is flushed, and done, before it returns).
+        # The indexer takes the versions the write made as committed instead of reading them back.
+        return self._ingested(started, batch.records, progress, made=batch)
 
     def put_evidence(
         self, principal: Principal, item: EvidenceInput, *, idempotency_key: str | None = None

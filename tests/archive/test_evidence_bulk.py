@@ -99,7 +99,6 @@ def test_a_batch_stores_what_sequential_puts_store(archive: Archive) -> None:
     tables = {
         "evidence": (t.evidence, ["evidence_id", "version"], set()),
         "blobs": (t.blobs, ["sha256"], set()),
-        "outbox": (t.outbox, ["id"], {"id"}),
     }
     for name, (table, order, drop) in tables.items():
         seq = rows(archive, table, SEQUENTIAL.tenant_id, order)
@@ -110,6 +109,19 @@ def test_a_batch_stores_what_sequential_puts_store(archive: Archive) -> None:
             check_chains(batch)
     outbox = rows(archive, t.outbox, BATCHED.tenant_id, ["id"])
     assert all(r["created_at"] is not None and r["done_at"] is None for r in outbox)
+    # The outbox: the same index rows in the same order; a put purges the tenant's cached
+    # searches once each, a batch once, after all its index rows.
+    seq_outbox = rows(archive, t.outbox, SEQUENTIAL.tenant_id, ["id"])
+
+    def index_rows(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return comparable([r for r in found if r["op"] != "cache_purge"], {"id"})
+
+    assert index_rows(outbox) == index_rows(seq_outbox)
+    ops = [r["op"] for r in outbox]
+    before = len(BEFORE) + 1  # three puts and a retraction, each its index row then its purge
+    assert "cache_purge" not in ops[: 2 * before : 2] and ops[1 : 2 * before : 2] == ["cache_purge"] * before
+    first, second = "|".join(ops[2 * before :]).removesuffix("|cache_purge").split("|cache_purge|")
+    assert "cache_purge" not in first + second and first and second, ops
 
     # The audit chains: the writes before the batch (three puts, a retraction) alike on both
     # sides; then an event per put that made a version, and one per batch naming the same

@@ -8,7 +8,8 @@ settles (flushes) and copies the index shard to DATA/shard-at-flush, the state a
 lost the index's unflushed tail would come back with. Then it writes, journalling each write
 once it returned (acknowledged), one JSON line per `write`:
 
-- {"ev": "evidence", "id", "version", "sha", "token"}: an ingested record, and a word only it has;
+- {"ev": "evidence", "id", "version", "sha", "token"}: a record put, and a word only it has; the
+  last four came in one `Mnemo.ingest` batch (`"ingested": true`), after everything else;
 - {"ev": "result", "session", "rid", "sha", "note_token"}: a recorded and archived result;
 - {"ev": "state", "awaiting_flush": N}: rows applied and waiting for the flush, then it dies.
 
@@ -32,7 +33,7 @@ def main(data: Path, journal: Path, point: str, database_url: str | None) -> Non
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: fakes
     from fakes import HashingEmbedder
 
-    from mnemo_sea.archive import ArchiveTarget, EvidenceInput, Principal, Role, Sensitivity
+    from mnemo_sea.archive import ArchiveTarget, EvidenceInput, EvidenceRecord, Principal, Role, Sensitivity
     from mnemo_sea.system.mnemo import Mnemo
     from mnemo_sea.system.projection.indexer import GroupCommit
     from mnemo_sea.system.wiring.layout import INDEX_DIR
@@ -43,6 +44,10 @@ def main(data: Path, journal: Path, point: str, database_url: str | None) -> Non
 
     def note(entry: dict[str, object]) -> None:
         os.write(fd, (json.dumps(entry) + "\n").encode())
+
+    def note_evidence(stored: EvidenceRecord, token: str, **more: object) -> None:
+        version = {"id": stored.evidence_id, "version": stored.version, "sha": stored.content_sha256}
+        note({"ev": "evidence", **version, "token": token, **more})
 
     # No timer flush: the kill point decides. The trail (originals' pages) never starts: its rows
     # stay pending, for the next open to replay, whatever the threads would have done first.
@@ -61,15 +66,7 @@ def main(data: Path, journal: Path, point: str, database_url: str | None) -> Non
         stored = mnemo.put_evidence(
             principal, EvidenceInput(body=body, source="kb", evidence_id=f"ev:{i}")
         ).stored[0]
-        note(
-            {
-                "ev": "evidence",
-                "id": stored.evidence_id,
-                "version": stored.version,
-                "sha": stored.content_sha256,
-                "token": token,
-            }
-        )
+        note_evidence(stored, token)
     for i in range(2):
         session = f"s{i}"
         content = f"raw log {i} 价格 </context_result>".encode() + bytes(range(256))
@@ -87,6 +84,17 @@ def main(data: Path, journal: Path, point: str, database_url: str | None) -> Non
                 "note_token": note_token,
             }
         )
+    # Last, a batch through `ingest`: its flush is left to the group commit as a single write's.
+    tokens = [f"batchtok{c}zq" for c in "abcd"]
+    batch = mnemo.ingest(
+        principal,
+        [
+            EvidenceInput(body=f"returns policy {token} for item {i}", source="kb", evidence_id=f"bt:{i}")
+            for i, token in enumerate(tokens)
+        ],
+    )
+    for stored, token in zip(batch.stored, tokens, strict=True):
+        note_evidence(stored, token, ingested=True)
     if point == "after_flush":
         mnemo.indexer.settle()
     note({"ev": "state", "awaiting_flush": mnemo.indexer.awaiting_flush})

@@ -1,5 +1,5 @@
 """The group commit of the embedded index: a single write is applied at once and marked done
-only after the flush that follows it (64 rows, 1 s, sync, close, or a deletion), on a SQLite
+only after the flush that follows it (GROUP_COMMIT_ROWS rows, 1 s, sync, close, or a deletion), on a SQLite
 archive and on PostgreSQL (the process owning an embedded index is its only drainer).
 
 Each test reads the outbox table itself, not only the reports: `applied_at` set and `done_at`
@@ -20,13 +20,13 @@ import pytest
 from fakes import HashingEmbedder, ManualClock
 from sqlalchemy import select
 
-from mnemo_sea.archive import ArchiveTarget, Principal, Role, Sensitivity
+from mnemo_sea.archive import ArchiveTarget, EvidenceInput, Principal, Role, Sensitivity
 from mnemo_sea.archive.rules.errors import OutboxOwned
 from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.archive.storage.outbox import backlog, pending_count
 from mnemo_sea.retrieval.edge_backend import EdgeIndex
 from mnemo_sea.system.mnemo import Mnemo
-from mnemo_sea.system.projection.indexer import GROUP_COMMIT_SECONDS, GroupCommit
+from mnemo_sea.system.projection.indexer import GROUP_COMMIT_ROWS, GROUP_COMMIT_SECONDS, GroupCommit
 from mnemo_sea.system.wiring.settings import MnemoSettings
 
 AGENT = Principal("gc", "agent", frozenset({Role.AGENT, Role.ADMIN}), Sensitivity.RESTRICTED)
@@ -94,6 +94,38 @@ def test_the_row_bound_forces_the_flush(mnemo: Mnemo) -> None:
     _archive_one(mnemo, "s1", "second note")
     assert mnemo.indexer.awaiting_flush == 0
     assert all(done for _, _, done in _rows(mnemo))
+
+
+def _batch(first: int, size: int) -> list[EvidenceInput]:
+    return [
+        EvidenceInput(body=f"ingested record wombat{i}zq", source="kb", evidence_id=f"b:{i}")
+        for i in range(first, first + size)
+    ]
+
+
+def test_an_ingest_batch_is_searchable_at_once_and_shares_the_flush(mnemo: Mnemo) -> None:
+    report = mnemo.ingest(AGENT, _batch(0, 3))
+    assert report.index is not None and (report.index.pending, report.index.failed) == (0, 0)
+    rows = _rows(mnemo)
+    assert len(rows) == 4  # an upsert per record, one cache purge for the batch
+    assert all(applied and not done for _, applied, done in rows)
+    assert report.index.awaiting_flush == mnemo.indexer.awaiting_flush == 4
+    assert [h.evidence_id for h in mnemo.search(AGENT, "wombat1zq", mode="bm25").hits] == ["b:1"]
+    mnemo.ingest(AGENT, _batch(3, 2))
+    assert mnemo.indexer.awaiting_flush == 7  # one flush to come for both calls
+    assert mnemo.sync().awaiting_flush == 0
+    assert all(not applied and done for _, applied, done in _rows(mnemo))
+
+
+def test_a_batch_reaching_the_row_bound_is_flushed_before_the_call_returns(mnemo: Mnemo) -> None:
+    assert GROUP_COMMIT_ROWS <= 1_001  # a batch of the archive's largest (1,000 records) reaches it
+    mnemo.indexer.group_commit_rows = 6
+    mnemo.ingest(AGENT, _batch(0, 2))
+    assert mnemo.indexer.awaiting_flush == 3
+    report = mnemo.ingest(AGENT, _batch(2, 2))  # 3 more rows: 6 awaiting, the bound
+    assert report.index is not None and report.index.awaiting_flush == 0
+    assert all(not applied and done for _, applied, done in _rows(mnemo))
+    assert [h.evidence_id for h in mnemo.search(AGENT, "wombat3zq", mode="bm25").hits] == ["b:3"]
 
 
 def test_a_write_after_the_time_bound_flushes_what_waited(mnemo: Mnemo, clock: ManualClock) -> None:

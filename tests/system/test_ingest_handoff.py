@@ -65,6 +65,8 @@ def test_an_ingest_indexes_what_a_replay_from_the_archive_indexes(mnemo: Mnemo) 
         ("w", 1, "active"),
         ("b", 1, "active"),
     ]
+    # Searchable on return; a small batch's flush is left to the group commit, which sync ends.
+    mnemo.sync()
     assert all(done for _, _, done in outbox_state(mnemo))
     handed = points(mnemo)
     statuses = {(eid, v): p["status"] for (eid, v, _), p in handed.items()}

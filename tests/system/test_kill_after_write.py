@@ -56,14 +56,25 @@ def _run_writer(data: Path, point: str, database_url: str | None = None) -> list
 _OUTBOX = "SELECT id, op, applied_at, done_at, payload_json FROM outbox ORDER BY id"
 
 
-def _outbox_rows(data: Path, database_url: str | None = None) -> list[tuple[Any, ...]]:
-    """(id, op, applied_at, done_at, payload_json) of every row, read from the file itself
-    (or the PostgreSQL database, with the driver: not through the archive's code)."""
+def _query(data: Path, database_url: str | None, sql: str) -> list[tuple[Any, ...]]:
+    """The rows of `sql`, read from the file itself (or the PostgreSQL database, with the
+    driver: not through the archive's code)."""
     if database_url is None:
         with closing(sqlite3.connect(data / ARCHIVE_FILE)) as conn:
-            return list(conn.execute(_OUTBOX))
+            return list(conn.execute(sql))
     with psycopg.connect(database_url.replace("postgresql+psycopg://", "postgresql://", 1)) as conn:
-        return [tuple(row) for row in conn.execute(_OUTBOX)]
+        return [tuple(row) for row in conn.execute(sql)]
+
+
+def _outbox_rows(data: Path, database_url: str | None = None) -> list[tuple[Any, ...]]:
+    """(id, op, applied_at, done_at, payload_json) of every row."""
+    return _query(data, database_url, _OUTBOX)
+
+
+def _refs_awaiting_flush(data: Path, database_url: str | None = None) -> list[tuple[Any, ...]]:
+    """(entity_ref, op) of the rows applied and not done."""
+    sql = "SELECT entity_ref, op FROM outbox WHERE applied_at IS NOT NULL AND done_at IS NULL"
+    return _query(data, database_url, sql)
 
 
 def _open(data: Path, database_url: str | None) -> Mnemo:
@@ -82,7 +93,8 @@ def _check_everything_back(
 ) -> None:
     evidence = [e for e in journal if e["ev"] == "evidence"]
     results = [e for e in journal if e["ev"] == "result"]
-    assert len(evidence) == 3 and len(results) == 2, journal
+    assert len(evidence) == 7 and len(results) == 2, journal
+    assert [e.get("ingested", False) for e in evidence] == [False] * 3 + [True] * 4
     with _open(data, database_url) as m:
         for e in evidence:
             record, content = m.archive.get_evidence(READER, e["id"], version=e["version"], with_content=True)
@@ -122,6 +134,11 @@ def test_a_kill_before_the_deferred_flush_loses_no_committed_write(
     awaiting = [r for r in rows if r[2] is not None and r[3] is None]
     assert len(awaiting) == journal[-1]["awaiting_flush"]
     assert all(payload == "{}" for *_, payload in awaiting)
+    # The ingest batch, the last write, was searchable when its call returned but its flush was
+    # deferred too: each of its records' upserts is among the rows awaiting it.
+    awaiting_refs = {ref for ref, op in _refs_awaiting_flush(data, database_url) if op == "index_upsert"}
+    ingested = {f"{e['id']}@{e['version']}" for e in journal if e.get("ingested")}
+    assert len(ingested) == 4 and ingested <= awaiting_refs, (ingested, awaiting_refs)
     _check_everything_back(data, journal, database_url)
 
 
