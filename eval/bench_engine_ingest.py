@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import cProfile
 import os
-import pstats
 import statistics
 import tempfile
 import time
@@ -37,6 +36,7 @@ from mnemo_sea.retrieval.settings import EncodingSettings
 from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
 from .precomputed_embedder import PrecomputedEmbedder
+from .profiling import profile_report
 from .synthetic import SyntheticCorpus, build_corpus
 
 TARGET_DOCS_PER_S = 5_000.0
@@ -124,28 +124,6 @@ def _timed(
     return Timing(time.perf_counter() - started, time.process_time() - cpu)
 
 
-def _profile(run: Callable[[cProfile.Profile], object], top: int) -> dict[str, Any]:
-    profiler = cProfile.Profile()
-    run(profiler)
-    stats = pstats.Stats(profiler)
-    total = max(getattr(stats, "total_tt", 0.0), 1e-9)
-    raw: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = getattr(stats, "stats", {})
-    rows = sorted(raw.items(), key=lambda kv: kv[1][2], reverse=True)[:top]
-    return {
-        "profiled_seconds": round(total, 3),
-        "own_time": [
-            {
-                "function": f"{Path(file).name}:{line}:{func}" if line else func,
-                "calls": calls,
-                "own_seconds": round(own, 3),
-                "cumulative_seconds": round(cumulative, 3),
-                "share": round(own / total, 3),
-            }
-            for (file, line, func), (_cc, calls, own, cumulative, _callers) in rows
-        ],
-    }
-
-
 def run(
     n: int = 10_000,
     *,
@@ -207,5 +185,7 @@ def run(
     }
     if profile:
         precomputed = embedders["precomputed"]
-        report["profile"] = _profile(lambda p: engine_ingest(precomputed, doc_batches, p), top=25)
+        report["profile"] = profile_report(
+            lambda p: engine_ingest(precomputed, doc_batches, p), top=25, ours=("retrieval/",)
+        )
     return report
