@@ -12,7 +12,8 @@ Then, for the same queries, in the same process, interleaved query by query and 
 - `facade_cached`: `mnemo.search` answered from the result cache (pointers only; hydration
   still runs), reported apart.
 
-Each side's p50/p95 over all calls and the ratio facade p50 / engine p50 (target <= 1.3). With
+Each side's p50/p95 over all calls and the ratio facade p50 / engine p50 (target <= 1.3), also
+with `busy` CPU-bound processes running beside the timed rounds (eval/busy_cpus.py). With
 `profile`, a cProfile of `profile_searches` facade calls adds where the time goes (top functions
 by own and cumulative time). JSON on stdout via `mnemo-sea bench search-path`.
 """
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
+from mnemo_sea.eval.busy_cpus import busy_processes
 from mnemo_sea.eval.synthetic import build_corpus
 from mnemo_sea.retrieval import AccessScope, SearchQuery
 from mnemo_sea.system.caches import Cache, CacheStats
@@ -139,6 +141,7 @@ def run(
     profile_top: int = 25,
     folder: Path | None = None,
     progress: Callable[[str], None] | None = None,
+    busy: int = 0,
 ) -> dict[str, Any]:
     say = progress or (lambda _msg: None)
     corpus = build_corpus(n_docs, tenants=TENANTS, queries=queries, dim=8)
@@ -162,31 +165,32 @@ def run(
             facade: list[float] = []
             cached: list[float] = []
             mismatched = 0
-            say(f"timing {rounds} rounds of {len(cases)} queries")
-            for r in range(rounds):
-                for i, (principal, text, scope, query) in enumerate(cases):
-                    # Alternate which side goes first, so neither always runs on a warmer cache line.
-                    order = ("engine", "facade") if (r + i) % 2 == 0 else ("facade", "engine")
-                    for side in order:
-                        if side == "engine":
-                            t = time.perf_counter()
-                            outcome = mnemo.index.search(scope, query)
-                            engine.append((time.perf_counter() - t) * 1000)
-                        else:
-                            mnemo.cache = missing
-                            t = time.perf_counter()
-                            result = mnemo.search(principal, text, limit=limit)
-                            facade.append((time.perf_counter() - t) * 1000)
-                            mnemo.cache = real_cache
-                            if result.cached:
-                                raise AssertionError("the uncached side was answered from the cache")
-                    if [h.evidence_id for h in result.hits] != [h.evidence_id for h in outcome.hits]:
-                        mismatched += 1
-                    t = time.perf_counter()
-                    again = mnemo.search(principal, text, limit=limit)
-                    cached.append((time.perf_counter() - t) * 1000)
-                    if not again.cached:
-                        raise AssertionError("the cached side missed the cache")
+            say(f"timing {rounds} rounds of {len(cases)} queries, {busy} CPU-bound processes beside")
+            with busy_processes(busy) as beside:
+                for r in range(rounds):
+                    for i, (principal, text, scope, query) in enumerate(cases):
+                        # Alternate which side goes first, so neither always runs on a warmer cache line.
+                        order = ("engine", "facade") if (r + i) % 2 == 0 else ("facade", "engine")
+                        for side in order:
+                            if side == "engine":
+                                t = time.perf_counter()
+                                outcome = mnemo.index.search(scope, query)
+                                engine.append((time.perf_counter() - t) * 1000)
+                            else:
+                                mnemo.cache = missing
+                                t = time.perf_counter()
+                                result = mnemo.search(principal, text, limit=limit)
+                                facade.append((time.perf_counter() - t) * 1000)
+                                mnemo.cache = real_cache
+                                if result.cached:
+                                    raise AssertionError("the uncached side was answered from the cache")
+                        if [h.evidence_id for h in result.hits] != [h.evidence_id for h in outcome.hits]:
+                            mismatched += 1
+                        t = time.perf_counter()
+                        again = mnemo.search(principal, text, limit=limit)
+                        cached.append((time.perf_counter() - t) * 1000)
+                        if not again.cached:
+                            raise AssertionError("the cached side missed the cache")
             engine_l, facade_l, cached_l = _latency(engine), _latency(facade), _latency(cached)
             ratio = facade_l["p50_ms"] / engine_l["p50_ms"]
             report: dict[str, Any] = {
@@ -206,6 +210,7 @@ def run(
                 "cached_ratio_p50": round(cached_l["p50_ms"] / engine_l["p50_ms"], 3),
                 "facade_overhead_ms_p50": round(facade_l["p50_ms"] - engine_l["p50_ms"], 3),
                 "hits_differing_from_engine": mismatched,
+                "busy": beside.report(),
                 "targets": TARGETS,
                 "ok": ratio <= TARGETS["ratio_max"] and mismatched == 0,
             }

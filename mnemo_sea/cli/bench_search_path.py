@@ -26,6 +26,9 @@ def bench_search_path(
     profile: Annotated[bool, typer.Option(help="add a cProfile of uncached facade searches")] = True,
     profile_searches: Annotated[int, typer.Option(min=1, help="searches profiled")] = 200,
     folder: Annotated[Path | None, typer.Option(help="where the temporary data folder goes")] = None,
+    busy: Annotated[
+        int, typer.Option(min=0, max=64, help="CPU-bound processes beside the timed rounds (stopped after)")
+    ] = 0,
     as_json: JsonOpt = False,
 ) -> None:
     """Mnemo.search (uncached, and cached apart) vs HybridIndex.search: p50/p95 and the ratio, JSON.
@@ -44,12 +47,14 @@ def bench_search_path(
             profile_searches=profile_searches,
             folder=folder,
             progress=lambda msg: typer.echo(msg, err=True),
+            busy=busy,
         )
         for size in (n or DEFAULT_SIZES)
     ]
     report = {
         "benchmark": "search-path",
         "targets": TARGETS,
+        "busy": busy,
         "ratio_p50": {str(r["docs"]): r["ratio_p50"] for r in sizes},
         "sizes": sizes,
         "ok": all(r["ok"] for r in sizes),

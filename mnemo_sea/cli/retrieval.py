@@ -97,10 +97,25 @@ def bench_ingest(
     dataset: Annotated[
         Path | None, typer.Option(help="take documents from this BEIR folder (default: synthetic text)")
     ] = None,
+    embedder: Annotated[
+        str,
+        typer.Option(
+            help="torch: SentenceTransformer.encode vs HybridIndex.upsert, with re-ingestion; "
+            "onnx: the default OnnxEmbedder vs HybridIndex.upsert and Mnemo.ingest (try --n 200 --rounds 2)"
+        ),
+    ] = "torch",
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
-    """Ingestion chunks/s against raw model.encode, and re-ingestion speed-ups."""
+    """Ingestion chunks/s against the model's own encode rate (and, with torch, re-ingestion)."""
     from mnemo_sea.eval.beir import DatasetError
+
+    if embedder == "onnx":
+        from mnemo_sea.eval.bench_onnx_ingest import run as run_onnx
+
+        emit(run_onnx(n, rounds=rounds), as_json)
+        return
+    if embedder != "torch":
+        raise CliError(f"--embedder is torch or onnx, not {embedder!r}")
     from mnemo_sea.eval.bench_ingest import run
 
     try:
