@@ -298,8 +298,8 @@ _AS_OF_COLUMNS = (t.evidence.c.recorded_at, t.evidence.c.ended_at)
 
 
 def _evidence_statement(slots: int, *, as_of: bool, dialect: str) -> Select[Any]:
-    """The read of up to `slots` evidence versions. Sizes are powers of two (`_slots`), so a
-    handful of statements serve every search, each rendered once per dialect (`_prepared`);
+    """The read of up to `slots` evidence versions. Sizes are exact up to 16, powers of two above
+    (`_slots`), so a few statements serve every search, each rendered once per dialect (`_prepared`);
     plain parameters (`e0`, `v0`, ...) need no per-call rendering as an expanding IN does.
     Each version is named by its whole primary key, in the form each database plans best:
 
@@ -356,8 +356,16 @@ def _prepared(store: ArchiveStore, slots: int, *, as_of: bool) -> PreparedSelect
     )
 
 
+# Up to this many versions a statement names exactly as many: a search's usual ten hits are not
+# padded to 16 slots, whose six empty lookups cost SQLite a tenth of the statement. Above it,
+# powers of two keep the statements few (every size is one in SQLite's statement cache).
+_EXACT_SLOTS = 16
+
+
 def _slots(n: int) -> int:
-    return 1 << max(0, n - 1).bit_length()
+    if n <= _EXACT_SLOTS:
+        return max(n, 1)
+    return 1 << (n - 1).bit_length()
 
 
 @functools.cache

@@ -269,6 +269,19 @@ def test_the_read_is_batched_whatever_the_number_of_hits(archive: Archive) -> No
     assert count(kinds[1][:1]) == count(kinds[1]) < ten  # one kind alone: as many for 1 or 10, fewer
 
 
+def test_every_number_of_evidence_hits_reads_each_version_once_in_order(archive: Archive) -> None:
+    """The statement names exactly as many versions up to 16 and pads to a power of two above
+    (archive/hits.py `_slots`): every count around those edges reads back each hit, once, in the
+    order asked, and a padded slot (no evidence id is empty) never matches a row."""
+    stored = [evidence(archive, AGENT, f"doc:{n}", f"text number {n}") for n in range(40)]
+    for n in (1, 2, 9, 10, 15, 16, 17, 31, 32, 33, 40):
+        asked = stored[n - 1 :: -1][:n]  # reversed: the read sorts its keys, the answer must not
+        found = archive.read_hits(AGENT, asked, None)
+        assert [x.snippet if x else None for x in found] == [
+            f"text number {int(p.evidence_id.split(':')[1])}" for p in asked
+        ], n
+
+
 @pytest.fixture
 def sqlite_archive(tmp_path: Path) -> Iterator[Archive]:
     """An archive on SQLite only: the query plan below is SQLite's planner's."""
