@@ -166,6 +166,13 @@ def read_hits(
     to `corrupt` for the caller to audit."""
     principal.require(Role.READER, "reading search hits")
     at = aware("as_of", as_of)
+    if not pointers:
+        return []
+    if all(p.kind not in _OTHER_KINDS for p in pointers):
+        # Nearly every search names evidence only: its versions are read and cut straight from
+        # their rows, without a target, a set per kind and a `_Readable` per hit (`_cut_evidence`).
+        found = _read_evidence(store, principal, {(p.evidence_id, p.version) for p in pointers}, at, corrupt)
+        return [_cut_evidence(p, found.get((p.evidence_id, p.version))) for p in pointers]
     targets = [_target(p) for p in pointers]
     wanted = [x for x in targets if x is not None]
     readable: dict[_Target, _Readable] = {}
@@ -186,8 +193,14 @@ def read_hits(
     pages: set[_Page] = by_kind["page"]
     facts: set[_Fact] = by_kind["fact"]
     summaries: set[_Summary] = by_kind["summary"]
-    if evidence:  # nearly every hit: one prepared statement, outside a transaction
-        readable.update(_read_evidence(store, tenant, principal, evidence, at, corrupt))
+    if evidence:  # one prepared statement, outside a transaction
+        versions = _read_evidence(
+            store, principal, {(x.evidence_id, x.version) for x in evidence}, at, corrupt
+        )
+        for (evidence_id, version), (text, row) in versions.items():
+            readable[_Evidence(evidence_id, version)] = _Readable(
+                text, row.locator, "evidence", row.blob_sha256, None, row.metadata_json
+            )
     if notes or pages or facts or summaries:
         with store.read() as conn:
             if notes:
@@ -244,6 +257,21 @@ def _cut(p: PointsToHit, found: _Readable | None) -> HydratedHit | None:
     return HydratedHit(snippet, found.locator, found.label, (first, last), (start, end))
 
 
+def _cut_evidence(p: PointsToHit, found: _Version | None) -> HydratedHit | None:
+    """`_cut` of an evidence version read by `_read_evidence`: dropped unless its recorded
+    sha256 (which its stored bytes hashed to) is the one the index holds."""
+    if found is None:
+        return None
+    text, row = found
+    if row.blob_sha256 != p.content_sha256:
+        return None
+    if row.metadata_json is not None:
+        return HydratedHit(
+            text[p.start : p.end], row.locator, "evidence", metadata=metadata_of(row.metadata_json)
+        )
+    return HydratedHit(text[p.start : p.end], row.locator, "evidence")
+
+
 class _EvidenceRow(NamedTuple):
     """An evidence version as a search answering now reads it: only the columns the checks and
     the text need, no record built per hit. The validity bounds come last; a search answering
@@ -281,6 +309,9 @@ class _EvidenceRowAsOf(NamedTuple):
     ended_at: datetime | None
 
 
+# An evidence version the caller may read: its verified text and its row.
+_Version = tuple[str, _EvidenceRow | _EvidenceRowAsOf]
+
 _EVIDENCE_COLUMNS = (
     t.evidence.c.evidence_id,
     t.evidence.c.version,
@@ -298,8 +329,8 @@ _AS_OF_COLUMNS = (t.evidence.c.recorded_at, t.evidence.c.ended_at)
 
 
 def _evidence_statement(slots: int, *, as_of: bool, dialect: str) -> Select[Any]:
-    """The read of up to `slots` evidence versions. Sizes are powers of two (`_slots`), so a
-    handful of statements serve every search, each rendered once per dialect (`_prepared`);
+    """The read of up to `slots` evidence versions. Sizes are exact up to 16, powers of two above
+    (`_slots`), so a few statements serve every search, each rendered once per dialect (`_prepared`);
     plain parameters (`e0`, `v0`, ...) need no per-call rendering as an expanding IN does.
     Each version is named by its whole primary key, in the form each database plans best:
 
@@ -356,8 +387,16 @@ def _prepared(store: ArchiveStore, slots: int, *, as_of: bool) -> PreparedSelect
     )
 
 
+# Up to this many versions a statement names exactly as many: a search's usual ten hits are not
+# padded to 16 slots, whose six empty lookups cost SQLite a tenth of the statement. Above it,
+# powers of two keep the statements few (every size is one in SQLite's statement cache).
+_EXACT_SLOTS = 16
+
+
 def _slots(n: int) -> int:
-    return 1 << max(0, n - 1).bit_length()
+    if n <= _EXACT_SLOTS:
+        return max(n, 1)
+    return 1 << (n - 1).bit_length()
 
 
 @functools.cache
@@ -368,19 +407,20 @@ def _slot_names(slots: int) -> tuple[tuple[str, str], ...]:
 
 def _read_evidence(
     store: ArchiveStore,
-    tenant: str,
     principal: Principal,
-    wanted: set[_Evidence],
+    wanted: set[tuple[str, int]],
     at: datetime | None,
     corrupt: list[tuple[str, IntegrityFailure]] | None,
-) -> dict[_Target, _Readable]:
-    keys = sorted((x.evidence_id, x.version) for x in wanted)
-    out: dict[_Target, _Readable] = {}
+) -> dict[tuple[str, int], _Version]:
+    """The versions `wanted` ((evidence id, version) pairs) the caller may read at `at`, whose
+    stored bytes hash to their recorded sha256: their text and row, by (evidence id, version)."""
+    keys = sorted(wanted)
+    out: dict[tuple[str, int], _Version] = {}
     slots = _slots(len(keys))
     # Unused slots name no version: no evidence id is empty (refs.check_evidence_id), and an
     # IN list's duplicate would match no row twice either.
     padded = keys + [("", 0)] * (slots - len(keys))
-    params: dict[str, Any] = {"tenant": tenant}
+    params: dict[str, Any] = {"tenant": principal.tenant_id}
     for (id_name, version_name), (evidence_id, version) in zip(_slot_names(slots), padded, strict=True):
         params[id_name] = evidence_id
         params[version_name] = version
@@ -406,8 +446,7 @@ def _read_evidence(
             continue
         except UnicodeDecodeError:
             continue  # a binary original is not searchable text: no index entry names it rightly
-        target = _Evidence(row.evidence_id, row.version)
-        out[target] = _Readable(text, row.locator, "evidence", row.blob_sha256, None, row.metadata_json)
+        out[row.evidence_id, row.version] = (text, row)
     return out
 
 

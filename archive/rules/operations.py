@@ -132,18 +132,30 @@ def _argument(value: Any) -> Any:
 
 # ---- the size caps, for Python callers ------------------------------------------------------------
 
-_Checks = tuple[tuple[str, Any, tuple[object, ...]], ...]
+_Checks = tuple[tuple[str, Any, tuple[object, ...], bool], ...]
 
 
 @functools.cache
 def _fields(record: Any) -> _Checks:
-    """Each field of a record (an Operation or a dataclass): its name, annotation and metadata."""
+    """Each field of a record (an Operation or a dataclass): its name, annotation and metadata,
+    and whether a None there has nothing to check (every search passes a handful of None
+    filters: only a JSON cap measures a None, as `null`)."""
     if isinstance(record, type) and issubclass(record, BaseModel):
         infos = dict(record.model_fields)
     else:
         hints = typing.get_type_hints(record, include_extras=True)
         infos = {f.name: FieldInfo.from_annotation(hints[f.name]) for f in dataclasses.fields(record)}
-    return tuple((name, info.annotation, tuple(info.metadata)) for name, info in infos.items())
+    return tuple(
+        (name, info.annotation, tuple(info.metadata), not _json_capped(tuple(info.metadata)))
+        for name, info in infos.items()
+    )
+
+
+def _json_capped(metadata: tuple[object, ...]) -> bool:
+    return any(
+        isinstance(rule, JsonCap) or (isinstance(rule, FieldInfo) and _json_capped(tuple(rule.metadata)))
+        for rule in metadata
+    )
 
 
 def _is_record(kind: Any) -> bool:
@@ -190,14 +202,18 @@ def check_caps(record: Any, values: object, *, at: str = "") -> None:
     over its cap (`at` prefixes nested names, e.g. `targets[3].note`) and carries the `limit`;
     an original over CONTENT_BYTES is ContentTooLarge. Values of a wrong type are left to the
     archive's own checks. Costs at most about a cap's worth of work per field."""
-    for name, kind, metadata in _fields(record):
-        if isinstance(values, Mapping):
-            if name not in values:
+    # Asked once, not per field: an ABC's isinstance is not free, and a search asks for 11 fields.
+    mapping = values if isinstance(values, Mapping) else None
+    for name, kind, metadata, none_passes in _fields(record):
+        if mapping is not None:
+            if name not in mapping:
                 continue
-            value = values[name]
+            value = mapping[name]
         elif hasattr(values, name):
             value = getattr(values, name)
         else:
+            continue
+        if value is None and none_passes:
             continue
         _check_value(at + name, kind, metadata, value)
 

@@ -197,6 +197,10 @@ def _dump_json(field: str, value: Mapping[str, Any], *, canonical: bool = False)
 
 
 def _holds_non_finite(value: object) -> bool:
+    # A search's key is strings and integers: they are let through before the ABC checks below
+    # (an isinstance against Mapping costs more than the rest of the walk).
+    if type(value) is str or type(value) is int:
+        return False
     if isinstance(value, float):
         return not math.isfinite(value)
     if isinstance(value, Mapping):

@@ -269,6 +269,64 @@ def test_the_read_is_batched_whatever_the_number_of_hits(archive: Archive) -> No
     assert count(kinds[1][:1]) == count(kinds[1]) < ten  # one kind alone: as many for 1 or 10, fewer
 
 
+def test_evidence_alone_reads_as_it_does_beside_other_kinds(archive: Archive, world: World) -> None:
+    """A search of evidence only takes the read's short way (no target per hit); beside a hit of
+    another kind the same versions go the general way. Both answer alike, hit for hit: the
+    readable, the forbidden, the retracted, the superseded (now and as of before), the corrupt,
+    a wrong hash, a span, metadata, and the same version twice."""
+    with_metadata = evidence(archive, AGENT, "doc:meta", "tagged text", metadata={"page": 3})
+    pointers = [
+        world.readable,
+        replace(world.readable, start=5, end=10),
+        world.readable,
+        world.other_tenant,
+        world.above_clearance,
+        world.other_owner,
+        world.retracted,
+        world.superseded,
+        world.rewrite,
+        world.corrupt,
+        replace(world.readable, content_sha256="0" * 64),
+        with_metadata,
+    ]
+    for principal in (READER, AGENT):
+        for at in (None, world.rewritten):
+            alone = archive.read_hits(principal, pointers, at)
+            beside = archive.read_hits(principal, [*pointers, world.own_note], at)[:-1]
+            assert alone == beside, (principal.subject, at)
+    found = archive.read_hits(AGENT, pointers, None)
+    assert [x is not None for x in found] == [
+        True,
+        True,
+        True,
+        False,
+        True,
+        True,
+        False,
+        False,
+        True,
+        False,
+        False,
+        True,
+    ]
+    assert found[1] == HydratedHit("hours", "", "evidence")
+    assert found[-1] is not None and found[-1].metadata == {"page": 3}
+    assert archive.read_hits(AGENT, [], None) == []
+
+
+def test_every_number_of_evidence_hits_reads_each_version_once_in_order(archive: Archive) -> None:
+    """The statement names exactly as many versions up to 16 and pads to a power of two above
+    (archive/hits.py `_slots`): every count around those edges reads back each hit, once, in the
+    order asked, and a padded slot (no evidence id is empty) never matches a row."""
+    stored = [evidence(archive, AGENT, f"doc:{n}", f"text number {n}") for n in range(40)]
+    for n in (1, 2, 9, 10, 15, 16, 17, 31, 32, 33, 40):
+        asked = stored[n - 1 :: -1][:n]  # reversed: the read sorts its keys, the answer must not
+        found = archive.read_hits(AGENT, asked, None)
+        assert [x.snippet if x else None for x in found] == [
+            f"text number {int(p.evidence_id.split(':')[1])}" for p in asked
+        ], n
+
+
 @pytest.fixture
 def sqlite_archive(tmp_path: Path) -> Iterator[Archive]:
     """An archive on SQLite only: the query plan below is SQLite's planner's."""

@@ -373,6 +373,8 @@ def test_search_query_key_is_canonical_and_separates_principals() -> None:
     for non_finite in (float("nan"), float("inf")):
         with pytest.raises(InvalidInput, match="NaN and infinities"):
             search_query_key({"x": [1, {"y": non_finite}]})
+        with pytest.raises(InvalidInput, match="NaN and infinities"):  # beside the strings of a search key
+            search_query_key({"query": "text", "roles": ["agent"], "clearance": 2, "x": ("a", non_finite)})
 
 
 # ---- Redis specifics ------------------------------------------------------------------------------

@@ -11,18 +11,19 @@ archive reads were never reached.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import is_dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 import pytest
 from fastapi.testclient import TestClient
 from mcp import Client
 from mcp_types import TextContent
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 import mnemo_sea.context.render as render
 import mnemo_sea.system.mnemo as mnemo_module
@@ -413,3 +414,22 @@ def test_a_policy_may_lower_a_limit_never_raise_it() -> None:
     with pytest.raises(InvalidInput) as e:
         ArchivePolicy(max_content_bytes=limits.CONTENT_BYTES + 1)
     assert e.value.field == "max_content_bytes"
+
+
+def test_a_none_value_is_skipped_only_where_no_json_cap_would_measure_it() -> None:
+    """check_caps passes a None over without a look (a search passes several), except under a JSON
+    cap, which measures None as `null`: a cap too small for `null` still refuses it."""
+
+    @dataclasses.dataclass
+    class Tiny:
+        text: Annotated[str | None, Field(max_length=1)] = None
+        blob: Annotated[dict[str, Any] | None, limits.JsonCap(3)] = None
+        nested: Annotated[dict[str, Any] | None, Field(), limits.JsonCap(3)] = None
+
+    check_caps(Tiny, {"text": None})
+    with pytest.raises(InvalidInput, match="blob"):
+        check_caps(Tiny, {"blob": None})
+    with pytest.raises(InvalidInput, match="nested"):
+        check_caps(Tiny, Tiny(nested=None, blob={}))
+    with pytest.raises(InvalidInput, match="text"):
+        check_caps(Tiny, Tiny(text="ab"))
