@@ -591,7 +591,8 @@ def test_a_pass_reads_the_note_before_and_after_its_pages_and_bumps_the_cache_on
     archive_log(mnemo)
     before = mnemo.search(AGENT, "zephyrine INV-88231")  # cached: the pages are not indexed yet
     assert all(hit.label != "archived original" for hit in before.hits)
-    reads, bumps = [], []
+    reads: list[Any] = []
+    bumps: list[str] = []
     read = InternalReads.archived_note
     bump = mnemo.cache.bump_generation
     monkeypatch.setattr(InternalReads, "archived_note", lambda self, *a: reads.append(a) or read(self, *a))
@@ -602,3 +603,21 @@ def test_a_pass_reads_the_note_before_and_after_its_pages_and_bumps_the_cache_on
     assert len(reads) == 2 and bumps == ["clinic-a"]
     after = mnemo.search(AGENT, "zephyrine INV-88231")
     assert not after.cached and after.hits[0].label == "archived original"
+
+
+def test_a_sync_builds_the_pages_a_pass_of_the_trail_at_a_time(
+    mnemo: Mnemo, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sync()` claims every pending page at once; their documents are built (and the note read
+    before and after) TRAIL_PASS_PAGES at a time, so a large original is never all in memory."""
+    from mnemo_sea.archive.internal_reads import InternalReads
+
+    monkeypatch.setattr(indexer_module, "TRAIL_PASS_PAGES", 2)
+    archive_log(mnemo)
+    reads: list[Any] = []
+    read = InternalReads.archived_note
+    monkeypatch.setattr(InternalReads, "archived_note", lambda self, *a: reads.append(a) or read(self, *a))
+    mnemo.sync()
+    pages = page_count(len(log_text().encode()))
+    assert pages > 2 and pending_pages(mnemo) == 0
+    assert len(reads) == 2 * -(-pages // 2)

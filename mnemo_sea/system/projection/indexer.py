@@ -944,11 +944,14 @@ def _run_kind(item: OutboxItem) -> str | None:
 
 
 def _runs(items: list[OutboxItem]) -> list[list[OutboxItem]]:
-    """`items` in order, cut into maximal runs of rows of one kind (`_run_kind`) and single other rows."""
+    """`items` in order, cut into maximal runs of rows of one kind (`_run_kind`) and single other
+    rows; a run of pages holds TRAIL_PASS_PAGES at most (a drain of every lane, as `sync()`'s,
+    may claim thousands of pages: their documents are built a run at a time)."""
     runs: list[list[OutboxItem]] = []
     for item in items:
         kind = _run_kind(item)
-        if kind is not None and runs and _run_kind(runs[-1][0]) == kind:
+        full = kind == "pages" and runs and len(runs[-1]) >= TRAIL_PASS_PAGES
+        if kind is not None and runs and _run_kind(runs[-1][0]) == kind and not full:
             runs[-1].append(item)
         else:
             runs.append([item])
