@@ -498,3 +498,126 @@ def test_the_worker_applies_a_write_queued_behind_pages_in_its_first_pass(
     assert mnemo.search(AGENT, "refund window", kinds=["knowledge"]).hits[0].evidence_id == "p-1"
     assert pending_pages(mnemo) == pages - 1  # one page with the write, the rest behind it
     assert len(points(mnemo, "clinic-a", "s1", rid)) == 2  # the note and that page
+
+
+def _page_rows(m: Mnemo) -> list[tuple[bool, bool]]:
+    """(applied_at set, done_at set) of every page row."""
+    with m.archive.store.read() as conn:
+        rows = conn.execute(
+            select(t.outbox.c.applied_at, t.outbox.c.done_at).where(t.outbox.c.entity == "result_original")
+        )
+        return [(r.applied_at is not None, r.done_at is not None) for r in rows]
+
+
+def test_the_trail_flushes_its_pages_at_the_end_of_its_round_not_on_the_writes_timer(
+    mnemo: Mnemo, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The group commit's time bound is the writes': the trail's rows, applied, wait for the end
+    of its round (a crash would only make the next open's trail apply them again)."""
+    monkeypatch.setattr(indexer_module, "TRAIL_PASS_PAGES", 1)  # a pass per page: many chances to flush
+    archive_log(mnemo)
+    clock.advance(indexer_module.GROUP_COMMIT_SECONDS)  # the archive call's own rows flushed
+    assert mnemo.indexer.awaiting_flush == 0 and clock.armed == 0
+    index, upsert, flush = mnemo.indexer.index, mnemo.indexer.index.upsert, mnemo.indexer.index.flush
+    seen: list[tuple[int, int]] = []  # at each page: (rows awaiting the flush, timers armed)
+    flushes: list[int] = []
+
+    def watched(documents: Any, **kwargs: Any) -> Any:
+        seen.append((mnemo.indexer.awaiting_flush, clock.armed))
+        clock.now += indexer_module.GROUP_COMMIT_SECONDS  # a slow page: the writes' bound passes
+        return upsert(documents, **kwargs)
+
+    monkeypatch.setattr(index, "upsert", watched)
+    monkeypatch.setattr(index, "flush", lambda: flushes.append(1) or flush())
+    clock.run_trails()
+    pages = page_count(len(log_text().encode()))
+    assert pages < indexer_module.TRAIL_FLUSH_PAGES
+    assert seen == [(n, 0) for n in range(pages)]  # no timer, nothing flushed until the round ended
+    assert len(flushes) == 1 and mnemo.indexer.awaiting_flush == 0
+    assert _page_rows(mnemo) == [(False, True)] * pages
+
+
+def test_the_trail_flushes_every_trail_flush_pages_pages(
+    mnemo: Mnemo, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bound on what a crash makes the trail re-embed: a flush once that many pages await."""
+    monkeypatch.setattr(indexer_module, "TRAIL_PASS_PAGES", 1)
+    monkeypatch.setattr(indexer_module, "TRAIL_FLUSH_PAGES", 2)
+    archive_log(mnemo)
+    clock.advance(indexer_module.GROUP_COMMIT_SECONDS)
+    index, upsert = mnemo.indexer.index, mnemo.indexer.index.upsert
+    awaiting: list[int] = []
+
+    def watched(documents: Any, **kwargs: Any) -> Any:
+        awaiting.append(mnemo.indexer.awaiting_flush)
+        return upsert(documents, **kwargs)
+
+    monkeypatch.setattr(index, "upsert", watched)
+    clock.run_trails()
+    pages = page_count(len(log_text().encode()))
+    assert pages > 2
+    assert awaiting == [n % 2 for n in range(pages)]
+    assert _page_rows(mnemo) == [(False, True)] * pages and clock.armed == 0
+
+
+def test_a_write_during_the_trail_flushes_on_its_timer_with_the_pages_applied_so_far(
+    mnemo: Mnemo, clock: ManualClock
+) -> None:
+    """A write's rows keep their time bound while the trail runs; its flush takes the trail's
+    applied rows along (marked done with it)."""
+    archive_log(mnemo)
+    clock.advance(indexer_module.GROUP_COMMIT_SECONDS)
+    trail = clock.trails.pop()
+    mnemo.indexer.drain(2, defer_flush=True, lane="trailing")  # two pages, as a pass of the trail
+    assert clock.armed == 0 and mnemo.indexer.awaiting_flush == 2
+    rid = mnemo.record(AGENT, "s2", "notes", "a write between pages").result_id
+    mnemo.archive_results(AGENT, "s2", [ArchiveTarget(rid, "a short note")])
+    assert clock.armed == 1
+    clock.advance(indexer_module.GROUP_COMMIT_SECONDS)
+    assert mnemo.indexer.awaiting_flush == 0
+    assert _page_rows(mnemo).count((False, True)) == 2
+    trail()
+    assert pending_pages(mnemo) == 0 and mnemo.indexer.awaiting_flush == 0
+    assert set(_page_rows(mnemo)) == {(False, True)}
+
+
+def test_a_pass_reads_the_note_before_and_after_its_pages_and_bumps_the_cache_once(
+    mnemo: Mnemo, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its bookkeeping is per pass, not per page; a search cached before the pass finds the
+    pages after it (the one bump follows the last page)."""
+    from mnemo_sea.archive.internal_reads import InternalReads
+
+    archive_log(mnemo)
+    before = mnemo.search(AGENT, "zephyrine INV-88231")  # cached: the pages are not indexed yet
+    assert all(hit.label != "archived original" for hit in before.hits)
+    reads: list[Any] = []
+    bumps: list[str] = []
+    read = InternalReads.archived_note
+    bump = mnemo.cache.bump_generation
+    monkeypatch.setattr(InternalReads, "archived_note", lambda self, *a: reads.append(a) or read(self, *a))
+    monkeypatch.setattr(mnemo.cache, "bump_generation", lambda tenant: bumps.append(tenant) or bump(tenant))
+    clock.run_trails()
+    pages = page_count(len(log_text().encode()))
+    assert 1 < pages <= indexer_module.TRAIL_PASS_PAGES  # one pass
+    assert len(reads) == 2 and bumps == ["clinic-a"]
+    after = mnemo.search(AGENT, "zephyrine INV-88231")
+    assert not after.cached and after.hits[0].label == "archived original"
+
+
+def test_a_sync_builds_the_pages_a_pass_of_the_trail_at_a_time(
+    mnemo: Mnemo, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sync()` claims every pending page at once; their documents are built (and the note read
+    before and after) TRAIL_PASS_PAGES at a time, so a large original is never all in memory."""
+    from mnemo_sea.archive.internal_reads import InternalReads
+
+    monkeypatch.setattr(indexer_module, "TRAIL_PASS_PAGES", 2)
+    archive_log(mnemo)
+    reads: list[Any] = []
+    read = InternalReads.archived_note
+    monkeypatch.setattr(InternalReads, "archived_note", lambda self, *a: reads.append(a) or read(self, *a))
+    mnemo.sync()
+    pages = page_count(len(log_text().encode()))
+    assert pages > 2 and pending_pages(mnemo) == 0
+    assert len(reads) == 2 * -(-pages // 2)

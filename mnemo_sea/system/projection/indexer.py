@@ -44,6 +44,13 @@ runs it when it chooses) that applies the `trailing` lane a
 page per pass, letting go of the drain between pages, so a write arriving meanwhile waits for
 one page at most. `sync()`, the worker and fsck drain both lanes. Until its pages are applied, a
 search says how many originals it could not search yet (`SearchResult.pending_originals`).
+A pass pays its bookkeeping once for its pages (`_apply_pages`): one read of the notes, one
+read after the last page, one cache generation bump per tenant.
+The trail's rows are not under GROUP_COMMIT_SECONDS: that bound is for the writes, whose rows
+an agent just committed. A page applied but not flushed is not lost by a crash either (it is
+reclaimed and the next open's trail applies it again), so the trail flushes at the end of
+its round, or once TRAIL_FLUSH_PAGES of its rows await (the replay a crash may cost), or with
+the writes' rows when those flush (a timer armed by a write, the row bound, `sync()`, `close()`).
 A deletion marks its result's pending pages done and removes every version of the result's
 index id, pages included; a page applied by a pass that read the original just before the
 deletion committed is removed by the deletion's own row, applied after that pass.
@@ -89,6 +96,7 @@ from mnemo_sea.archive.storage.outbox import (
     pending_count,
     reclaim_applied,
 )
+from mnemo_sea.archive.storage.rows import ArchivedNote
 from mnemo_sea.archive.storage.sources import source_owner
 from mnemo_sea.archive.storage.store import ArchiveStore
 from mnemo_sea.errors import MnemoError
@@ -131,6 +139,10 @@ TRAIL_ROWS = 1
 # so a write still waits for one page at most; a trail with the indexer to itself pays a pass's
 # bookkeeping (its outbox reads, the write marking its rows) once per TRAIL_PASS_PAGES pages.
 TRAIL_PASS_PAGES = 16
+# Pages of originals applied but not flushed after which the trail flushes (see the module
+# docstring: the trail's rows are not under GROUP_COMMIT_SECONDS). A crash re-embeds at most
+# these behind the next open: 64 pages are 2 MB of originals, about 1,100 chunks.
+TRAIL_FLUSH_PAGES = 64
 
 
 class FlushTimer(Protocol):
@@ -267,7 +279,8 @@ class Indexer:
         # flushed; when the oldest of them was applied; the timer that flushes them, and how
         # many were started (a timer that runs after it was replaced or cancelled does nothing).
         self._awaiting: set[int] = set()
-        self._awaiting_since: float | None = None
+        self._awaiting_since: float | None = None  # of the writes' rows only (TRAIL_FLUSH_PAGES)
+        self._trail_awaiting = 0  # of them, rows the trail applied
         self._timer: FlushTimer | None = None
         self._timers_started = 0
         self._reclaimed = False
@@ -408,6 +421,9 @@ class Indexer:
                     # Past every row the pass claimed: those applied are done, a failed one waits
                     # for the next round (restarting from 0 would retry it in this one).
                     after = passed.last_claimed
+                # The end of the round flushes what the trail applied (see the module docstring).
+                self._let_waiting_drains_in()
+                self.settle()
             # A thread of its own: whatever stops it is logged, never lost with the thread.
             except Exception as e:  # noqa: BLE001
                 log.warning("indexing archived originals stopped, resumed by the next write or sync: %s", e)
@@ -459,7 +475,9 @@ class Indexer:
             deleting = any(item.op == "index_delete" for item in items) or self._compaction_due()
             # A set: rows whose flush failed are claimed and applied again by the next pass.
             self._awaiting.update(done)
-            if self._awaiting and self._awaiting_since is None:
+            if lane == "trailing":
+                self._trail_awaiting += len(done)
+            elif done and self._awaiting_since is None:
                 self._awaiting_since = self._clock()
             if not defer_flush or deleting or self._closed or self._flush_due():
                 self._settle(problems)
@@ -492,7 +510,7 @@ class Indexer:
         )
 
     def _flush_due(self) -> bool:
-        if len(self._awaiting) >= self.group_commit_rows:
+        if len(self._awaiting) >= self.group_commit_rows or self._trail_awaiting >= TRAIL_FLUSH_PAGES:
             return True
         since = self._awaiting_since
         return since is not None and self._clock() - since >= self.group_commit_seconds
@@ -506,15 +524,15 @@ class Indexer:
         if settled or problems:
             with self.store.write() as conn:
                 self._record(conn, settled, problems or [])
-        self._awaiting, self._awaiting_since = set(), None
+        self._awaiting, self._awaiting_since, self._trail_awaiting = set(), None, 0
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         return len(settled)
 
     def _arm_timer(self) -> None:
-        if self._timer is not None or not self._awaiting or self._closed:
-            return
+        if self._timer is not None or self._awaiting_since is None or self._closed:
+            return  # nothing of the writes awaits: the trail flushes its own rows
         self._timers_started += 1
         started = self._timers_started
         self._timer = self._start_timer(self.group_commit_seconds, lambda: self._on_timer(started))
@@ -553,7 +571,20 @@ class Indexer:
             # Read without `_turns`: a drain that starts waiting just after costs one page more.
             if yields and went and self._waiting:
                 break
-            reported = self._apply_run(run, on_applied) if len(run) > 1 else None
+            if _run_kind(run[0]) == "pages":
+                passed = self._apply_pages(run, yields)
+                if passed is not None:
+                    went += passed
+                    done += [item.id for item in run[:passed]]
+                    if on_applied is not None:
+                        for item in run[:passed]:
+                            on_applied(AppliedRow(item.op, item.entity, item.entity_ref))
+                    if passed < len(run):
+                        break  # it made way for a waiting drain
+                    continue
+            reported = (
+                self._apply_run(run, on_applied) if len(run) > 1 and _run_kind(run[0]) == "ingest" else None
+            )
             if reported is not None:
                 went += len(run)
                 done += [item.id for item in run]
@@ -562,8 +593,11 @@ class Indexer:
                         if item.id not in reported:
                             on_applied(AppliedRow(item.op, item.entity, item.entity_ref))
                 continue
-            outage = False
+            stop = False
             for item in run:
+                if yields and went and self._waiting:
+                    stop = True  # the pages of a failed pass, one by one: still a page at most
+                    break
                 went += 1
                 row_reported: set[int] = set()
                 failure = self._apply_one(item, on_applied, row_reported)
@@ -574,9 +608,9 @@ class Indexer:
                     continue
                 problems.append(failure)
                 if failure.outage:
-                    outage = True
+                    stop = True
                     break
-            if outage:
+            if stop:
                 break
         return done, problems, items[:went]
 
@@ -741,23 +775,7 @@ class Indexer:
                 if note is not None:
                     self.index.upsert([note_document(tenant, note)])
         elif item.entity == "result_original":
-            result_ref, page_no = parse_page_ref(item.entity_ref)
-            result = ResultIndexId.of_ref(result_ref)
-            note = InternalReads(conn).archived_note(tenant, result.session_id, result.result_id)
-            if note is not None:  # else deleted since: its deletion removed every page
-                page = page_document(tenant, note, self._original(conn, tenant, note.content_sha256), page_no)
-                if page is not None:
-                    self.index.upsert([page])
-                    # Read again after writing: with several drainers (PostgreSQL) a deletion may
-                    # have committed, and its points been removed, while this page was embedded.
-                    with self.store.read() as after:
-                        if (
-                            InternalReads(after).archived_note(tenant, result.session_id, result.result_id)
-                            is None
-                        ):
-                            self.index.delete(tenant, str(result))
-                    # A search cached before the page was indexed would not show it.
-                    self.cache.bump_generation(tenant)
+            self._write_pages(self._page_documents(conn, [item]), yields=False)
         elif item.entity == "memory":
             ref, _, version_text = item.entity_ref.rpartition("@")
             owner, _, key = ref.partition("/")
@@ -785,6 +803,83 @@ class Indexer:
                     self.index.upsert([summary_document(tenant, found, summary_owner)])
         else:
             raise ValueError(f"unknown outbox entity {item.entity!r}")
+
+    def _apply_pages(self, run: list[OutboxItem], yields: bool) -> int | None:
+        """Apply a run of pages of originals (rows of the trailing lane); how many rows it went
+        through (from the first: the rest stay pending), or None when anything failed (the
+        caller then applies the run row by row, which names the failing row).
+
+        A pass pays its reads once, not per page: one transaction reads the notes (and the
+        original, see `_original`), the pages are written one by one, then one transaction
+        reads the notes again and one generation bump per tenant follows. With `yields` (the
+        trail) it stops after the page under way once another drain waits (`TRAIL_PASS_PAGES`).
+        """
+        try:
+            with self.store.read() as conn:
+                pages = self._page_documents(conn, run)
+            return self._write_pages(pages, yields)
+        except (MnemoError, ValueError, KeyError) as e:
+            log.info("a pass of %d pages of originals failed, applying them one by one: %s", len(run), e)
+            return None
+
+    def _page_documents(
+        self, conn: Connection, run: list[OutboxItem]
+    ) -> list[tuple[str, ResultIndexId, EvidenceDocument | None]]:
+        """Each page row of `run` as (tenant, its result, the page's document or None when there
+        is nothing to index: the result deleted since, whose deletion removed every page, or a
+        page without text). Each result's note is read once for all its pages in the run."""
+        notes: dict[tuple[str, str], ArchivedNote | None] = {}
+        pages: list[tuple[str, ResultIndexId, EvidenceDocument | None]] = []
+        for item in run:
+            tenant = item.tenant_id
+            result_ref, page_no = parse_page_ref(item.entity_ref)
+            result = ResultIndexId.of_ref(result_ref)
+            if (tenant, result_ref) not in notes:
+                notes[(tenant, result_ref)] = InternalReads(conn).archived_note(
+                    tenant, result.session_id, result.result_id
+                )
+            note = notes[(tenant, result_ref)]
+            doc = None
+            if note is not None:
+                doc = page_document(tenant, note, self._original(conn, tenant, note.content_sha256), page_no)
+            pages.append((tenant, result, doc))
+        return pages
+
+    def _write_pages(
+        self, pages: list[tuple[str, ResultIndexId, EvidenceDocument | None]], yields: bool
+    ) -> int:
+        """Upsert the documents of `pages` (see `_page_documents`) one page per call, so a write
+        waits for one page at most; with `yields`, stop after the page under way once another
+        drain waits. Returns how many of `pages` it went through."""
+        went = 0
+        written: set[tuple[str, ResultIndexId]] = set()
+        for tenant, result, doc in pages:
+            # Read without `_turns`, as in `_apply_all`: a drain that starts waiting just after
+            # costs one page more.
+            if yields and went and self._waiting:
+                break
+            went += 1
+            if doc is not None:
+                self.index.upsert([doc])
+                written.add((tenant, result))
+        if not written:
+            return went
+        # Read again after writing: with several drainers (PostgreSQL and a Qdrant server) a
+        # deletion may have committed, and its points been removed, while these pages were
+        # embedded. One read after the last page covers every page before it: it removes every
+        # page of the result. (With one drainer a deletion's own rows are applied after this
+        # pass, under the same lock, and remove them anyway.)
+        with self.store.read() as after:
+            reads = InternalReads(after)
+            for tenant, result in sorted(written, key=lambda w: (w[0], str(w[1]))):
+                if reads.archived_note(tenant, result.session_id, result.result_id) is None:
+                    self.index.delete(tenant, str(result))
+        # A search cached before these pages were indexed would not show them. Once per tenant,
+        # after the last page: a search that read the generation before this bump is refused
+        # by the cache or filed under the old generation; one that reads it after sees every page.
+        for tenant in sorted({tenant for tenant, _ in written}):
+            self.cache.bump_generation(tenant)
+        return went
 
     def _original(self, conn: Connection, tenant: str, digest: str) -> bytes:
         """An archived original's bytes, hash-verified when read. The one read last is kept for
@@ -838,12 +933,25 @@ class _StepRelay:
 _BATCHABLE = {("index_upsert", "evidence"), ("index_status", "evidence"), ("cache_purge", "tenant")}
 
 
+def _run_kind(item: OutboxItem) -> str | None:
+    """Which run `item` may join: an ingest's rows (`Indexer._apply_run`), pages of originals
+    (`Indexer._apply_pages`), or none (applied alone)."""
+    if (item.op, item.entity) in _BATCHABLE:
+        return "ingest"
+    if item.entity == "result_original":
+        return "pages"
+    return None
+
+
 def _runs(items: list[OutboxItem]) -> list[list[OutboxItem]]:
-    """`items` in order, cut into maximal runs of batchable rows and single other rows."""
+    """`items` in order, cut into maximal runs of rows of one kind (`_run_kind`) and single other
+    rows; a run of pages holds TRAIL_PASS_PAGES at most (a drain of every lane, as `sync()`'s,
+    may claim thousands of pages: their documents are built a run at a time)."""
     runs: list[list[OutboxItem]] = []
     for item in items:
-        batchable = (item.op, item.entity) in _BATCHABLE
-        if batchable and runs and (runs[-1][0].op, runs[-1][0].entity) in _BATCHABLE:
+        kind = _run_kind(item)
+        full = kind == "pages" and runs and len(runs[-1]) >= TRAIL_PASS_PAGES
+        if kind is not None and runs and _run_kind(runs[-1][0]) == kind and not full:
             runs[-1].append(item)
         else:
             runs.append([item])
