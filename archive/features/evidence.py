@@ -252,9 +252,10 @@ def _write_batch(
     chains = {
         eid: [dict(r._mapping) for r in rows] for eid, rows in _chains(conn, tenant, ids, lock=True).items()
     }
-    if not reactivate:
+    if not reactivate and any(r["status"] == "retracted" for rows in chains.values() for r in rows):
         # Checked on the locked chains, before anything is written: a retraction made since a
-        # caller's own check (retracted_among) is honoured too.
+        # caller's own check (retracted_among) is honoured too. Only a chain holding a retracted
+        # version can refuse an item (a batch of new records has none to look through).
         _refuse_retracted(
             [(p.evidence_id, p.digest) for p in prepared],
             {e: [(r["version"], r["status"], r["blob_sha256"]) for r in rows] for e, rows in chains.items()},
