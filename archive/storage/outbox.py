@@ -89,9 +89,12 @@ _encode_payload = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
 _ENQUEUED = ("tenant_id", "op", "entity", "entity_ref", "payload_json", "created_at", "attempts")
 
 
-def enqueue_many(conn: Connection, rows: Sequence[tuple[str, Op, Entity, str, dict[str, Any]]]) -> None:
+def enqueue_many(
+    conn: Connection, rows: Sequence[tuple[str, Op, Entity, str, dict[str, Any] | None]]
+) -> None:
     """`enqueue` for many (tenant, op, entity, entity_ref, payload) rows in one executemany; they
-    get increasing ids in the order given, so the indexer applies them in that order."""
+    get increasing ids in the order given, so the indexer applies them in that order. A payload
+    of None is the empty one."""
     if not rows:
         return
     now = utcnow()
@@ -104,7 +107,7 @@ def enqueue_many(conn: Connection, rows: Sequence[tuple[str, Op, Entity, str, di
                 "op": op,
                 "entity": entity,
                 "entity_ref": entity_ref,
-                "payload_json": _encode_payload(payload),
+                "payload_json": EMPTY_PAYLOAD if payload is None else _encode_payload(payload),
                 "created_at": now,
                 "attempts": 0,
             }

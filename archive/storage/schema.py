@@ -6,6 +6,7 @@ caller's tenant, and composite foreign keys keep references inside one tenant.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,6 +38,10 @@ metadata = MetaData(
 )
 
 
+# SQLite's DATETIME storage format (sqlalchemy.dialects.sqlite.DATETIME's default), positional.
+_SQLITE_TEXT = "%04d-%02d-%02d %02d:%02d:%02d.%06d"
+
+
 class UTCDateTime(TypeDecorator[datetime]):
     """Aware UTC datetimes on every backend (SQLite has no time zones; we store naive UTC)."""
 
@@ -49,6 +54,35 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value.tzinfo is None:
             raise ValueError("naive datetime given to the archive; use an aware datetime")
         return value.astimezone(UTC).replace(tzinfo=None)
+
+    def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any] | None:
+        """On SQLite, an aware datetime becomes SQLite's text in one step. SQLAlchemy's chain
+        (`process_bind_param`, then the dialect's DATETIME format through a dict) costs ~4 us a
+        value, and a batch of 1,000 evidence versions binds two per row (~5 % of an ingest's
+        archive write); this one ~1 us. Anything else (None, a naive time, a date) goes through
+        the chain, so its errors stay the same; a dialect whose text differs from this one's
+        (probed once) keeps the chain."""
+        chained = super().bind_processor(dialect)
+        if dialect.name != "sqlite" or chained is None:
+            return chained
+
+        def process(value: Any) -> Any:
+            if type(value) is datetime and value.tzinfo is not None:
+                if value.tzinfo is not UTC:
+                    value = value.astimezone(UTC)
+                return _SQLITE_TEXT % (
+                    value.year,
+                    value.month,
+                    value.day,
+                    value.hour,
+                    value.minute,
+                    value.second,
+                    value.microsecond,
+                )
+            return chained(value)
+
+        probe = datetime(2001, 2, 3, 4, 5, 6, 7, tzinfo=UTC)
+        return process if process(probe) == chained(probe) else chained
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:

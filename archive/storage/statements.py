@@ -27,6 +27,7 @@ transaction, with SQLAlchemy's events and error wrapping as for any other statem
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -155,21 +156,24 @@ class PreparedInsert:
         if not rows:
             return
         columns, binds = self.columns, self.binds
-        # A batch's rows share their time stamps (every outbox row of a write one `now`, a
-        # version's observed_at its recorded_at): each object is processed once, found by its
-        # identity (the memo holds the object, so no id is reused within the call).
-        done: dict[tuple[int, int], tuple[Any, Any]] = {}
+        # A row's values in column order in one C call: half the time of a list comprehension.
+        values_of = operator.itemgetter(*columns)
+        # Consecutive rows often share a time stamp (every outbox row of a write one `now`):
+        # per column, the last object processed is kept with its result, and the same object
+        # (by identity) in the next row is not processed again. No memo of every value: the
+        # versions of a batch each have their own stamps, and a memo entry per row cost more
+        # than it saved.
+        last_in: list[Any] = [None] * len(columns)
+        last_out: list[Any] = [None] * len(columns)
         parameters: list[Any] = []
         for row in rows:
-            values = [row[name] for name in columns]
+            values = list(values_of(row)) if len(columns) > 1 else [row[columns[0]]]
             for i, processor in binds:
                 value = values[i]
                 if value is not None:  # processors map None to None (see `processed`)
-                    memo = (i, id(value))  # per column: two columns may process alike values apart
-                    seen = done.get(memo)
-                    if seen is None:
-                        seen = done[memo] = (value, processor(value))
-                    values[i] = seen[1]
+                    if value is not last_in[i]:
+                        last_in[i], last_out[i] = value, processor(value)
+                    values[i] = last_out[i]
             parameters.append(dict(zip(columns, values, strict=True)) if self.named else tuple(values))
         conn.exec_driver_sql(self.sql, parameters)
 

@@ -626,10 +626,17 @@ class Indexer:
         order would: an upsert and a status change both write what the archive holds now.
         """
         try:
+            # Each version row's (evidence id, version) (None for a cache purge) and the version
+            # the write handed over (None: read it), worked out once per row.
+            keyed = [
+                (item, key, None if key is None else self._committed(item, key))
+                for item in run
+                for key in [None if item.op == "cache_purge" else _version_key(item.entity_ref)]
+            ]
             wanted: dict[str, set[tuple[str, int]]] = {}
-            for item in run:
-                if item.entity == "evidence" and self._committed(item) is None:
-                    wanted.setdefault(item.tenant_id, set()).add(_version_key(item.entity_ref))
+            for item, key, committed in keyed:
+                if key is not None and item.entity == "evidence" and committed is None:
+                    wanted.setdefault(item.tenant_id, set()).add(key)
             found: dict[str, dict[tuple[str, int], tuple[EvidenceRecord, bytes]]] = {}
             if wanted:
                 with self.store.read() as conn:
@@ -641,13 +648,13 @@ class Indexer:
             documents: list[EvidenceDocument] = []
             statuses: list[tuple[str, str, int, EvidenceDocument]] = []
             purges: dict[str, bool] = {}  # tenant -> whether search results must be dropped
-            for item in run:
+            for item, key, committed in keyed:
                 tenant = item.tenant_id
-                if item.op == "cache_purge":
+                if key is None:  # a cache purge
                     purges[tenant] = purges.get(tenant, False) or bool(item.payload.get("drop_search"))
                     continue
-                evidence_id, version = _version_key(item.entity_ref)
-                stored = self._committed(item) or found.get(tenant, {}).get((evidence_id, version))
+                evidence_id, version = key
+                stored = committed or found.get(tenant, {}).get(key)
                 if stored is None or (item.op == "index_upsert" and stored[0].status == "retracted"):
                     continue  # deleted or withdrawn since; the row that did so removes what was indexed
                 doc = evidence_document(tenant, *stored)
@@ -688,9 +695,10 @@ class Indexer:
         else:
             self.index.upsert(documents, progress=_StepRelay(rows, on_applied, reported))
 
-    def _committed(self, item: OutboxItem) -> tuple[EvidenceRecord, bytes] | None:
-        """The version an evidence index_upsert row names, if the write this drain was handed
-        made it (see the module docstring); None when it must be read from the archive."""
+    def _committed(self, item: OutboxItem, key: tuple[str, int]) -> tuple[EvidenceRecord, bytes] | None:
+        """The version an evidence index_upsert row names (`key`, of its entity_ref), if the write
+        this drain was handed made it (see the module docstring); None when it must be read from
+        the archive."""
         made = self._made
         if (
             made is None
@@ -698,7 +706,7 @@ class Indexer:
             or item.tenant_id != made.tenant_id
         ):
             return None
-        return made.made.get(_version_key(item.entity_ref))
+        return made.made.get(key)
 
     def _compaction_due(self) -> bool:
         return self.index.deleted_since_compaction >= self.compact_after_deleted
