@@ -74,7 +74,12 @@ class InternalReads:
         note = self.archived_note(tenant_id, session_id, rid)
         if note is None:
             return None
-        return note, read_blob(self.conn, tenant_id, note.content_sha256)
+        return note, self.original(tenant_id, note.content_sha256)
+
+    def original(self, tenant_id: str, digest: str) -> bytes:
+        """The original stored under `digest`, hash-verified (IntegrityFailure when it fails or
+        is missing)."""
+        return read_blob(self.conn, tenant_id, digest)
 
     def memory_version(
         self, tenant_id: str, owner: str, key: str, version: int

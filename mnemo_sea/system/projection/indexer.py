@@ -84,7 +84,6 @@ from mnemo_sea.archive import (
 from mnemo_sea.archive.internal_reads import InternalReads
 from mnemo_sea.archive.rules.original_pages import parse_page_ref
 from mnemo_sea.archive.rules.refs import ResultIndexId, memory_index_id
-from mnemo_sea.archive.storage.blobs import read_blob
 from mnemo_sea.archive.storage.outbox import (
     Lane,
     OutboxItem,
@@ -898,7 +897,7 @@ class Indexer:
         kept = self._kept_original
         if kept is not None and kept[:2] == (tenant, digest):
             return kept[2]
-        content = read_blob(conn, tenant, digest)
+        content = InternalReads(conn).original(tenant, digest)
         self._kept_original = (tenant, digest, content)
         return content
 
