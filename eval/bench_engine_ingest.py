@@ -1,19 +1,23 @@
 """Benchmark: the bare engine's ingest (`HybridIndex.upsert` + `flush`) against Qdrant Edge alone.
 
 In one run, on `n` synthetic documents (eval.synthetic: ~40 Zipf words each, spread over
-`tenants` tenants) cut into batches, for each embedder, alternating `rounds` times:
-- `engine`: a fresh embedded index (`HybridIndex.open` on a temporary directory), each batch
-  upserted then flushed: validation, chunking, the lookup of what is stored, tokenizing, BM25,
-  embedding, the conversion to Edge points and Edge's writes, durable after every batch;
-- `edge`: a fresh bare `EdgeIndex`, each batch of the same points, built beforehand in Edge's
-  own form, upserted then flushed: what Qdrant Edge itself costs for those writes.
+`tenants` tenants), for each embedder and two workloads, alternating `rounds` times:
+- workloads: `one_call`, every document in one `HybridIndex.upsert` call and then one `flush`
+  (loading a corpus as a new user does, and as issue 31 measured the in-memory frameworks it
+  compares with: the target is judged on it); and `batches`, `batch_size` documents per call,
+  each followed by a flush (durable after every batch: stricter, reported beside it);
+- `engine`: a fresh embedded index (`HybridIndex.open` on a temporary directory) doing the
+  workload: validation, chunking, the lookup of what is stored, tokenizing, BM25, embedding, the
+  conversion to Edge points and Edge's writes;
+- `edge`: a fresh bare `EdgeIndex` doing the same writes and flushes with the same points, built
+  beforehand in Edge's own form: what Qdrant Edge itself costs for them.
 Embedders: `precomputed` (the corpus's 384-d vectors looked up by text: the model is not the
 subject) and `hashing` (the 64-d hashing test embedder). Each side is reported as the median
 over the rounds, with `edge_share` = engine docs/s / Edge points/s (a document is one point
 here), and the process's CPU time a document or point: on a busy machine the wall clock
 stretches with other processes' load and the disk's queue, the CPU time much less.
-`profile=True` adds a cProfile of one more precomputed engine run: the functions with the most
-own time.
+`profile=True` adds a cProfile of one more precomputed engine run of the one-call workload:
+the functions with the most own time.
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ from .profiling import profile_report
 from .synthetic import SyntheticCorpus, build_corpus
 
 TARGET_DOCS_PER_S = 5_000.0
+ONE_CALL = "one_call"  # every document in one upsert, one flush: the workload the target is judged on
+BATCHES = "batches"  # `batch_size` documents an upsert, a flush after each
 T = TypeVar("T")
 
 
@@ -132,43 +138,37 @@ def run(
     tenants: int = 100,
     profile: bool = False,
 ) -> dict[str, Any]:
-    """Time both sides for both embedders `rounds` times, alternating (see the module docstring)."""
+    """Time both sides of both workloads for both embedders `rounds` times, alternating (see the
+    module docstring)."""
     corpus = build_corpus(n, tenants=tenants, queries=1, dim=384)
     documents = _documents(corpus)
-    doc_batches = _batches(documents, batch_size)
+    workloads = {ONE_CALL: len(documents), BATCHES: batch_size}
     embedders: dict[str, Embedder] = {
         "precomputed": PrecomputedEmbedder(corpus.texts, corpus.vectors),
         "hashing": HashingEmbedder(),
     }
     points = {name: _edge_points(e, documents) for name, e in embedders.items()}
-    engine: dict[str, list[Timing]] = {name: [] for name in embedders}
-    edge: dict[str, list[Timing]] = {name: [] for name in embedders}
+    engine: dict[tuple[str, str], list[Timing]] = {(e, w): [] for e in embedders for w in workloads}
+    edge: dict[tuple[str, str], list[Timing]] = {(e, w): [] for e in embedders for w in workloads}
     load_at_start = [round(x, 2) for x in os.getloadavg()]
     for _ in range(rounds):
         for name, embedder in embedders.items():
-            engine[name].append(engine_ingest(embedder, doc_batches))
-            edge[name].append(_edge_run(embedder.dimension, _batches(points[name], batch_size)))
+            for workload, size in workloads.items():
+                engine[name, workload].append(engine_ingest(embedder, _batches(documents, size)))
+                edge[name, workload].append(_edge_run(embedder.dimension, _batches(points[name], size)))
     sides: dict[str, Any] = {}
     for name, embedder in embedders.items():
-        engine_s = statistics.median(t.wall for t in engine[name])
-        edge_s = statistics.median(t.wall for t in edge[name])
-        docs_per_s = n / engine_s
+        measured = {
+            workload: _side(n, len(points[name]), engine[name, workload], edge[name, workload])
+            for workload in workloads
+        }
+        rate = measured[ONE_CALL]["engine_docs_per_s"]
         sides[name] = {
             "dimension": embedder.dimension,
             "points": len(points[name]),
-            "engine_docs_per_s": round(docs_per_s, 1),
-            "edge_points_per_s": round(len(points[name]) / edge_s, 1),
-            "edge_share": round(docs_per_s / (len(points[name]) / edge_s), 3),
-            "engine_cpu_us_per_doc": round(statistics.median(t.cpu for t in engine[name]) / n * 1e6, 1),
-            "edge_cpu_us_per_point": round(
-                statistics.median(t.cpu for t in edge[name]) / len(points[name]) * 1e6, 1
-            ),
-            "engine_seconds": [round(t.wall, 3) for t in engine[name]],
-            "edge_seconds": [round(t.wall, 3) for t in edge[name]],
-            "engine_cpu_seconds": [round(t.cpu, 3) for t in engine[name]],
-            "edge_cpu_seconds": [round(t.cpu, 3) for t in edge[name]],
+            **measured,
             "target_engine_docs_per_s": TARGET_DOCS_PER_S,
-            "meets_target": docs_per_s >= TARGET_DOCS_PER_S,
+            "meets_target": rate >= TARGET_DOCS_PER_S,  # on the one-call workload
         }
     report: dict[str, Any] = {
         "documents": n,
@@ -186,6 +186,24 @@ def run(
     if profile:
         precomputed = embedders["precomputed"]
         report["profile"] = profile_report(
-            lambda p: engine_ingest(precomputed, doc_batches, p), top=25, ours=("retrieval/",)
+            lambda p: engine_ingest(precomputed, [documents], p), top=25, ours=("retrieval/",)
         )
     return report
+
+
+def _side(n: int, n_points: int, engine: Sequence[Timing], edge: Sequence[Timing]) -> dict[str, Any]:
+    """One workload's medians for one embedder: the engine's docs/s and Edge's points/s."""
+    engine_s = statistics.median(t.wall for t in engine)
+    edge_s = statistics.median(t.wall for t in edge)
+    docs_per_s, points_per_s = n / engine_s, n_points / edge_s
+    return {
+        "engine_docs_per_s": round(docs_per_s, 1),
+        "edge_points_per_s": round(points_per_s, 1),
+        "edge_share": round(docs_per_s / points_per_s, 3),
+        "engine_cpu_us_per_doc": round(statistics.median(t.cpu for t in engine) / n * 1e6, 1),
+        "edge_cpu_us_per_point": round(statistics.median(t.cpu for t in edge) / n_points * 1e6, 1),
+        "engine_seconds": [round(t.wall, 3) for t in engine],
+        "edge_seconds": [round(t.wall, 3) for t in edge],
+        "engine_cpu_seconds": [round(t.cpu, 3) for t in engine],
+        "edge_cpu_seconds": [round(t.cpu, 3) for t in edge],
+    }

@@ -11,7 +11,6 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from functools import cached_property
 from typing import Any
 
 from sqlalchemy import Connection, Row, and_, bindparam, case, func, select, update
@@ -113,12 +112,10 @@ class _Prepared:
     fields: dict[str, Any]
     observed_at: datetime | None
     requested_id: str | None  # None when the id was generated
-
-    @cached_property
-    def digest(self) -> str:
-        """The content's sha256, computed once: the retraction check, the blob and an idempotency
-        key each need it."""
-        return sha256_hex(self.data)
+    # The content's sha256, computed once: the retraction check, the blob and an idempotency key
+    # each need it. A field, not a cached_property: caching one gives every item an instance
+    # dict, one more object per record for the garbage collector to trace while a batch is built.
+    digest: str
 
     def request(self) -> dict[str, Any]:
         """What the caller asked for, for an idempotency key: a generated id is not part of it.
@@ -186,7 +183,13 @@ def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> 
         "metadata_json": metadata,
     }
     return _Prepared(
-        evidence_id, data, media, fields, aware("observed_at", item.observed_at), item.evidence_id
+        evidence_id,
+        data,
+        media,
+        fields,
+        aware("observed_at", item.observed_at),
+        item.evidence_id,
+        sha256_hex(data),
     )
 
 
@@ -263,7 +266,10 @@ def _write_batch(
     digests = put_blobs(conn, tenant, [(p.data, p.media) for p in prepared], [p.digest for p in prepared])
     answers: list[dict[str, Any]] = []  # the row of the version each item answers with
     superseded: list[dict[str, Any]] = []  # versions stored before this batch that it supersedes
-    inserted: list[tuple[dict[str, Any], bytes]] = []  # the versions made, with their originals
+    # The versions made and their originals, side by side (a pair per version would be one more
+    # object per record for the garbage collector to trace while the batch is written).
+    inserted: list[dict[str, Any]] = []
+    originals: list[bytes] = []
     made: set[tuple[str, int]] = set()  # (evidence_id, version) of the versions this batch makes
     # (op, entity, entity_ref, payload) in the order sequential puts write them. An upsert's
     # payload is empty: the indexer reads the version itself (or takes it from `made`), and a
@@ -311,7 +317,8 @@ def _write_batch(
             **fields,
         }
         chain.append(row)
-        inserted.append((row, p.data))
+        inserted.append(row)
+        originals.append(p.data)
         made.add((p.evidence_id, version))
         answers.append(row)
         rows_out.append(("index_upsert", "evidence", f"{p.evidence_id}@{version}", None))
@@ -335,9 +342,12 @@ def _write_batch(
             ],
         )
     insert = prepared_insert("evidence", t.evidence.insert, _EVIDENCE_COLUMNS, conn.dialect)
-    insert.execute(conn, [row for row, _ in inserted])
+    insert.execute(conn, inserted)
     # Each version made, in its final state (the rows were updated in place as the batch went).
-    versions = {(row["evidence_id"], row["version"]): (_record_of(row), data) for row, data in inserted}
+    versions = {
+        (row["evidence_id"], row["version"]): (_record_of(row), data)
+        for row, data in zip(inserted, originals, strict=True)
+    }
     enqueue_many(conn, [(tenant, op, entity, ref, payload) for op, entity, ref, payload in rows_out])
     # A version still active answers as it is held in `versions`; others as they were made.
     return [

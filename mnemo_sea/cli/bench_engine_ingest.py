@@ -18,7 +18,7 @@ def bench_engine_ingest(
         int, typer.Option("--n", min=1, help="synthetic documents to ingest (the issue: 10000)")
     ] = 10_000,
     batch_size: Annotated[
-        int, typer.Option(min=1, max=1_000, help="documents per upsert, each followed by a flush")
+        int, typer.Option(min=1, max=1_000, help="documents per upsert of the batches workload, each flushed")
     ] = 500,
     rounds: Annotated[
         int, typer.Option(min=1, help="alternating rounds of each side (medians reported)")
@@ -28,7 +28,9 @@ def bench_engine_ingest(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Docs/s of HybridIndex.upsert + flush (precomputed vectors, then the hashing embedder) and
-    points/s of Qdrant Edge alone writing the same points, alternating; edge_share is their ratio."""
+    points/s of Qdrant Edge alone writing the same points, alternating; edge_share is their ratio.
+    Two workloads: every document in one call then one flush (the target's), and batches each
+    flushed."""
     from mnemo_sea.eval.bench_engine_ingest import run
 
     with guard():

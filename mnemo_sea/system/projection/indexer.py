@@ -415,7 +415,9 @@ class Indexer:
                 while not self._closed:
                     self._let_waiting_drains_in()
                     passed = self.drain(TRAIL_PASS_PAGES, defer_flush=True, lane="trailing", after=after)
-                    if passed.outage or passed.last_claimed == 0:
+                    # Nothing pending when the pass ended: no pass is left to find that out (a
+                    # page enqueued since asked for a round of its own, see `trail`).
+                    if passed.outage or passed.last_claimed == 0 or passed.pending == 0:
                         break
                     # Past every row the pass claimed: those applied are done, a failed one waits
                     # for the next round (restarting from 0 would retry it in this one).
