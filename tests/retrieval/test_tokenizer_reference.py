@@ -227,3 +227,22 @@ def test_stemming_without_pystemmers_cache_gives_the_same_stems() -> None:
     default = Stemmer.Stemmer("english")
     for _ in range(2):  # the second pass would be answered by a cache
         assert [tokenizer._stemmer().stemWord(w) for w in words] == [default.stemWord(w) for w in words]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from([p for p in _PIECES if p.isascii()]),
+            st.text(st.characters(max_codepoint=127), max_size=12),
+        ),
+        max_size=40,
+    ),
+    st.sampled_from(["", " ", "_", "-", "\n"]),
+)
+def test_the_ascii_word_pattern_matches_the_unicode_one_on_ascii_text(parts: list[str], sep: str) -> None:
+    """Tokenize finds the word runs of case-folded ASCII text with `[a-z0-9]` classes: exactly
+    what `_WORD` matches there."""
+    text = unicodedata.normalize("NFKC", sep.join(parts)).casefold()
+    assert text.isascii()
+    assert tokenizer_module._ASCII_WORDS.findall(text) == re.findall(tokenizer_module._WORD, text)
