@@ -157,8 +157,14 @@ class Tokenizer:
         s = self.settings
         if len(word) > MAX_TERM_CHARS:
             return ()
-        # No joiner is alphanumeric, so an alphanumeric run is one part (most runs): no split.
-        parts = [word] if word.isalnum() else _PARTS.split(word)
+        if word.isalnum():
+            # No joiner is alphanumeric, so an alphanumeric run is one part (most runs): its one
+            # term straight away, without the parts' list and loop (`_learn` of the 33k distinct
+            # words of the engine-ingest corpus: 0.019-0.022 s against 0.028 s, process time).
+            if word in s.english_stopwords:
+                return ()
+            return (self._stemmer().stemWord(word),) if s.stem_english and not word.isdigit() else (word,)
+        parts = _PARTS.split(word)
         terms: list[str] = []
         if len(parts) > 1 and s.identifiers:
             terms.append(word)
