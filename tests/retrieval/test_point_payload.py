@@ -1,9 +1,11 @@
-"""PointPayload's faster constructor and `to_dict`, and `edge_points` handing Edge the sparse
-vector's tuples: the same payloads, dataclass behaviour and stored vectors as before."""
+"""PointPayload's faster constructor and `to_dict`, `prepare`'s payloads, and `edge_points`
+handing Edge the sparse vector's tuples: the same payloads, dataclass behaviour and stored
+vectors as before."""
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import uuid
 from pathlib import Path
 from typing import Any
@@ -15,8 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo_sea.retrieval.bm25 import SparseVector
+from mnemo_sea.retrieval.chunking import ChunkingPolicy, split_into_chunks
 from mnemo_sea.retrieval.edge_backend import EdgeIndex, edge_points
-from mnemo_sea.retrieval.points import BM25, DENSE, IndexPoint, PointPayload
+from mnemo_sea.retrieval.evidence import EvidenceDocument
+from mnemo_sea.retrieval.fields import BEGINNING_OF_TIME, END_OF_TIME
+from mnemo_sea.retrieval.ingest import PointEncoder
+from mnemo_sea.retrieval.points import BM25, DENSE, POINT_NAMESPACE, IndexPoint, PointPayload
+from mnemo_sea.retrieval.settings import EncodingSettings
 
 KEYS = [f.name for f in dataclasses.fields(PointPayload)]
 
@@ -105,3 +112,47 @@ def test_edge_stores_the_sparse_tuples_as_it_stored_lists(tmp_path: Path) -> Non
     assert [v.hex() for v in new_values] == [v.hex() for v in old_values]
     assert np.array_equal(np.float32(new_values), np.float32(sparse.values))
     assert np.array_equal(stored[new_id].dense, stored[old_id].dense)
+
+
+class _NoEmbedder:
+    dimension = 4
+    model_id = "none"
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.text(max_size=300).filter(str.strip) | st.sampled_from(["a b c", " padded ", "x" * 5000]),
+    st.sampled_from(["", "tool: search(q)"]),
+    st.sampled_from([30, 2000]),
+)
+def test_prepared_payloads_are_the_old_ones(text: str, heading: str, max_chars: int) -> None:
+    """`prepare` takes a whole-text chunk's hash from the document: the payload is still the one
+    built field by field from the chunk, its hash that of the searched text."""
+    encoding = EncodingSettings(chunking=ChunkingPolicy(max_chars=max_chars, overlap_chars=10))
+    doc = EvidenceDocument(
+        tenant_id="t1", evidence_id="e:1", version=2, text=text, heading=heading, owner="u1"
+    )
+    prepared = PointEncoder(encoding, _NoEmbedder()).prepare(doc)  # type: ignore[arg-type]
+    assert [p.chunk for p in prepared] == list(split_into_chunks(text, encoding.chunking))
+    for p in prepared:
+        searched = f"{heading}\n{p.chunk.text}" if heading else p.chunk.text
+        assert p.searched == searched
+        assert p.point_id == uuid.uuid5(POINT_NAMESPACE, f"t1\x1fe:1\x1f2\x1f{p.chunk.index}")
+        assert p.payload == PointPayload(
+            tenant_id="t1",
+            evidence_id="e:1",
+            version=2,
+            chunk=p.chunk.index,
+            chunk_start=p.chunk.start,
+            chunk_end=p.chunk.end,
+            chunk_sha256=hashlib.sha256(searched.encode("utf-8")).hexdigest(),
+            content_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            kind="knowledge",
+            scope="default",
+            source="unknown",
+            owner="u1",
+            sensitivity=0,
+            status="active",
+            valid_from=BEGINNING_OF_TIME,
+            valid_until=END_OF_TIME,
+        )
