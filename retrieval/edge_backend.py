@@ -254,12 +254,18 @@ class EdgeIndex:
 def edge_points(points: Sequence[IndexPoint]) -> list[qe.Point]:
     """Index points in Edge's form. Edge converts each payload value on the way in (about 3 us a
     string or float, 1 us an int; a PointPayload comes to ~35 us), a dense row of 384 floats
-    costs ~8 us with `tolist()` (a numpy row is accepted but costs ~16 us).
+    costs ~8 us with `tolist()` (a numpy row is accepted but costs ~16 us). The sparse vector's
+    tuples go in as they are: Edge takes any sequence (0.66 us against 0.85 copying them to
+    lists first, a 40-term vector, timeit).
     """
     return [
         qe.Point(
             p.id,
-            {DENSE: p.dense.tolist(), BM25: qe.SparseVector(list(p.sparse.indices), list(p.sparse.values))},
+            {
+                DENSE: p.dense.tolist(),
+                # The stub says list; the binding's Vec extraction takes any sequence.
+                BM25: qe.SparseVector(p.sparse.indices, p.sparse.values),  # type: ignore[arg-type]
+            },
             p.payload.to_dict(),
         )
         for p in points

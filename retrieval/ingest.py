@@ -53,8 +53,11 @@ class PointEncoder:
                 chunk=chunk.index,
                 chunk_start=chunk.start,
                 chunk_end=chunk.end,
-                # The embedding cache's key: the hash of what is embedded.
-                chunk_sha256=sha256_hex(searched),
+                # The embedding cache's key: the hash of what is embedded. A chunk that is the
+                # whole text under no heading (most short documents) has the document's own hash,
+                # which EvidenceDocument checks against its text: 0.46 us of sha256 saved (timeit,
+                # 250 characters).
+                chunk_sha256=document.content_sha256 if searched == document.text else sha256_hex(searched),
                 content_sha256=document.content_sha256,
                 kind=document.kind,
                 scope=document.scope,

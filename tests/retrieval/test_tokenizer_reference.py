@@ -154,3 +154,95 @@ def test_threads_sharing_one_tokenizer_get_the_reference_terms() -> None:
     for t in threads:
         t.join()
     assert all(results[k] == expected for k in range(4))
+
+
+# Text without Han: letters of other scripts, full-width forms, digits, underscores, joiners.
+_NO_HAN_ALPHABET = st.characters(blacklist_categories=("Cs",)).filter(
+    lambda c: tokenizer_module._HAN_CHAR.match(c) is None
+)
+no_han_pieces = st.lists(
+    st.one_of(
+        st.sampled_from([p for p in _PIECES if not tokenizer_module._HAN_CHAR.search(p)]),
+        st.sampled_from([*list("-_.:/+@#0123456789"), "Ｏ－１", "ａ＿ｂ", "٣", "ß", "Ωμέγα", "кот"]),
+        st.text(_NO_HAN_ALPHABET, max_size=12),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(no_han_pieces, st.sampled_from(["", " ", "_", "-", "．"]))
+def test_the_fast_path_word_pattern_matches_the_han_excluding_one_without_han(
+    parts: list[str], sep: str
+) -> None:
+    """Tokenize's fast path finds word runs with a pattern that does not exclude Han: on text
+    without Han (all the fast path sees) it must match exactly what `_WORD` matches."""
+    text = unicodedata.normalize("NFKC", sep.join(parts)).casefold()
+    if tokenizer_module._HAN_CHAR.search(text) is not None:
+        return  # NFKC can make Han of other characters (e.g. CJK compatibility forms)
+    assert tokenizer_module._WORDS.findall(text) == re.findall(tokenizer_module._WORD, text)
+
+
+_ENGLISH_WORDS = [
+    "running",
+    "runs",
+    "ran",
+    "studies",
+    "studying",
+    "generously",
+    "happiness",
+    "relational",
+    "conditional",
+    "cats",
+    "caresses",
+    "ponies",
+    "ties",
+    "caress",
+    "agreed",
+    "plastered",
+    "motoring",
+    "sing",
+    "conflated",
+    "troubling",
+]
+
+
+def test_stemming_without_pystemmers_cache_gives_the_same_stems() -> None:
+    """The tokenizer's stemmer has PyStemmer's cache off (the word memo does its job); the stems
+    are the default stemmer's, for English words, inflections, identifiers' parts and other scripts."""
+    words = [
+        *(p.casefold() for p in _PIECES),
+        *_ENGLISH_WORDS,
+        *(
+            f"{w}{suffix}"
+            for w in ("connect", "operat", "general", "hope")
+            for suffix in ("", "s", "ed", "ing", "ion", "ful", "ness")
+        ),
+        "naïve",
+        "straße",
+        "кошки",
+        "x" * 200,
+    ]
+    tokenizer = Tokenizer()
+    default = Stemmer.Stemmer("english")
+    for _ in range(2):  # the second pass would be answered by a cache
+        assert [tokenizer._stemmer().stemWord(w) for w in words] == [default.stemWord(w) for w in words]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from([p for p in _PIECES if p.isascii()]),
+            st.text(st.characters(max_codepoint=127), max_size=12),
+        ),
+        max_size=40,
+    ),
+    st.sampled_from(["", " ", "_", "-", "\n"]),
+)
+def test_the_ascii_word_pattern_matches_the_unicode_one_on_ascii_text(parts: list[str], sep: str) -> None:
+    """Tokenize finds the word runs of case-folded ASCII text with `[a-z0-9]` classes: exactly
+    what `_WORD` matches there."""
+    text = unicodedata.normalize("NFKC", sep.join(parts)).casefold()
+    assert text.isascii()
+    assert tokenizer_module._ASCII_WORDS.findall(text) == re.findall(tokenizer_module._WORD, text)
