@@ -26,7 +26,7 @@ import dataclasses
 import functools
 import types
 import typing
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Annotated, Any, ClassVar, Literal, Self
@@ -132,23 +132,30 @@ def _argument(value: Any) -> Any:
 
 # ---- the size caps, for Python callers ------------------------------------------------------------
 
-_Checks = tuple[tuple[str, Any, tuple[object, ...], bool], ...]
+# What checking one value takes: (the field's name as errors show it, the value).
+_Check = Callable[[str, object], None]
+# Per field of a record: its name, its check, and whether a None there has nothing to check.
+_Checks = tuple[tuple[str, _Check, bool], ...]
 
 
 @functools.cache
 def _fields(record: Any) -> _Checks:
-    """Each field of a record (an Operation or a dataclass): its name, annotation and metadata,
-    and whether a None there has nothing to check (every search passes a handful of None
-    filters: only a JSON cap measures a None, as `null`)."""
+    """The checks of a record's fields (an Operation or a dataclass), worked out once per record
+    from each field's annotation and metadata; a field with nothing to check is left out. A None
+    has nothing to check unless a JSON cap measures it (as `null`): every search passes a
+    handful of None filters."""
     if isinstance(record, type) and issubclass(record, BaseModel):
         infos = dict(record.model_fields)
     else:
         hints = typing.get_type_hints(record, include_extras=True)
         infos = {f.name: FieldInfo.from_annotation(hints[f.name]) for f in dataclasses.fields(record)}
-    return tuple(
-        (name, info.annotation, tuple(info.metadata), not _json_capped(tuple(info.metadata)))
-        for name, info in infos.items()
-    )
+    checks = []
+    for name, info in infos.items():
+        metadata = tuple(info.metadata)
+        check = _compiled(info.annotation, metadata)
+        if check is not None:
+            checks.append((name, check, not _json_capped(metadata)))
+    return tuple(checks)
 
 
 def _json_capped(metadata: tuple[object, ...]) -> bool:
@@ -166,34 +173,85 @@ def _unit(value: object) -> str:
     return "characters" if isinstance(value, str) else "bytes" if isinstance(value, bytes) else "items"
 
 
-def _check_value(field: str, kind: Any, metadata: tuple[object, ...], value: object) -> None:
+def _compiled(kind: Any, metadata: tuple[object, ...]) -> _Check | None:
+    """The check of a value annotated `kind` with `metadata`, or None when there is nothing to
+    check. Worked out once per field, not per call: walking the annotation on every value
+    (typing.get_origin, get_args, the metadata) took about 20 us of each search's 11 fields.
+
+    In order: the caps of `metadata` (a FieldInfo's own, depth first), then, for a value that is
+    not None, what its type holds: an Annotated's caps and type, each arm of a union, each item
+    of a list, the fields of a nested record."""
+    rules = _rules(metadata)
+    inner = _of_type(kind)
+    if not rules and inner is None:
+        return None
+
+    def check(field: str, value: object) -> None:
+        for rule in rules:
+            if isinstance(rule, MaxLen):
+                if isinstance(value, str | bytes | list | tuple | Mapping) and len(value) > rule.max_length:
+                    raise InvalidInput(
+                        field,
+                        f"is {len(value)} {_unit(value)}; at most {rule.max_length}",
+                        limit=rule.max_length,
+                    )
+            else:
+                rule.check(field, value)
+        if inner is not None and value is not None:
+            inner(field, value)
+
+    return check
+
+
+def _rules(metadata: tuple[object, ...]) -> tuple[MaxLen | JsonCap | ContentCap, ...]:
+    """The caps among `metadata`, a FieldInfo's own in its place (depth first)."""
+    found: list[MaxLen | JsonCap | ContentCap] = []
     for rule in metadata:
         if isinstance(rule, FieldInfo):
-            _check_value(field, None, tuple(rule.metadata), value)
-        elif isinstance(rule, MaxLen) and isinstance(value, str | bytes | list | tuple | Mapping):
-            if len(value) > rule.max_length:
-                raise InvalidInput(
-                    field,
-                    f"is {len(value)} {_unit(value)}; at most {rule.max_length}",
-                    limit=rule.max_length,
-                )
-        elif isinstance(rule, JsonCap | ContentCap):
-            rule.check(field, value)
-    if kind is None or value is None:
-        return
+            found += _rules(tuple(rule.metadata))
+        elif isinstance(rule, MaxLen | JsonCap | ContentCap):
+            found.append(rule)
+    return tuple(found)
+
+
+def _of_type(kind: Any) -> _Check | None:
+    """The check a value's type asks for beyond the field's own caps (see `_compiled`)."""
+    if kind is None:
+        return None
     origin = typing.get_origin(kind)
     if origin is Annotated:
         inner, *more = typing.get_args(kind)
-        _check_value(field, inner, tuple(more), value)
-    elif origin in (typing.Union, types.UnionType):
-        for arm in typing.get_args(kind):
-            _check_value(field, arm, (), value)
-    elif origin is list and isinstance(value, list | tuple):
+        return _compiled(inner, tuple(more))
+    if origin in (typing.Union, types.UnionType):
+        arms = tuple(c for arm in typing.get_args(kind) if (c := _compiled(arm, ())) is not None)
+        if not arms:
+            return None
+
+        def each_arm(field: str, value: object) -> None:
+            for arm_check in arms:
+                arm_check(field, value)
+
+        return each_arm
+    if origin is list:
         (item,) = typing.get_args(kind)
-        for i, v in enumerate(value):
-            _check_value(f"{field}[{i}]", item, (), v)
-    elif _is_record(kind) and not isinstance(value, str | bytes | list | tuple):
-        check_caps(kind, value, at=f"{field}.")
+        item_check = _compiled(item, ())
+        if item_check is None:
+            return None
+
+        def each_item(field: str, value: object) -> None:
+            if isinstance(value, list | tuple):
+                for i, v in enumerate(value):
+                    item_check(f"{field}[{i}]", v)
+
+        return each_item
+    if _is_record(kind):
+
+        def nested(field: str, value: object) -> None:
+            if not isinstance(value, str | bytes | list | tuple):
+                check_caps(kind, value, at=f"{field}.")
+
+        return nested
+    return None
 
 
 def check_caps(record: Any, values: object, *, at: str = "") -> None:
@@ -204,7 +262,7 @@ def check_caps(record: Any, values: object, *, at: str = "") -> None:
     archive's own checks. Costs at most about a cap's worth of work per field."""
     # Asked once, not per field: an ABC's isinstance is not free, and a search asks for 11 fields.
     mapping = values if isinstance(values, Mapping) else None
-    for name, kind, metadata, none_passes in _fields(record):
+    for name, check, none_passes in _fields(record):
         if mapping is not None:
             if name not in mapping:
                 continue
@@ -215,7 +273,7 @@ def check_caps(record: Any, values: object, *, at: str = "") -> None:
             continue
         if value is None and none_passes:
             continue
-        _check_value(at + name, kind, metadata, value)
+        check(at + name, value)
 
 
 # ---- what travels beside a record --------------------------------------------------------------
