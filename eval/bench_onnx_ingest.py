@@ -114,14 +114,15 @@ def run(
     texts = _texts(n)
     docs, inputs = _documents(texts), _inputs(texts)
     encoding = EncodingSettings()
-    chunk_texts = [c.text for d in docs for c in split_into_chunks(d.text, encoding.chunking)]
-    embedder = OnnxEmbedder(threads=threads)
-    embedder.embed_documents(chunk_texts[: embedder.batch_size])  # load, and warm threads and allocator
-    load_average = [round(x, 2) for x in os.getloadavg()]
+    # The chunk texts of each `batch_size` documents (one Mnemo.ingest call), and all of them.
     per_call = [
         [c.text for d in docs[at : at + batch_size] for c in split_into_chunks(d.text, encoding.chunking)]
         for at in range(0, len(docs), batch_size)
     ]
+    chunk_texts = [text for texts_of_call in per_call for text in texts_of_call]
+    embedder = OnnxEmbedder(threads=threads)
+    embedder.embed_documents(chunk_texts[: embedder.batch_size])  # load, and warm threads and allocator
+    load_average = [round(x, 2) for x in os.getloadavg()]
     model: list[float] = []
     model_per_call: list[float] = []
     sides: dict[str, list[tuple[float, float, int]]] = {"engine": [], "mnemo": []}

@@ -152,28 +152,27 @@ class Tokenizer:
         return terms
 
     def _word(self, word: str) -> tuple[str, ...]:
-        """The terms of one word run: the identifier whole (unstemmed), then its parts, stop words
-        dropped and the rest stemmed unless all digits."""
-        s = self.settings
+        """The terms of one word run: the identifier whole (unstemmed), then its parts' terms
+        (`_part_term`)."""
         if len(word) > MAX_TERM_CHARS:
             return ()
         if word.isalnum():
             # No joiner is alphanumeric, so an alphanumeric run is one part (most runs): its one
             # term straight away, without the parts' list and loop (`_learn` of the 33k distinct
             # words of the engine-ingest corpus: 0.019-0.022 s against 0.028 s, process time).
-            if word in s.english_stopwords:
-                return ()
-            return (self._stemmer().stemWord(word),) if s.stem_english and not word.isdigit() else (word,)
+            term = self._part_term(word)
+            return () if term is None else (term,)
         parts = _PARTS.split(word)
-        terms: list[str] = []
-        if len(parts) > 1 and s.identifiers:
-            terms.append(word)
-        stem = self._stemmer().stemWord if s.stem_english else None
-        for part in parts:
-            if part in s.english_stopwords:
-                continue
-            terms.append(stem(part) if stem is not None and not part.isdigit() else part)
+        terms = [word] if len(parts) > 1 and self.settings.identifiers else []
+        terms += [term for part in parts if (term := self._part_term(part)) is not None]
         return tuple(terms)
+
+    def _part_term(self, part: str) -> str | None:
+        """One part's term: None for a stop word, else the part stemmed unless all digits."""
+        s = self.settings
+        if part in s.english_stopwords:
+            return None
+        return self._stemmer().stemWord(part) if s.stem_english and not part.isdigit() else part
 
     def _segment(self, han: str) -> Iterable[str]:
         mode = self.settings.chinese

@@ -159,10 +159,7 @@ def _fields(record: Any) -> _Checks:
 
 
 def _json_capped(metadata: tuple[object, ...]) -> bool:
-    return any(
-        isinstance(rule, JsonCap) or (isinstance(rule, FieldInfo) and _json_capped(tuple(rule.metadata)))
-        for rule in metadata
-    )
+    return any(isinstance(rule, JsonCap) for rule in _rules(metadata))
 
 
 def _is_record(kind: Any) -> bool:

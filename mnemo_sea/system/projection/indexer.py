@@ -278,7 +278,7 @@ class Indexer:
         # flushed; when the oldest of them was applied; the timer that flushes them, and how
         # many were started (a timer that runs after it was replaced or cancelled does nothing).
         self._awaiting: set[int] = set()
-        self._awaiting_since: float | None = None  # of the writes' rows only (TRAIL_FLUSH_PAGES)
+        self._awaiting_since: float | None = None  # of the writes' rows only (not the trail's)
         self._trail_awaiting = 0  # of them, rows the trail applied
         self._timer: FlushTimer | None = None
         self._timers_started = 0
@@ -572,7 +572,8 @@ class Indexer:
             # Read without `_turns`: a drain that starts waiting just after costs one page more.
             if yields and went and self._waiting:
                 break
-            if _run_kind(run[0]) == "pages":
+            kind = _run_kind(run[0])
+            if kind == "pages":
                 passed = self._apply_pages(run, yields)
                 if passed is not None:
                     went += passed
@@ -583,9 +584,7 @@ class Indexer:
                     if passed < len(run):
                         break  # it made way for a waiting drain
                     continue
-            reported = (
-                self._apply_run(run, on_applied) if len(run) > 1 and _run_kind(run[0]) == "ingest" else None
-            )
+            reported = self._apply_run(run, on_applied) if len(run) > 1 and kind == "ingest" else None
             if reported is not None:
                 went += len(run)
                 done += [item.id for item in run]
