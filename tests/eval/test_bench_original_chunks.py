@@ -3,8 +3,19 @@ same chunks of the original's pages (the work was done, not how fast)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from mnemo_sea.archive.rules.original_pages import PAGE_BYTES, page_count
-from mnemo_sea.eval.bench_original_chunks import engine_run, log_text, page_docs, run, trail_run
+from mnemo_sea.eval.bench_original_chunks import (
+    WARM_UP,
+    _recorded,
+    engine_run,
+    log_text,
+    page_docs,
+    run,
+    trail_run,
+)
+from mnemo_sea.retrieval.filters import tenant_filter
 
 
 def test_the_report_names_each_size_with_both_rates_and_their_ratio() -> None:
@@ -28,3 +39,17 @@ def test_the_trail_indexes_every_page_the_engine_does() -> None:
     total, behind, trail_chunks = trail_run(text)
     assert trail_chunks == engine_chunks > 0
     assert 0 < behind <= total
+
+
+def test_both_sides_are_warmed_up_by_another_tenant_before_the_clock_starts(tmp_path: Path) -> None:
+    mnemo, _, _ = _recorded(tmp_path, log_text(PAGE_BYTES))
+    try:
+        warm = [
+            p
+            for p in mnemo.index.points_matching(tenant_filter(WARM_UP.tenant_id))
+            if p.kind == "archived_original"
+        ]
+        assert warm  # the warm-up's original was archived and its pages indexed
+        assert mnemo.sync().pending == 0
+    finally:
+        mnemo.close()
