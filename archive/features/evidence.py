@@ -202,19 +202,24 @@ def _chains(
 ) -> dict[str, list[Row[Any]]]:
     """Every version of each chain in `ids` (an id without versions is absent), oldest first."""
     found: dict[str, list[Row[Any]]] = {}
+    stmt = _LOCKED_CHAINS if lock else _CHAINS
     for start in range(0, len(ids), _CHUNK):
-        stmt = (
-            select(t.evidence)
-            .where(
-                t.evidence.c.tenant_id == tenant_id, t.evidence.c.evidence_id.in_(ids[start : start + _CHUNK])
-            )
-            .order_by(t.evidence.c.evidence_id, t.evidence.c.version)
-        )
-        if lock:
-            stmt = stmt.with_for_update()
-        for row in conn.execute(stmt):
+        for row in conn.execute(stmt, {"tenant_id": tenant_id, "ids": ids[start : start + _CHUNK]}):
             found.setdefault(row.evidence_id, []).append(row)
     return found
+
+
+# Built once: every write of evidence reads its chains (see storage/outbox.py's _claim_statement
+# for what building a statement per call costs).
+_CHAINS = (
+    select(t.evidence)
+    .where(
+        t.evidence.c.tenant_id == bindparam("tenant_id"),
+        t.evidence.c.evidence_id.in_(bindparam("ids", expanding=True)),
+    )
+    .order_by(t.evidence.c.evidence_id, t.evidence.c.version)
+)
+_LOCKED_CHAINS = _CHAINS.with_for_update()
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ from ..storage import schema as t
 from ..storage.audit import append_event
 from ..storage.blobs import put_blob, read_blob, read_blobs, sha256_hex, verified
 from ..storage.idempotency import keyed, previous_reply, save_reply
-from ..storage.outbox import enqueue, enqueue_many
+from ..storage.outbox import Entity, Op, enqueue_many
 from ..storage.session_rows import check_opened, readable_session, session_row
 from ..storage.store import ArchiveStore
 from ..storage.upserts import dialect_insert
@@ -339,16 +339,12 @@ def _validate_batch(
             numbers[x.result_id] = parse_result_id(x.result_id)
         except InvalidInput:
             continue
-    stmt = (
-        select(t.tool_results)
-        .where(
-            t.tool_results.c.tenant_id == principal.tenant_id,
-            t.tool_results.c.session_id == session_id,
-            t.tool_results.c.result_no.in_(sorted(set(numbers.values()))),
-        )
-        .with_for_update()
-    )
-    rows = {int(r.result_no): r for r in conn.execute(stmt)}
+    wanted = {
+        "of_tenant": principal.tenant_id,
+        "of_session": session_id,
+        "numbers": sorted(set(numbers.values())),
+    }
+    rows = {int(r.result_no): r for r in conn.execute(_TARGETS, wanted)}
     seen: set[int] = set()
     statuses: list[TargetStatus] = []
     for x in targets:
@@ -384,6 +380,20 @@ def _validate_batch(
             seen.add(number)
         statuses.append(st)
     return statuses, rows
+
+
+# An archive call's statements, built once: building them per call cost SQLAlchemy more than
+# SQLite spends running them (see storage/outbox.py's _claim_statement).
+_IN_SESSION = (
+    # Not named after their columns: an UPDATE's SET clause reserves those names.
+    t.tool_results.c.tenant_id == bindparam("of_tenant"),
+    t.tool_results.c.session_id == bindparam("of_session"),
+    t.tool_results.c.result_no.in_(bindparam("numbers", expanding=True)),
+)
+_TARGETS = select(t.tool_results).where(*_IN_SESSION).with_for_update()
+_ARCHIVE_LIVE = (
+    update(t.tool_results).where(*_IN_SESSION, t.tool_results.c.state == "live").values(state="archived")
+)
 
 
 def archive(
@@ -437,14 +447,7 @@ def archive(
         now = utcnow()
         numbers = [parse_result_id(x.result_id) for x in batch]
         flipped = conn.execute(
-            update(t.tool_results)
-            .where(
-                t.tool_results.c.tenant_id == tenant,
-                t.tool_results.c.session_id == session_id,
-                t.tool_results.c.result_no.in_(numbers),
-                t.tool_results.c.state == "live",
-            )
-            .values(state="archived")
+            _ARCHIVE_LIVE, {"of_tenant": tenant, "of_session": session_id, "numbers": numbers}
         ).rowcount
         if flipped != len(numbers):  # cannot happen under the locks; kept as a last line of defence
             raise ArchiveConflict(statuses, "another archiver changed these results; reload the live view")
@@ -463,10 +466,12 @@ def archive(
                 for n, x in zip(numbers, batch, strict=True)
             ],
         )
-        for n, x in zip(numbers, batch, strict=True):
-            # The note becomes searchable; the index points back to the result, never holds it.
-            enqueue(
-                conn,
+        # In one executemany, in this order (the indexer applies rows by id): each note, which
+        # becomes searchable (the index points back to the result, never holds it); then its
+        # original, a page per row, indexed behind this write (original_pages.py; a recovered
+        # copy's original is its source's); then the tenant's cached searches purged.
+        notes: list[tuple[str, Op, Entity, str, dict[str, Any] | None]] = [
+            (
                 tenant,
                 "index_upsert",
                 "tool_result",
@@ -480,25 +485,18 @@ def archive(
                     "content_sha256": rows[n].blob_sha256,
                 },
             )
-        # Then its original, a page per row, indexed behind this write (original_pages.py); a
-        # recovered copy's original is its source's.
+            for n, x in zip(numbers, batch, strict=True)
+        ]
+        pages: list[tuple[str, Op, Entity, str, dict[str, Any] | None]] = [
+            (tenant, "index_upsert", "result_original", page_ref(f"{session_id}/{result_id(n)}", page), None)
+            for n in numbers
+            if rows[n].recovered_from_no is None
+            for page in range(page_count(int(rows[n].size)))
+        ]
         enqueue_many(
-            conn,
-            [
-                (
-                    tenant,
-                    "index_upsert",
-                    "result_original",
-                    page_ref(f"{session_id}/{result_id(n)}", page),
-                    {},
-                )
-                for n in numbers
-                if rows[n].recovered_from_no is None
-                for page in range(page_count(int(rows[n].size)))
-            ],
+            conn, [*notes, *pages, (tenant, "cache_purge", "tenant", tenant, {"reason": "results archived"})]
         )
         archived = tuple(x.result_id for x in batch)
-        enqueue(conn, tenant, "cache_purge", "tenant", tenant, {"reason": "results archived"})
         append_event(
             conn,
             tenant,

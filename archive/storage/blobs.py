@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, exists, select
+from sqlalchemy import Connection, and_, bindparam, delete, exists, select
 
 from ..rules.clock import utcnow
 from ..rules.errors import IntegrityFailure
@@ -58,10 +58,15 @@ def put_blobs(
 
 def read_blob(conn: Connection, tenant_id: str, digest: str) -> bytes:
     """Return the original bytes; raises IntegrityFailure if they no longer match their hash."""
-    row = conn.execute(
-        select(t.blobs.c.content).where(t.blobs.c.tenant_id == tenant_id, t.blobs.c.sha256 == digest)
-    ).first()
+    row = conn.execute(_READ_BLOB, {"tenant_id": tenant_id, "sha256": digest}).first()
     return verified(digest, None if row is None else row.content)
+
+
+# Built once: the indexer's trail and search's pages read an original per call (see
+# outbox._claim_statement for what building a statement per call costs).
+_READ_BLOB = select(t.blobs.c.content).where(
+    t.blobs.c.tenant_id == bindparam("tenant_id"), t.blobs.c.sha256 == bindparam("sha256")
+)
 
 
 def read_blobs(conn: Connection, tenant_id: str, digests: Iterable[str]) -> dict[str, bytes]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, Select, select, tuple_
+from sqlalchemy import Connection, Row, Select, bindparam, select, tuple_
 
 from ..rules.in_force import expired
 from ..rules.metadata import metadata_of
@@ -126,38 +126,7 @@ def archived_notes(
     keys = sorted(set(results))
     if not keys:
         return []
-    rows = conn.execute(
-        select(
-            t.tool_results.c.session_id,
-            t.tool_results.c.result_no,
-            t.tool_results.c.tool_name,
-            t.tool_results.c.sensitivity,
-            t.tool_results.c.blob_sha256,
-            t.tool_results.c.arguments_json,
-            t.tool_results.c.size,
-            t.tool_results.c.recovered_from_no,
-            t.archive_entries.c.note,
-            t.archive_entries.c.archived_at,
-            t.sessions.c.owner,
-        )
-        .select_from(
-            t.tool_results.join(
-                t.archive_entries,
-                (t.archive_entries.c.tenant_id == t.tool_results.c.tenant_id)
-                & (t.archive_entries.c.session_id == t.tool_results.c.session_id)
-                & (t.archive_entries.c.result_no == t.tool_results.c.result_no),
-            ).join(
-                t.sessions,
-                (t.sessions.c.tenant_id == t.tool_results.c.tenant_id)
-                & (t.sessions.c.session_id == t.tool_results.c.session_id),
-            )
-        )
-        .where(
-            t.tool_results.c.tenant_id == tenant_id,
-            tuple_(t.tool_results.c.session_id, t.tool_results.c.result_no).in_(keys),
-            t.sessions.c.deleted_at.is_(None),
-        )
-    )
+    rows = conn.execute(_ARCHIVED_NOTES, {"tenant_id": tenant_id, "keys": keys})
     return [
         ArchivedNote(
             row.session_id,
@@ -174,3 +143,41 @@ def archived_notes(
         )
         for row in rows
     ]
+
+
+# Built once: the indexer reads a result's note for every pass of its original's pages, and
+# building this join per call cost SQLAlchemy more than SQLite spends running it.
+_ARCHIVED_NOTES = (
+    select(
+        t.tool_results.c.session_id,
+        t.tool_results.c.result_no,
+        t.tool_results.c.tool_name,
+        t.tool_results.c.sensitivity,
+        t.tool_results.c.blob_sha256,
+        t.tool_results.c.arguments_json,
+        t.tool_results.c.size,
+        t.tool_results.c.recovered_from_no,
+        t.archive_entries.c.note,
+        t.archive_entries.c.archived_at,
+        t.sessions.c.owner,
+    )
+    .select_from(
+        t.tool_results.join(
+            t.archive_entries,
+            (t.archive_entries.c.tenant_id == t.tool_results.c.tenant_id)
+            & (t.archive_entries.c.session_id == t.tool_results.c.session_id)
+            & (t.archive_entries.c.result_no == t.tool_results.c.result_no),
+        ).join(
+            t.sessions,
+            (t.sessions.c.tenant_id == t.tool_results.c.tenant_id)
+            & (t.sessions.c.session_id == t.tool_results.c.session_id),
+        )
+    )
+    .where(
+        t.tool_results.c.tenant_id == bindparam("tenant_id"),
+        tuple_(t.tool_results.c.session_id, t.tool_results.c.result_no).in_(
+            bindparam("keys", expanding=True)
+        ),
+        t.sessions.c.deleted_at.is_(None),
+    )
+)

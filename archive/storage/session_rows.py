@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, select
+from sqlalchemy import Connection, Row, bindparam, select
 
 from ..rules.errors import Forbidden, NotFound, StateConflict
 from ..rules.principal import Principal
@@ -24,17 +24,22 @@ def readable_session(conn: Connection, principal: Principal, session_id: str) ->
 
 
 def session_row(conn: Connection, tenant_id: str, session_id: str, *, lock: bool) -> Row[Any]:
-    stmt = select(t.sessions).where(
-        t.sessions.c.tenant_id == tenant_id,
-        t.sessions.c.session_id == session_id,
-        t.sessions.c.deleted_at.is_(None),
-    )
-    if lock:
-        stmt = stmt.with_for_update()
-    row = conn.execute(stmt).first()
+    row = conn.execute(
+        _LOCKED_SESSION if lock else _SESSION, {"tenant_id": tenant_id, "session_id": session_id}
+    ).first()
     if row is None:
         raise NotFound("session", session_id)
     return row
+
+
+# Built once: every write into a session reads its row (see outbox._claim_statement for what
+# building a statement per call costs).
+_SESSION = select(t.sessions).where(
+    t.sessions.c.tenant_id == bindparam("tenant_id"),
+    t.sessions.c.session_id == bindparam("session_id"),
+    t.sessions.c.deleted_at.is_(None),
+)
+_LOCKED_SESSION = _SESSION.with_for_update()
 
 
 def open_session(
