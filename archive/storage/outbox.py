@@ -23,8 +23,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from sqlalchemy import Connection, Select, Update, bindparam, func, or_, select, text, tuple_, update
 
@@ -42,10 +41,11 @@ Op = Literal["index_upsert", "index_status", "index_delete", "cache_purge"]
 Entity = Literal["evidence", "tool_result", "result_original", "memory", "summary", "tenant"]
 
 
-@dataclass(frozen=True)
-class OutboxItem:
-    """A pending row as the indexer applies it. The payload is decoded on first use: most rows
-    (an upsert, a status change) re-read their target from the archive and never look at it."""
+class OutboxItem(NamedTuple):
+    """A pending row as the indexer applies it. The payload is decoded when read: most rows (an
+    upsert, a status change) re-read their target from the archive and never look at it, and
+    the rest read it once. A NamedTuple: a drain pass claims a batch's thousands of rows, and a
+    frozen dataclass cost ~3 us a row to build against ~0.4."""
 
     id: int
     tenant_id: str
@@ -55,7 +55,7 @@ class OutboxItem:
     payload_json: str
     attempts: int
 
-    @cached_property
+    @property
     def payload(self) -> dict[str, Any]:
         decoded: dict[str, Any] = json.loads(self.payload_json)
         return decoded
@@ -147,7 +147,7 @@ def claim_pending(
     stmt = _claim_statement(lane, conn.dialect.name == "postgresql")
     # All rows in one fetch: iterating the result fetches row by row, which costs more than
     # building the items once a pass claims an ingest batch's thousands of rows.
-    return [OutboxItem(*row) for row in conn.execute(stmt, {"after": after, "limit": limit}).all()]
+    return [OutboxItem._make(row) for row in conn.execute(stmt, {"after": after, "limit": limit}).all()]
 
 
 # The statements every drain pass runs are built once (per lane, and per locking dialect):
