@@ -31,6 +31,7 @@ from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
 from .bench_engine_ingest import engine_ingest
 from .bench_mnemo_ingest import batches, check_searchable, documents, inputs
+from .timing import start_clock
 
 BATCH_SIZES = (1, 10, 100, 1_000)
 TENANT_COUNTS = (1, 100)
@@ -55,7 +56,7 @@ def _mnemo_run(calls: Sequence[tuple[Principal, Sequence[EvidenceInput]]]) -> fl
     with tempfile.TemporaryDirectory(prefix="bench-mnemo-") as tmp:
         mnemo = Mnemo.open(Path(tmp), embedder=HashingEmbedder())
         try:
-            started = time.perf_counter()
+            started = start_clock()
             for principal, batch in calls:
                 report = mnemo.ingest(principal, batch)
                 if report.index is None or report.index.pending or report.index.failed:

@@ -31,6 +31,7 @@ from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 from .bench_engine_ingest import engine_ingest
 from .profiling import profile_report
 from .synthetic import build_corpus
+from .timing import start_clock
 
 TENANT = "bench"
 LOADER = Principal(TENANT, "loader", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
@@ -76,7 +77,7 @@ def _mnemo_run(batches: list[Sequence[EvidenceInput]], profiler: cProfile.Profil
     with tempfile.TemporaryDirectory(prefix="bench-mnemo-") as tmp:
         mnemo = Mnemo.open(Path(tmp), embedder=HashingEmbedder())
         try:
-            started = time.perf_counter()
+            started = start_clock()
             if profiler is not None:
                 profiler.enable()
             for batch in batches:

@@ -43,6 +43,7 @@ from mnemo_sea.system.projection.indexer import GroupCommit
 from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
 from .profiling import profile_report
+from .timing import start_clock
 
 TENANT = "bench"
 AGENT = Principal(TENANT, "agent", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
@@ -126,7 +127,7 @@ def engine_run(docs: Sequence[EvidenceDocument]) -> tuple[float, int]:
         try:
             index.upsert(warm_up)
             index.flush()
-            started = time.perf_counter()
+            started = start_clock()
             index.upsert(docs)
             index.flush()
             elapsed = time.perf_counter() - started
@@ -142,7 +143,7 @@ def trail_run(text: str, profiler: Any = None) -> tuple[float, float, int]:
     with tempfile.TemporaryDirectory(prefix="bench-trail-") as tmp:
         mnemo, trails, rid = _recorded(Path(tmp), text)
         try:
-            started = time.perf_counter()
+            started = start_clock()
             if profiler is not None:
                 profiler.enable()
             mnemo.archive_results(AGENT, SESSION, [ArchiveTarget(rid, "an application log")])
