@@ -57,7 +57,7 @@ from ..storage import schema as t
 from ..storage.audit import append_event
 from ..storage.blobs import put_blob, read_blob, read_blobs, sha256_hex, verified
 from ..storage.idempotency import keyed, previous_reply, save_reply
-from ..storage.outbox import Entity, Op, enqueue_many
+from ..storage.outbox import OutboxRow, enqueue_many
 from ..storage.session_rows import check_opened, readable_session, session_row
 from ..storage.store import ArchiveStore
 from ..storage.upserts import dialect_insert
@@ -470,7 +470,7 @@ def archive(
         # becomes searchable (the index points back to the result, never holds it); then its
         # original, a page per row, indexed behind this write (original_pages.py; a recovered
         # copy's original is its source's); then the tenant's cached searches purged.
-        notes: list[tuple[str, Op, Entity, str, dict[str, Any] | None]] = [
+        notes: list[OutboxRow] = [
             (
                 tenant,
                 "index_upsert",
@@ -487,7 +487,7 @@ def archive(
             )
             for n, x in zip(numbers, batch, strict=True)
         ]
-        pages: list[tuple[str, Op, Entity, str, dict[str, Any] | None]] = [
+        pages: list[OutboxRow] = [
             (tenant, "index_upsert", "result_original", page_ref(f"{session_id}/{result_id(n)}", page), None)
             for n in numbers
             if rows[n].recovered_from_no is None

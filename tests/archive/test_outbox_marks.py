@@ -1,5 +1,5 @@
 """Marking outbox rows touches exactly the rows named: ids given as runs of consecutive numbers
-(what a drain pass marks) or scattered, more than one statement's worth, on both backends."""
+(what a drain pass marks) or scattered (hundreds of runs in one executemany), on both backends."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def states(archive: Archive) -> dict[int, tuple[bool, bool, str]]:
 
 
 def test_marks_reach_exactly_the_ids_given(archive: Archive) -> None:
-    n = 3 * _CHUNK  # enough scattered ids to need several statements
+    n = 3 * _CHUNK  # hundreds of runs: ids scattered, singles and long runs mixed
     with archive.store.write() as conn:
         enqueue_many(conn, [("t", "cache_purge", "tenant", "t", {"reason": f"r{i}"}) for i in range(n)])
     ids = sorted(states(archive))

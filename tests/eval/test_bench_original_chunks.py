@@ -41,7 +41,7 @@ def test_the_trail_indexes_every_page_the_engine_does() -> None:
     assert 0 < behind <= total
 
 
-def test_both_sides_are_warmed_up_by_another_tenant_before_the_clock_starts(tmp_path: Path) -> None:
+def test_the_trail_side_is_warmed_up_by_another_tenant_before_the_clock_starts(tmp_path: Path) -> None:
     mnemo, _, _ = _recorded(tmp_path, log_text(PAGE_BYTES))
     try:
         warm = [

@@ -14,6 +14,7 @@ class _Node:
 
 
 def test_garbage_made_before_the_clock_is_collected_before_it_starts() -> None:
+    was_enabled = gc.isenabled()
     gc.disable()  # so that nothing but start_clock collects in between
     try:
         node = _Node()
@@ -23,4 +24,5 @@ def test_garbage_made_before_the_clock_is_collected_before_it_starts() -> None:
         start_clock()
         assert alive() is None
     finally:
-        gc.enable()
+        if was_enabled:
+            gc.enable()
