@@ -32,7 +32,7 @@ from ..rules.operations import EvidenceInput
 from ..rules.policy import check_list_limit, check_offset, check_prefix
 from ..rules.principal import Principal, Role, Sensitivity, check_identifier
 from ..rules.records import EVIDENCE_KINDS, EvidenceRecord, EvidenceStatus, parse_provenance
-from ..rules.refs import DERIVED_ID_PREFIXES, check_evidence_id
+from ..rules.refs import DERIVED_ID_PREFIXES, check_evidence_id, version_ref
 from ..storage import schema as t
 from ..storage.audit import append_event
 from ..storage.blobs import put_blobs, read_blob, sha256_hex
@@ -222,25 +222,32 @@ _CHAINS = (
 _LOCKED_CHAINS = _CHAINS.with_for_update()
 
 
+# A committed write's versions by `version_ref`, each with its original (see `EvidenceBatch`).
+MadeVersions = dict[str, tuple[EvidenceRecord, bytes]]
+
+
 @dataclass(frozen=True)
 class EvidenceBatch:
     """A committed evidence write: what each item answers, and every version the write made.
 
-    `made` maps (evidence id, version) to the version as it stood when the write committed (one
-    the same batch superseded again is superseded) and its original, whose sha256 the write
-    computed itself: what the indexer of this process would otherwise read straight back from
-    the archive. It is filled only once the transaction committed; a replayed idempotent call
-    made nothing. The outbox rows of the write still say what the index must do.
+    `made` maps each version's `version_ref` (`<evidence_id>@<version>`, the ref its outbox row
+    names) to the version as it stood when the write committed (one the same batch superseded
+    again is superseded) and its original, whose sha256 the write computed itself: what the
+    indexer of this process would otherwise read straight back from the archive. Keyed by the
+    ref, the indexer finds a row's version without parsing the ref into a key (a tuple a row,
+    which the garbage collector traces while a batch is indexed). It is filled only once the
+    transaction committed; a replayed idempotent call made nothing. The outbox rows of the
+    write still say what the index must do.
     """
 
     tenant_id: str
     records: list[EvidenceRecord]
-    made: dict[tuple[str, int], tuple[EvidenceRecord, bytes]]
+    made: MadeVersions
 
 
 def _write_batch(
     conn: Connection, principal: Principal, prepared: Sequence[_Prepared], *, reactivate: bool = False
-) -> tuple[list[EvidenceRecord], dict[tuple[str, int], tuple[EvidenceRecord, bytes]]]:
+) -> tuple[list[EvidenceRecord], MadeVersions]:
     """Store `prepared` in order in one transaction, as one `put` after another would; returns
     what each item answers and the versions made (`EvidenceBatch`).
 
@@ -300,7 +307,7 @@ def _write_batch(
                 (
                     "index_status",
                     "evidence",
-                    f"{p.evidence_id}@{current['version']}",
+                    version_ref(p.evidence_id, current["version"]),
                     {
                         "evidence_id": p.evidence_id,
                         "version": current["version"],
@@ -326,7 +333,7 @@ def _write_batch(
         originals.append(p.data)
         made.add((p.evidence_id, version))
         answers.append(row)
-        rows_out.append(("index_upsert", "evidence", f"{p.evidence_id}@{version}", None))
+        rows_out.append(("index_upsert", "evidence", version_ref(p.evidence_id, version), None))
     if made:
         # One purge of the tenant's cached searches, after every index row of the write: it only
         # has to follow them (a purge per version, as sequential puts write, would double the
@@ -350,14 +357,14 @@ def _write_batch(
     insert.execute(conn, inserted)
     # Each version made, in its final state (the rows were updated in place as the batch went).
     versions = {
-        (row["evidence_id"], row["version"]): (_record_of(row), data)
+        version_ref(row["evidence_id"], row["version"]): (_record_of(row), data)
         for row, data in zip(inserted, originals, strict=True)
     }
     enqueue_many(conn, [(tenant, op, entity, ref, payload) for op, entity, ref, payload in rows_out])
     # A version still active answers as it is held in `versions`; others as they were made.
     return [
-        versions[key][0]
-        if row["status"] == "active" and (key := (row["evidence_id"], row["version"])) in versions
+        versions[ref][0]
+        if row["status"] == "active" and (ref := version_ref(row["evidence_id"], row["version"])) in versions
         else _record_of(row, answer=True)
         for row in answers
     ], versions
@@ -520,14 +527,13 @@ def _put(
 VERSIONS_LISTED = 100
 
 
-def put_event_detail(made: Sequence[tuple[str, int]]) -> tuple[str, dict[str, Any]]:
-    """The target and detail of the audit event of a write that made the versions `made` (in the
-    order it made them): the target names the version when there is one (`evidence:ID@V`, as a
-    retraction's does), else `evidence:batch of N`. The detail holds how many versions it made,
-    the first VERSIONS_LISTED of them as `ID@V`, and the sha256 of all of them, one a line (an id
-    holds no line break), so a list held elsewhere (the write's answer) is checked against the
-    chain whatever its length."""
-    refs = [f"{evidence_id}@{version}" for evidence_id, version in made]
+def put_event_detail(refs: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """The target and detail of the audit event of a write that made the versions `refs` (each
+    `ID@V`, a `version_ref`, in the order it made them): the target names the version when there
+    is one (`evidence:ID@V`, as a retraction's does), else `evidence:batch of N`. The detail
+    holds how many versions it made, the first VERSIONS_LISTED of them, and the sha256 of all of
+    them, one a line (an id holds no line break), so a list held elsewhere (the write's answer)
+    is checked against the chain whatever its length."""
     target = f"evidence:{refs[0]}" if len(refs) == 1 else f"evidence:batch of {len(refs)}"
     return target, {
         "count": len(refs),
@@ -536,7 +542,7 @@ def put_event_detail(made: Sequence[tuple[str, int]]) -> tuple[str, dict[str, An
     }
 
 
-def _audit_put(conn: Connection, principal: Principal, made: Sequence[tuple[str, int]]) -> None:
+def _audit_put(conn: Connection, principal: Principal, made: Sequence[str]) -> None:
     """One `put_evidence` event for a write that made versions, in its transaction (an unchanged
     record makes none, a replay makes nothing: neither is audited), as an archive batch's event
     names its results. The action is the operation's name, as archive, recover and retract are."""

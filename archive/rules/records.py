@@ -93,7 +93,7 @@ SEARCH_KINDS: tuple[str, ...] = get_args(SearchKind)  # the index's own list (re
 
 def parse_provenance(value: str, field: str = "provenance") -> Provenance:
     """`value` as a Provenance; InvalidInput naming `field` and the choices otherwise."""
-    for known in get_args(Provenance):
+    for known in PROVENANCES:  # not get_args: it walks the Literal again on every call
         if value == known:
             return cast(Provenance, known)
     raise InvalidInput(field, f"{value!r} is not one of {', '.join(PROVENANCES)}")

@@ -34,6 +34,18 @@ def check_evidence_id(value: object) -> str:
     return check_identifier("evidence_id", value, EVIDENCE_ID)
 
 
+def version_ref(evidence_id: str, version: int) -> str:
+    """`<evidence_id>@<version>`: how an outbox row names one version of an evidence record, and
+    how a committed write hands its versions to the indexer (`EvidenceBatch.made`)."""
+    return f"{evidence_id}@{version}"
+
+
+def parse_version_ref(ref: str) -> tuple[str, int]:
+    """(evidence id, version) of a `version_ref` (an evidence id may hold `@`: the last one splits)."""
+    evidence_id, _, version = ref.rpartition("@")
+    return evidence_id, int(version)
+
+
 @dataclass(frozen=True)
 class ResultIndexId:
     """`result:<session_id>/<rN>`: an archived result's note in the index."""

@@ -94,7 +94,7 @@ def test_a_change_committed_between_the_write_and_its_drain_wins(mnemo: Mnemo) -
     batch = mnemo.archive.write_evidence_batch(
         AGENT, [item("a", "aardvarks dig burrows"), item("r", "ravens remember faces")]
     )
-    assert set(batch.made) == {("a", 1), ("r", 1)}
+    assert set(batch.made) == {"a@1", "r@1"}
     # Before the drain: another write supersedes one version, and one is retracted.
     mnemo.archive.put_evidence(AGENT, item("a", "aardvarks dig deeper burrows"))
     mnemo.archive.retract(AGENT, "r", "wrong bird")

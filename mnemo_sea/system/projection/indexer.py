@@ -83,7 +83,7 @@ from mnemo_sea.archive import (
 )
 from mnemo_sea.archive.internal_reads import InternalReads
 from mnemo_sea.archive.rules.original_pages import parse_page_ref
-from mnemo_sea.archive.rules.refs import ResultIndexId, memory_index_id
+from mnemo_sea.archive.rules.refs import ResultIndexId, memory_index_id, parse_version_ref
 from mnemo_sea.archive.storage.outbox import (
     Lane,
     OutboxItem,
@@ -626,17 +626,13 @@ class Indexer:
         order would: an upsert and a status change both write what the archive holds now.
         """
         try:
-            # Each version row's (evidence id, version) (None for a cache purge) and the version
-            # the write handed over (None: read it), worked out once per row.
-            keyed = [
-                (item, key, None if key is None else self._committed(item, key))
-                for item in run
-                for key in [None if item.op == "cache_purge" else _version_key(item.entity_ref)]
-            ]
+            # The version each row's write handed over (None: read it, or a cache purge), in one
+            # list: a tuple a row would be one more object per row for the collector to trace.
+            committed = [None if item.op == "cache_purge" else self._committed(item) for item in run]
             wanted: dict[str, set[tuple[str, int]]] = {}
-            for item, key, committed in keyed:
-                if key is not None and item.entity == "evidence" and committed is None:
-                    wanted.setdefault(item.tenant_id, set()).add(key)
+            for item, handed in zip(run, committed, strict=True):
+                if handed is None and item.op != "cache_purge":
+                    wanted.setdefault(item.tenant_id, set()).add(parse_version_ref(item.entity_ref))
             found: dict[str, dict[tuple[str, int], tuple[EvidenceRecord, bytes]]] = {}
             if wanted:
                 with self.store.read() as conn:
@@ -644,30 +640,33 @@ class Indexer:
                         tenant: InternalReads(conn).evidence_versions(tenant, sorted(keys))
                         for tenant, keys in wanted.items()
                     }
-            upserts: dict[tuple[str, str, int], OutboxItem] = {}  # the key of each document -> its row
             documents: list[EvidenceDocument] = []
+            rows: list[OutboxItem] = []  # rows[i] the row of documents[i]
+            upserted: dict[str, set[str]] = {}  # tenant -> the refs of the versions upserted
             statuses: list[tuple[str, str, int, EvidenceDocument]] = []
             purges: dict[str, bool] = {}  # tenant -> whether search results must be dropped
-            for item, key, committed in keyed:
+            for item, handed in zip(run, committed, strict=True):
                 tenant = item.tenant_id
-                if key is None:  # a cache purge
+                if item.op == "cache_purge":
                     purges[tenant] = purges.get(tenant, False) or bool(item.payload.get("drop_search"))
                     continue
-                evidence_id, version = key
-                stored = committed or found.get(tenant, {}).get(key)
+                stored = handed or found.get(tenant, {}).get(parse_version_ref(item.entity_ref))
                 if stored is None or (item.op == "index_upsert" and stored[0].status == "retracted"):
                     continue  # deleted or withdrawn since; the row that did so removes what was indexed
                 doc = evidence_document(tenant, *stored)
                 if doc is None:
                     continue
                 if item.op == "index_status":
-                    statuses.append((tenant, evidence_id, version, doc))
-                elif (tenant, evidence_id, version) not in upserts:
-                    upserts[(tenant, evidence_id, version)] = item
+                    statuses.append((tenant, doc.evidence_id, doc.version, doc))
+                    continue
+                refs = upserted.setdefault(tenant, set())
+                if item.entity_ref not in refs:
+                    refs.add(item.entity_ref)
                     documents.append(doc)
+                    rows.append(item)
             reported: set[int] = set()
             if documents:
-                self._upsert(documents, list(upserts.values()), on_applied, reported)
+                self._upsert(documents, rows, on_applied, reported)
             for tenant, evidence_id, version, doc in statuses:
                 self.index.set_status(tenant, evidence_id, version, doc.status, valid_until=doc.valid_until)
             for tenant, drop_search in purges.items():
@@ -695,10 +694,10 @@ class Indexer:
         else:
             self.index.upsert(documents, progress=_StepRelay(rows, on_applied, reported))
 
-    def _committed(self, item: OutboxItem, key: tuple[str, int]) -> tuple[EvidenceRecord, bytes] | None:
-        """The version an evidence index_upsert row names (`key`, of its entity_ref), if the write
-        this drain was handed made it (see the module docstring); None when it must be read from
-        the archive."""
+    def _committed(self, item: OutboxItem) -> tuple[EvidenceRecord, bytes] | None:
+        """The version an evidence index_upsert row names (by its entity_ref, a `version_ref`), if
+        the write this drain was handed made it (see the module docstring); None when it must be
+        read from the archive."""
         made = self._made
         if (
             made is None
@@ -706,7 +705,7 @@ class Indexer:
             or item.tenant_id != made.tenant_id
         ):
             return None
-        return made.made.get(key)
+        return made.made.get(item.entity_ref)
 
     def _compaction_due(self) -> bool:
         return self.index.deleted_since_compaction >= self.compact_after_deleted
@@ -760,8 +759,7 @@ class Indexer:
             # of the deleted text itself when the row's index_delete siblings remove its points.
             return
         if item.entity == "evidence":
-            evidence_id, _, version_text = item.entity_ref.rpartition("@")
-            version = int(version_text)
+            evidence_id, version = parse_version_ref(item.entity_ref)
             if item.op == "index_delete":
                 self.index.delete(tenant, evidence_id, version)
             elif item.op == "index_status":
@@ -906,7 +904,7 @@ class Indexer:
         self, conn: Connection, item: OutboxItem, on_applied: OnApplied | None, reported: set[int]
     ) -> None:
         tenant = item.tenant_id
-        found = InternalReads(conn).evidence_version(tenant, *_version_key(item.entity_ref))
+        found = InternalReads(conn).evidence_version(tenant, *parse_version_ref(item.entity_ref))
         if found is None or found[0].status == "retracted":
             return  # deleted or withdrawn since; the row that did so removes what was indexed
         doc = evidence_document(tenant, *found)
@@ -964,8 +962,3 @@ def _runs(items: list[OutboxItem]) -> list[list[OutboxItem]]:
         else:
             runs.append([item])
     return runs
-
-
-def _version_key(entity_ref: str) -> tuple[str, int]:
-    evidence_id, _, version = entity_ref.rpartition("@")
-    return evidence_id, int(version)
