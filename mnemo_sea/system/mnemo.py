@@ -37,7 +37,7 @@ from mnemo_sea.archive.rules.checks import aware
 from mnemo_sea.archive.rules.clock import utcnow
 from mnemo_sea.archive.rules.operations import check_caps
 from mnemo_sea.archive.rules.records import ORIGINAL_KIND, SEARCH_KINDS
-from mnemo_sea.archive.rules.refs import ResultIndexId, memory_index_id
+from mnemo_sea.archive.rules.refs import ResultIndexId, memory_index_id, version_ref
 from mnemo_sea.archive.storage.outbox import Lane, SoleDrainer, claim_sole_drainer
 from mnemo_sea.context import AssembledContext, BpeCounter, CachedCounter, TokenCounter
 from mnemo_sea.context.assembler import DEFAULT_CANDIDATE_MIN_TOKENS, assemble
@@ -184,7 +184,7 @@ class _IngestWatch:
     ) -> None:
         self.progress = progress
         self.documents = len(stored)
-        self.waiting = {f"{r.evidence_id}@{r.version}" for r in stored if r.recorded_at >= started}
+        self.waiting = {version_ref(r.evidence_id, r.version) for r in stored if r.recorded_at >= started}
         self.indexed = self.documents - len(self.waiting)
         self.chunks: int | None = None
         self.embedded = 0

@@ -15,7 +15,9 @@ from mnemo_sea.archive.rules.refs import (
     memory_index_id,
     memory_ref,
     parse_index_id,
+    parse_version_ref,
     result_index_id,
+    version_ref,
 )
 
 # As the archive accepts them: principal.check_identifier for sessions and owners (no `/`),
@@ -50,8 +52,16 @@ def test_other_ids_are_not_taken_apart(evidence_id: str) -> None:
         assert named is None
 
 
+@given(evidence_id=st.from_regex(EVIDENCE_ID), version=st.integers(min_value=1, max_value=2**31))
+def test_a_version_ref_parses_back_to_its_record_and_version(evidence_id: str, version: int) -> None:
+    """The ref an outbox row names a version by (and `EvidenceBatch.made` is keyed by): an
+    evidence id may hold `@` itself, so the last one splits."""
+    assert parse_version_ref(version_ref(evidence_id, version)) == (evidence_id, version)
+
+
 def test_examples() -> None:
     assert result_index_id("s-1", "r3") == "result:s-1/r3"
+    assert version_ref("kb:a@b", 3) == "kb:a@b@3"
     assert memory_index_id("u-1", "diet/fish") == "memory:u-1/diet/fish"
     assert parse_index_id("memory:u-1/diet/fish") == MemoryIndexId("u-1", "diet/fish")
     assert parse_index_id("result:s-1") is None  # no result id: not a result's id
