@@ -49,6 +49,7 @@ from .rules.refs import (
     evidence_ref,
     memory_ref,
     session_prefix,
+    version_ref,
 )
 from .rules.task_state_rules import cited_refs, deleted_ref
 from .rules.tool_results import result_id
@@ -104,7 +105,7 @@ def _outbox_targets(
 ) -> list[tuple[Entity, str]]:
     """The (entity, entity_ref) of every outbox row that may be about these targets (pages of
     originals hold no content, only their name: a deletion marks them done, a check skips them)."""
-    targets: list[tuple[Entity, str]] = [("evidence", f"{e}@{v}") for e, v in evidence_versions]
+    targets: list[tuple[Entity, str]] = [("evidence", version_ref(e, v)) for e, v in evidence_versions]
     targets += [("tool_result", ref) for ref in tool_results]
     targets += [("result_original", ref) for ref in original_pages]
     targets += [("memory", f"{o}/{k}@{v}") for o, k, v in memory_facts]
@@ -293,7 +294,7 @@ def _finish(
                 tenant,
                 "index_delete",
                 "evidence",
-                f"{evidence_id}@{version}",
+                version_ref(evidence_id, version),
                 {"evidence_id": evidence_id},
             )
         )

@@ -282,9 +282,9 @@ def _write_batch(
     # object per record for the garbage collector to trace while the batch is written).
     inserted: list[dict[str, Any]] = []
     originals: list[bytes] = []
-    made: set[tuple[str, int]] = set()  # (evidence_id, version) of the versions this batch makes
+    new_versions: set[tuple[str, int]] = set()  # (evidence_id, version) of the versions this batch makes
     # (op, entity, entity_ref, payload) in the order sequential puts write them. An upsert's
-    # payload is empty: the indexer reads the version itself (or takes it from `made`), and a
+    # payload is empty: the indexer reads the version itself (or takes it from `EvidenceBatch.made`), and a
     # copy of its fields in JSON cost ~6 us a row for nothing (the drain emptied it unread).
     rows_out: list[tuple[Op, Entity, str, dict[str, Any] | None]] = []
     for p, digest in zip(prepared, digests, strict=True):
@@ -300,7 +300,7 @@ def _write_batch(
                 answers.append(current)
                 continue
             current["status"], current["ended_at"] = "superseded", now
-            if (p.evidence_id, current["version"]) not in made:
+            if (p.evidence_id, current["version"]) not in new_versions:
                 superseded.append(current)
             # Superseded versions stay in the index (status flipped) so `as_of` searches find them.
             rows_out.append(
@@ -331,10 +331,10 @@ def _write_batch(
         chain.append(row)
         inserted.append(row)
         originals.append(p.data)
-        made.add((p.evidence_id, version))
+        new_versions.add((p.evidence_id, version))
         answers.append(row)
         rows_out.append(("index_upsert", "evidence", version_ref(p.evidence_id, version), None))
-    if made:
+    if new_versions:
         # One purge of the tenant's cached searches, after every index row of the write: it only
         # has to follow them (a purge per version, as sequential puts write, would double the
         # rows a batch writes, claims and marks, for nothing the cache needs).
@@ -620,7 +620,7 @@ def retract(
             tenant,
             "index_delete",
             "evidence",
-            f"{evidence_id}@{current.version}",
+            version_ref(evidence_id, current.version),
             {"evidence_id": evidence_id, "version": current.version, "content_sha256": current.blob_sha256},
         )
         enqueue(conn, tenant, "cache_purge", "tenant", tenant, {"reason": "evidence retracted"})

@@ -8,6 +8,9 @@ memory fact (`result_index_id`, `memory_index_id`, `parse_index_id`), so a hit c
 it came; a summary's index id is its own `sum:` id. A session id and an owner never contain
 `/` (principal.check_identifier), so the first `/` after an owner and the last one before a
 result id split an id unambiguously (a memory key may contain `/`).
+
+Outbox rows name one version of an evidence record as `<evidence_id>@<version>` (`version_ref`,
+`parse_version_ref`): an evidence id may hold `@`, so the last one splits.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Index ids of what is not an evidence record (archive/rules/refs.py): built and parsed in one place,
-so what the indexer writes is what search, citations and deletion checks take apart."""
+"""Index ids of what is not an evidence record, and the refs outbox rows name evidence versions by
+(archive/rules/refs.py): built and parsed in one place, so what the indexer writes is what search,
+citations and deletion checks take apart."""
 
 from __future__ import annotations
 
@@ -52,7 +53,9 @@ def test_other_ids_are_not_taken_apart(evidence_id: str) -> None:
         assert named is None
 
 
-@given(evidence_id=st.from_regex(EVIDENCE_ID), version=st.integers(min_value=1, max_value=2**31))
+@given(
+    evidence_id=st.from_regex(EVIDENCE_ID, fullmatch=True), version=st.integers(min_value=1, max_value=2**31)
+)
 def test_a_version_ref_parses_back_to_its_record_and_version(evidence_id: str, version: int) -> None:
     """The ref an outbox row names a version by (and `EvidenceBatch.made` is keyed by): an
     evidence id may hold `@` itself, so the last one splits."""
