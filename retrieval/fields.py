@@ -23,7 +23,11 @@ IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 EVIDENCE_ID = re.compile(r"[A-Za-z0-9][\x21-\x7e]{0,255}")
 # scope and source are labels: any printable text without control characters.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-MAX_LABEL_CHARS = 256
+# As long as the archive's longest label (an evidence record's source, a URL: 1,024 characters,
+# archive/rules/limits.py): every record the archive stores must be indexable, and a search may
+# filter by any source it holds. The archive refuses the same control characters
+# (tests/system/test_input_caps.py holds the two layers equal).
+MAX_LABEL_CHARS = 1_024
 
 # Validity is stored as epoch seconds so range filters work the same on both backends;
 # open ends are stored as these far bounds rather than left out, which keeps every

@@ -7,6 +7,7 @@ Two time axes: `recorded_at`/`ended_at` say when a version was the archive's cur
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -58,6 +59,20 @@ def _check_text(field: str, value: object, limit: int, *, required: bool) -> str
     if "\x00" in value:
         raise InvalidInput(field, "must not contain NUL")
     return value
+
+
+# A source and a scope are the index's exact-match labels (retrieval/fields.py `label`), which
+# refuses control characters as mistakes. Refused here too, before anything is stored: a
+# stored record the index refuses would never become searchable (its outbox row failing on
+# every pass) while the write reported success.
+LABEL_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _check_label(field: str, value: object, limit: int) -> str:
+    label = _check_text(field, value, limit, required=True)
+    if LABEL_CONTROL.search(label):
+        raise InvalidInput(field, "must not contain control characters (tab, line breaks, ...)")
+    return label
 
 
 # Sensitivity by its value: an enum call costs ~0.6 us, one per version a batch makes.
@@ -143,8 +158,8 @@ def _prepare(store: ArchiveStore, principal: Principal, item: EvidenceInput) -> 
             f"{evidence_id!r}: ids starting with {', '.join(DERIVED_ID_PREFIXES)} name archived results, "
             "memory facts and summaries; choose another id",
         )
-    source = _check_text("source", item.source, _TEXT_LIMITS["source"], required=True)
-    scope = _check_text("scope", item.scope, _TEXT_LIMITS["scope"], required=True)
+    source = _check_label("source", item.source, _TEXT_LIMITS["source"])
+    scope = _check_label("scope", item.scope, _TEXT_LIMITS["scope"])
     locator = _check_text("locator", item.locator, _TEXT_LIMITS["locator"], required=False)
     statement = (
         None

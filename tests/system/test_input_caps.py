@@ -28,12 +28,14 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 import mnemo_sea.context.render as render
 import mnemo_sea.system.mnemo as mnemo_module
 from mnemo_sea.archive import ContentTooLarge, InvalidInput, Principal, Role, Sensitivity, limits
+from mnemo_sea.archive.features import evidence as archive_evidence
 from mnemo_sea.archive.features.api_keys import create_key
 from mnemo_sea.archive.rules import operations as archive_ops
 from mnemo_sea.archive.rules.operations import check_caps
 from mnemo_sea.mcp import build_server, fixed_principal
 from mnemo_sea.mcp.tools import TOOLS
 from mnemo_sea.rest.app import create_app
+from mnemo_sea.retrieval import fields as retrieval_fields
 from mnemo_sea.retrieval import query as retrieval_query
 from mnemo_sea.system import operations as system_ops
 from mnemo_sea.system.mnemo import Mnemo
@@ -142,6 +144,13 @@ def test_the_retrieval_layer_holds_the_same_query_caps() -> None:
     """retrieval is a layer of its own (no import of the archive): its limits must be the table's."""
     assert retrieval_query.MAX_QUERY_CHARS == limits.QUERY_CHARS
     assert retrieval_query.MAX_FILTER_VALUES == limits.FILTER_VALUES
+
+
+def test_the_index_takes_every_label_the_archive_stores() -> None:
+    """A record's source and scope become the index's labels: whatever the archive accepts, the
+    index must accept too, or the record is stored and never searchable."""
+    assert max(limits.SOURCE_CHARS, limits.SCOPE_CHARS) <= retrieval_fields.MAX_LABEL_CHARS
+    assert archive_evidence.LABEL_CONTROL.pattern == retrieval_fields._CONTROL.pattern
 
 
 # ---- every cap, enforced on Python callers -----------------------------------------------------------
