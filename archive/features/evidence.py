@@ -7,7 +7,6 @@ Two time axes: `recorded_at`/`ended_at` say when a version was the archive's cur
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -17,7 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, and_, bindparam, case, func, select, update
 
 from ..rules import limits
-from ..rules.checks import aware, content_bytes
+from ..rules.checks import aware, check_label, content_bytes
 from ..rules.clock import utcnow
 from ..rules.errors import (
     InvalidBatch,
@@ -61,18 +60,9 @@ def _check_text(field: str, value: object, limit: int, *, required: bool) -> str
     return value
 
 
-# A source and a scope are the index's exact-match labels (retrieval/fields.py `label`), which
-# refuses control characters as mistakes. Refused here too, before anything is stored: a
-# stored record the index refuses would never become searchable (its outbox row failing on
-# every pass) while the write reported success.
-LABEL_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
 def _check_label(field: str, value: object, limit: int) -> str:
-    label = _check_text(field, value, limit, required=True)
-    if LABEL_CONTROL.search(label):
-        raise InvalidInput(field, "must not contain control characters (tab, line breaks, ...)")
-    return label
+    """A source or scope: a required text that is also one of the index's labels (check_label)."""
+    return check_label(field, _check_text(field, value, limit, required=True))
 
 
 # Sensitivity by its value: an enum call costs ~0.6 us, one per version a batch makes.

@@ -24,9 +24,27 @@ _NAME_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 # value must be a typed error on every backend (PostgreSQL would raise a driver error; SQLite
 # would store it silently).
 TOOL_NAME_COLUMN = 255
+# A source and a scope are the index's exact-match labels (retrieval/fields.py `label`), which
+# refuses control characters as mistakes. Refused at the door too: a stored record the index
+# refused would never become searchable while its write reported success
+# (tests/system/test_input_caps.py holds the two layers equal).
+LABEL_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MEDIA_TYPE_COLUMN = 255
 TEXT_MEDIA_TYPE = "text/plain; charset=utf-8"
 BINARY_MEDIA_TYPE = "application/octet-stream"
+
+
+def check_label(field: str, value: str) -> str:
+    """`value` if it holds no control character (see LABEL_CONTROL), else InvalidInput naming the
+    first one and where it is (a source may be a 1,024-character URL)."""
+    found = LABEL_CONTROL.search(value)
+    if found is not None:
+        raise InvalidInput(
+            field,
+            f"holds a control character ({found.group()!r}) at position {found.start()}; "
+            f"a {field} is a search label: one line of printable text",
+        )
+    return value
 
 
 def check_tool_name(value: object, limit: int) -> str:

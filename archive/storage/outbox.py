@@ -249,6 +249,18 @@ def reclaim_applied(conn: Connection) -> int:
     return int(result.rowcount or 0)
 
 
+def retry_set_aside(conn: Connection) -> int:
+    """Make pending rows that failed MAX_ATTEMPTS times claimable again (attempts back to 0);
+    returns how many. What a repair does before it drains: a row whose cause is gone (a
+    release that indexes what an older one refused) is then applied and marked done, and one
+    still failing is set aside again after as many tries."""
+    o = t.outbox.c
+    result = conn.execute(
+        update(t.outbox).where(_pending(None), o.attempts >= MAX_ATTEMPTS).values(attempts=0)
+    )
+    return int(result.rowcount or 0)
+
+
 def scrub(conn: Connection, tenant_id: str, targets: list[tuple[Entity, str]]) -> int:
     """Empty the payload and error of every row about one of `targets` (entity, entity_ref),
     in the deleting transaction; pending re-reads of them are marked done too. Returns the

@@ -42,6 +42,7 @@ to search and cite, while a recorded original is bytes kept exactly.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import mimetypes
@@ -55,7 +56,7 @@ from typing import Any, cast
 
 from mnemo_sea.archive import ContentTooLarge, EvidenceInput, InvalidInput, Sensitivity
 from mnemo_sea.archive.features.evidence import STATEMENT_LIMIT
-from mnemo_sea.archive.rules.checks import check_media_type
+from mnemo_sea.archive.rules.checks import check_label, check_media_type
 from mnemo_sea.archive.rules.principal import check_identifier
 from mnemo_sea.archive.rules.records import EVIDENCE_KINDS, PROVENANCES, Provenance
 from mnemo_sea.archive.rules.refs import EVIDENCE_ID, check_evidence_id
@@ -395,6 +396,10 @@ def _jsonl_line(
         value = texts[name]
         if value is not None and not value.strip():
             problems.append(f"{name!r} must not be empty")
+    for name in ("source", "scope"):
+        label = texts[name]
+        if label is not None:
+            _checked(problems, functools.partial(check_label, name, label))
     media_type = _string(obj, "media_type", problems)
     if media_type is not None:
         _checked(problems, lambda: check_media_type(media_type))
@@ -479,8 +484,27 @@ def _walk(root: Path) -> Iterator[tuple[Path, str]]:
 
 
 def _check_option(name: str, value: object, limit: int) -> None:
+    """A --source or --scope: a non-empty label (check_label) within the archive's limit."""
     if not isinstance(value, str) or not value.strip() or "\x00" in value or len(value) > limit:
         raise InvalidInput(name, f"must be a non-empty string of at most {limit} characters, got {value!r}")
+    check_label(name, value)
+
+
+class _BadPath(Exception):
+    """A file whose path cannot name its records: reported per file like a bad line."""
+
+
+def _check_path(relative: str, source: str | None) -> None:
+    """Raise _BadPath unless `relative` can be its records' locator, and their source unless
+    `source` is given (the archive would refuse them at the store, after earlier batches)."""
+    limit = _TEXT_LIMITS["locator"]
+    if len(relative) > limit:
+        raise _BadPath(f"its path is {len(relative)} characters; a locator holds at most {limit}")
+    if source is None:
+        try:
+            check_label("source", relative)
+        except InvalidInput as e:
+            raise _BadPath(f"its path cannot be a source ({e.problem}): give --source") from None
 
 
 def load_documents(
@@ -539,6 +563,7 @@ def load_documents(
         shown = str(file)
         suffix = file.suffix.lower()
         try:
+            _check_path(relative, source)
             data = _read_capped(file, shown, max_file_bytes)
             if suffix == ".jsonl":
                 found, bad = parse_jsonl(data, shown, relative, source=source, scope=scope)
@@ -552,6 +577,8 @@ def load_documents(
                 )
         except _Empty:
             problems.append(DocumentProblem(shown, None, "is empty (no text to store)", "empty"))
+        except _BadPath as e:
+            problems.append(DocumentProblem(shown, None, str(e)))
         except (BinaryFile, FileTooLarge, UnreadableFile, MissingPath) as e:
             # Kept, not raised: a refused load names every bad file at once, not the first.
             problem = e.message.removeprefix(f"path: {shown}: ")

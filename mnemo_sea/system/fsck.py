@@ -15,7 +15,7 @@ from typing import Any
 from mnemo_sea.archive import IntegrityFailure
 from mnemo_sea.archive.rules.original_pages import page_count, page_version
 from mnemo_sea.archive.rules.refs import result_index_id
-from mnemo_sea.retrieval import EvidenceDocument
+from mnemo_sea.retrieval import EvidenceDocument, InvalidDocument
 from mnemo_sea.retrieval.filters import FilterSpec, tenant_filter
 from mnemo_sea.system.mnemo import Mnemo
 from mnemo_sea.system.projection.index_documents import (
@@ -29,7 +29,8 @@ from mnemo_sea.system.projection.index_documents import (
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str  # orphan_point | missing_point | stale_point | pending_outbox | blob_hash | audit_chain
+    # orphan_point | missing_point | stale_point | pending_outbox | blob_hash | audit_chain | unindexable
+    kind: str
     tenant_id: str
     ref: str
     detail: str
@@ -60,11 +61,14 @@ class FsckReport:
 
 def _expected(
     mnemo: Mnemo, tenant: str
-) -> tuple[dict[tuple[str, int], EvidenceDocument], set[tuple[str, int]]]:
-    """Every document the index should hold for `tenant`, built from the archive, and the
-    versions whose original fails its hash (reported as blob problems; their points are left)."""
+) -> tuple[dict[tuple[str, int], EvidenceDocument], set[tuple[str, int]], dict[tuple[str, int], str]]:
+    """Every document the index should hold for `tenant`, built from the archive; the versions
+    whose original fails its hash (reported as blob problems; their points are left); and the
+    versions the index refuses, with why (a label stored before the archive refused what the
+    index does: reported, not repairable from the archive)."""
     docs: list[EvidenceDocument] = []
     corrupt: set[tuple[str, int]] = set()
+    refused: dict[tuple[str, int], str] = {}
     with mnemo.archive.internal_reads() as reads:
         for evidence_id, version, _status, _sha in reads.searchable_evidence(tenant):
             try:
@@ -73,7 +77,11 @@ def _expected(
                 corrupt.add((evidence_id, version))
                 continue
             if found is not None:
-                doc = evidence_document(tenant, *found)
+                try:
+                    doc = evidence_document(tenant, *found)
+                except InvalidDocument as e:
+                    refused[(evidence_id, version)] = str(e)
+                    continue
                 if doc is not None:
                     docs.append(doc)
         for session_id, rid in reads.archived_results(tenant):
@@ -99,7 +107,7 @@ def _expected(
             if found_summary is not None:
                 owner = reads.source_owner(tenant, found_summary.derived_from)
                 docs.append(summary_document(tenant, found_summary, owner))
-    return {(d.evidence_id, d.version): d for d in docs}, corrupt
+    return {(d.evidence_id, d.version): d for d in docs}, corrupt, refused
 
 
 # What must agree between a point and the archive: everything a filter or a hydration reads
@@ -143,6 +151,9 @@ def run_fsck(mnemo: Mnemo, *, repair: bool = False, tenant_id: str | None = None
     problems: list[Problem] = []
     repaired = 0
     if repair:
+        # Rows set aside after their last failure are tried again: their cause may be gone (a
+        # release that indexes what an older one refused); one still failing is set aside again.
+        mnemo.indexer.retry_set_aside()
         repaired += mnemo.sync().applied
     with mnemo.archive.internal_reads() as reads:
         pending = reads.pending_count(tenant_id)
@@ -162,11 +173,15 @@ def run_fsck(mnemo: Mnemo, *, repair: bool = False, tenant_id: str | None = None
     checked = {"tenants": len(tenants), "documents": 0, "indexed": 0}
     for tenant in tenants:
         repaired_before = repaired
-        expected, corrupt = _expected(mnemo, tenant)
+        expected, corrupt, refused = _expected(mnemo, tenant)
+        problems += [
+            Problem("unindexable", tenant, f"{key[0]}@{key[1]}", why, False)
+            for key, why in sorted(refused.items())
+        ]
         indexed = _indexed(mnemo, tenant)
         checked["documents"] += len(expected)
         checked["indexed"] += len(indexed)
-        for key in sorted(set(indexed) - set(expected) - corrupt):
+        for key in sorted(set(indexed) - set(expected) - corrupt - set(refused)):
             problems.append(
                 Problem("orphan_point", tenant, f"{key[0]}@{key[1]}", "no such current record", True)
             )

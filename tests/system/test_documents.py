@@ -274,6 +274,40 @@ def test_partial_load_keeps_good_lines_and_lists_the_problems(tmp_path: Path) ->
     assert [p.line for p in loaded.problems] == [n for n, (_, bad) in enumerate(BAD_LINES, 1) if bad]
 
 
+def test_a_label_the_index_would_refuse_is_a_line_problem_not_a_failed_batch(tmp_path: Path) -> None:
+    """A source or scope is one of the index's labels: a control character in one is reported
+    with its line (and skipped under partial) instead of refusing a batch at the store."""
+    path = write(
+        tmp_path / "x.jsonl",
+        '{"body": "fine", "evidence_id": "ok"}\n'
+        '{"body": "tab", "evidence_id": "t", "source": "kb\\tx"}\n'
+        '{"body": "break", "evidence_id": "b", "scope": "a\\nb"}\n',
+    )
+    with pytest.raises(MalformedDocuments) as err:
+        load_documents(path)
+    assert [(p.line, p.problem.split(" holds")[0]) for p in err.value.problems] == [
+        (2, "'source'"),
+        (3, "'scope'"),
+    ]
+    assert "control character ('\\t') at position 2" in err.value.problems[0].problem
+    loaded = load_documents(path, partial=True)
+    assert [d.item.evidence_id for d in loaded.documents] == ["ok"]
+
+
+def test_a_path_that_cannot_be_a_source_is_a_file_problem_unless_a_source_is_given(tmp_path: Path) -> None:
+    write(tmp_path / "docs" / "fine.md", "fine")
+    write(tmp_path / "docs" / "tab\there.md", "tabbed")
+    with pytest.raises(MalformedDocuments) as err:
+        load_documents(tmp_path / "docs")
+    (problem,) = err.value.problems
+    assert problem.path.endswith("tab\there.md") and "give --source" in problem.problem
+    loaded = load_documents(tmp_path / "docs", source="kb")
+    assert sorted(d.item.locator for d in loaded.documents) == ["fine.md", "tab\there.md"]
+    with pytest.raises(InvalidInput) as refused:
+        load_documents(tmp_path / "docs", source="kb\tx")
+    assert refused.value.field == "source"
+
+
 def test_a_line_that_is_not_utf8_is_a_line_problem(tmp_path: Path) -> None:
     path = write(tmp_path / "x.jsonl", b'{"body": "ok"}\n{"body": "caf\xe9"}\n')
     loaded = load_documents(path, partial=True)

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 from fakes import HashingEmbedder
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from mnemo_sea.archive import EvidenceInput, Principal, Role, Sensitivity
 from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage.outbox import MAX_ATTEMPTS
 from mnemo_sea.retrieval import EvidenceDocument
 from mnemo_sea.system.fsck import run_fsck
 from mnemo_sea.system.mnemo import Mnemo
@@ -73,3 +74,38 @@ def test_a_corrupt_original_is_reported_not_repaired(mnemo: Mnemo) -> None:
     assert [(p.kind, p.ref, p.repairable) for p in report.problems] == [
         ("blob_hash", record.content_sha256, False)
     ]
+
+
+def test_a_version_the_index_refuses_is_reported_not_a_crash(mnemo: Mnemo) -> None:
+    """A label stored before the archive refused what the index does (here written straight to
+    the table): fsck names the version and goes on checking, with and without --repair."""
+    with mnemo.archive.store.write() as conn:
+        conn.execute(
+            update(t.evidence)
+            .where(t.evidence.c.evidence_id == "p:1", t.evidence.c.status == "active")
+            .values(source="kb\tlegacy")
+        )
+    for repair in (False, True):
+        report = run_fsck(mnemo, repair=repair)
+        refused = [(p.kind, p.ref, p.repairable) for p in report.problems if p.kind == "unindexable"]
+        assert refused == [("unindexable", "p:1@1", False)]
+        assert "source" in next(p.detail for p in report.problems if p.kind == "unindexable")
+        assert report.checked["documents"] == 7  # every other document was still checked
+
+
+def test_repair_retries_the_rows_set_aside_after_their_last_failure(mnemo: Mnemo) -> None:
+    """A row set aside (MAX_ATTEMPTS failures) whose cause is gone: --repair applies it and
+    marks it done, instead of indexing the record around a row left pending for ever."""
+    with mnemo.archive.store.write() as conn:
+        conn.execute(
+            update(t.outbox)
+            .where(t.outbox.c.id == 1)
+            .values(done_at=None, applied_at=None, attempts=MAX_ATTEMPTS)
+        )
+    assert mnemo.sync().applied == 0  # not claimed any more
+    assert [p.kind for p in run_fsck(mnemo).problems] == ["pending_outbox"]
+    repaired = run_fsck(mnemo, repair=True)
+    assert repaired.ok, repaired.problems
+    with mnemo.archive.store.read() as conn:
+        row = conn.execute(select(t.outbox.c.done_at, t.outbox.c.attempts).where(t.outbox.c.id == 1)).one()
+    assert row.done_at is not None and row.attempts == 0

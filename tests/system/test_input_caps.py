@@ -28,8 +28,8 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 import mnemo_sea.context.render as render
 import mnemo_sea.system.mnemo as mnemo_module
 from mnemo_sea.archive import ContentTooLarge, InvalidInput, Principal, Role, Sensitivity, limits
-from mnemo_sea.archive.features import evidence as archive_evidence
 from mnemo_sea.archive.features.api_keys import create_key
+from mnemo_sea.archive.rules import checks as archive_checks
 from mnemo_sea.archive.rules import operations as archive_ops
 from mnemo_sea.archive.rules.operations import check_caps
 from mnemo_sea.mcp import build_server, fixed_principal
@@ -150,7 +150,8 @@ def test_the_index_takes_every_label_the_archive_stores() -> None:
     """A record's source and scope become the index's labels: whatever the archive accepts, the
     index must accept too, or the record is stored and never searchable."""
     assert max(limits.SOURCE_CHARS, limits.SCOPE_CHARS) <= retrieval_fields.MAX_LABEL_CHARS
-    assert archive_evidence.LABEL_CONTROL.pattern == retrieval_fields._CONTROL.pattern
+    assert archive_checks.LABEL_CONTROL.pattern == retrieval_fields._CONTROL.pattern
+    assert archive_checks.TOOL_NAME_COLUMN <= retrieval_fields.MAX_LABEL_CHARS  # a note's source
 
 
 # ---- every cap, enforced on Python callers -----------------------------------------------------------

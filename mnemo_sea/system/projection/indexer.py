@@ -94,6 +94,7 @@ from mnemo_sea.archive.storage.outbox import (
     mark_failed,
     pending_count,
     reclaim_applied,
+    retry_set_aside,
 )
 from mnemo_sea.archive.storage.rows import ArchivedNote
 from mnemo_sea.archive.storage.sources import source_owner
@@ -437,6 +438,12 @@ class Indexer:
         """Flush the index if rows await it and mark them done; returns how many were marked."""
         with self._draining:
             return self._settle()
+
+    def retry_set_aside(self) -> int:
+        """Make rows set aside after MAX_ATTEMPTS failures claimable again (fsck --repair, before
+        it drains); returns how many."""
+        with self.store.write() as conn:
+            return retry_set_aside(conn)
 
     def close(self) -> None:
         """Stop the group-commit timer and settle what awaits it (no drain runs after this).
