@@ -111,7 +111,7 @@ def _without_validity(doc: EvidenceDocument) -> EvidenceDocument:
 
 def test_an_index_without_validity_is_dropped_at_hydration_and_repaired_by_fsck(mnemo: Mnemo) -> None:
     at = seed(mnemo)
-    expected, _ = _expected(mnemo, AGENT.tenant_id)
+    expected, _, _ = _expected(mnemo, AGENT.tenant_id)
     derived = [d for d in expected.values() if d.kind != "knowledge"]
     assert {(d.kind, d.version) for d in derived} == {
         ("memory", 1),
