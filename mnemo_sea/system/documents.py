@@ -54,7 +54,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-from mnemo_sea.archive import ContentTooLarge, EvidenceInput, InvalidInput, Sensitivity
+from mnemo_sea.archive import ContentTooLarge, EvidenceInput, InvalidInput, Sensitivity, limits
 from mnemo_sea.archive.features.evidence import STATEMENT_LIMIT
 from mnemo_sea.archive.rules.checks import check_label, check_media_type
 from mnemo_sea.archive.rules.principal import check_identifier
@@ -105,7 +105,12 @@ JSONL_FIELDS = (
 )
 # The archive's limits for these columns (archive/features/evidence.py), checked here so that a bad line
 # is reported with its line number instead of failing later, one record at a time.
-_TEXT_LIMITS = {"source": 1024, "scope": 255, "locator": 1024, "statement": STATEMENT_LIMIT}
+_TEXT_LIMITS = {
+    "source": limits.SOURCE_CHARS,
+    "scope": limits.SCOPE_CHARS,
+    "locator": limits.LOCATOR_CHARS,
+    "statement": STATEMENT_LIMIT,
+}
 _BOM = b"\xef\xbb\xbf"
 _SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9._/-]+")
 _MAX_SHOWN_PROBLEMS = 20
