@@ -38,7 +38,7 @@ from ..storage.audit import append_event
 from ..storage.blobs import put_blobs, read_blob, sha256_hex
 from ..storage.idempotency import KeyedRequest, keyed, previous_reply, save_reply
 from ..storage.locks import lock_chain, lock_chains
-from ..storage.outbox import Entity, Op, enqueue, enqueue_many
+from ..storage.outbox import OutboxRow, enqueue, enqueue_many
 from ..storage.prefixes import starts_with
 from ..storage.rows import to_record
 from ..storage.statements import prepared_insert
@@ -252,7 +252,7 @@ class EvidenceBatch:
 
 def _write_batch(
     conn: Connection, principal: Principal, prepared: Sequence[_Prepared], *, reactivate: bool = False
-) -> tuple[list[EvidenceRecord], MadeVersions]:
+) -> EvidenceBatch:
     """Store `prepared` in order in one transaction, as one `put` after another would; returns
     what each item answers and the versions made (`EvidenceBatch`).
 
@@ -281,38 +281,52 @@ def _write_batch(
             {e: [(r["version"], r["status"], r["blob_sha256"]) for r in rows] for e, rows in chains.items()},
         )
     digests = put_blobs(conn, tenant, [(p.data, p.media) for p in prepared], [p.digest for p in prepared])
-    answers: list[dict[str, Any]] = []  # the row of the version each item answers with
+    # The row of the version each item answers with, and that version's ref when this batch made
+    # it (None: a version stored before, answered unchanged).
+    answers: list[dict[str, Any]] = []
+    answer_refs: list[str | None] = []
     superseded: list[dict[str, Any]] = []  # versions stored before this batch that it supersedes
-    # The versions made and their originals, side by side (a pair per version would be one more
-    # object per record for the garbage collector to trace while the batch is written).
+    # The versions made, their refs and originals, side by side, not a tuple per version.
     inserted: list[dict[str, Any]] = []
+    refs: list[str] = []
     originals: list[bytes] = []
-    new_versions: set[tuple[str, int]] = set()  # (evidence_id, version) of the versions this batch makes
-    # (op, entity, entity_ref, payload) in the order sequential puts write them. An upsert's
-    # payload is empty: the indexer reads the version itself (or takes it from `EvidenceBatch.made`), and a
-    # copy of its fields in JSON cost ~6 us a row for nothing (the drain emptied it unread).
-    rows_out: list[tuple[Op, Entity, str, dict[str, Any] | None]] = []
+    # The newest version this batch made of each record: always its active one (an item that
+    # supersedes it makes the next). A record the batch made no version of is looked up in
+    # `chains`, so a new record costs no chain of its own.
+    newest: dict[str, dict[str, Any]] = {}
+    # The outbox rows in the order sequential puts write them. An upsert's payload is empty: the
+    # indexer reads the version itself (or takes it from `EvidenceBatch.made`), and a copy of its
+    # fields in JSON cost ~6 us a row for nothing (the drain emptied it unread).
+    rows_out: list[OutboxRow] = []
     for p, digest in zip(prepared, digests, strict=True):
         # Stamped item by item, as sequential puts would be: a version superseded within the
         # batch was current from its own stamp until the next item's.
         now = utcnow()
-        chain = chains.setdefault(p.evidence_id, [])
-        current = next((v for v in chain if v["status"] == "active"), None)
-        fields = {**p.fields, "blob_sha256": digest}
+        current = newest.get(p.evidence_id)
+        current_ref = None  # set when `current` is a version this batch made
+        if current is not None:
+            current_ref = version_ref(p.evidence_id, current["version"])
+            last_version = current["version"]
+        else:
+            chain = chains.get(p.evidence_id, ())
+            current = next((v for v in chain if v["status"] == "active"), None)
+            last_version = chain[-1]["version"] if chain else 0
         if current is not None:
             principal.require_owner(current["owner"], "superseding evidence")
-            if all(current[k] == v for k, v in fields.items()):
+            if current["blob_sha256"] == digest and all(current[k] == v for k, v in p.fields.items()):
                 answers.append(current)
+                answer_refs.append(current_ref)
                 continue
             current["status"], current["ended_at"] = "superseded", now
-            if (p.evidence_id, current["version"]) not in new_versions:
+            if current_ref is None:
                 superseded.append(current)
             # Superseded versions stay in the index (status flipped) so `as_of` searches find them.
             rows_out.append(
                 (
+                    tenant,
                     "index_status",
                     "evidence",
-                    version_ref(p.evidence_id, current["version"]),
+                    current_ref or version_ref(p.evidence_id, current["version"]),
                     {
                         "evidence_id": p.evidence_id,
                         "version": current["version"],
@@ -321,29 +335,31 @@ def _write_batch(
                     },
                 )
             )
-        version = (chain[-1]["version"] + 1) if chain else 1
+        ref = version_ref(p.evidence_id, last_version + 1)
         row = {
             "tenant_id": tenant,
             "evidence_id": p.evidence_id,
-            "version": version,
+            "version": last_version + 1,
             "observed_at": p.observed_at or now,
             "status": "active",
             "recorded_at": now,
             "recorded_by": principal.subject,
             "ended_at": None,
-            **fields,
+            "blob_sha256": digest,
+            **p.fields,
         }
-        chain.append(row)
+        newest[p.evidence_id] = row
         inserted.append(row)
+        refs.append(ref)
         originals.append(p.data)
-        new_versions.add((p.evidence_id, version))
         answers.append(row)
-        rows_out.append(("index_upsert", "evidence", version_ref(p.evidence_id, version), None))
-    if new_versions:
+        answer_refs.append(ref)
+        rows_out.append((tenant, "index_upsert", "evidence", ref, None))
+    if inserted:
         # One purge of the tenant's cached searches, after every index row of the write: it only
         # has to follow them (a purge per version, as sequential puts write, would double the
         # rows a batch writes, claims and marks, for nothing the cache needs).
-        rows_out.append(("cache_purge", "tenant", tenant, {"reason": "evidence changed"}))
+        rows_out.append((tenant, "cache_purge", "tenant", tenant, {"reason": "evidence changed"}))
     if superseded:
         conn.execute(
             update(t.evidence)
@@ -362,17 +378,15 @@ def _write_batch(
     insert.execute(conn, inserted)
     # Each version made, in its final state (the rows were updated in place as the batch went).
     versions = {
-        version_ref(row["evidence_id"], row["version"]): (_record_of(row), data)
-        for row, data in zip(inserted, originals, strict=True)
+        ref: (_record_of(row), data) for row, ref, data in zip(inserted, refs, originals, strict=True)
     }
-    enqueue_many(conn, [(tenant, op, entity, ref, payload) for op, entity, ref, payload in rows_out])
+    enqueue_many(conn, rows_out)
     # A version still active answers as it is held in `versions`; others as they were made.
-    return [
-        versions[ref][0]
-        if row["status"] == "active" and (ref := version_ref(row["evidence_id"], row["version"])) in versions
-        else _record_of(row, answer=True)
-        for row in answers
-    ], versions
+    records = [
+        versions[ref][0] if ref is not None and row["status"] == "active" else _record_of(row, answer=True)
+        for row, ref in zip(answers, answer_refs, strict=True)
+    ]
+    return EvidenceBatch(tenant, records, versions)
 
 
 def _retracted_version(versions: Sequence[tuple[int, str, str]], digest: str) -> int | None:
@@ -518,13 +532,13 @@ def _put(
                 conn, principal.tenant_id, [(eid, version) for eid, version in previous["records"]]
             )
             return EvidenceBatch(principal.tenant_id, replayed, {})
-        records, made = _write_batch(conn, principal, prepared, reactivate=reactivate)
-        if made:
-            _audit_put(conn, principal, list(made))
+        batch = _write_batch(conn, principal, prepared, reactivate=reactivate)
+        if batch.made:
+            _audit_put(conn, principal, list(batch.made))
         if request is not None:  # the reply is stored only under a key (a list per record)
-            save_reply(conn, request, {"records": [[r.evidence_id, r.version] for r in records]})
+            save_reply(conn, request, {"records": [[r.evidence_id, r.version] for r in batch.records]})
     # Only now, past the commit, is what the batch made the archive's.
-    return EvidenceBatch(principal.tenant_id, records, made)
+    return batch
 
 
 # The versions a put event lists by name: a batch of up to BATCH_ITEMS records of 256-character

@@ -114,18 +114,18 @@ def enqueue_many(conn: Connection, rows: Sequence[OutboxRow]) -> None:
         return
     now = utcnow()
     insert = prepared_insert("outbox", t.outbox.insert, _ENQUEUED, conn.dialect)
-    insert.execute(
+    insert.execute_values(
         conn,
         [
-            {
-                "tenant_id": tenant_id,
-                "op": op,
-                "entity": entity,
-                "entity_ref": entity_ref,
-                "payload_json": EMPTY_PAYLOAD if payload is None else _encode_payload(payload),
-                "created_at": now,
-                "attempts": 0,
-            }
+            (
+                tenant_id,
+                op,
+                entity,
+                entity_ref,
+                EMPTY_PAYLOAD if payload is None else _encode_payload(payload),
+                now,
+                0,
+            )
             for tenant_id, op, entity, entity_ref, payload in rows
         ],
     )

@@ -130,6 +130,7 @@ class PreparedInsert:
     columns: tuple[str, ...]  # the row keys, in the driver's parameter order
     binds: tuple[tuple[int, _Processor], ...]  # (position in `columns`, bind processor)
     named: bool  # the driver takes a mapping per row (psycopg's pyformat), not a sequence
+    given: tuple[str, ...]  # the row keys as `of` was given them (`execute_values`' order)
 
     @classmethod
     def of(cls, statement: Insert, columns: Sequence[str], dialect: Dialect) -> PreparedInsert:
@@ -149,15 +150,25 @@ class PreparedInsert:
             processor = compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
             if processor is not None:
                 binds.append((i, processor))
-        return cls(str(compiled), order, tuple(binds), named)
+        return cls(str(compiled), order, tuple(binds), named, tuple(columns))
 
     def execute(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
         """Insert `rows` (mappings holding every column, unprocessed) in one executemany."""
+        self._execute(conn, rows, self.columns)
+
+    def execute_values(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> None:
+        """`execute` of rows given as their values in the order of the columns `of` was given
+        (a tuple a row where the caller builds one anyway: no mapping per row, an object for
+        the garbage collector to trace while the batch is written)."""
+        self._execute(conn, rows, tuple(self.given.index(name) for name in self.columns))
+
+    def _execute(self, conn: Connection, rows: Sequence[Any], keys: tuple[Any, ...]) -> None:
+        """Insert `rows`, each read by `keys` (in the driver's parameter order), in one executemany."""
         if not rows:
             return
         columns, binds = self.columns, self.binds
         # A row's values in column order in one C call: half the time of a list comprehension.
-        values_of = operator.itemgetter(*columns)
+        values_of = operator.itemgetter(*keys)
         # Consecutive rows often share a time stamp (every outbox row of a write one `now`):
         # per column, the last object processed is kept with its result, and the same object
         # (by identity) in the next row is not processed again. No memo of every value: the
@@ -167,7 +178,7 @@ class PreparedInsert:
         last_out: list[Any] = [None] * len(columns)
         parameters: list[Any] = []
         for row in rows:
-            values = list(values_of(row)) if len(columns) > 1 else [row[columns[0]]]
+            values = list(values_of(row)) if len(keys) > 1 else [row[keys[0]]]
             for i, processor in binds:
                 value = values[i]
                 if value is not None:  # processors map None to None (see `processed`)

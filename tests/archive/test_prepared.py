@@ -149,6 +149,33 @@ def test_a_prepared_insert_stores_what_sqlalchemy_stores(archive: Archive) -> No
     assert [r[-1] for r in stored("t-prepared")] == [None] * 5
 
 
+def test_rows_given_as_values_store_what_mappings_store(archive: Archive) -> None:
+    """`execute_values` takes each row's values in the order the columns were given to `of`,
+    which need not be the table's (nor the driver's parameter order): reversed here."""
+    columns = tuple(reversed(_outbox_rows(1)[0]))
+    prepared = PreparedInsert.of(t.outbox.insert(), columns, archive.store.engine.dialect)
+    if not prepared.named:  # a positional driver's order is the table's: the values are reordered
+        assert prepared.columns != columns
+    as_values = [tuple(row[c] for c in columns) for row in _outbox_rows(4)]
+    as_mappings = [dict(r, tenant_id="t-mappings") for r in _outbox_rows(4)]
+    with archive.store.write() as conn:
+        prepared.execute_values(conn, as_values)
+        prepared.execute_values(conn, [])  # nothing to write is no statement
+        prepared.execute(conn, as_mappings)
+
+    def stored(tenant: str) -> list[tuple[Any, ...]]:
+        with archive.store.read() as conn:
+            stmt = select(*(t.outbox.c[c] for c in columns if c != "tenant_id"))
+            return [
+                tuple(r)
+                for r in conn.execute(stmt.where(t.outbox.c.tenant_id == tenant).order_by(t.outbox.c.id))
+            ]
+
+    assert stored("t-prepared") == stored("t-mappings") != []
+    ref_at = [c for c in columns if c != "tenant_id"].index("entity_ref")
+    assert [r[ref_at] for r in stored("t-prepared")] == [f"ref-{i} 第{i}" for i in range(4)]
+
+
 def test_a_prepared_insert_in_a_failed_transaction_stores_nothing(archive: Archive) -> None:
     rows = _outbox_rows(3)
     prepared = PreparedInsert.of(t.outbox.insert(), tuple(rows[0]), archive.store.engine.dialect)

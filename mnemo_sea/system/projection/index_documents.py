@@ -23,12 +23,21 @@ def _text(content: bytes) -> str | None:
         return None  # a binary original is kept and recoverable, but not searchable
 
 
-def evidence_document(tenant: str, record: EvidenceRecord, content: bytes) -> EvidenceDocument | None:
+def evidence_document(
+    tenant: str, record: EvidenceRecord, content: bytes, *, made_here: bool = False
+) -> EvidenceDocument | None:
     """The index's view of one version, or None when it cannot be searched (binary original).
 
     `as_of` searches follow the archive's reading (`get_evidence(as_of=T)`): a version answers
     at T only if it was recorded by T, not yet superseded at T, and valid at T. So the indexed
     validity starts no earlier than `recorded_at` and ends no later than `ended_at`.
+
+    `made_here`: the version is one an archive write of this process validated and made moments
+    ago (`EvidenceBatch.made`), so its fields are not checked again (`EvidenceDocument.prechecked`:
+    the archive's rules for them are the index's or stricter, see tests/system/
+    test_prechecked_documents.py). A version read back from storage is always checked: an
+    archive written by an older release may hold a value today's index refuses (a control
+    character in a source), which must fail its row, and fsck report it, not reach the index.
     """
     text = _text(content)
     if text is None:
@@ -41,11 +50,12 @@ def evidence_document(tenant: str, record: EvidenceRecord, content: bytes) -> Ev
         valid_until = record.ended_at if valid_until is None else min(valid_until, record.ended_at)
     if valid_until is not None and valid_until <= valid_from:
         return None  # expired before it was recorded: it answers at no moment
-    return EvidenceDocument(
-        tenant_id=tenant,
-        evidence_id=record.evidence_id,
-        version=record.version,
-        text=text,
+    build = EvidenceDocument.prechecked if made_here else EvidenceDocument
+    return build(
+        tenant,
+        record.evidence_id,
+        record.version,
+        text,
         kind=record.kind,
         source=record.source,
         scope=record.scope,

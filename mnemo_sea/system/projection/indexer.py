@@ -660,7 +660,7 @@ class Indexer:
                 stored = handed or found.get(tenant, {}).get(parse_version_ref(item.entity_ref))
                 if stored is None or (item.op == "index_upsert" and stored[0].status == "retracted"):
                     continue  # deleted or withdrawn since; the row that did so removes what was indexed
-                doc = evidence_document(tenant, *stored)
+                doc = evidence_document(tenant, *stored, made_here=handed is not None)
                 if doc is None:
                     continue
                 if item.op == "index_status":
