@@ -23,6 +23,9 @@ def put_blob(conn: Connection, tenant_id: str, content: bytes, media_type: str) 
     return put_blobs(conn, tenant_id, [(content, media_type)])[0]
 
 
+_BLOB_COLUMNS = ("tenant_id", "sha256", "size", "media_type", "content", "created_at")
+
+
 def put_blobs(
     conn: Connection,
     tenant_id: str,
@@ -39,20 +42,12 @@ def put_blobs(
     if digests is None:
         digests = [sha256_hex(content) for content, _ in originals]
     now = utcnow()
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, tuple[Any, ...]] = {}  # by digest, the values of _BLOB_COLUMNS
     for digest, (content, media_type) in zip(digests, originals, strict=True):
-        rows.setdefault(
-            digest,
-            {
-                "tenant_id": tenant_id,
-                "sha256": digest,
-                "size": len(content),
-                "media_type": media_type,
-                "content": content,
-                "created_at": now,
-            },
-        )
-    insert_or_touch(conn, t.blobs, [rows[d] for d in sorted(rows)], ["tenant_id", "sha256"], touch="size")
+        rows.setdefault(digest, (tenant_id, digest, len(content), media_type, content, now))
+    insert_or_touch(
+        conn, t.blobs, _BLOB_COLUMNS, [rows[d] for d in sorted(rows)], ["tenant_id", "sha256"], touch="size"
+    )
     return list(digests)
 
 

@@ -128,7 +128,8 @@ class PreparedInsert:
 
     sql: str
     columns: tuple[str, ...]  # the row keys, in the driver's parameter order
-    binds: tuple[tuple[int, _Processor], ...]  # (position in `columns`, bind processor)
+    # (position in `columns`, bind processor, memo slot): columns of one type share a slot
+    binds: tuple[tuple[int, _Processor, int], ...]
     named: bool  # the driver takes a mapping per row (psycopg's pyformat), not a sequence
     given: tuple[str, ...]  # the row keys as `of` was given them (`execute_values`' order)
 
@@ -146,10 +147,13 @@ class PreparedInsert:
             # Defaults or extra parameters the rows do not give would be filled in per execution.
             raise ValueError(f"the INSERT takes {taken}, the rows give {sorted(columns)}")
         binds = []
+        slots: dict[tuple[type, str], int] = {}  # a column type (class and settings) -> its slot
         for i, name in enumerate(order):
-            processor = compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
+            column_type = compiled.binds[name].type
+            processor = column_type.dialect_impl(dialect).bind_processor(dialect)
             if processor is not None:
-                binds.append((i, processor))
+                slot = slots.setdefault((type(column_type), repr(column_type)), len(slots))
+                binds.append((i, processor, slot))
         return cls(str(compiled), order, tuple(binds), named, tuple(columns))
 
     def execute(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -169,22 +173,23 @@ class PreparedInsert:
         columns, binds = self.columns, self.binds
         # A row's values in column order in one C call: half the time of a list comprehension.
         values_of = operator.itemgetter(*keys)
-        # Consecutive rows often share a time stamp (every outbox row of a write one `now`):
-        # per column, the last object processed is kept with its result, and the same object
-        # (by identity) in the next row is not processed again. No memo of every value: the
-        # versions of a batch each have their own stamps, and a memo entry per row cost more
-        # than it saved.
+        # Rows and columns often share a time stamp (every outbox row of a write one `now`; a
+        # version's `recorded_at` and `observed_at` one): per column type, the last object
+        # processed is kept with its result, and the same object (by identity) in the next
+        # column of that type or the next row is not processed again. No memo of every value:
+        # the versions of a batch each have their own stamps, and a memo entry per row cost
+        # more than it saved.
         last_in: list[Any] = [None] * len(columns)
         last_out: list[Any] = [None] * len(columns)
         parameters: list[Any] = []
         for row in rows:
             values = list(values_of(row)) if len(keys) > 1 else [row[keys[0]]]
-            for i, processor in binds:
+            for i, processor, slot in binds:
                 value = values[i]
                 if value is not None:  # processors map None to None (see `processed`)
-                    if value is not last_in[i]:
-                        last_in[i], last_out[i] = value, processor(value)
-                    values[i] = last_out[i]
+                    if value is not last_in[slot]:
+                        last_in[slot], last_out[slot] = value, processor(value)
+                    values[i] = last_out[slot]
             parameters.append(dict(zip(columns, values, strict=True)) if self.named else tuple(values))
         conn.exec_driver_sql(self.sql, parameters)
 

@@ -27,9 +27,15 @@ def insert_ignore(conn: Connection, table: Table, values: dict[str, Any], keys: 
 
 
 def insert_or_touch(
-    conn: Connection, table: Table, rows: Sequence[dict[str, Any]], keys: list[str], touch: str
+    conn: Connection,
+    table: Table,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    keys: list[str],
+    touch: str,
 ) -> None:
-    """INSERT each row (distinct keys), or lock the existing row by a no-op update of `touch`.
+    """INSERT each row (its values in `columns`' order; distinct keys), or lock the existing row
+    by a no-op update of `touch`.
 
     On PostgreSQL the update takes the row lock, so a concurrent delete of that row either
     waits for us or has already happened (then the insert goes through). Many rows go as one
@@ -45,6 +51,5 @@ def insert_or_touch(
         )
         return stmt
 
-    columns = tuple(rows[0])
     name = f"insert_or_touch {table.name} {','.join(keys)} {touch} {','.join(columns)}"
-    prepared_insert(name, statement, columns, conn.dialect).execute(conn, rows)
+    prepared_insert(name, statement, columns, conn.dialect).execute_values(conn, rows)

@@ -708,7 +708,8 @@ class Indexer:
         made = self._made
         if (
             made is None
-            or (item.op, item.entity) != ("index_upsert", "evidence")
+            or item.op != "index_upsert"
+            or item.entity != "evidence"
             or item.tenant_id != made.tenant_id
         ):
             return None
