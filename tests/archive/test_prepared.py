@@ -4,7 +4,7 @@ caller's transaction."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
@@ -174,6 +174,40 @@ def test_rows_given_as_values_store_what_mappings_store(archive: Archive) -> Non
     assert stored("t-prepared") == stored("t-mappings") != []
     ref_at = [c for c in columns if c != "tenant_id"].index("entity_ref")
     assert [r[ref_at] for r in stored("t-prepared")] == [f"ref-{i} 第{i}" for i in range(4)]
+
+
+def test_a_time_shared_by_columns_is_stored_in_each_as_given(archive: Archive) -> None:
+    """Columns of one type share the memo of the last time processed: the same object in two
+    columns, a new one in the next, another zone, None between: each column holds its own."""
+    berlin, tokyo = ZoneInfo("Europe/Berlin"), ZoneInfo("Asia/Tokyo")
+    stamp = datetime(2026, 3, 1, 9, 30, 15, 123456, tzinfo=berlin)
+    times = [
+        (stamp, stamp, stamp),  # one object in all three columns
+        (stamp, None, stamp + timedelta(seconds=1)),
+        (stamp.astimezone(tokyo), stamp + timedelta(days=1), stamp),  # the same instant, other zone
+        (stamp + timedelta(microseconds=1), stamp + timedelta(microseconds=1), None),  # equal, not one
+    ]
+    rows = [
+        dict(_outbox_rows(1)[0], created_at=created, done_at=done, applied_at=applied)
+        for created, done, applied in times
+    ]
+    columns = tuple(rows[0])
+    prepared = PreparedInsert.of(t.outbox.insert(), columns, archive.store.engine.dialect)
+    with archive.store.write() as conn:
+        prepared.execute(conn, rows)
+        conn.execute(t.outbox.insert(), [dict(r, tenant_id="t-sqlalchemy") for r in rows])
+
+    def stored(tenant: str) -> list[tuple[Any, ...]]:
+        o = t.outbox.c
+        with archive.store.read() as conn:
+            query = select(o.created_at, o.done_at, o.applied_at).where(o.tenant_id == tenant).order_by(o.id)
+            return [tuple(r) for r in conn.execute(query)]
+
+    assert (
+        stored("t-prepared")
+        == stored("t-sqlalchemy")
+        == [tuple(None if x is None else x.astimezone(UTC) for x in row) for row in times]
+    )
 
 
 def test_a_prepared_insert_in_a_failed_transaction_stores_nothing(archive: Archive) -> None:
