@@ -38,7 +38,7 @@ from ..storage.audit import append_event
 from ..storage.blobs import put_blobs, read_blob, sha256_hex
 from ..storage.idempotency import KeyedRequest, keyed, previous_reply, save_reply
 from ..storage.locks import lock_chain, lock_chains
-from ..storage.outbox import OutboxRow, enqueue, enqueue_many
+from ..storage.outbox import OutboxRow, enqueue, enqueue_many, last_id
 from ..storage.prefixes import starts_with
 from ..storage.rows import to_record
 from ..storage.statements import prepared_insert
@@ -109,8 +109,8 @@ def _versions(conn: Connection, tenant_id: str, evidence_id: str, *, lock: bool 
 
 class _Prepared(NamedTuple):
     """An EvidenceInput after validation: everything the write needs, nothing left to check.
-    A NamedTuple: one per item of a batch, built in one C call (a frozen dataclass sets each
-    field through `object.__setattr__`)."""
+    A NamedTuple: one per item of a batch, built without a frozen dataclass's
+    `object.__setattr__` per field."""
 
     evidence_id: str
     data: bytes
@@ -240,14 +240,20 @@ class EvidenceBatch:
     again is superseded) and its original, whose sha256 the write computed itself: what the
     indexer of this process would otherwise read straight back from the archive. Keyed by the
     ref, the indexer finds a row's version without parsing the ref into a key (a tuple a row,
-    which the garbage collector traces while a batch is indexed). It is filled only once the
+    which the garbage collector traces while a batch is indexed). It is handed out only once the
     transaction committed; a replayed idempotent call made nothing. The outbox rows of the
     write still say what the index must do.
+
+    `last_outbox_id` is the highest outbox row id the write's transaction saw after its own rows
+    (`outbox.last_id`): only a row at or below it can be this write's. A row above it that names
+    one of these refs is a later write's (the record deleted, then stored again under the same
+    id and version), and its version must be read back, not taken from `made`.
     """
 
     tenant_id: str
     records: list[EvidenceRecord]
     made: MadeVersions
+    last_outbox_id: int
 
 
 def _write_batch(
@@ -381,12 +387,13 @@ def _write_batch(
         ref: (_record_of(row), data) for row, ref, data in zip(inserted, refs, originals, strict=True)
     }
     enqueue_many(conn, rows_out)
+    last_outbox_id = last_id(conn)
     # A version still active answers as it is held in `versions`; others as they were made.
     records = [
         versions[ref][0] if ref is not None and row["status"] == "active" else _record_of(row, answer=True)
         for row, ref in zip(answers, answer_refs, strict=True)
     ]
-    return EvidenceBatch(tenant, records, versions)
+    return EvidenceBatch(tenant, records, versions, last_outbox_id)
 
 
 def _retracted_version(versions: Sequence[tuple[int, str, str]], digest: str) -> int | None:
@@ -531,7 +538,7 @@ def _put(
             replayed = _stored(
                 conn, principal.tenant_id, [(eid, version) for eid, version in previous["records"]]
             )
-            return EvidenceBatch(principal.tenant_id, replayed, {})
+            return EvidenceBatch(principal.tenant_id, replayed, {}, 0)
         batch = _write_batch(conn, principal, prepared, reactivate=reactivate)
         if batch.made:
             _audit_put(conn, principal, list(batch.made))

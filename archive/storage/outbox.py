@@ -131,6 +131,17 @@ def enqueue_many(conn: Connection, rows: Sequence[OutboxRow]) -> None:
     )
 
 
+def last_id(conn: Connection) -> int:
+    """The highest outbox row id this transaction sees (0 for none). Read by a write after its
+    own rows: every row written after it commits gets a higher id (SQLite's writers take turns;
+    a PostgreSQL sequence hands out increasing ids), so rows at or below it are the write's or
+    older ones."""
+    return int(conn.execute(_LAST_ID).scalar_one() or 0)
+
+
+_LAST_ID = select(func.max(t.outbox.c.id))
+
+
 MAX_ATTEMPTS = 5
 
 

@@ -47,6 +47,9 @@ class UTCDateTime(TypeDecorator[datetime]):
 
     impl = DateTime
     cache_ok = True
+    # No settings: every column of this type binds an object alike, so a prepared INSERT
+    # (statements.py) binds a stamp that several columns of a row share once.
+    bind_memo_shared = True
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:

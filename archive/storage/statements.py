@@ -128,10 +128,12 @@ class PreparedInsert:
 
     sql: str
     columns: tuple[str, ...]  # the row keys, in the driver's parameter order
-    # (position in `columns`, bind processor, memo slot): columns of one type share a slot
+    # (position in `columns`, bind processor, memo slot): the columns of a type that declares
+    # `bind_memo_shared` (a type without settings, schema.UTCDateTime) share one slot
     binds: tuple[tuple[int, _Processor, int], ...]
     named: bool  # the driver takes a mapping per row (psycopg's pyformat), not a sequence
     given: tuple[str, ...]  # the row keys as `of` was given them (`execute_values`' order)
+    value_keys: tuple[int, ...]  # for each of `columns`, its position in `given`
 
     @classmethod
     def of(cls, statement: Insert, columns: Sequence[str], dialect: Dialect) -> PreparedInsert:
@@ -147,14 +149,16 @@ class PreparedInsert:
             # Defaults or extra parameters the rows do not give would be filled in per execution.
             raise ValueError(f"the INSERT takes {taken}, the rows give {sorted(columns)}")
         binds = []
-        slots: dict[tuple[type, str], int] = {}  # a column type (class and settings) -> its slot
+        shared: dict[type, int] = {}  # a type that declares `bind_memo_shared` -> its slot
         for i, name in enumerate(order):
             column_type = compiled.binds[name].type
             processor = column_type.dialect_impl(dialect).bind_processor(dialect)
             if processor is not None:
-                slot = slots.setdefault((type(column_type), repr(column_type)), len(slots))
-                binds.append((i, processor, slot))
-        return cls(str(compiled), order, tuple(binds), named, tuple(columns))
+                slot = len(order) + shared.setdefault(type(column_type), len(shared))
+                binds.append((i, processor, slot if getattr(column_type, "bind_memo_shared", False) else i))
+        given = tuple(columns)
+        value_keys = tuple(given.index(name) for name in order)
+        return cls(str(compiled), order, tuple(binds), named, given, value_keys)
 
     def execute(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
         """Insert `rows` (mappings holding every column, unprocessed) in one executemany."""
@@ -164,7 +168,7 @@ class PreparedInsert:
         """`execute` of rows given as their values in the order of the columns `of` was given
         (a tuple a row where the caller builds one anyway: no mapping per row, an object for
         the garbage collector to trace while the batch is written)."""
-        self._execute(conn, rows, tuple(self.given.index(name) for name in self.columns))
+        self._execute(conn, rows, self.value_keys)
 
     def _execute(self, conn: Connection, rows: Sequence[Any], keys: tuple[Any, ...]) -> None:
         """Insert `rows`, each read by `keys` (in the driver's parameter order), in one executemany."""
@@ -174,13 +178,13 @@ class PreparedInsert:
         # A row's values in column order in one C call: half the time of a list comprehension.
         values_of = operator.itemgetter(*keys)
         # Rows and columns often share a time stamp (every outbox row of a write one `now`; a
-        # version's `recorded_at` and `observed_at` one): per column type, the last object
-        # processed is kept with its result, and the same object (by identity) in the next
-        # column of that type or the next row is not processed again. No memo of every value:
-        # the versions of a batch each have their own stamps, and a memo entry per row cost
-        # more than it saved.
-        last_in: list[Any] = [None] * len(columns)
-        last_out: list[Any] = [None] * len(columns)
+        # version's `recorded_at` and, unless the caller gave one, `observed_at`): per slot (a
+        # column, or every column of a type that declares `bind_memo_shared`), the last object
+        # processed is kept with its result, and the same object (by identity) in the slot's
+        # next column or row is not processed again. No memo of every value: the versions of a
+        # batch each have their own stamps, and a memo entry per row cost more than it saved.
+        last_in: list[Any] = [None] * (2 * len(columns))  # by slot: a column's, or its type's
+        last_out: list[Any] = [None] * (2 * len(columns))
         parameters: list[Any] = []
         for row in rows:
             values = list(values_of(row)) if len(keys) > 1 else [row[keys[0]]]
@@ -224,4 +228,7 @@ def prepared_insert(
     prepared = _INSERTS.get(key)
     if prepared is None:
         prepared = _INSERTS[key] = PreparedInsert.of(build(), columns, dialect)
+    elif prepared.given != tuple(columns):
+        # `execute_values` reads a row's values in the order given: one name, one order.
+        raise ValueError(f"the INSERT {name!r} was prepared for {prepared.given}, not {tuple(columns)}")
     return prepared

@@ -141,3 +141,28 @@ def test_a_batch_stores_what_sequential_puts_store(archive: Archive) -> None:
     ]
     assert [e["target"] for e in batch_events[4:]] == ["evidence:batch of 8", "evidence:batch of 5"]
     assert [v for d in per_batch for v in d["versions"]] == [d["versions"][0] for d in per_put]
+
+
+def test_a_batch_names_the_last_outbox_row_it_saw(archive: Archive, agent: Principal) -> None:
+    """`EvidenceBatch.last_outbox_id`: the write's own rows are at or below it, every row written
+    after it commits above it (the indexer takes a handed-over version only for a row at or below)."""
+
+    def outbox_ids() -> list[int]:
+        with archive.store.read() as conn:
+            return [int(i) for i in conn.execute(select(t.outbox.c.id).order_by(t.outbox.c.id)).scalars()]
+
+    first = archive.write_evidence_batch(
+        agent, [EvidenceInput(body=f"b{i}", source="s", evidence_id=f"x{i}") for i in range(3)]
+    )
+    before = outbox_ids()
+    assert len(before) == 4 and first.last_outbox_id == max(before)  # 3 upserts and a cache purge
+    second = archive.write_evidence_batch(
+        agent, [EvidenceInput(body="changed", source="s", evidence_id="x0")], idempotency_key="k"
+    )
+    after = [i for i in outbox_ids() if i not in before]
+    assert len(after) == 3 and min(after) > first.last_outbox_id  # a status change, an upsert, a purge
+    assert second.last_outbox_id == max(after)
+    replayed = archive.write_evidence_batch(
+        agent, [EvidenceInput(body="changed", source="s", evidence_id="x0")], idempotency_key="k"
+    )
+    assert (replayed.made, replayed.last_outbox_id) == ({}, 0)  # made nothing: nothing to hand over

@@ -4,6 +4,7 @@ caller's transaction."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -14,7 +15,7 @@ from sqlalchemy import Select, bindparam, select
 
 from mnemo_sea.archive import Archive, EvidenceInput, Principal, StoreUnavailable
 from mnemo_sea.archive.storage import schema as t
-from mnemo_sea.archive.storage.statements import PreparedInsert, PreparedSelect
+from mnemo_sea.archive.storage.statements import PreparedInsert, PreparedSelect, prepared_insert
 from mnemo_sea.archive.storage.store import open_store
 
 
@@ -193,9 +194,24 @@ def test_a_time_shared_by_columns_is_stored_in_each_as_given(archive: Archive) -
     ]
     columns = tuple(rows[0])
     prepared = PreparedInsert.of(t.outbox.insert(), columns, archive.store.engine.dialect)
+    calls: list[object] = []
+
+    def counted(processor: Any) -> Any:
+        return lambda value: calls.append(value) or processor(value)
+
+    counting = dataclasses.replace(prepared, binds=tuple((i, counted(p), s) for i, p, s in prepared.binds))
     with archive.store.write() as conn:
-        prepared.execute(conn, rows)
+        counting.execute(conn, rows)
         conn.execute(t.outbox.insert(), [dict(r, tenant_id="t-sqlalchemy") for r in rows])
+    # Each time object processed once where the one before it in the shared slot was another:
+    # the stamp in all three columns once, then the second, then three, then two equal objects.
+    assert [value for value in calls if isinstance(value, datetime)] == [
+        times[0][0],
+        times[1][2],
+        *times[2],
+        times[3][0],
+        times[3][1],
+    ]
 
     def stored(tenant: str) -> list[tuple[Any, ...]]:
         o = t.outbox.c
@@ -208,6 +224,17 @@ def test_a_time_shared_by_columns_is_stored_in_each_as_given(archive: Archive) -
         == stored("t-sqlalchemy")
         == [tuple(None if x is None else x.astimezone(UTC) for x in row) for row in times]
     )
+
+
+def test_one_name_prepares_one_column_order(archive: Archive) -> None:
+    """`execute_values` reads a row by the column order the INSERT was prepared with: asking for
+    the same prepared INSERT with the columns in another order is a mistake, refused."""
+    dialect = archive.store.engine.dialect
+    columns = tuple(_outbox_rows(1)[0])
+    prepared_insert("test one order", t.outbox.insert, columns, dialect)
+    assert prepared_insert("test one order", t.outbox.insert, columns, dialect).given == columns
+    with pytest.raises(ValueError, match="was prepared for"):
+        prepared_insert("test one order", t.outbox.insert, tuple(reversed(columns)), dialect)
 
 
 def test_a_prepared_insert_in_a_failed_transaction_stores_nothing(archive: Archive) -> None:

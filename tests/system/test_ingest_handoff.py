@@ -105,3 +105,24 @@ def test_a_change_committed_between_the_write_and_its_drain_wins(mnemo: Mnemo) -
     assert all(done for _, _, done in outbox_state(mnemo))
     hits = mnemo.search(AGENT, "aardvarks burrows", mode="bm25").hits
     assert [(h.evidence_id, h.version) for h in hits] == [("a", 2)]
+
+
+ADMIN = Principal("handoff", "admin", frozenset({Role.ADMIN, Role.AGENT}), Sensitivity.RESTRICTED)
+
+
+def test_a_record_deleted_and_made_again_before_the_drain_is_indexed_as_stored(mnemo: Mnemo) -> None:
+    """Deleted, then stored again under the same id, the record's new version has the ref the
+    first write handed over (`d@1`): the drain must index what the archive holds now, never the
+    deleted text (another thread's or process's writes can fall between a write and its drain)."""
+    batch = mnemo.archive.write_evidence_batch(AGENT, [item("d", "dodos were flightless")])
+    mnemo.archive.delete_evidence(ADMIN, "d")
+    again = mnemo.archive.write_evidence_batch(AGENT, [item("d", "dugongs graze seagrass")])
+    assert set(batch.made) == set(again.made) == {"d@1"}
+    report = mnemo.indexer.drain(made=batch)
+    assert report.pending == 0 and report.failed == 0
+    stored = points(mnemo)
+    assert {key[:2] for key in stored} == {("d", 1)}
+    assert {p["content_sha256"] for p in stored.values()} == {again.records[0].content_sha256}
+    assert mnemo.search(AGENT, "dodos flightless", mode="bm25").hits == ()
+    assert [h.evidence_id for h in mnemo.search(AGENT, "dugongs seagrass", mode="bm25").hits] == ["d"]
+    assert all(done for _, _, done in outbox_state(mnemo))

@@ -9,6 +9,7 @@ what is read back from storage is still checked.
 from __future__ import annotations
 
 import tempfile
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -30,6 +31,7 @@ from mnemo_sea.retrieval import evidence as retrieval_evidence
 from mnemo_sea.retrieval import fields as retrieval_fields
 from mnemo_sea.retrieval.evidence import sha256_hex
 from mnemo_sea.retrieval.filters import tenant_filter
+from mnemo_sea.system.fsck import run_fsck
 from mnemo_sea.system.mnemo import Mnemo
 from mnemo_sea.system.projection.index_documents import evidence_document
 
@@ -68,10 +70,15 @@ labels = st.text(st.characters(codec="utf-8", exclude_characters=_CONTROL), min_
 identifiers = st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9._:@-]{0,20}\Z")
 moments = st.datetimes(
     min_value=datetime(1990, 1, 1),
-    max_value=datetime(2090, 1, 1),
+    max_value=datetime(9999, 12, 1),  # far from now, a float second's step is microseconds long
     timezones=st.sampled_from(
         [UTC, timezone(timedelta(hours=8)), timezone(timedelta(hours=-5, minutes=-30))]
     ),
+)
+# How long after its start a window ends: a few microseconds (at or under the index's float
+# step in the far future), or seconds to years.
+spans = st.integers(1, 12).map(lambda us: timedelta(microseconds=us)) | st.integers(1, 10**9).map(
+    lambda s: timedelta(seconds=s)
 )
 
 
@@ -79,10 +86,15 @@ moments = st.datetimes(
 def items(draw: st.DrawFn) -> EvidenceInput:
     valid_from = draw(st.none() | moments)
     valid_until = draw(st.none() | moments)
+    if valid_from is not None and (valid_until is None or valid_until <= valid_from) and draw(st.booleans()):
+        try:
+            valid_until = valid_from + draw(spans)
+        except OverflowError:
+            valid_until = None
     if valid_from is not None and valid_until is not None and valid_until <= valid_from:
-        valid_until = valid_from + timedelta(seconds=draw(st.integers(1, 10**8)))
+        valid_until = None
     return EvidenceInput(
-        # A few ids, so one record often gets several versions in a batch (the earlier superseded).
+        # A few ids, so one record often gets several versions (the earlier superseded).
         body=draw(st.text(min_size=0, max_size=80) | st.sampled_from(["同一份处方依据", "same text"])),
         source=draw(labels),
         evidence_id=draw(st.sampled_from(["kb:a", "kb/b@2", "c#1"]) | st.none()),
@@ -106,25 +118,28 @@ def archive() -> Iterator[Archive]:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(batch=st.lists(items(), min_size=1, max_size=6))
+@given(writes=st.lists(st.lists(items(), min_size=1, max_size=4), min_size=1, max_size=3))
 def test_a_made_version_gives_the_document_the_checks_give(
-    archive: Archive, batch: list[EvidenceInput]
+    archive: Archive, writes: list[list[EvidenceInput]]
 ) -> None:
-    """Whatever the archive stores (every later batch supersedes versions of the earlier ones,
-    as ids repeat), the document built without the checks equals the checked one field for
-    field, and passes the checks itself."""
-    try:
-        written = archive.write_evidence_batch(AGENT, batch)
-    except InvalidBatch:
-        return  # refused at the door: nothing was made, nothing is indexed
-    for record, content in written.made.values():
-        prechecked = evidence_document(AGENT.tenant_id, record, content, made_here=True)
-        checked = evidence_document(AGENT.tenant_id, record, content)
-        assert prechecked == checked
-        if prechecked is not None:
-            assert vars(prechecked) == vars(checked)  # the same values, no field left out
-            assert prechecked.content_sha256 == sha256_hex(prechecked.text)
-            assert type(prechecked.sensitivity) is int
+    """Whatever the archive stores (a later write, or a later item of a batch, supersedes
+    versions as ids repeat), the document built without the checks equals the checked one field
+    for field, and passes the checks itself. Each example writes for a tenant of its own, so it
+    replays alike however many ran before it."""
+    writer = Principal(f"p-{uuid.uuid4().hex}", "loader", frozenset({Role.AGENT}), Sensitivity.RESTRICTED)
+    for batch in writes:
+        try:
+            written = archive.write_evidence_batch(writer, batch)
+        except InvalidBatch:
+            continue  # refused at the door: nothing was made, nothing is indexed
+        for record, content in written.made.values():
+            prechecked = evidence_document(writer.tenant_id, record, content, made_here=True)
+            checked = evidence_document(writer.tenant_id, record, content)
+            assert prechecked == checked
+            if prechecked is not None:
+                assert vars(prechecked) == vars(checked)  # the same values, no field left out
+                assert prechecked.content_sha256 == sha256_hex(prechecked.text)
+                assert type(prechecked.sensitivity) is int
 
 
 def test_prechecked_sets_every_field_of_the_document() -> None:
@@ -206,3 +221,26 @@ def test_versions_read_back_from_storage_are_checked(mnemo: Mnemo, checks: list[
         )
     assert [ref for ref, _ in pending] == ["stored-1@1"]
     assert "source" in pending[0][1]
+
+
+def test_a_window_the_index_cannot_tell_from_nothing_answers_at_no_moment(mnemo: Mnemo) -> None:
+    """A microsecond in the year 3000 is a window the archive keeps and the index, counting float
+    seconds (a step of 4 us there), cannot hold: the version is not indexed, as one that expired
+    before it was recorded, by either way of building its document, and fsck finds nothing."""
+    start = datetime(3000, 1, 1, tzinfo=UTC)
+    far = EvidenceInput(
+        body="a window too short to index",
+        source="kb/far",
+        evidence_id="far",
+        valid_from=start,
+        valid_until=start + timedelta(microseconds=1),
+    )
+    report = mnemo.ingest(AGENT, [far, EvidenceInput(body="otters", source="kb/otters", evidence_id="near")])
+    assert report.index is not None and (report.index.failed, report.index.pending) == (0, 0)
+    record, content = mnemo.archive.get_evidence(AGENT, "far", with_content=True)
+    assert content is not None and record.valid_until is not None  # kept as given
+    assert evidence_document(AGENT.tenant_id, record, content) is None
+    points = mnemo.index.backend.matching(tenant_filter(AGENT.tenant_id))
+    assert sorted(p.evidence_id for _, p in points) == ["near"]
+    mnemo.sync()
+    assert run_fsck(mnemo).problems == ()

@@ -708,6 +708,7 @@ class Indexer:
         made = self._made
         if (
             made is None
+            or item.id > made.last_outbox_id  # a later write's row (see `EvidenceBatch`)
             or item.op != "index_upsert"
             or item.entity != "evidence"
             or item.tenant_id != made.tenant_id
