@@ -27,7 +27,10 @@ archive (an index_status row always re-reads it, as do rows of other writers and
 So the index ends as it would have, and the only window is the one every pass already has
 between its archive read and its index write: a change committed meanwhile is applied by the
 pass that claims its rows. A deletion committed before the claim leaves nothing to use, since it
-marks the version's pending index_upsert done.
+marks the version's pending index_upsert done; a version stored again after it under the same
+ref is another write's row, above the handing write's `EvidenceBatch.last_outbox_id`, so it is
+read back. A handed-over version is checked once (`evidence_document(made_here=True)`): the
+archive validated it moments ago under the index's rules or stricter.
 
 On PostgreSQL with a Qdrant server several drainers may run at once (API processes, workers):
 rows are claimed with `FOR UPDATE SKIP LOCKED` inside the transaction that marks them done, and
