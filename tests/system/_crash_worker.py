@@ -470,6 +470,14 @@ def writer_main(cmd: dict[str, Any]) -> None:
     os._exit(4)
 
 
+def reply(line: str) -> None:
+    """One line to the test, in one `write`: the writers print to the same pipe, and a line
+    written in parts can take a writer's line between them ("pid 18986opened 18986"). `print`
+    writes its text and its newline apart when stdout is unbuffered, as it is here: pytest-xdist's
+    workers run with PYTHONUNBUFFERED=1, which the server inherits."""
+    os.write(1, f"{line}\n".encode())
+
+
 def serve() -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: fakes
     # Import everything a writer needs once, before any fork (no store or index is opened here).
@@ -478,7 +486,7 @@ def serve() -> int:
     import mnemo_sea.system.caches
     import mnemo_sea.system.mnemo  # noqa: F401
 
-    print("ready", flush=True)
+    reply("ready")
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -489,12 +497,12 @@ def serve() -> int:
             pid = os.fork()
             if pid == 0:
                 writer_main(cmd)
-            print(f"pid {pid}", flush=True)
+            reply(f"pid {pid}")
         elif cmd["op"] == "reap":
             pid, status = os.waitpid(int(cmd["pid"]), 0)
-            print(f"status {pid} {os.waitstatus_to_exitcode(status)}", flush=True)
+            reply(f"status {pid} {os.waitstatus_to_exitcode(status)}")
         else:
-            print(f"unknown command {cmd!r}", flush=True)
+            reply(f"unknown command {cmd!r}")
     return 0
 
 
