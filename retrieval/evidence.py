@@ -83,8 +83,7 @@ class EvidenceDocument:
             )
         object.__setattr__(self, "sensitivity", int(self.sensitivity))  # IntEnum -> plain int
         try:
-            start = fields.epoch_seconds(self.valid_from) if self.valid_from else fields.BEGINNING_OF_TIME
-            end = fields.epoch_seconds(self.valid_until) if self.valid_until else fields.END_OF_TIME
+            start, end = fields.epoch_window(self.valid_from, self.valid_until)
         except ValueError as exc:
             raise InvalidDocument("valid_from/valid_until", str(exc), self.evidence_id) from None
         if end <= start:

@@ -76,6 +76,15 @@ def epoch_seconds(moment: datetime) -> float:
     return moment.astimezone(UTC).timestamp()
 
 
+def epoch_window(valid_from: datetime | None, valid_until: datetime | None) -> tuple[float, float]:
+    """A validity as the index stores it: epoch seconds, open ends as the far bounds. A window
+    whose end is not after its start here is one the index cannot hold (float seconds: the step
+    is 4 us in the year 3000), though the datetimes differ."""
+    start = epoch_seconds(valid_from) if valid_from else BEGINNING_OF_TIME
+    end = epoch_seconds(valid_until) if valid_until else END_OF_TIME
+    return start, end
+
+
 def _reject(field: str, value: object, problem: str, for_query: bool) -> str:
     shown = repr(value) if not isinstance(value, str) or len(value) <= 60 else repr(value[:60] + "...")
     message = f"{shown} {problem}"

@@ -387,7 +387,7 @@ def _write_batch(
         ref: (_record_of(row), data) for row, ref, data in zip(inserted, refs, originals, strict=True)
     }
     enqueue_many(conn, rows_out)
-    last_outbox_id = last_id(conn)
+    last_outbox_id = last_id(conn) if inserted else 0  # nothing made: nothing to hand over
     # A version still active answers as it is held in `versions`; others as they were made.
     records = [
         versions[ref][0] if ref is not None and row["status"] == "active" else _record_of(row, answer=True)

@@ -132,10 +132,11 @@ def enqueue_many(conn: Connection, rows: Sequence[OutboxRow]) -> None:
 
 
 def last_id(conn: Connection) -> int:
-    """The highest outbox row id this transaction sees (0 for none). Read by a write after its
-    own rows: every row written after it commits gets a higher id (SQLite's writers take turns;
-    a PostgreSQL sequence hands out increasing ids), so rows at or below it are the write's or
-    older ones."""
+    """The highest outbox row id this transaction sees (0 for none). Read by an evidence write
+    after its own rows: a row naming one of its versions that is written after it commits gets
+    a higher id. On SQLite writers take turns; on PostgreSQL a sequence hands out ids as rows are
+    inserted, and a writer or deleter of the same record waits for this one's chain lock
+    (`locks.lock_chains`) before inserting any."""
     return int(conn.execute(_LAST_ID).scalar_one() or 0)
 
 
@@ -260,14 +261,14 @@ def reclaim_applied(conn: Connection) -> int:
     return int(result.rowcount or 0)
 
 
-def retry_set_aside(conn: Connection) -> int:
-    """Make pending rows that failed MAX_ATTEMPTS times claimable again (attempts back to 0);
-    returns how many. What a repair does before it drains: a row whose cause is gone (a
+def retry_set_aside(conn: Connection, tenant_id: str | None = None) -> int:
+    """Make pending rows (of every tenant, or one) that failed MAX_ATTEMPTS times claimable again
+    (attempts back to 0); returns how many. What a repair does before it drains: a row whose cause is gone (a
     release that indexes what an older one refused) is then applied and marked done, and one
     still failing is set aside again after as many tries."""
     o = t.outbox.c
     result = conn.execute(
-        update(t.outbox).where(_pending(None), o.attempts >= MAX_ATTEMPTS).values(attempts=0)
+        update(t.outbox).where(_pending(tenant_id), o.attempts >= MAX_ATTEMPTS).values(attempts=0)
     )
     return int(result.rowcount or 0)
 

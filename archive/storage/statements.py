@@ -154,8 +154,10 @@ class PreparedInsert:
             column_type = compiled.binds[name].type
             processor = column_type.dialect_impl(dialect).bind_processor(dialect)
             if processor is not None:
-                slot = len(order) + shared.setdefault(type(column_type), len(shared))
-                binds.append((i, processor, slot if getattr(column_type, "bind_memo_shared", False) else i))
+                slot = i  # a column's own, or past every column's, its type's
+                if getattr(column_type, "bind_memo_shared", False):
+                    slot = len(order) + shared.setdefault(type(column_type), len(shared))
+                binds.append((i, processor, slot))
         given = tuple(columns)
         value_keys = tuple(given.index(name) for name in order)
         return cls(str(compiled), order, tuple(binds), named, given, value_keys)
@@ -183,8 +185,9 @@ class PreparedInsert:
         # processed is kept with its result, and the same object (by identity) in the slot's
         # next column or row is not processed again. No memo of every value: the versions of a
         # batch each have their own stamps, and a memo entry per row cost more than it saved.
-        last_in: list[Any] = [None] * (2 * len(columns))  # by slot: a column's, or its type's
-        last_out: list[Any] = [None] * (2 * len(columns))
+        slots = 1 + max((slot for _, _, slot in binds), default=0)  # a column's, or its type's
+        last_in: list[Any] = [None] * slots
+        last_out: list[Any] = [None] * slots
         parameters: list[Any] = []
         for row in rows:
             values = list(values_of(row)) if len(keys) > 1 else [row[keys[0]]]

@@ -153,7 +153,7 @@ def run_fsck(mnemo: Mnemo, *, repair: bool = False, tenant_id: str | None = None
     if repair:
         # Rows set aside after their last failure are tried again: their cause may be gone (a
         # release that indexes what an older one refused); one still failing is set aside again.
-        mnemo.indexer.retry_set_aside()
+        mnemo.indexer.retry_set_aside(tenant_id)  # a tenant's repair touches no other's rows
         repaired += mnemo.sync().applied
     with mnemo.archive.internal_reads() as reads:
         pending = reads.pending_count(tenant_id)

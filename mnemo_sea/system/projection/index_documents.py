@@ -14,7 +14,7 @@ from mnemo_sea.archive.rules.refs import memory_index_id, result_index_id
 from mnemo_sea.archive.storage.rows import ArchivedNote
 from mnemo_sea.retrieval import EvidenceDocument
 from mnemo_sea.retrieval.evidence import MAX_HEADING_CHARS
-from mnemo_sea.retrieval.fields import epoch_seconds
+from mnemo_sea.retrieval.fields import epoch_window
 
 
 def _text(content: bytes) -> str | None:
@@ -49,10 +49,10 @@ def evidence_document(
     valid_until = record.valid_until
     if record.status == "superseded" and record.ended_at is not None:
         valid_until = record.ended_at if valid_until is None else min(valid_until, record.ended_at)
-    if valid_until is not None and epoch_seconds(valid_until) <= epoch_seconds(valid_from):
-        # Expired before it was recorded, or within a span the index cannot tell from nothing: it
-        # keeps time as float epoch seconds, whose step is 4 us in the year 3000 (a window the
-        # archive takes, to the microsecond, would become one of no length and be refused).
+    start, end = epoch_window(valid_from, valid_until)
+    if end <= start:
+        # Expired before it was recorded, or within a span the index cannot tell from nothing
+        # (`epoch_window`): a window the archive takes, to the microsecond, would be refused.
         return None  # it answers at no moment
     build = EvidenceDocument.prechecked if made_here else EvidenceDocument
     return build(

@@ -442,11 +442,11 @@ class Indexer:
         with self._draining:
             return self._settle()
 
-    def retry_set_aside(self) -> int:
+    def retry_set_aside(self, tenant_id: str | None = None) -> int:
         """Make rows set aside after MAX_ATTEMPTS failures claimable again (fsck --repair, before
         it drains); returns how many."""
         with self.store.write() as conn:
-            return retry_set_aside(conn)
+            return retry_set_aside(conn, tenant_id)
 
     def close(self) -> None:
         """Stop the group-commit timer and settle what awaits it (no drain runs after this).
