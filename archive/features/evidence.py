@@ -115,6 +115,8 @@ class _Prepared(NamedTuple):
     evidence_id: str
     data: bytes
     media: str
+    # The version's own fields (kind, source, ... metadata_json); `_write_batch` completes this
+    # dict into the row of the version it makes (after `request()` was taken, if it was).
     fields: dict[str, Any]
     observed_at: datetime | None
     requested_id: str | None  # None when the id was generated
@@ -286,7 +288,8 @@ def _write_batch(
             [(p.evidence_id, p.digest) for p in prepared],
             {e: [(r["version"], r["status"], r["blob_sha256"]) for r in rows] for e, rows in chains.items()},
         )
-    digests = put_blobs(conn, tenant, [(p.data, p.media) for p in prepared], [p.digest for p in prepared])
+    # The pairs as a generator: each is read once, so none is held for the whole batch.
+    digests = put_blobs(conn, tenant, ((p.data, p.media) for p in prepared), [p.digest for p in prepared])
     # The row of the version each item answers with, and that version's ref when this batch made
     # it (None: a version stored before, answered unchanged).
     answers: list[dict[str, Any]] = []
@@ -342,18 +345,20 @@ def _write_batch(
                 )
             )
         ref = version_ref(p.evidence_id, last_version + 1)
-        row = {
-            "tenant_id": tenant,
-            "evidence_id": p.evidence_id,
-            "version": last_version + 1,
-            "observed_at": p.observed_at or now,
-            "status": "active",
-            "recorded_at": now,
-            "recorded_by": principal.subject,
-            "ended_at": None,
-            "blob_sha256": digest,
-            **p.fields,
-        }
+        # The item's fields become its version's row, completed in place: one dict a version,
+        # not a copy of them (an item is written once, and nothing reads its fields after this).
+        row = p.fields
+        row.update(
+            tenant_id=tenant,
+            evidence_id=p.evidence_id,
+            version=last_version + 1,
+            observed_at=p.observed_at or now,
+            status="active",
+            recorded_at=now,
+            recorded_by=principal.subject,
+            ended_at=None,
+            blob_sha256=digest,
+        )
         newest[p.evidence_id] = row
         inserted.append(row)
         refs.append(ref)

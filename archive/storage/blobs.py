@@ -29,17 +29,19 @@ _BLOB_COLUMNS = ("tenant_id", "sha256", "size", "media_type", "content", "create
 def put_blobs(
     conn: Connection,
     tenant_id: str,
-    originals: Sequence[tuple[bytes, str]],
+    originals: Iterable[tuple[bytes, str]],
     digests: Sequence[str] | None = None,
 ) -> list[str]:
     """`put_blob` for many (content, media type) pairs in one statement; their sha256s, in order
-    (`digests`: those the caller computed already, one per original).
+    (`digests`: those the caller computed already, one per original, which `originals` may then
+    yield as it goes rather than hold).
 
     Content stored twice keeps the first media type, as consecutive `put_blob` calls would.
     Rows are written in digest order, so two writers touching the same blobs lock them in the
     same order (PostgreSQL row locks) and never deadlock.
     """
     if digests is None:
+        originals = list(originals)
         digests = [sha256_hex(content) for content, _ in originals]
     now = utcnow()
     rows: dict[str, tuple[Any, ...]] = {}  # by digest, the values of _BLOB_COLUMNS

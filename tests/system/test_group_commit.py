@@ -22,6 +22,7 @@ from sqlalchemy import select
 
 from mnemo_sea.archive import ArchiveTarget, EvidenceInput, Principal, Role, Sensitivity
 from mnemo_sea.archive.rules.errors import OutboxOwned
+from mnemo_sea.archive.rules.limits import BATCH_ITEMS
 from mnemo_sea.archive.storage import schema as t
 from mnemo_sea.archive.storage.outbox import backlog, pending_count
 from mnemo_sea.retrieval.edge_backend import EdgeIndex
@@ -117,8 +118,19 @@ def test_an_ingest_batch_is_searchable_at_once_and_shares_the_flush(mnemo: Mnemo
     assert all(not applied and done for _, applied, done in _rows(mnemo))
 
 
+def test_batches_of_the_largest_share_a_flush_two_by_two(mnemo: Mnemo) -> None:
+    # The default bound: a batch of the archive's largest writes 1,001 rows (an upsert per
+    # record, one cache purge), which wait for the next call's; the second batch's reach it.
+    assert mnemo.indexer.group_commit_rows == GROUP_COMMIT_ROWS
+    first = mnemo.ingest(AGENT, _batch(0, BATCH_ITEMS))
+    assert first.index is not None and first.index.awaiting_flush == BATCH_ITEMS + 1
+    assert not any(done for _, _, done in _rows(mnemo))
+    second = mnemo.ingest(AGENT, _batch(BATCH_ITEMS, BATCH_ITEMS))
+    assert second.index is not None and second.index.awaiting_flush == 0
+    assert all(not applied and done for _, applied, done in _rows(mnemo))
+
+
 def test_a_batch_reaching_the_row_bound_is_flushed_before_the_call_returns(mnemo: Mnemo) -> None:
-    assert GROUP_COMMIT_ROWS <= 1_001  # a batch of the archive's largest (1,000 records) reaches it
     mnemo.indexer.group_commit_rows = 6
     mnemo.ingest(AGENT, _batch(0, 2))
     assert mnemo.indexer.awaiting_flush == 3

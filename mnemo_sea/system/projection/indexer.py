@@ -85,6 +85,7 @@ from mnemo_sea.archive import (
     StoreUnavailable,
 )
 from mnemo_sea.archive.internal_reads import InternalReads
+from mnemo_sea.archive.rules.limits import BATCH_ITEMS
 from mnemo_sea.archive.rules.original_pages import parse_page_ref
 from mnemo_sea.archive.rules.refs import ResultIndexId, memory_index_id, parse_version_ref
 from mnemo_sea.archive.storage.outbox import (
@@ -127,12 +128,14 @@ COMPACT_AFTER_DELETED = 1
 DRAIN_LIMIT = 2_001
 # Group commit (see the docstring): rows applied but not flushed that force the flush, and the
 # longest a row waits for it. A crash costs at most this much replay on the next open. The row
-# bound is that of an ingest batch of the archive's largest (1,000 records, 1,001 rows): such a
-# batch flushes before its call returns, smaller ones share flushes. Measured (`mnemo-sea bench
-# mnemo-ingest --sweep`, docs/figures.md): batches of 100 flushed per call ran at 0.65x the speed
-# of the same batches sharing flushes, while at 1,000 the flush is within the noise. The timer
-# still bounds the wait, so the replay after a kill -9 stays about a second of writing.
-GROUP_COMMIT_ROWS = 1_000
+# bound is that of two ingest batches of the archive's largest (1,000 records, 1,001 rows each),
+# so every batch shares its flush with at least the call after it. A flush costs about the same
+# whatever it carries (the engine's 6,000 documents in batches of 1,000: 1.11 s flushing per
+# batch, 0.98 s flushing once, `mnemo-sea bench mnemo-ingest --sweep`, docs/figures.md), so a
+# batch of 1,000 flushed per call paid a tenth of its time for it, and batches of 100 ran at
+# 0.65x the speed of the same batches sharing flushes. The timer still bounds the wait, so the
+# replay after a kill -9 stays about a second of writing, and at most this many rows.
+GROUP_COMMIT_ROWS = 2 * (BATCH_ITEMS + 1)
 GROUP_COMMIT_SECONDS = 1.0
 # Pages of originals a pass of the worker applies between its passes over the writes (the
 # worker cannot see a write waiting in another process, so it takes one page at a time).
