@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -166,3 +167,40 @@ def test_a_batch_names_the_last_outbox_row_it_saw(archive: Archive, agent: Princ
         agent, [EvidenceInput(body="changed", source="s", evidence_id="x0")], idempotency_key="k"
     )
     assert (replayed.made, replayed.last_outbox_id) == ({}, 0)  # made nothing: nothing to hand over
+
+
+def test_what_a_batch_answers_and_hands_over_is_what_a_read_returns(archive: Archive) -> None:
+    """Nothing is read back by the write: its answers and `made` are built from the rows it
+    inserted. Each must equal what a read after the commit returns, field for field (every
+    field of the record, metadata included), for items that give every field or none."""
+    for before in BEFORE:
+        archive.put_evidence(BATCHED, before)
+    full = item(
+        "f",
+        "every field given",
+        kind="memory",
+        scope="billing",
+        locator="§4",
+        statement="a claim",
+        observed_at=START - timedelta(days=1),
+        valid_from=START,
+        valid_until=START + timedelta(days=3),
+        sensitivity=Sensitivity.CONFIDENTIAL,
+        provenance="user_correction",
+        owner="owner-7",
+        session_id="sess-1",
+        metadata={"n": 1, "tags": ["a", "b"]},
+    )
+    batch = archive.write_evidence_batch(BATCHED, [*BATCH, full])
+    history = {eid: {r.version: r for r in archive.evidence_history(BATCHED, eid)} for eid in "xyzwrbf"}
+    assert list(batch.made) == ["x@2", "x@3", "z@1", "z@2", "w@1", "x@4", "r@2", "b@1", "f@1"]
+    for ref, (made, content) in batch.made.items():
+        eid, version = ref.rsplit("@", 1)
+        assert made == history[eid][int(version)], ref  # as it stands now (a later item may supersede it)
+        stored, original = archive.get_evidence(BATCHED, eid, version=int(version), with_content=True)
+        assert stored == made and original == content, ref
+    for answer in batch.records:
+        stored = history[answer.evidence_id][answer.version]
+        # A put answers with the version it made (or found) current, even if superseded since.
+        assert answer == replace(stored, status="active", ended_at=None), answer.evidence_id
+    assert history["f"][1].metadata == {"n": 1, "tags": ["a", "b"]} and history["f"][1].owner == "owner-7"
