@@ -22,14 +22,23 @@ every row through its compiled statement (a quarter of an ingest's archive write
 row only becomes a tuple (or mapping) with its columns' bind processors applied, and the rows
 go to the driver's executemany through `Connection.exec_driver_sql`, in the caller's
 transaction, with SQLAlchemy's events and error wrapping as for any other statement.
+
+On SQLite the rows go as multi-row INSERTs (`VALUES (...), (...)`, a power of two of rows per
+statement, at most the library's bound on parameters), not as an executemany: the sqlite3 driver
+lets the interpreter's lock go around every step, and an executemany steps once per row. With
+another thread of the process running Python meanwhile (the indexer's trail embedding an
+original, a request beside it), each row then waited out that thread's switch interval (5 ms)
+to take the lock back: 1,000 rows took 2-3 s instead of 4 ms. A statement of many rows is one
+step. Alone, both cost the same (`docs/figures.md`, "Issue 31, sixth round").
 """
 
 from __future__ import annotations
 
 import functools
 import operator
+import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, Insert, Select
@@ -134,6 +143,11 @@ class PreparedInsert:
     named: bool  # the driver takes a mapping per row (psycopg's pyformat), not a sequence
     given: tuple[str, ...]  # the row keys as `of` was given them (`execute_values`' order)
     value_keys: tuple[int, ...]  # for each of `columns`, its position in `given`
+    # On SQLite (see the module docstring): `sql` cut around its one row of placeholders, so a
+    # statement of k rows repeats that row k times; None where rows go as an executemany.
+    multi_row: tuple[str, str, str] | None
+    # The SQL of `_rows_sql(k)` by k, built once each (a batch uses a few powers of two).
+    rows_sql: dict[int, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, statement: Insert, columns: Sequence[str], dialect: Dialect) -> PreparedInsert:
@@ -160,7 +174,9 @@ class PreparedInsert:
                 binds.append((i, processor, slot))
         given = tuple(columns)
         value_keys = tuple(given.index(name) for name in order)
-        return cls(str(compiled), order, tuple(binds), named, given, value_keys)
+        sql = str(compiled)
+        multi_row = _values_row(sql, len(order)) if dialect.name == "sqlite" and not named else None
+        return cls(sql, order, tuple(binds), named, given, value_keys, multi_row)
 
     def execute(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
         """Insert `rows` (mappings holding every column, unprocessed) in one executemany."""
@@ -173,7 +189,8 @@ class PreparedInsert:
         self._execute(conn, rows, self.value_keys)
 
     def _execute(self, conn: Connection, rows: Sequence[Any], keys: tuple[Any, ...]) -> None:
-        """Insert `rows`, each read by `keys` (in the driver's parameter order), in one executemany."""
+        """Insert `rows`, each read by `keys` (in the driver's parameter order): in one
+        executemany, or on SQLite in multi-row statements (see the module docstring)."""
         if not rows:
             return
         columns, binds = self.columns, self.binds
@@ -188,8 +205,8 @@ class PreparedInsert:
         slots = 1 + max((slot for _, _, slot in binds), default=0)  # a column's, or its type's
         last_in: list[Any] = [None] * slots
         last_out: list[Any] = [None] * slots
-        parameters: list[Any] = []
-        for row in rows:
+
+        def processed(row: Any) -> list[Any]:
             values = list(values_of(row)) if len(keys) > 1 else [row[keys[0]]]
             for i, processor, slot in binds:
                 value = values[i]
@@ -197,8 +214,71 @@ class PreparedInsert:
                     if value is not last_in[slot]:
                         last_in[slot], last_out[slot] = value, processor(value)
                     values[i] = last_out[slot]
-            parameters.append(dict(zip(columns, values, strict=True)) if self.named else tuple(values))
+            return values
+
+        if self.multi_row is not None:
+            # One flat list of parameters a statement: no tuple a row.
+            start = 0
+            for k in _powers_of_two(len(rows), _rows_per_statement(conn, len(columns))):
+                flat: list[Any] = []
+                for row in rows[start : start + k]:
+                    flat += processed(row)
+                conn.exec_driver_sql(self._rows_sql(k), tuple(flat))
+                start += k
+            return
+        parameters = [
+            dict(zip(columns, processed(row), strict=True)) if self.named else tuple(processed(row))
+            for row in rows
+        ]
         conn.exec_driver_sql(self.sql, parameters)
+
+    def _rows_sql(self, k: int) -> str:
+        """The statement for `k` rows at once, its parameters row after row in `columns` order."""
+        sql = self.rows_sql.get(k)
+        if sql is None:
+            assert self.multi_row is not None
+            head, row, tail = self.multi_row
+            sql = self.rows_sql[k] = head + ", ".join([row] * k) + tail
+        return sql
+
+
+def _values_row(sql: str, parameters: int) -> tuple[str, str, str] | None:
+    """`sql` as (what precedes its VALUES row, the row, what follows) when it holds exactly one
+    row of `parameters` plain placeholders (SQLite's qmark style), else None."""
+    row = "(" + ", ".join(["?"] * parameters) + ")"
+    head, found, tail = sql.partition(" VALUES " + row)
+    if not found or sql.count("?") != parameters:
+        return None
+    return head + " VALUES ", row, tail
+
+
+def _powers_of_two(n: int, most: int) -> list[int]:
+    """`n` rows as statements of powers of two rows, at most `most` each, largest first: a few
+    statements a batch, each rendered once (1,000 rows: 512, 256, 128, 64, 32, 8)."""
+    sizes = []
+    size = 1 << max(0, most.bit_length() - 1)  # the largest power of two within `most`
+    while n:
+        while size > n:
+            size >>= 1
+        sizes.append(size)
+        n -= size
+    return sizes
+
+
+# Rows per multi-row statement: SQLite takes at most SQLITE_LIMIT_VARIABLE_NUMBER parameters
+# (32,766 by default since 3.32, 999 before; a build may set it otherwise), read from the
+# connection, and never more than this many rows (a statement compiled for each power of two).
+MAX_ROWS_PER_STATEMENT = 1_024
+
+
+def _rows_per_statement(conn: Connection, columns: int) -> int:
+    driver = conn.connection.driver_connection
+    limit = (
+        driver.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+        if isinstance(driver, sqlite3.Connection)
+        else 999
+    )
+    return max(1, min(MAX_ROWS_PER_STATEMENT, limit // columns))
 
 
 # Rendered statements by (name, dialect name, driver, paramstyle): a dialect's SQL depends on

@@ -181,6 +181,7 @@ from . import (  # noqa: E402 - they need bench_app above
     bench_console,
     bench_embedded_write,
     bench_engine_ingest,
+    bench_ingest_beside_trail,
     bench_mnemo_ingest,
     bench_original_chunks,
     bench_query_embedding,
@@ -196,6 +197,7 @@ for _bench in (
     bench_query_embedding,
     bench_console,
     bench_original_chunks,
+    bench_ingest_beside_trail,
 ):
     _bench.register(bench_app)
 

@@ -11,10 +11,12 @@ from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
 import pytest
-from sqlalchemy import Select, bindparam, select
+from sqlalchemy import Select, bindparam, event, select
 
 from mnemo_sea.archive import Archive, EvidenceInput, Principal, StoreUnavailable
 from mnemo_sea.archive.storage import schema as t
+from mnemo_sea.archive.storage import statements
+from mnemo_sea.archive.storage.blobs import put_blobs
 from mnemo_sea.archive.storage.statements import PreparedInsert, PreparedSelect, prepared_insert
 from mnemo_sea.archive.storage.store import open_store
 
@@ -150,6 +152,15 @@ def test_a_prepared_insert_stores_what_sqlalchemy_stores(archive: Archive) -> No
     assert [r[-1] for r in stored("t-prepared")] == [None] * 5
 
 
+def _stored(archive: Archive, columns: tuple[str, ...], tenant: str) -> list[tuple[Any, ...]]:
+    """A tenant's outbox rows in id order, the given columns but the tenant."""
+    with archive.store.read() as conn:
+        stmt = select(*(t.outbox.c[c] for c in columns if c != "tenant_id"))
+        return [
+            tuple(r) for r in conn.execute(stmt.where(t.outbox.c.tenant_id == tenant).order_by(t.outbox.c.id))
+        ]
+
+
 def test_rows_given_as_values_store_what_mappings_store(archive: Archive) -> None:
     """`execute_values` takes each row's values in the order the columns were given to `of`,
     which need not be the table's (nor the driver's parameter order): reversed here."""
@@ -164,17 +175,11 @@ def test_rows_given_as_values_store_what_mappings_store(archive: Archive) -> Non
         prepared.execute_values(conn, [])  # nothing to write is no statement
         prepared.execute(conn, as_mappings)
 
-    def stored(tenant: str) -> list[tuple[Any, ...]]:
-        with archive.store.read() as conn:
-            stmt = select(*(t.outbox.c[c] for c in columns if c != "tenant_id"))
-            return [
-                tuple(r)
-                for r in conn.execute(stmt.where(t.outbox.c.tenant_id == tenant).order_by(t.outbox.c.id))
-            ]
-
-    assert stored("t-prepared") == stored("t-mappings") != []
+    assert _stored(archive, columns, "t-prepared") == _stored(archive, columns, "t-mappings") != []
     ref_at = [c for c in columns if c != "tenant_id"].index("entity_ref")
-    assert [r[ref_at] for r in stored("t-prepared")] == [f"ref-{i} 第{i}" for i in range(4)]
+    assert [r[ref_at] for r in _stored(archive, columns, "t-prepared")] == [
+        f"ref-{i} 第{i}" for i in range(4)
+    ]
 
 
 def test_a_time_shared_by_columns_is_stored_in_each_as_given(archive: Archive) -> None:
@@ -252,3 +257,64 @@ def test_an_insert_the_rows_do_not_fill_is_refused(archive: Archive) -> None:
     with_default = t.outbox.insert().values(attempts=bindparam("tries"))  # a parameter no row gives
     with pytest.raises(ValueError, match="the rows give"):
         PreparedInsert.of(with_default, tuple(_outbox_rows(1)[0]), dialect)
+
+
+def test_on_sqlite_rows_go_as_few_multi_row_statements(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On SQLite a prepared INSERT writes its rows as statements of many rows (powers of two, at
+    most MAX_ROWS_PER_STATEMENT each), not an executemany stepping once per row (see the module
+    docstring: each step let the interpreter's lock go). What they store is what SQLAlchemy's
+    own executemany stores, row for row, also for the INSERT ... ON CONFLICT of a blob upsert."""
+    dialect = archive.store.engine.dialect
+    monkeypatch.setattr(statements, "MAX_ROWS_PER_STATEMENT", 4)
+    columns = tuple(_outbox_rows(1)[0])
+    prepared = PreparedInsert.of(t.outbox.insert(), columns, dialect)
+    sent: list[tuple[str, bool]] = []
+
+    def count(conn: Any, cursor: Any, sql: str, params: Any, context: Any, executemany: bool) -> None:
+        if sql.startswith("INSERT INTO outbox"):
+            sent.append((sql, executemany))
+
+    event.listen(archive.store.engine, "before_cursor_execute", count)
+    try:
+        with archive.store.write() as conn:
+            prepared.execute(conn, _outbox_rows(11))
+            conn.execute(t.outbox.insert(), [dict(r, tenant_id="t-sqlalchemy") for r in _outbox_rows(11)])
+    finally:
+        event.remove(archive.store.engine, "before_cursor_execute", count)
+    ours = sent[:-1]
+    if dialect.name == "sqlite":
+        # 11 rows: 4 + 4 + 2 + 1, each one statement (its rows' placeholders repeated).
+        assert [(s.count("?") // len(columns), many) for s, many in ours] == [
+            (4, False),
+            (4, False),
+            (2, False),
+            (1, False),
+        ]
+    else:
+        assert [many for _, many in ours] == [True]  # psycopg: one executemany, as before
+
+    ours_stored = _stored(archive, columns, "t-prepared")
+    assert ours_stored == _stored(archive, columns, "t-sqlalchemy") and len(ours_stored) == 11
+    # An upsert of blobs: new ones inserted and existing ones touched, in statements of many rows.
+    with archive.store.write() as conn:
+        put_blobs(conn, "t-blobs", [(f"blob {i}".encode(), "text/plain") for i in range(3)])
+    contents = [(f"blob {i}".encode(), "text/plain" if i < 3 else "text/csv") for i in range(7)]
+    with archive.store.write() as conn:
+        put_blobs(conn, "t-blobs", contents)
+    with archive.store.read() as conn:
+        blobs = conn.execute(
+            select(t.blobs.c.content, t.blobs.c.media_type, t.blobs.c.size)
+            .where(t.blobs.c.tenant_id == "t-blobs")
+            .order_by(t.blobs.c.content)
+        ).all()
+    assert [tuple(b) for b in blobs] == [(c, m, len(c)) for c, m in contents]
+
+
+def test_a_batch_is_cut_into_powers_of_two_within_the_bound() -> None:
+    assert statements._powers_of_two(1000, 1024) == [512, 256, 128, 64, 32, 8]
+    assert statements._powers_of_two(2001, 1024) == [1024, 512, 256, 128, 64, 16, 1]
+    assert statements._powers_of_two(7, 3) == [2, 2, 2, 1]  # the bound need not be a power of two
+    assert statements._powers_of_two(3, 1) == [1, 1, 1]
+    assert statements._powers_of_two(0, 8) == []
