@@ -544,6 +544,8 @@ def _put(
                 conn, principal.tenant_id, [(eid, version) for eid, version in previous["records"]]
             )
             return EvidenceBatch(principal.tenant_id, replayed, {}, 0)
+        # `prepared` is written once: `_write_batch` completes each item's fields into its row, so
+        # a retry must validate the items again (nothing retries a write today).
         batch = _write_batch(conn, principal, prepared, reactivate=reactivate)
         if batch.made:
             _audit_put(conn, principal, list(batch.made))

@@ -466,7 +466,7 @@ def archive(
                 for n, x in zip(numbers, batch, strict=True)
             ],
         )
-        # In one executemany, in this order (the indexer applies rows by id): each note, which
+        # In one call, in this order (the indexer applies rows by id): each note, which
         # becomes searchable (the index points back to the result, never holds it); then its
         # original, a page per row, indexed behind this write (original_pages.py; a recovered
         # copy's original is its source's); then the tenant's cached searches purged.

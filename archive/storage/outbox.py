@@ -107,8 +107,9 @@ OutboxRow = tuple[str, Op, Entity, str, dict[str, Any] | None]
 
 
 def enqueue_many(conn: Connection, rows: Sequence[OutboxRow]) -> None:
-    """`enqueue` for many (tenant, op, entity, entity_ref, payload) rows in one executemany; they
-    get increasing ids in the order given, so the indexer applies them in that order. A payload
+    """`enqueue` for many (tenant, op, entity, entity_ref, payload) rows at once (a prepared
+    INSERT: an executemany, or on SQLite multi-row statements); they get increasing ids in the
+    order given, so the indexer applies them in that order. A payload
     of None is the empty one."""
     if not rows:
         return

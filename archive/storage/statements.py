@@ -1,5 +1,5 @@
 """Statements rendered once per database dialect: a SELECT run on the driver's own connection,
-and an INSERT run for many rows in one executemany.
+and an INSERT run for many rows at once (an executemany, or on SQLite a few multi-row statements).
 
 Search hydration runs one statement on every search, and SQLAlchemy's per-execution work
 (building the execution context, constructing the parameters, wrapping the cursor, the
@@ -20,8 +20,8 @@ A `PreparedInsert` does the same for the multi-row INSERTs of a batched write (e
 versions, blobs, outbox rows): SQLAlchemy's executemany builds and processes the parameters of
 every row through its compiled statement (a quarter of an ingest's archive write); here each
 row only becomes a tuple (or mapping) with its columns' bind processors applied, and the rows
-go to the driver's executemany through `Connection.exec_driver_sql`, in the caller's
-transaction, with SQLAlchemy's events and error wrapping as for any other statement.
+go to the driver through `Connection.exec_driver_sql`, in the caller's transaction, with
+SQLAlchemy's events and error wrapping as for any other statement.
 
 On SQLite the rows go as multi-row INSERTs (`VALUES (...), (...)`, a power of two of rows per
 statement, at most the library's bound on parameters), not as an executemany: the sqlite3 driver
@@ -179,7 +179,7 @@ class PreparedInsert:
         return cls(sql, order, tuple(binds), named, given, value_keys, multi_row)
 
     def execute(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Insert `rows` (mappings holding every column, unprocessed) in one executemany."""
+        """Insert `rows` (mappings holding every column, unprocessed): see `_execute`."""
         self._execute(conn, rows, self.columns)
 
     def execute_values(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> None:

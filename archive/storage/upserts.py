@@ -39,7 +39,8 @@ def insert_or_touch(
 
     On PostgreSQL the update takes the row lock, so a concurrent delete of that row either
     waits for us or has already happened (then the insert goes through). Many rows go as one
-    executemany of the statement, rendered once (archive/storage/statements.py).
+    execution of the statement, rendered once (archive/storage/statements.py: an executemany, or
+    on SQLite a few multi-row statements).
     """
     if not rows:
         return

@@ -5,6 +5,7 @@ caller's transaction."""
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -297,19 +298,71 @@ def test_on_sqlite_rows_go_as_few_multi_row_statements(
 
     ours_stored = _stored(archive, columns, "t-prepared")
     assert ours_stored == _stored(archive, columns, "t-sqlalchemy") and len(ours_stored) == 11
-    # An upsert of blobs: new ones inserted and existing ones touched, in statements of many rows.
+    # An upsert of blobs: new ones inserted and existing ones touched (each keeps its first media
+    # type), in statements of many rows.
     with archive.store.write() as conn:
         put_blobs(conn, "t-blobs", [(f"blob {i}".encode(), "text/plain") for i in range(3)])
-    contents = [(f"blob {i}".encode(), "text/plain" if i < 3 else "text/csv") for i in range(7)]
     with archive.store.write() as conn:
-        put_blobs(conn, "t-blobs", contents)
+        put_blobs(conn, "t-blobs", [(f"blob {i}".encode(), "text/csv") for i in range(7)])
+    upsert = next(
+        p
+        for key, p in statements._INSERTS.items()
+        if key[0].startswith("insert_or_touch blobs") and key[1] == dialect.name
+    )
+    assert (upsert.multi_row is not None) == (dialect.name == "sqlite")
     with archive.store.read() as conn:
         blobs = conn.execute(
             select(t.blobs.c.content, t.blobs.c.media_type, t.blobs.c.size)
             .where(t.blobs.c.tenant_id == "t-blobs")
             .order_by(t.blobs.c.content)
         ).all()
-    assert [tuple(b) for b in blobs] == [(c, m, len(c)) for c, m in contents]
+    expected = [(f"blob {i}".encode(), "text/plain" if i < 3 else "text/csv") for i in range(7)]
+    assert [tuple(b) for b in blobs] == [(c, m, len(c)) for c, m in expected]
+
+
+def test_rows_per_statement_keep_within_the_librarys_bound_on_parameters(archive: Archive) -> None:
+    """A SQLite built with a lower bound on a statement's parameters gets statements of fewer
+    rows: 7 columns under a bound of 20 parameters are 2 rows a statement."""
+    if archive.store.engine.dialect.name != "sqlite":
+        pytest.skip("multi-row statements are SQLite's")
+    columns = tuple(_outbox_rows(1)[0])
+    prepared = PreparedInsert.of(t.outbox.insert(), columns, archive.store.engine.dialect)
+    sent: list[int] = []
+
+    def count(conn: Any, cursor: Any, sql: str, params: Any, context: Any, executemany: bool) -> None:
+        if sql.startswith("INSERT INTO outbox"):
+            sent.append(sql.count("?") // len(columns))
+
+    event.listen(archive.store.engine, "before_cursor_execute", count)
+    try:
+        with archive.store.write() as conn:
+            driver = conn.connection.driver_connection
+            before = driver.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+            driver.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 20)
+            try:
+                prepared.execute(conn, _outbox_rows(5))
+            finally:
+                driver.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, before)
+    finally:
+        event.remove(archive.store.engine, "before_cursor_execute", count)
+    assert sent == [2, 2, 1]
+    assert len(_stored(archive, columns, "t-prepared")) == 5
+
+
+def test_sql_not_of_one_plain_row_of_placeholders_goes_as_an_executemany() -> None:
+    assert statements._values_row("INSERT INTO t (a, b) VALUES (?, ?)", 2) == (
+        "INSERT INTO t (a, b) VALUES ",
+        "(?, ?)",
+        "",
+    )
+    assert statements._values_row("INSERT INTO t (a, b) VALUES (?, ?) ON CONFLICT (a) DO NOTHING", 2) == (
+        "INSERT INTO t (a, b) VALUES ",
+        "(?, ?)",
+        " ON CONFLICT (a) DO NOTHING",
+    )
+    assert statements._values_row("INSERT INTO t (a, b) VALUES (?, 'x?')", 1) is None  # a literal holds '?'
+    assert statements._values_row("INSERT INTO t (a, b) VALUES (?, ?) RETURNING (?)", 2) is None
+    assert statements._values_row("INSERT INTO t (a, b) VALUES (%(a)s, %(b)s)", 2) is None
 
 
 def test_a_batch_is_cut_into_powers_of_two_within_the_bound() -> None:
