@@ -288,7 +288,7 @@ def _write_batch(
             [(p.evidence_id, p.digest) for p in prepared],
             {e: [(r["version"], r["status"], r["blob_sha256"]) for r in rows] for e, rows in chains.items()},
         )
-    # The pairs as a generator: each is read once, so none is held for the whole batch.
+    # The pairs as a generator: read once each, so no list of pairs is held for the batch.
     digests = put_blobs(conn, tenant, ((p.data, p.media) for p in prepared), [p.digest for p in prepared])
     # The row of the version each item answers with, and that version's ref when this batch made
     # it (None: a version stored before, answered unchanged).
