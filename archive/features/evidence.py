@@ -7,13 +7,15 @@ Two time axes: `recorded_at`/`ended_at` say when a version was the archive's cur
 
 from __future__ import annotations
 
+import functools
+import operator
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, Row, and_, bindparam, case, func, select, update
+from sqlalchemy import Connection, Row, Update, and_, bindparam, case, column, func, select, update, values
 
 from ..rules import limits
 from ..rules.checks import aware, check_label, content_bytes
@@ -41,7 +43,7 @@ from ..storage.locks import lock_chain, lock_chains
 from ..storage.outbox import OutboxRow, enqueue, enqueue_many, last_id
 from ..storage.prefixes import starts_with
 from ..storage.rows import to_record
-from ..storage.statements import prepared_insert
+from ..storage.statements import multi_row_sizes, prepared_insert, prepared_update, rows_in_one_step
 from ..storage.store import ArchiveStore
 
 _TEXT_LIMITS = {"source": limits.SOURCE_CHARS, "scope": limits.SCOPE_CHARS, "locator": limits.LOCATOR_CHARS}
@@ -204,15 +206,28 @@ _EVIDENCE_COLUMNS = tuple(c.key for c in t.evidence.columns)  # a new version's 
 _CHUNK = 400  # evidence ids per statement, under every backend's bound-parameter limit
 
 
-def _chains(
-    conn: Connection, tenant_id: str, ids: Sequence[str], *, lock: bool = False
-) -> dict[str, list[Row[Any]]]:
+def _chains(conn: Connection, tenant_id: str, ids: Sequence[str]) -> dict[str, list[Row[Any]]]:
     """Every version of each chain in `ids` (an id without versions is absent), oldest first."""
     found: dict[str, list[Row[Any]]] = {}
-    stmt = _LOCKED_CHAINS if lock else _CHAINS
     for start in range(0, len(ids), _CHUNK):
-        for row in conn.execute(stmt, {"tenant_id": tenant_id, "ids": ids[start : start + _CHUNK]}):
+        for row in conn.execute(_CHAINS, {"tenant_id": tenant_id, "ids": ids[start : start + _CHUNK]}):
             found.setdefault(row.evidence_id, []).append(row)
+    return found
+
+
+def _chain_rows(conn: Connection, tenant_id: str, ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """`_chains` locked (on PostgreSQL; a SQLite write holds the file), as rows a write completes
+    and changes (dicts of every column). On SQLite read in one step (`rows_in_one_step`): a write
+    superseding many versions does not hand the interpreter's lock to another thread once a
+    version read."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for start in range(0, len(ids), _CHUNK):
+        wanted = {"tenant_id": tenant_id, "ids": ids[start : start + _CHUNK]}
+        for stored in rows_in_one_step(conn, "evidence.locked_chains", lambda: _LOCKED_CHAINS, wanted):
+            row = dict(zip(_EVIDENCE_COLUMNS, stored, strict=True))
+            found.setdefault(row["evidence_id"], []).append(row)
+    for versions in found.values():
+        versions.sort(key=operator.itemgetter("version"))
     return found
 
 
@@ -277,9 +292,7 @@ def _write_batch(
     tenant = principal.tenant_id
     ids = sorted({p.evidence_id for p in prepared})
     lock_chains(conn, "evidence", tenant, ids)
-    chains = {
-        eid: [dict(r._mapping) for r in rows] for eid, rows in _chains(conn, tenant, ids, lock=True).items()
-    }
+    chains = _chain_rows(conn, tenant, ids)
     if not reactivate and any(r["status"] == "retracted" for rows in chains.values() for r in rows):
         # Checked on the locked chains, before anything is written: a retraction made since a
         # caller's own check (retracted_among) is honoured too. Only a chain holding a retracted
@@ -372,19 +385,7 @@ def _write_batch(
         # rows a batch writes, claims and marks, for nothing the cache needs).
         rows_out.append((tenant, "cache_purge", "tenant", tenant, {"reason": "evidence changed"}))
     if superseded:
-        conn.execute(
-            update(t.evidence)
-            .where(
-                t.evidence.c.tenant_id == tenant,
-                t.evidence.c.evidence_id == bindparam("b_evidence_id"),
-                t.evidence.c.version == bindparam("b_version"),
-            )
-            .values(status="superseded", ended_at=bindparam("b_ended_at")),
-            [
-                {"b_evidence_id": v["evidence_id"], "b_version": v["version"], "b_ended_at": v["ended_at"]}
-                for v in superseded
-            ],
-        )
+        _supersede(conn, tenant, superseded)
     insert = prepared_insert("evidence", t.evidence.insert, _EVIDENCE_COLUMNS, conn.dialect)
     insert.execute(conn, inserted)
     # Each version made, in its final state (the rows were updated in place as the batch went).
@@ -399,6 +400,81 @@ def _write_batch(
         for row, ref in zip(answers, answer_refs, strict=True)
     ]
     return EvidenceBatch(tenant, records, versions, last_outbox_id)
+
+
+def _supersede(conn: Connection, tenant: str, versions: Sequence[dict[str, Any]]) -> None:
+    """Mark `versions` (rows of the tenant's evidence stored before this write) superseded, each
+    ended at its own `ended_at`. On SQLite a few statements of many rows each (powers of two),
+    not an executemany: the driver lets the interpreter's lock go at every row's step, and with
+    another thread running Python (the indexer's trail, a request beside it) each row waited out
+    its switch interval (archive/storage/statements.py). PostgreSQL keeps its executemany."""
+    if conn.dialect.name != "sqlite":
+        conn.execute(
+            update(t.evidence)
+            .where(
+                t.evidence.c.tenant_id == tenant,
+                t.evidence.c.evidence_id == bindparam("b_evidence_id"),
+                t.evidence.c.version == bindparam("b_version"),
+            )
+            .values(status="superseded", ended_at=bindparam("b_ended_at")),
+            [
+                {"b_evidence_id": v["evidence_id"], "b_version": v["version"], "b_ended_at": v["ended_at"]}
+                for v in versions
+            ],
+        )
+        return
+    start = 0
+    # Three parameters a version, and the tenant and the status besides.
+    for k in multi_row_sizes(conn, len(versions), 3, besides=2):
+        params: dict[str, Any] = {"tenant": tenant, "status": "superseded"}
+        for names, row in zip(_ended_names(k), versions[start : start + k], strict=True):
+            id_name, version_name, end_name = names
+            params[id_name], params[version_name] = row["evidence_id"], row["version"]
+            params[end_name] = row["ended_at"]
+        build = functools.partial(_supersede_statement, k)
+        prepared_update(f"evidence.supersede/{k}", build, conn.dialect).execute(conn, params)
+        start += k
+
+
+@functools.cache
+def _ended_names(k: int) -> tuple[tuple[str, str, str], ...]:
+    """The parameter names of `_supersede_statement(k)`'s rows: (`e0`, `v0`, `t0`), ..."""
+    return tuple((f"e{i}", f"v{i}", f"t{i}") for i in range(k))
+
+
+def _supersede_statement(k: int) -> Update:
+    """The UPDATE of k versions, each by its whole primary key with its own end: the rows as a
+    VALUES list joined to the evidence (SQLite looks each up by the key: `UPDATE ... FROM`)."""
+    ended = (
+        values(
+            column("evidence_id", t.evidence.c.evidence_id.type),
+            column("version", t.evidence.c.version.type),
+            column("ended_at", t.evidence.c.ended_at.type),
+            name="ended",
+        )
+        .data(
+            [
+                (
+                    bindparam(id_name, type_=t.evidence.c.evidence_id.type),
+                    bindparam(version_name, type_=t.evidence.c.version.type),
+                    bindparam(end_name, type_=t.evidence.c.ended_at.type),
+                )
+                for id_name, version_name, end_name in _ended_names(k)
+            ]
+        )
+        .cte("ended")
+    )
+    e = t.evidence.c
+    return (
+        update(t.evidence)
+        .add_cte(ended)
+        .where(
+            e.tenant_id == bindparam("tenant"),
+            e.evidence_id == ended.c.evidence_id,
+            e.version == ended.c.version,
+        )
+        .values(status=bindparam("status"), ended_at=ended.c.ended_at)
+    )
 
 
 def _retracted_version(versions: Sequence[tuple[int, str, str]], digest: str) -> int | None:

@@ -59,8 +59,11 @@ from ..storage.blobs import put_blob, read_blob, read_blobs, sha256_hex, verifie
 from ..storage.idempotency import keyed, previous_reply, save_reply
 from ..storage.outbox import OutboxRow, enqueue_many
 from ..storage.session_rows import check_opened, readable_session, session_row
+from ..storage.statements import prepared_insert
 from ..storage.store import ArchiveStore
 from ..storage.upserts import dialect_insert
+
+_ENTRY_COLUMNS = tuple(c.key for c in t.archive_entries.columns)  # an entry gives every one
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -451,8 +454,10 @@ def archive(
         ).rowcount
         if flipped != len(numbers):  # cannot happen under the locks; kept as a last line of defence
             raise ArchiveConflict(statuses, "another archiver changed these results; reload the live view")
-        conn.execute(
-            t.archive_entries.insert(),
+        # Multi-row on SQLite (archive/storage/statements.py): an executemany steps once an
+        # entry, and each step waits out any other thread running Python (the trail).
+        prepared_insert("archive_entries", t.archive_entries.insert, _ENTRY_COLUMNS, conn.dialect).execute(
+            conn,
             [
                 {
                     "tenant_id": tenant,

@@ -1,5 +1,6 @@
-"""Statements rendered once per database dialect: a SELECT run on the driver's own connection,
-and an INSERT run for many rows at once (an executemany, or on SQLite a few multi-row statements).
+"""Statements built and rendered once per database dialect: a SELECT run on the driver's own connection,
+an INSERT run for many rows at once (an executemany, or on SQLite a few multi-row statements),
+and an UPDATE run in the caller's transaction (one statement naming many rows, on SQLite).
 
 Search hydration runs one statement on every search, and SQLAlchemy's per-execution work
 (building the execution context, constructing the parameters, wrapping the cursor, the
@@ -29,7 +30,12 @@ lets the interpreter's lock go around every step, and an executemany steps once 
 another thread of the process running Python meanwhile (the indexer's trail embedding an
 original, a request beside it), each row then waited out that thread's switch interval (5 ms)
 to take the lock back: 1,000 rows took 2-3 s instead of 4 ms. A statement of many rows is one
-step. Alone, both cost the same (`docs/figures.md`, "Issue 31, sixth round").
+step. Alone, both cost the same (`docs/figures.md`, "Issue 31, sixth round"). A `PreparedUpdate`
+serves an UPDATE of many rows for the same reason: the caller builds one statement for k rows
+(an `UPDATE ... FROM` a VALUES list of them), `multi_row_sizes` cuts the rows into such
+statements, and each is one step. Reading many rows has the same cost (a step per row fetched):
+`rows_in_one_step` reads a SELECT's rows on SQLite as one row of JSON, built by SQLite in one
+step, for the reads a write makes inside its transaction.
 """
 
 from __future__ import annotations
@@ -41,21 +47,56 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Insert, Select
+import orjson
+from sqlalchemy import Boolean, Connection, DateTime, Insert, Integer, Select, String, Update, func, select
 from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
 _Processor = Callable[[Any], Any]
 
 
 @dataclass(frozen=True)
-class PreparedSelect:
-    """`statement` as `dialect` runs it: SQL text, parameter order, bind and result processors."""
+class _Rendered:
+    """A statement as a dialect runs it: SQL text, parameter order and bind processors."""
 
     sql: str
     # Parameter names in placeholder order for positional paramstyles (SQLite's qmark), or
     # None where the driver takes a mapping (psycopg's pyformat).
     order: tuple[str, ...] | None
     binds: tuple[tuple[str, _Processor], ...]
+
+    def parameters(self, values: Mapping[str, Any]) -> Sequence[Any] | Mapping[str, Any]:
+        """The driver's parameters for `values` (every name of the statement, unprocessed)."""
+        if self.binds:
+            values = dict(values)
+            for name, processor in self.binds:
+                values[name] = processor(values[name])
+        if self.order is None:
+            return values
+        return [values[name] for name in self.order]
+
+
+def _render(
+    statement: Select[Any] | Update, dialect: Dialect
+) -> tuple[str, tuple[str, ...] | None, tuple[tuple[str, _Processor], ...]]:
+    """`_Rendered`'s fields for `statement` on `dialect`."""
+    compiled = statement.compile(dialect=dialect)
+    if compiled.post_compile_params or compiled.literal_execute_params:
+        # An expanding IN is rendered per execution; such a statement cannot be prepared.
+        raise ValueError("a prepared statement cannot hold expanding or literal-execute parameters")
+    binds = []
+    for name, bind in compiled.binds.items():
+        processor = bind.type.dialect_impl(dialect).bind_processor(dialect)
+        if processor is not None:
+            binds.append((name, processor))
+    order = tuple(compiled.positiontup) if compiled.positiontup is not None else None
+    return str(compiled), order, tuple(binds)
+
+
+@dataclass(frozen=True)
+class PreparedSelect(_Rendered):
+    """`statement` as `dialect` runs it: SQL text, parameter order, bind and result processors."""
+
     results: tuple[_Processor | None, ...]
     # What each row becomes: a plain tuple, or `_as_row(RowType)` (see `of`).
     row: Callable[[Iterable[Any]], tuple[Any, ...]] = tuple
@@ -72,56 +113,48 @@ class PreparedSelect:
             if getattr(row, "_fields", None) != names:
                 raise ValueError(f"{row.__name__} does not name the columns {names}")
             make = _as_row(row)
-        compiled = statement.compile(dialect=dialect)
-        if compiled.post_compile_params or compiled.literal_execute_params:
-            # An expanding IN is rendered per execution; such a statement cannot be prepared.
-            raise ValueError("a prepared SELECT cannot hold expanding or literal-execute parameters")
-        binds = []
-        for name, bind in compiled.binds.items():
-            processor = bind.type.dialect_impl(dialect).bind_processor(dialect)
-            if processor is not None:
-                binds.append((name, processor))
-        results = tuple(
-            column.type.dialect_impl(dialect).result_processor(dialect, None)
-            for column in statement.selected_columns
-        )
-        order = tuple(compiled.positiontup) if compiled.positiontup is not None else None
-        return cls(str(compiled), order, tuple(binds), results, make)
-
-    def parameters(self, values: Mapping[str, Any]) -> Sequence[Any] | Mapping[str, Any]:
-        """The driver's parameters for `values` (every name of the statement, unprocessed)."""
-        if self.binds:
-            values = dict(values)
-            for name, processor in self.binds:
-                values[name] = processor(values[name])
-        if self.order is None:
-            return values
-        return [values[name] for name in self.order]
+        sql, order, binds = _render(statement, dialect)
+        return cls(sql, order, binds, _result_processors(statement, dialect), make)
 
     def processed(self, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
-        """The driver's rows with each column's result processor applied, as SQLAlchemy would
-        (a NULL stays None without a call: SQLAlchemy's processors and schema.UTCDateTime all map
-        None to None)."""
-        columns = [(i, p) for i, p in enumerate(self.results) if p is not None]
-        make = self.row
-        if not columns:
-            return [make(row) for row in rows]
-        out: list[tuple[Any, ...]] = []
-        for row in rows:
-            # Most processed columns are NULL (an evidence version's validity bounds usually
-            # are): such a row is taken as the driver gave it, without a list of its values.
-            for i, _ in columns:
-                if row[i] is not None:
-                    break
-            else:
-                out.append(make(row))
-                continue
-            values = list(row)
-            for i, processor in columns:
-                if values[i] is not None:
-                    values[i] = processor(values[i])
-            out.append(make(values))
-        return out
+        """The driver's rows with each column's result processor applied (`_processed`)."""
+        return _processed(self.results, self.row, rows)
+
+
+def _result_processors(statement: Select[Any], dialect: Dialect) -> tuple[_Processor | None, ...]:
+    return tuple(
+        column.type.dialect_impl(dialect).result_processor(dialect, None)
+        for column in statement.selected_columns
+    )
+
+
+def _processed(
+    results: tuple[_Processor | None, ...],
+    make: Callable[[Iterable[Any]], tuple[Any, ...]],
+    rows: Sequence[Sequence[Any]],
+) -> list[tuple[Any, ...]]:
+    """`rows` with each column's result processor applied, as SQLAlchemy would (a NULL stays
+    None without a call: SQLAlchemy's processors and schema.UTCDateTime all map None to None),
+    each made a row by `make`."""
+    columns = [(i, p) for i, p in enumerate(results) if p is not None]
+    if not columns:
+        return [make(row) for row in rows]
+    out: list[tuple[Any, ...]] = []
+    for row in rows:
+        # Most processed columns are NULL (an evidence version's validity bounds usually
+        # are): such a row is taken as the driver gave it, without a list of its values.
+        for i, _ in columns:
+            if row[i] is not None:
+                break
+        else:
+            out.append(make(row))
+            continue
+        values = list(row)
+        for i, processor in columns:
+            if values[i] is not None:
+                values[i] = processor(values[i])
+        out.append(make(values))
+    return out
 
 
 def _as_row(row: type[tuple[Any, ...]]) -> Callable[[Iterable[Any]], tuple[Any, ...]]:
@@ -129,6 +162,23 @@ def _as_row(row: type[tuple[Any, ...]]) -> Callable[[Iterable[Any]], tuple[Any, 
     time): `tuple.__new__` in C. The length needs no check per row: `of` matched the fields to
     the statement's columns, and the driver returns one value per column."""
     return functools.partial(tuple.__new__, row)
+
+
+@dataclass(frozen=True)
+class PreparedUpdate(_Rendered):
+    """An UPDATE with named parameters, run in the caller's transaction (see the module
+    docstring: what one statement naming many rows is for)."""
+
+    @classmethod
+    def of(cls, statement: Update, dialect: Dialect) -> PreparedUpdate:
+        return cls(*_render(statement, dialect))
+
+    def execute(self, conn: Connection, values: Mapping[str, Any]) -> None:
+        """Run the statement with `values` (every name of the statement, unprocessed)."""
+        parameters = self.parameters(values)
+        # A sequence of values is one row of parameters, not many (exec_driver_sql's reading of
+        # a list of them): a tuple.
+        conn.exec_driver_sql(self.sql, parameters if self.order is None else tuple(parameters))
 
 
 @dataclass(frozen=True)
@@ -219,7 +269,7 @@ class PreparedInsert:
         if self.multi_row is not None:
             # One flat list of parameters a statement: no tuple a row.
             start = 0
-            for k in _powers_of_two(len(rows), _rows_per_statement(conn, len(columns))):
+            for k in multi_row_sizes(conn, len(rows), len(columns)):
                 flat: list[Any] = []
                 for row in rows[start : start + k]:
                     flat += processed(row)
@@ -271,20 +321,27 @@ def _powers_of_two(n: int, most: int) -> list[int]:
 MAX_ROWS_PER_STATEMENT = 1_024
 
 
-def _rows_per_statement(conn: Connection, columns: int) -> int:
+def multi_row_sizes(conn: Connection, rows: int, parameters_per_row: int, *, besides: int = 0) -> list[int]:
+    """`rows` cut into statements of powers of two rows (`_powers_of_two`), each within the
+    library's bound on parameters with `besides` parameters more (`_rows_per_statement`)."""
+    return _powers_of_two(rows, _rows_per_statement(conn, parameters_per_row, besides))
+
+
+def _rows_per_statement(conn: Connection, columns: int, besides: int = 0) -> int:
     driver = conn.connection.driver_connection
     limit = (
         driver.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
         if isinstance(driver, sqlite3.Connection)
         else 999
     )
-    return max(1, min(MAX_ROWS_PER_STATEMENT, limit // columns))
+    return max(1, min(MAX_ROWS_PER_STATEMENT, (limit - besides) // columns))
 
 
 # Rendered statements by (name, dialect name, driver, paramstyle): a dialect's SQL depends on
 # those only, so every store of one kind of database shares them. A race renders one twice.
 _SELECTS: dict[tuple[str, str, str, str], PreparedSelect] = {}
 _INSERTS: dict[tuple[str, str, str, str], PreparedInsert] = {}
+_UPDATES: dict[tuple[str, str, str, str], PreparedUpdate] = {}
 
 
 def _key(name: str, dialect: Dialect) -> tuple[str, str, str, str]:
@@ -315,3 +372,65 @@ def prepared_insert(
         # `execute_values` reads a row's values in the order given: one name, one order.
         raise ValueError(f"the INSERT {name!r} was prepared for {prepared.given}, not {tuple(columns)}")
     return prepared
+
+
+def prepared_update(name: str, build: Callable[[], Update], dialect: Dialect) -> PreparedUpdate:
+    """The UPDATE `build()` makes, rendered once per `name` and kind of database."""
+    key = _key(name, dialect)
+    prepared = _UPDATES.get(key)
+    if prepared is None:
+        prepared = _UPDATES[key] = PreparedUpdate.of(build(), dialect)
+    return prepared
+
+
+def rows_in_one_step(
+    conn: Connection, name: str, build: Callable[[], Select[Any]], parameters: Mapping[str, Any]
+) -> list[tuple[Any, ...]]:
+    """The rows of the SELECT `build()` makes (built once per `name` and kind of database) as
+    plain tuples of what `Connection.execute` would return, each column's result processor
+    applied, in an order of their own: sort them if order matters.
+
+    On SQLite the rows come as one value, `json_group_array` of each row's `json_array`, which
+    SQLite builds in one step (see the module docstring: fetching steps once per row, and each
+    step lets the interpreter's lock go). JSON holds the values of text, integer, time (text in
+    SQLite) and flag columns as they are; any other column is refused (ValueError): a BLOB, which
+    it cannot hold, a real, which SQLite writes to 15 significant digits, and so on. Elsewhere
+    the rows are fetched."""
+    key = _key(name, conn.dialect)
+    one_step = _ONE_STEP.get(key)
+    if one_step is None:
+        one_step = _ONE_STEP[key] = _OneStep.of(build(), conn.dialect)
+    if conn.dialect.name != "sqlite":
+        return [tuple(row) for row in conn.execute(one_step.statement, parameters)]
+    [(text,)] = conn.execute(one_step.wrapped, parameters).all()
+    return _processed(one_step.results, tuple, orjson.loads(text))
+
+
+@dataclass(frozen=True)
+class _OneStep:
+    statement: Select[Any]
+    wrapped: Select[Any]  # its rows as one JSON value
+    results: tuple[_Processor | None, ...]
+
+    @classmethod
+    def of(cls, statement: Select[Any], dialect: Dialect) -> _OneStep:
+        for column in statement.selected_columns:
+            if not _json_keeps(column.type):
+                raise ValueError(
+                    f"column {column.key!r} ({column.type}) does not go through JSON as it is: "
+                    "only text, integer, time and flag columns do"
+                )
+        inner = statement.subquery()
+        wrapped = select(func.json_group_array(func.json_array(*inner.c)))
+        return cls(statement, wrapped, _result_processors(statement, dialect))
+
+
+_ONE_STEP: dict[tuple[str, str, str, str], _OneStep] = {}
+
+
+def _json_keeps(column_type: TypeEngine[Any]) -> bool:
+    """Whether SQLite's JSON holds this type's values as they are (see `rows_in_one_step`): the
+    type a decorator stores, checked against the types that do."""
+    while isinstance(column_type, TypeDecorator):
+        column_type = column_type.impl_instance
+    return isinstance(column_type, String | Integer | DateTime | Boolean)
