@@ -9,10 +9,12 @@ Mnemo each (SQLite archive, Qdrant Edge, hashing embedder):
 - `alone`: `batches` evidence writes of `batch_size` records, nothing else running;
 - `beside_trail`: the same writes, started just after `archive_results` of an original of
   `original_bytes` (its trail running on its own thread, as in an agent's process).
-Two phases, each on a Mnemo and a trail of its own: `Mnemo.ingest` of each batch (the call an
-application makes: its drain also waits for the trail's page under way, by design), and the
+Three phases, each on a Mnemo and a trail of its own: `Mnemo.ingest` of each batch (the call an
+application makes: its drain also waits for the trail's page under way, by design), the
 archive's write alone of the same batches (`Archive.write_evidence_batch`, what the driver's
-steps decide; their rows are indexed by the `sync()` after the clock). Each is the median over
+steps decide; their rows are indexed by the `sync()` after the clock), and that write of
+revised batches that supersede records stored before the clock (and before the trail started):
+the write reads the stored versions and marks them superseded. Each is the median over
 the rounds of the sum over the batches; `slowdown` = beside / alone. `trail_pending_at_end`
 says, per round, whether the trail still had pages to index when the phase's last write
 returned: every write then ran beside it.
@@ -25,6 +27,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +43,16 @@ AGENT = Principal("bench", "agent", frozenset({Role.AGENT}), Sensitivity.CONFIDE
 
 
 def _side(phase: str, calls: Sequence[Sequence[EvidenceInput]], original: str | None) -> dict[str, Any]:
-    """One phase (`ingest` or `archive_write`) on a fresh Mnemo, beside a fresh trail when
-    `original` is given: each phase starts as the trail does."""
+    """One phase (`ingest`, `archive_write` or `archive_write_superseding`) on a fresh Mnemo,
+    beside a fresh trail when `original` is given: each phase starts as the trail does."""
     with tempfile.TemporaryDirectory(prefix="bench-beside-trail-") as tmp:
         mnemo = Mnemo.open(Path(tmp), embedder=HashingEmbedder())
         try:
+            if phase == "archive_write_superseding":
+                for batch in calls:  # the versions the timed writes supersede
+                    mnemo.archive.write_evidence_batch(AGENT, list(batch))
+                mnemo.sync()  # indexed and flushed on both sides before the trail and the clock start
+                calls = [_revised(batch) for batch in calls]
             if original is not None:
                 result = mnemo.record(AGENT, "bench-session", "logs.read", original)
                 mnemo.archive_results(
@@ -65,10 +73,17 @@ def _side(phase: str, calls: Sequence[Sequence[EvidenceInput]], original: str | 
                 "trail_pending_at_end": trailing > 0,
                 # The work was done: every record stored, every outbox row applied by the end.
                 "stored": _stored(mnemo),
+                # Versions of the first record: 2 where the timed writes superseded, else 1.
+                "versions_of_first": len(mnemo.evidence_history(AGENT, str(calls[0][0].evidence_id))),
                 "pending_after_sync": done.pending,
             }
         finally:
             mnemo.close()
+
+
+def _revised(batch: Sequence[EvidenceInput]) -> list[EvidenceInput]:
+    """`batch` with every body changed: a new version of each record."""
+    return [replace(item, body=f"{item.body!s} (revised)") for item in batch]
 
 
 def _stored(mnemo: Mnemo) -> int:
@@ -94,7 +109,7 @@ def run(
         "rounds": rounds,
         "machine": {"cpus": os.cpu_count(), "load_average_at_start": [round(x, 2) for x in os.getloadavg()]},
     }
-    for phase in ("ingest", "archive_write"):
+    for phase in ("ingest", "archive_write", "archive_write_superseding"):
         alone: list[dict[str, Any]] = []
         beside: list[dict[str, Any]] = []
         for _ in range(rounds):
@@ -110,6 +125,7 @@ def run(
             "beside_trail_runs": [round(r["seconds"], 3) for r in beside],
             "trail_pending_at_end": [r["trail_pending_at_end"] for r in beside],
             "stored": [r["stored"] for r in alone + beside],
+            "versions_of_first": [r["versions_of_first"] for r in alone + beside],
             "pending_after_sync": [r["pending_after_sync"] for r in alone + beside],
         }
     return report

@@ -10,7 +10,7 @@ from mnemo_sea.eval.bench_ingest_beside_trail import run
 def test_the_report_gives_each_phase_alone_and_beside_the_trail() -> None:
     report = run(batches_per_side=2, batch_size=3, original_bytes=3 * PAGE_BYTES, rounds=1)
     assert report["benchmark"] == "ingest-beside-trail" and report["rounds"] == 1
-    for phase in ("ingest_s", "archive_write_s"):
+    for phase in ("ingest_s", "archive_write_s", "archive_write_superseding_s"):
         timing = report[phase]
         assert timing["alone_runs"] == [timing["alone"]] and timing["beside_trail_runs"] == [
             timing["beside_trail"]
@@ -19,3 +19,6 @@ def test_the_report_gives_each_phase_alone_and_beside_the_trail() -> None:
         assert len(timing["trail_pending_at_end"]) == 1
         # Both sides stored the two batches of three, and applied every outbox row by the end.
         assert timing["stored"] == [6, 6] and timing["pending_after_sync"] == [0, 0]
+        # The superseding phase's timed writes made a second version of each record.
+        versions = 2 if phase == "archive_write_superseding_s" else 1
+        assert timing["versions_of_first"] == [versions, versions]
