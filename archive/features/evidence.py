@@ -43,7 +43,7 @@ from ..storage.locks import lock_chain, lock_chains
 from ..storage.outbox import OutboxRow, enqueue, enqueue_many, last_id
 from ..storage.prefixes import starts_with
 from ..storage.rows import to_record
-from ..storage.statements import multi_row_sizes, prepared_insert, prepared_update, rows_in_one_step
+from ..storage.statements import multi_row_parts, prepared_insert, prepared_update, rows_in_one_step
 from ..storage.store import ArchiveStore
 
 _TEXT_LIMITS = {"source": limits.SOURCE_CHARS, "scope": limits.SCOPE_CHARS, "locator": limits.LOCATOR_CHARS}
@@ -423,17 +423,15 @@ def _supersede(conn: Connection, tenant: str, versions: Sequence[dict[str, Any]]
             ],
         )
         return
-    start = 0
     # Three parameters a version, and the tenant and the status besides.
-    for k in multi_row_sizes(conn, len(versions), 3, besides=2):
+    for part in multi_row_parts(conn, versions, 3, besides=2):
+        k = len(part)
         params: dict[str, Any] = {"tenant": tenant, "status": "superseded"}
-        for names, row in zip(_ended_names(k), versions[start : start + k], strict=True):
-            id_name, version_name, end_name = names
+        for (id_name, version_name, end_name), row in zip(_ended_names(k), part, strict=True):
             params[id_name], params[version_name] = row["evidence_id"], row["version"]
             params[end_name] = row["ended_at"]
         build = functools.partial(_supersede_statement, k)
         prepared_update(f"evidence.supersede/{k}", build, conn.dialect).execute(conn, params)
-        start += k
 
 
 @functools.cache

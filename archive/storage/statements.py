@@ -43,9 +43,9 @@ from __future__ import annotations
 import functools
 import operator
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from sqlalchemy import Boolean, Connection, DateTime, Insert, Integer, Select, String, Update, func, select
@@ -53,6 +53,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 _Processor = Callable[[Any], Any]
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -268,13 +269,11 @@ class PreparedInsert:
 
         if self.multi_row is not None:
             # One flat list of parameters a statement: no tuple a row.
-            start = 0
-            for k in multi_row_sizes(conn, len(rows), len(columns)):
+            for part in multi_row_parts(conn, rows, len(columns)):
                 flat: list[Any] = []
-                for row in rows[start : start + k]:
+                for row in part:
                     flat += processed(row)
-                conn.exec_driver_sql(self._rows_sql(k), tuple(flat))
-                start += k
+                conn.exec_driver_sql(self._rows_sql(len(part)), tuple(flat))
             return
         parameters = [
             dict(zip(columns, processed(row), strict=True)) if self.named else tuple(processed(row))
@@ -325,6 +324,16 @@ def multi_row_sizes(conn: Connection, rows: int, parameters_per_row: int, *, bes
     """`rows` cut into statements of powers of two rows (`_powers_of_two`), each within the
     library's bound on parameters with `besides` parameters more (`_rows_per_statement`)."""
     return _powers_of_two(rows, _rows_per_statement(conn, parameters_per_row, besides))
+
+
+def multi_row_parts(
+    conn: Connection, rows: Sequence[_T], parameters_per_row: int, *, besides: int = 0
+) -> Iterator[Sequence[_T]]:
+    """`rows` in the consecutive parts `multi_row_sizes` cuts them into, one a statement."""
+    start = 0
+    for k in multi_row_sizes(conn, len(rows), parameters_per_row, besides=besides):
+        yield rows[start : start + k]
+        start += k
 
 
 def _rows_per_statement(conn: Connection, columns: int, besides: int = 0) -> int:
