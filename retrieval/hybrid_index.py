@@ -40,7 +40,7 @@ from .ingest import PointEncoder
 from .lock import IndexLock
 from .onnx_embedder import OnnxEmbedder
 from .outcome import SearchOutcome
-from .points import PointPayload, point_id
+from .points import IndexPoint, PointPayload, point_id
 from .query import AccessScope, SearchQuery
 from .query_embedding import QueryEmbedder
 from .search import Searcher
@@ -72,6 +72,21 @@ class UpsertReport:
 class DeleteReport:
     points_removed: int
     embeddings_discarded: int
+
+
+def _carried_out(plan: UpsertPlan, written: int, *, until: int | None = None) -> UpsertReport:
+    """The report of `plan` carried out by `_write_until`, `written` points embedded; with
+    `until`, its documents before that position only (the writes without the model, made for
+    every document first, are counted whole)."""
+    documents = plan.documents if until is None else until - plan.first
+    return UpsertReport(
+        documents=documents,
+        chunks=sum(plan.document_chunks[:documents]),
+        written=written,
+        payload_updates=len(plan.payload_only),
+        unchanged=plan.unchanged,
+        stale_removed_from=len(plan.shrunk),
+    )
 
 
 class HybridIndex:
@@ -190,6 +205,7 @@ class HybridIndex:
         *,
         batch_size: int = 1024,
         progress: Callable[[UpsertProgress], None] | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> UpsertReport:
         """Index `documents` (see the module docstring), reporting to `progress` if given (see
         `UpsertProgress`: the chunk total before any is embedded, then each embedding step).
@@ -199,7 +215,18 @@ class HybridIndex:
         each lookup batch is embedded in one call (the model sorts the texts by length: least
         padding); with it, in steps of `embed_step` chunks, each written as it is embedded, so
         the report moves while the model works.
+
+        With `stop` (for a caller that must make way for others between documents: the
+        indexer's trail) the documents are embedded one at a time and `stop()` is asked before
+        each but the first that needs the model; once it answers true, the call writes what it
+        embedded and returns. The report's `documents` and `chunks` then count the documents
+        written, always the first ones of `documents`; a later call writes the rest (one written
+        again changes nothing). Their points go to the index in one write: planning and writing
+        a few documents together, rather than calling once per document, is most of the gain
+        (docs/figures.md). `progress` and `stop` are not taken together (ValueError).
         """
+        if progress is not None and stop is not None:
+            raise ValueError("upsert takes `progress` or `stop`, not both")
         docs = list(documents)
         seen: set[tuple[str, str, int]] = set()
         for doc in docs:
@@ -212,6 +239,8 @@ class HybridIndex:
         # Every document is planned before any is written, so the total is known first; no plan
         # depends on another's writes (the keys are distinct and a lookup reads its own points).
         plans = [self._plan(docs[i : i + batch_size], i) for i in range(0, len(docs), batch_size)]
+        if stop is not None:
+            return self._write_until(plans, stop)
         chunks = sum(len(plan.to_encode) for plan in plans)
         tracker = None if progress is None else StepTracker(chunks, progress)
         report = UpsertReport()
@@ -231,7 +260,12 @@ class HybridIndex:
             for d, c in zip(docs, prepared, strict=True)
         ]
         stored = self.backend.payloads([c.point_id for chunks in prepared for c in chunks] + next_ids)
-        plan = UpsertPlan(first=first, documents=len(docs), chunks=sum(len(c) for c in prepared))
+        plan = UpsertPlan(
+            first=first,
+            documents=len(docs),
+            chunks=sum(len(c) for c in prepared),
+            document_chunks=[len(c) for c in prepared],
+        )
         for position, chunks in enumerate(prepared, start=first):
             before = len(plan.to_encode)
             for c in chunks:
@@ -254,12 +288,7 @@ class HybridIndex:
     def _write(self, plan: UpsertPlan, tracker: StepTracker | None) -> UpsertReport:
         """Carry out `plan`: the writes that need no model first (so a document with nothing to
         embed is done at once), then the embedding, in steps when `tracker` watches."""
-        if plan.payload_only:
-            self.backend.set_payloads({c.point_id: c.payload for c in plan.payload_only})
-        for doc, n_chunks in plan.shrunk:
-            self.backend.delete_matching(
-                evidence_filter(doc.tenant_id, doc.evidence_id, doc.version, from_chunk=n_chunks)
-            )
+        self._write_without_model(plan)
         todo = plan.to_encode
         if tracker is None:
             if todo:
@@ -278,6 +307,35 @@ class HybridIndex:
             unchanged=plan.unchanged,
             stale_removed_from=len(plan.shrunk),
         )
+
+    def _write_without_model(self, plan: UpsertPlan) -> None:
+        """`plan`'s writes that need no embedding: payload updates and stale chunks removed."""
+        if plan.payload_only:
+            self.backend.set_payloads({c.point_id: c.payload for c in plan.payload_only})
+        for doc, n_chunks in plan.shrunk:
+            self.backend.delete_matching(
+                evidence_filter(doc.tenant_id, doc.evidence_id, doc.version, from_chunk=n_chunks)
+            )
+
+    def _write_until(self, plans: list[UpsertPlan], stop: Callable[[], bool]) -> UpsertReport:
+        """Carry out `plans` (one call's, in order) a document at a time until `stop()` answers
+        true before one (see `upsert`), then write the points embedded in one go. A plan's
+        writes without the model come first, for all its documents (as `_write` makes them)."""
+        points: list[IndexPoint] = []
+        report = UpsertReport()
+        for plan in plans:
+            self._write_without_model(plan)
+            before = len(points)
+            start = 0
+            for end, position in plan.ends:
+                if points and stop():
+                    self.backend.upsert(points)
+                    return report + _carried_out(plan, len(points) - before, until=position)
+                points += self.encoder.encode(plan.to_encode[start:end])
+                start = end
+            report = report + _carried_out(plan, len(points) - before)
+        self.backend.upsert(points)
+        return report
 
     def set_status(
         self,

@@ -46,6 +46,7 @@ class UpsertPlan:
     first: int
     documents: int
     chunks: int  # all chunks of these documents, whatever is done with them
+    document_chunks: list[int] = field(default_factory=list)  # each document's, in order
     unchanged: int = 0
     to_encode: list[PreparedChunk] = field(default_factory=list)
     payload_only: list[PreparedChunk] = field(default_factory=list)

@@ -374,15 +374,18 @@ def test_a_write_between_pages_waits_for_one_page_not_the_original(mnemo: Mnemo,
 def test_a_write_arriving_during_a_page_is_applied_before_the_next_page(
     mnemo: Mnemo, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A pass of the trail may take many pages, but a write that comes while one is embedded
-    waits for that page only: the pass ends after it, and the trail lets the write in first."""
+    """A pass of the trail may take many pages, and a call of the index several, but a write
+    that comes while one is embedded waits for that page only: the call writes it and returns,
+    the pass ends, and the trail lets the write in first."""
     from mnemo_sea.archive import EvidenceInput
 
-    assert indexer_module.TRAIL_PASS_PAGES > 2
-    archive_log(mnemo)
+    assert indexer_module.TRAIL_PASS_PAGES > 2 and indexer_module.TRAIL_PAGES_PER_CALL > 2
+    rid, _ = archive_log(mnemo)
+    pages = page_count(len(log_text().encode()))
+    assert pages > indexer_module.TRAIL_PAGES_PER_CALL  # more than one call
     indexer = mnemo.indexer
     index, upsert = indexer.index, indexer.index.upsert
-    upserted: list[str] = []  # each upsert's kind, in order
+    calls: list[tuple[str, int, int]] = []  # each upsert: its kind, documents handed, written
     writers: list[threading.Thread] = []
 
     def write() -> None:
@@ -391,20 +394,27 @@ def test_a_write_arriving_during_a_page_is_applied_before_the_next_page(
         )
 
     def watched(documents: Any, **kwargs: Any) -> Any:
-        upserted.append(documents[0].kind)
         if documents[0].kind == "archived_original" and not writers:
             writers.append(threading.Thread(target=write))
             writers[0].start()
             with indexer._turns:  # the write's drain waits for the indexer the trail holds
                 indexer._turns.wait_for(lambda: indexer._waiting == 1)
-        return upsert(documents, **kwargs)
+        report = upsert(documents, **kwargs)
+        calls.append((documents[0].kind, len(documents), report.documents))
+        return report
 
     monkeypatch.setattr(index, "upsert", watched)
     clock.run_trails()
     writers[0].join()
-    pages = page_count(len(log_text().encode()))
-    assert upserted == ["archived_original", "knowledge", *["archived_original"] * (pages - 1)]
+    per_call = indexer_module.TRAIL_PAGES_PER_CALL
+    rest = [min(per_call, pages - 1 - start) for start in range(0, pages - 1, per_call)]
+    assert calls == [
+        ("archived_original", per_call, 1),  # handed a call's pages, it stopped after the first
+        ("knowledge", 1, 1),
+        *[("archived_original", n, n) for n in rest],
+    ]
     assert pending_pages(mnemo) == 0
+    assert set(points(mnemo, "clinic-a", "s1", rid)) == {1, *range(2, 2 + pages)}  # the note, every page
 
 
 @pytest.mark.postgres
@@ -463,11 +473,11 @@ def test_a_page_written_while_its_result_was_deleted_elsewhere_is_removed(
     index, upsert = mnemo.indexer.index, mnemo.indexer.index.upsert
     raced: list[str] = []
 
-    def upsert_after_a_deletion(documents: Any) -> Any:
+    def upsert_after_a_deletion(documents: Any, **kwargs: Any) -> Any:
         if not raced and any(d.kind == "archived_original" for d in documents):
             raced.append(mnemo.archive.delete_session(ADMIN, "s1").target)
             index.delete("clinic-a", result_index_id("s1", rid))  # the other drainer's pass
-        return upsert(documents)
+        return upsert(documents, **kwargs)
 
     monkeypatch.setattr(index, "upsert", upsert_after_a_deletion)
     clock.run_trails()  # the trailing lane only: the deletion's own row is not drained here
@@ -621,3 +631,20 @@ def test_a_sync_builds_the_pages_a_pass_of_the_trail_at_a_time(
     pages = page_count(len(log_text().encode()))
     assert pages > 2 and pending_pages(mnemo) == 0
     assert len(reads) == 2 * -(-pages // 2)
+
+
+def test_a_call_cut_short_counts_a_page_done_only_once_its_document_is_written() -> None:
+    """The pages a call went through when its first n documents are written: a page without a
+    document (blank, or not text) needs nothing, but a page with one never counts before it is
+    written, or the pass would mark it done unindexed."""
+    note = "n"  # stands for the page's document: only None or not matters here
+    pages: list[Any] = [
+        ("t", "r", None),
+        ("t", "r", note),
+        ("t", "r", None),
+        ("t", "r", note),
+        ("t", "r", None),
+    ]
+    through = indexer_module._pages_through
+    assert [through(pages, n) for n in range(3)] == [1, 3, 5]
+    assert through([("t", "r", None)] * 3, 0) == 3  # nothing to write: every page done

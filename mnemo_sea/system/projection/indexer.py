@@ -43,9 +43,11 @@ The trail: pages of archived originals (archive/rules/original_pages.py) are ind
 writes, not by them. A 2 MB original is about a thousand chunks, seconds of the real model; an
 agent's `archive` call waits for its note only. A write's drain takes the `writes` lane (every
 row but those pages); `trail()` then starts a thread (`GroupCommit.start_trail`, so a test
-runs it when it chooses) that applies the `trailing` lane a
-page per pass, letting go of the drain between pages, so a write arriving meanwhile waits for
-one page at most. `sync()`, the worker and fsck drain both lanes. Until its pages are applied, a
+runs it when it chooses) that applies the `trailing` lane in passes of up to TRAIL_PASS_PAGES
+pages, handed to the index TRAIL_PAGES_PER_CALL at a time and embedded one by one; once another
+drain waits, the pass writes what it embedded and ends after the page under way, so a write
+arriving meanwhile waits for one page's embedding (and the writing of a call's points, or the
+planning of its pages) at most. `sync()`, the worker and fsck drain both lanes. Until its pages are applied, a
 search says how many originals it could not search yet (`SearchResult.pending_originals`).
 A pass pays its bookkeeping once for its pages (`_apply_pages`): one read of the notes, one
 read after the last page, one cache generation bump per tenant.
@@ -142,11 +144,18 @@ GROUP_COMMIT_SECONDS = 1.0
 # Pages of originals a pass of the worker applies between its passes over the writes (the
 # worker cannot see a write waiting in another process, so it takes one page at a time).
 TRAIL_ROWS = 1
-# Pages of originals one pass of the in-process trail may take. It applies them one by one and
+# Pages of originals one pass of the in-process trail may take. It embeds them one by one and
 # ends after the page under way once another drain waits for the indexer (`Indexer._waiting`),
-# so a write still waits for one page at most; a trail with the indexer to itself pays a pass's
-# bookkeeping (its outbox reads, the write marking its rows) once per TRAIL_PASS_PAGES pages.
+# so a write still waits for one page's embedding at most; a trail with the indexer to itself
+# pays a pass's bookkeeping (its outbox reads, the write marking its rows) once per
+# TRAIL_PASS_PAGES pages.
 TRAIL_PASS_PAGES = 16
+# Pages the trail hands the index per call (`HybridIndex.upsert(stop=)`): chunked and compared
+# with the index together, embedded one by one, their points written in one go. A call per page
+# spent about 7 % of a large original's indexing on calling again (docs/figures.md, issue 31's
+# eighth round). What a waiting write may wait for besides the page being embedded: the
+# planning of this many pages, or the writing of their points (docs/architecture.md).
+TRAIL_PAGES_PER_CALL = 8
 # Pages of originals applied but not flushed after which the trail flushes (see the module
 # docstring: the trail's rows are not under GROUP_COMMIT_SECONDS). A crash re-embeds at most
 # these behind the next open: 64 pages are 2 MB of originals, about 1,100 chunks.
@@ -871,20 +880,26 @@ class Indexer:
     def _write_pages(
         self, pages: list[tuple[str, ResultIndexId, EvidenceDocument | None]], yields: bool
     ) -> int:
-        """Upsert the documents of `pages` (see `_page_documents`) one page per call, so a write
-        waits for one page at most; with `yields`, stop after the page under way once another
-        drain waits. Returns how many of `pages` it went through."""
+        """Upsert the documents of `pages` (see `_page_documents`), TRAIL_PAGES_PER_CALL pages a
+        call; with `yields`, a call embeds them one by one and stops after the page under way
+        once another drain waits (writing what it embedded first), and so does this pass.
+        Returns how many of `pages` it went through."""
         went = 0
         written: set[tuple[str, ResultIndexId]] = set()
-        for tenant, result, doc in pages:
+        stop = self._a_drain_waits if yields else None
+        while went < len(pages):
             # Read without `_turns`, as in `_apply_all`: a drain that starts waiting just after
             # costs one page more.
             if yields and went and self._waiting:
                 break
-            went += 1
-            if doc is not None:
-                self.index.upsert([doc])
-                written.add((tenant, result))
+            group = pages[went : went + TRAIL_PAGES_PER_CALL]
+            documents = [doc for _, _, doc in group if doc is not None]
+            upserted = self.index.upsert(documents, stop=stop).documents if documents else 0
+            taken = _pages_through(group, upserted)
+            written.update((tenant, result) for tenant, result, doc in group[:taken] if doc is not None)
+            went += taken
+            if taken < len(group):
+                break  # it made way for a waiting drain
         if not written:
             return went
         # Read again after writing: with several drainers (PostgreSQL and a Qdrant server) a
@@ -903,6 +918,10 @@ class Indexer:
         for tenant in sorted({tenant for tenant, _ in written}):
             self.cache.bump_generation(tenant)
         return went
+
+    def _a_drain_waits(self) -> bool:
+        """Whether another drain waits for the indexer (read without `_turns`, see `_write_pages`)."""
+        return self._waiting > 0
 
     def _original(self, conn: Connection, tenant: str, digest: str) -> bytes:
         """An archived original's bytes, hash-verified when read. The one read last is kept for
@@ -954,6 +973,17 @@ class _StepRelay:
 
 # Rows an ingest writes; a run of them is applied as one batch (`Indexer._apply_run`).
 _BATCHABLE = {("index_upsert", "evidence"), ("index_status", "evidence"), ("cache_purge", "tenant")}
+
+
+def _pages_through(pages: list[tuple[str, ResultIndexId, EvidenceDocument | None]], documents: int) -> int:
+    """How many of `pages` are done once the first `documents` of their documents are written:
+    every page before the next page with a document (a page without one needs nothing)."""
+    for i, (_, _, doc) in enumerate(pages):
+        if doc is not None:
+            if documents == 0:
+                return i
+            documents -= 1
+    return len(pages)
 
 
 def _run_kind(item: OutboxItem) -> str | None:
