@@ -16,6 +16,10 @@ the fresh index has had another tenant's small original upserted and flushed (a 
 flush creates its files, ~15 ms), and the fresh Mnemo has archived another tenant's small result
 and indexed its pages (a new archive's first statements are compiled, ~5-10 ms). Neither is a cost
 of the original being measured.
+A size runs at least `rounds` rounds, and more when one is short, until each side's runs add up
+to about `min_seconds` (at most MAX_ROUNDS): a 200 KB original's run takes about 50 ms, and its
+runs spread by a third (the index's flush writes to disk), so three rounds of it measure the
+machine more than the trail. The rounds a size ran are in its report.
 Each side is its median over the rounds in chunks/s (the points the original's pages made);
 `ratio` = trail / engine, measured in the same run (the issue's target: at least 0.9), and
 `ratio_behind_the_call` the same without the archive call's own time (its transaction, the note
@@ -26,6 +30,7 @@ indexed): the pages alone.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import statistics
 import tempfile
@@ -54,6 +59,8 @@ SESSION = "bench-session"
 PAGE_KIND = "archived_original"  # the kind of a page's points (a note's is "tool_result")
 TARGET_RATIO = 0.9
 SIZES = (200_000, 2_000_000)
+MIN_SECONDS = 1.0  # each side's timed runs of a size add up to about this (see the module docstring)
+MAX_ROUNDS = 50
 _WORDS = ("gateway", "invoice", "refund", "worker", "queue", "shard", "replica", "timeout", "retry", "ledger")
 
 
@@ -173,8 +180,17 @@ def _rate(chunks: int, seconds: list[float]) -> float:
     return chunks / max(statistics.median(seconds), 1e-9)
 
 
-def run(sizes: Sequence[int] = SIZES, *, rounds: int = 3, profile: bool = False) -> dict[str, Any]:
-    """Time both sides for each size `rounds` times, alternating (see the module docstring)."""
+def rounds_for(rounds: int, first_seconds: float, min_seconds: float) -> int:
+    """The rounds a size runs: at least `rounds`, and enough runs as long as the first
+    (`first_seconds`) to add up to `min_seconds`, at most MAX_ROUNDS (see the module docstring)."""
+    wanted = math.ceil(min_seconds / first_seconds) if first_seconds > 0 else MAX_ROUNDS
+    return max(rounds, min(MAX_ROUNDS, wanted))
+
+
+def run(
+    sizes: Sequence[int] = SIZES, *, rounds: int = 3, min_seconds: float = MIN_SECONDS, profile: bool = False
+) -> dict[str, Any]:
+    """Time both sides for each size, alternating, `rounds` times or more (see the module docstring)."""
     results: list[dict[str, Any]] = []
     for size in sizes:
         text = log_text(size)
@@ -183,7 +199,8 @@ def run(sizes: Sequence[int] = SIZES, *, rounds: int = 3, profile: bool = False)
         trail: list[float] = []
         behind: list[float] = []  # the trail's part: after the archive call returned
         chunks: dict[str, set[int]] = {"engine": set(), "trail": set()}
-        for _ in range(rounds):
+        planned = rounds
+        while len(engine) < planned:
             seconds, made = engine_run(docs)
             engine.append(seconds)
             chunks["engine"].add(made)
@@ -191,6 +208,8 @@ def run(sizes: Sequence[int] = SIZES, *, rounds: int = 3, profile: bool = False)
             trail.append(seconds)
             behind.append(after)
             chunks["trail"].add(made)
+            if len(engine) == 1:
+                planned = rounds_for(rounds, min(engine[0], trail[0]), min_seconds)
         if len(chunks["engine"] | chunks["trail"]) != 1:
             raise RuntimeError(f"the two sides indexed different chunks: {chunks}")
         n_chunks = chunks["engine"].pop()
@@ -198,6 +217,7 @@ def run(sizes: Sequence[int] = SIZES, *, rounds: int = 3, profile: bool = False)
         results.append(
             {
                 "bytes": len(text.encode()),
+                "rounds": len(engine),
                 "pages": len(docs),
                 "chunks": n_chunks,
                 "engine_chunks_per_s": round(engine_rate, 1),

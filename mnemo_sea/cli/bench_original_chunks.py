@@ -19,8 +19,16 @@ def bench_original_chunks(
         str, typer.Option(help="original sizes in bytes, comma-separated (the issue: a 2 MB original)")
     ] = "200000,2000000",
     rounds: Annotated[
-        int, typer.Option(min=1, help="interleaved rounds of each side (medians reported)")
+        int,
+        typer.Option(
+            min=1,
+            help="interleaved rounds of each side, at least (medians reported); a small original runs"
+            " more, until each side's runs add up to about --min-seconds",
+        ),
     ] = 3,
+    min_seconds: Annotated[
+        float, typer.Option(min=0.0, help="timed seconds each side's runs of a size add up to, about")
+    ] = 1.0,
     profile: Annotated[
         bool, typer.Option("--profile", help="add a cProfile of one more trail run of the largest size")
     ] = False,
@@ -33,7 +41,7 @@ def bench_original_chunks(
 
     with guard():
         parsed = tuple(int(part) for part in sizes.split(",") if part.strip())
-        report = run(parsed, rounds=rounds, profile=profile)
+        report = run(parsed, rounds=rounds, min_seconds=min_seconds, profile=profile)
     emit(report, as_json)
 
 

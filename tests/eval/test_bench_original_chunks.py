@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from mnemo_sea.archive.rules.original_pages import PAGE_BYTES, page_count
+from mnemo_sea.eval import bench_original_chunks as bench
 from mnemo_sea.eval.bench_original_chunks import (
     WARM_UP,
     _recorded,
@@ -19,9 +22,10 @@ from mnemo_sea.retrieval.filters import tenant_filter
 
 
 def test_the_report_names_each_size_with_both_rates_and_their_ratio() -> None:
-    report = run((3 * PAGE_BYTES,), rounds=1)
+    report = run((3 * PAGE_BYTES,), rounds=1, min_seconds=0)
     assert report["benchmark"] == "original-chunks" and report["rounds"] == 1
     (size,) = report["sizes"]
+    assert size["rounds"] == 1
     assert 3 <= size["pages"] <= page_count(size["bytes"])  # pages with text
     assert size["chunks"] > size["pages"]  # several chunks a page
     assert len(size["engine_seconds"]) == len(size["trail_seconds"]) == 1
@@ -53,3 +57,28 @@ def test_the_trail_side_is_warmed_up_by_another_tenant_before_the_clock_starts(t
         assert mnemo.sync().pending == 0
     finally:
         mnemo.close()
+
+
+def test_a_short_run_is_repeated_until_each_side_adds_up_to_the_minimum(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The rounds come from the first round's times (here fixed: no clock is read), the shorter
+    side deciding, within `rounds` and MAX_ROUNDS."""
+    runs: list[str] = []
+
+    def engine(docs: object) -> tuple[float, int]:
+        runs.append("engine")
+        return 0.25, 10
+
+    def trail(text: str) -> tuple[float, float, int]:
+        runs.append("trail")
+        return 0.3, 0.28, 10
+
+    monkeypatch.setattr(bench, "engine_run", engine)
+    monkeypatch.setattr(bench, "trail_run", trail)
+    monkeypatch.setattr(bench, "page_docs", lambda text: [])
+    report = run((PAGE_BYTES,), rounds=2, min_seconds=1.0)
+    assert report["sizes"][0]["rounds"] == 4 and runs == ["engine", "trail"] * 4  # 4 x 0.25 s
+    assert bench.rounds_for(2, 0.5, 0.1) == 2  # never fewer than asked
+    assert bench.rounds_for(2, 0.001, 1.0) == bench.MAX_ROUNDS
+    assert bench.rounds_for(2, 0.0, 1.0) == bench.MAX_ROUNDS
