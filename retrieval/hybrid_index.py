@@ -74,15 +74,17 @@ class DeleteReport:
     embeddings_discarded: int
 
 
-def _carried_out(plan: UpsertPlan, written: int, *, until: int | None = None) -> UpsertReport:
-    """The report of `plan` carried out by `_write_until`, `written` points embedded; with
-    `until`, its documents before that position only (the writes without the model, made for
-    every document first, are counted whole)."""
+def _carried_out(
+    plan: UpsertPlan, embedded: list[list[IndexPoint]], *, until: int | None = None
+) -> UpsertReport:
+    """The report of `plan` carried out by `_write_until`, `embedded` its documents' points;
+    with `until`, its documents before that position only (the writes without the model, made
+    for every document first, are counted whole)."""
     documents = plan.documents if until is None else until - plan.first
     return UpsertReport(
         documents=documents,
         chunks=sum(plan.document_chunks[:documents]),
-        written=written,
+        written=sum(len(points) for points in embedded),
         payload_updates=len(plan.payload_only),
         unchanged=plan.unchanged,
         stale_removed_from=len(plan.shrunk),
@@ -221,9 +223,10 @@ class HybridIndex:
         each but the first that needs the model; once it answers true, the call writes what it
         embedded and returns. The report's `documents` and `chunks` then count the documents
         written, always the first ones of `documents`; a later call writes the rest (one written
-        again changes nothing). Their points go to the index in one write: planning and writing
-        a few documents together, rather than calling once per document, is most of the gain
-        (docs/figures.md). `progress` and `stop` are not taken together (ValueError).
+        again changes nothing). Their points are written once the embedding stops, a document's
+        a write, back to back (`_write_points`): planning and writing a few documents together,
+        rather than a call per document, is most of the gain (docs/figures.md). `progress` and
+        `stop` are not taken together (ValueError).
         """
         if progress is not None and stop is not None:
             raise ValueError("upsert takes `progress` or `stop`, not both")
@@ -319,23 +322,31 @@ class HybridIndex:
 
     def _write_until(self, plans: list[UpsertPlan], stop: Callable[[], bool]) -> UpsertReport:
         """Carry out `plans` (one call's, in order) a document at a time until `stop()` answers
-        true before one (see `upsert`), then write the points embedded in one go. A plan's
-        writes without the model come first, for all its documents (as `_write` makes them)."""
-        points: list[IndexPoint] = []
+        true before one (see `upsert`), then write the points embedded. A plan's writes without
+        the model come first, for all its documents (as `_write` makes them)."""
+        embedded: list[list[IndexPoint]] = []  # each document's points, in order
         report = UpsertReport()
         for plan in plans:
             self._write_without_model(plan)
-            before = len(points)
+            before = len(embedded)
             start = 0
             for end, position in plan.ends:
-                if points and stop():
-                    self.backend.upsert(points)
-                    return report + _carried_out(plan, len(points) - before, until=position)
-                points += self.encoder.encode(plan.to_encode[start:end])
+                if embedded and stop():
+                    self._write_points(embedded)
+                    return report + _carried_out(plan, embedded[before:], until=position)
+                embedded.append(self.encoder.encode(plan.to_encode[start:end]))
                 start = end
-            report = report + _carried_out(plan, len(points) - before)
-        self.backend.upsert(points)
+            report = report + _carried_out(plan, embedded[before:])
+        self._write_points(embedded)
         return report
+
+    def _write_points(self, embedded: list[list[IndexPoint]]) -> None:
+        """Write each document's points, one document a write, back to back once all are
+        embedded: together after the embedding is what saves time (the index's code and data
+        stay warm), and a write per document keeps each call into the index short, which an
+        embedded index makes while holding the interpreter's lock (other threads wait for it)."""
+        for points in embedded:
+            self.backend.upsert(points)
 
     def set_status(
         self,

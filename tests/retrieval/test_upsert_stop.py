@@ -37,14 +37,17 @@ def stored(index: HybridIndex) -> set[tuple[Any, ...]]:
 
 
 class Writes:
-    """Counts the backend's point writes (`VectorIndex.upsert` calls) and the points in them."""
+    """The backend's point writes (`VectorIndex.upsert` calls), each as its points, and the
+    documents embedded when each came."""
 
-    def __init__(self, index: HybridIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, index: HybridIndex, embedder: Any, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls: list[int] = []
+        self.embedded_then: list[int] = []
         upsert = index.backend.upsert
 
         def counted(points: Any) -> None:
             self.calls.append(len(points))
+            self.embedded_then.append(embedder.documents_embedded)
             upsert(points)
 
         monkeypatch.setattr(index.backend, "upsert", counted)
@@ -68,18 +71,19 @@ def test_a_stop_ends_the_call_after_the_document_under_way_and_what_was_embedded
         asked.append(embedder.documents_embedded)
         return len(asked) == 2  # go on before the second document, stop before the third
 
-    writes = Writes(index, monkeypatch)
+    writes = Writes(index, embedder, monkeypatch)
     report = index.upsert(docs, stop=stop, batch_size=batch_size)
 
     assert asked == [sizes[0], sizes[0] + sizes[1]]  # asked after each document, not before the first
     assert (report.documents, report.chunks, report.written) == (2, sizes[0] + sizes[1], sizes[0] + sizes[1])
     assert embedder.documents_embedded == sizes[0] + sizes[1]  # nothing embedded past the stop
-    assert writes.calls == [sizes[0] + sizes[1]]  # one write of the points embedded
+    assert writes.calls == sizes[:2]  # a write per document,
+    assert writes.embedded_then == [sizes[0] + sizes[1]] * 2  # once the embedding stopped
     assert [held(index, d) for d in docs] == [sizes[0], sizes[1], 0, 0]
 
     rest = index.upsert(docs[report.documents :], stop=lambda: False)
     assert (rest.documents, rest.written) == (2, sizes[2] + sizes[3])
-    assert writes.calls == [sizes[0] + sizes[1], sizes[2] + sizes[3]]
+    assert writes.calls == sizes
     # Cut in two, the documents are stored exactly as one plain upsert stores them.
     whole = HybridIndex.open(tmp_path / "whole", embedder=embedder_factory())
     try:

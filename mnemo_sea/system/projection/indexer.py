@@ -151,11 +151,12 @@ TRAIL_ROWS = 1
 # TRAIL_PASS_PAGES pages.
 TRAIL_PASS_PAGES = 16
 # Pages the trail hands the index per call (`HybridIndex.upsert(stop=)`): chunked and compared
-# with the index together, embedded one by one, their points written in one go. A call per page
-# spent about 7 % of a large original's indexing on calling again (docs/figures.md, issue 31's
-# eighth round). What a waiting write may wait for besides the page being embedded: the
-# planning of this many pages, or the writing of their points (docs/architecture.md).
-TRAIL_PAGES_PER_CALL = 8
+# with the index together, embedded one by one, their points written back to back once the
+# embedding stops. A call per page spent about 7 % of a large original's indexing on calling
+# again; more pages a call gain more, but a write arriving meanwhile waits, besides the page
+# being embedded, for the planning of the call's pages or the writing of their points, and
+# writes beside the trail slowed as calls grew (docs/figures.md, issue 31's eighth round).
+TRAIL_PAGES_PER_CALL = 4
 # Pages of originals applied but not flushed after which the trail flushes (see the module
 # docstring: the trail's rows are not under GROUP_COMMIT_SECONDS). A crash re-embeds at most
 # these behind the next open: 64 pages are 2 MB of originals, about 1,100 chunks.
