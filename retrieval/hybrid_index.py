@@ -74,21 +74,23 @@ class DeleteReport:
     embeddings_discarded: int
 
 
-def _carried_out(
-    plan: UpsertPlan, embedded: list[list[IndexPoint]], *, until: int | None = None
-) -> UpsertReport:
-    """The report of `plan` carried out by `_write_until`, `embedded` its documents' points;
-    with `until`, its documents before that position only (the writes without the model, made
-    for every document first, are counted whole)."""
+def _carried_out(plan: UpsertPlan, written: int, *, until: int | None = None) -> UpsertReport:
+    """The report of `plan` carried out, `written` points embedded and written; with `until`
+    (`_write_until` stopped there), its documents before that position only. The writes
+    without the model were made for every document of the plan first, and are counted whole."""
     documents = plan.documents if until is None else until - plan.first
     return UpsertReport(
         documents=documents,
         chunks=sum(plan.document_chunks[:documents]),
-        written=sum(len(points) for points in embedded),
+        written=written,
         payload_updates=len(plan.payload_only),
         unchanged=plan.unchanged,
         stale_removed_from=len(plan.shrunk),
     )
+
+
+def _points(embedded: list[list[IndexPoint]]) -> int:
+    return sum(len(points) for points in embedded)
 
 
 class HybridIndex:
@@ -223,10 +225,13 @@ class HybridIndex:
         each but the first that needs the model; once it answers true, the call writes what it
         embedded and returns. The report's `documents` and `chunks` then count the documents
         written, always the first ones of `documents`; a later call writes the rest (one written
-        again changes nothing). Their points are written once the embedding stops, a document's
-        a write, back to back (`_write_points`): planning and writing a few documents together,
-        rather than a call per document, is most of the gain (docs/figures.md). `progress` and
-        `stop` are not taken together (ValueError).
+        again changes nothing). `payload_updates`, `unchanged` and `stale_removed_from` count
+        every document of the lookup batches the call began, since those writes come before any
+        embedding. The points are written once the embedding stops, a document's a write, back
+        to back (`_write_points`): planning and writing a few documents together, rather than a
+        call per document, is most of the gain (docs/figures.md). They are held until then, so
+        `stop` is for calls of a few documents (the trail hands 4 pages). `progress` and `stop`
+        are not taken together (ValueError).
         """
         if progress is not None and stop is not None:
             raise ValueError("upsert takes `progress` or `stop`, not both")
@@ -302,14 +307,7 @@ class HybridIndex:
                 part = todo[start : start + self.embed_step]
                 self.backend.upsert(self.encoder.encode(part))
                 tracker.step(plan, len(part), start + len(part))
-        return UpsertReport(
-            documents=plan.documents,
-            chunks=plan.chunks,
-            written=len(todo),
-            payload_updates=len(plan.payload_only),
-            unchanged=plan.unchanged,
-            stale_removed_from=len(plan.shrunk),
-        )
+        return _carried_out(plan, len(todo))
 
     def _write_without_model(self, plan: UpsertPlan) -> None:
         """`plan`'s writes that need no embedding: payload updates and stale chunks removed."""
@@ -333,10 +331,10 @@ class HybridIndex:
             for end, position in plan.ends:
                 if embedded and stop():
                     self._write_points(embedded)
-                    return report + _carried_out(plan, embedded[before:], until=position)
+                    return report + _carried_out(plan, _points(embedded[before:]), until=position)
                 embedded.append(self.encoder.encode(plan.to_encode[start:end]))
                 start = end
-            report = report + _carried_out(plan, embedded[before:])
+            report = report + _carried_out(plan, _points(embedded[before:]))
         self._write_points(embedded)
         return report
 

@@ -1,7 +1,8 @@
 """An upsert that may be stopped between documents (`HybridIndex.upsert(stop=)`, what the indexer's
 trail hands a few pages to): documents embedded one at a time, `stop` asked before each but the
-first that needs the model, what was embedded written in one go, the report counting the
-documents written, always the first ones; the rest written by a later call as if never cut."""
+first that needs the model, what was embedded written once the embedding stops (a document's
+a write), the report counting the documents written, always the first ones; the rest written by
+a later call as if never cut."""
 
 from __future__ import annotations
 
@@ -142,3 +143,17 @@ def test_progress_and_stop_are_not_taken_together(index: HybridIndex, embedder: 
     with pytest.raises(ValueError, match=r"progress.*stop"):
         index.upsert([sized("a", 10)], progress=lambda p: None, stop=lambda: False)
     assert embedder.documents_embedded == 0 and held(index, sized("a", 10)) == 0
+
+
+@pytest.mark.parametrize("batch_size", [1024, 1])
+def test_a_document_needing_no_model_after_the_stop_is_not_counted_written(
+    index: HybridIndex, batch_size: int
+) -> None:
+    """The report stays a prefix: an unchanged document behind the stop is left to a later call
+    like the rest, even though it needed nothing (the trail counts pages done from it)."""
+    unchanged = sized("unchanged", 10)
+    index.upsert([unchanged])
+    docs = [sized("a", 30), sized("b", 10), unchanged]
+    report = index.upsert(docs, stop=lambda: True, batch_size=batch_size)
+    assert report.documents == 1 and report.chunks == chunks_of(index, docs[0])
+    assert held(index, docs[1]) == 0

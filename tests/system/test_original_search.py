@@ -648,3 +648,41 @@ def test_a_call_cut_short_counts_a_page_done_only_once_its_document_is_written()
     through = indexer_module._pages_through
     assert [through(pages, n) for n in range(3)] == [1, 3, 5]
     assert through([("t", "r", None)] * 3, 0) == 3  # nothing to write: every page done
+
+
+def test_a_page_failing_inside_a_call_leaves_only_written_pages_done(
+    mnemo: Mnemo, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page whose embedding fails in the middle of a call: nothing of the pass is marked done
+    from the call, the pass is applied again row by row, and every page but the failing one is
+    indexed; no row is done whose page has no points (the raw outbox against the index)."""
+    rid, text = archive_log(mnemo)
+    pages = page_count(len(text.encode()))
+    assert pages > indexer_module.TRAIL_PAGES_PER_CALL
+    encode = mnemo.index.encoder.encode
+    failing_version = 3  # page 1, inside the trail's first call
+
+    def fail_on_page_one(chunks: Any) -> Any:
+        if any(
+            c.payload.kind == "archived_original" and c.payload.version == failing_version for c in chunks
+        ):
+            raise ValueError("page 1 cannot be embedded")
+        return encode(chunks)
+
+    monkeypatch.setattr(mnemo.index.encoder, "encode", fail_on_page_one)
+    clock.run_trails()
+    held = points(mnemo, "clinic-a", "s1", rid)
+    assert set(held) == {1, *range(2, 2 + pages)} - {failing_version}
+    with mnemo.archive.store.read() as conn:
+        rows = conn.execute(
+            select(
+                t.outbox.c.entity_ref, t.outbox.c.done_at, t.outbox.c.attempts, t.outbox.c.last_error
+            ).where(t.outbox.c.entity == "result_original")
+        ).all()
+    assert len(rows) == pages
+    for row in rows:
+        version = int(row.entity_ref.rpartition("#")[2]) + 2
+        if version == failing_version:
+            assert row.done_at is None and row.attempts == 1 and "page 1 cannot" in row.last_error
+        else:
+            assert row.done_at is not None and version in held, row.entity_ref

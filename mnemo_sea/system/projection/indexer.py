@@ -146,7 +146,8 @@ GROUP_COMMIT_SECONDS = 1.0
 TRAIL_ROWS = 1
 # Pages of originals one pass of the in-process trail may take. It embeds them one by one and
 # ends after the page under way once another drain waits for the indexer (`Indexer._waiting`),
-# so a write still waits for one page's embedding at most; a trail with the indexer to itself
+# so a write still waits for one page's embedding at most (plus a call's planning or writing,
+# see TRAIL_PAGES_PER_CALL); a trail with the indexer to itself
 # pays a pass's bookkeeping (its outbox reads, the write marking its rows) once per
 # TRAIL_PASS_PAGES pages.
 TRAIL_PASS_PAGES = 16
@@ -843,7 +844,7 @@ class Indexer:
         caller then applies the run row by row, which names the failing row).
 
         A pass pays its reads once, not per page: one transaction reads the notes (and the
-        original, see `_original`), the pages are written one by one, then one transaction
+        original, see `_original`), the pages are written (`_write_pages`), then one transaction
         reads the notes again and one generation bump per tenant follows. With `yields` (the
         trail) it stops after the page under way once another drain waits (`TRAIL_PASS_PAGES`).
         """
@@ -891,7 +892,7 @@ class Indexer:
         while went < len(pages):
             # Read without `_turns`, as in `_apply_all`: a drain that starts waiting just after
             # costs one page more.
-            if yields and went and self._waiting:
+            if yields and went and self._a_drain_waits():
                 break
             group = pages[went : went + TRAIL_PAGES_PER_CALL]
             documents = [doc for _, _, doc in group if doc is not None]
