@@ -268,12 +268,7 @@ class HybridIndex:
             for d, c in zip(docs, prepared, strict=True)
         ]
         stored = self.backend.payloads([c.point_id for chunks in prepared for c in chunks] + next_ids)
-        plan = UpsertPlan(
-            first=first,
-            documents=len(docs),
-            chunks=sum(len(c) for c in prepared),
-            document_chunks=[len(c) for c in prepared],
-        )
+        plan = UpsertPlan(first=first, document_chunks=[len(c) for c in prepared])
         for position, chunks in enumerate(prepared, start=first):
             before = len(plan.to_encode)
             for c in chunks:

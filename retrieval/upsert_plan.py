@@ -44,9 +44,8 @@ class UpsertPlan:
     """The writes for documents `first`..`first + documents - 1` of one upsert call."""
 
     first: int
-    documents: int
-    chunks: int  # all chunks of these documents, whatever is done with them
-    document_chunks: list[int] = field(default_factory=list)  # each document's, in order
+    # Each document's chunks, in order, whatever is done with them.
+    document_chunks: list[int] = field(default_factory=list)
     unchanged: int = 0
     to_encode: list[PreparedChunk] = field(default_factory=list)
     payload_only: list[PreparedChunk] = field(default_factory=list)
@@ -55,6 +54,10 @@ class UpsertPlan:
     # others, in order: a document is written once that many chunks are.
     ready: list[int] = field(default_factory=list)
     ends: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def documents(self) -> int:
+        return len(self.document_chunks)
 
 
 class StepTracker:

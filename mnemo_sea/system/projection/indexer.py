@@ -47,8 +47,9 @@ runs it when it chooses) that applies the `trailing` lane in passes of up to TRA
 pages, handed to the index TRAIL_PAGES_PER_CALL at a time and embedded one by one; once another
 drain waits, the pass writes what it embedded and ends after the page under way, so a write
 arriving meanwhile waits for one page's embedding (and the writing of a call's points, or the
-planning of its pages) at most. `sync()`, the worker and fsck drain both lanes. Until its pages are applied, a
-search says how many originals it could not search yet (`SearchResult.pending_originals`).
+planning of its pages) at most. `sync()`, the worker and fsck drain both lanes. Until its pages
+are applied, a search says how many originals it could not search yet
+(`SearchResult.pending_originals`).
 A pass pays its bookkeeping once for its pages (`_apply_pages`): one read of the notes, one
 read after the last page, one cache generation bump per tenant.
 The trail's rows are not under GROUP_COMMIT_SECONDS: that bound is for the writes, whose rows
@@ -147,9 +148,8 @@ TRAIL_ROWS = 1
 # Pages of originals one pass of the in-process trail may take. It embeds them one by one and
 # ends after the page under way once another drain waits for the indexer (`Indexer._waiting`),
 # so a write still waits for one page's embedding at most (plus a call's planning or writing,
-# see TRAIL_PAGES_PER_CALL); a trail with the indexer to itself
-# pays a pass's bookkeeping (its outbox reads, the write marking its rows) once per
-# TRAIL_PASS_PAGES pages.
+# see TRAIL_PAGES_PER_CALL); a trail with the indexer to itself pays a pass's bookkeeping (its
+# outbox reads, the write marking its rows) once per TRAIL_PASS_PAGES pages.
 TRAIL_PASS_PAGES = 16
 # Pages the trail hands the index per call (`HybridIndex.upsert(stop=)`): chunked and compared
 # with the index together, embedded one by one, their points written back to back once the
@@ -162,6 +162,11 @@ TRAIL_PAGES_PER_CALL = 4
 # docstring: the trail's rows are not under GROUP_COMMIT_SECONDS). A crash re-embeds at most
 # these behind the next open: 64 pages are 2 MB of originals, about 1,100 chunks.
 TRAIL_FLUSH_PAGES = 64
+
+
+# A page of an original as a pass holds it: its tenant, its result, and its document (None when
+# there is nothing to index, see `Indexer._page_documents`).
+_Page = tuple[str, ResultIndexId, EvidenceDocument | None]
 
 
 class FlushTimer(Protocol):
@@ -856,14 +861,12 @@ class Indexer:
             log.info("a pass of %d pages of originals failed, applying them one by one: %s", len(run), e)
             return None
 
-    def _page_documents(
-        self, conn: Connection, run: list[OutboxItem]
-    ) -> list[tuple[str, ResultIndexId, EvidenceDocument | None]]:
+    def _page_documents(self, conn: Connection, run: list[OutboxItem]) -> list[_Page]:
         """Each page row of `run` as (tenant, its result, the page's document or None when there
         is nothing to index: the result deleted since, whose deletion removed every page, or a
         page without text). Each result's note is read once for all its pages in the run."""
         notes: dict[tuple[str, str], ArchivedNote | None] = {}
-        pages: list[tuple[str, ResultIndexId, EvidenceDocument | None]] = []
+        pages: list[_Page] = []
         for item in run:
             tenant = item.tenant_id
             result_ref, page_no = parse_page_ref(item.entity_ref)
@@ -879,9 +882,7 @@ class Indexer:
             pages.append((tenant, result, doc))
         return pages
 
-    def _write_pages(
-        self, pages: list[tuple[str, ResultIndexId, EvidenceDocument | None]], yields: bool
-    ) -> int:
+    def _write_pages(self, pages: list[_Page], yields: bool) -> int:
         """Upsert the documents of `pages` (see `_page_documents`), TRAIL_PAGES_PER_CALL pages a
         call; with `yields`, a call embeds them one by one and stops after the page under way
         once another drain waits (writing what it embedded first), and so does this pass.
@@ -977,7 +978,7 @@ class _StepRelay:
 _BATCHABLE = {("index_upsert", "evidence"), ("index_status", "evidence"), ("cache_purge", "tenant")}
 
 
-def _pages_through(pages: list[tuple[str, ResultIndexId, EvidenceDocument | None]], documents: int) -> int:
+def _pages_through(pages: list[_Page], documents: int) -> int:
     """How many of `pages` are done once the first `documents` of their documents are written:
     every page before the next page with a document (a page without one needs nothing)."""
     for i, (_, _, doc) in enumerate(pages):
