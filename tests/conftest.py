@@ -33,13 +33,19 @@ settings.register_profile("mnemo", deadline=None)
 settings.load_profile("mnemo")
 
 
-@pytest.fixture(autouse=True)
-def inline_trail(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(scope="session", autouse=True)
+def inline_trail() -> Iterator[None]:
     """The trail (archived originals indexed behind the writes) runs inline, right after the
     write that started it, instead of on a thread: a test then never races it (a page indexed
     or not yet, depending on the machine's load). Tests of the moment before it runs give a
-    starter of their own (`ManualClock.group_commit`); one test runs the real thread."""
-    monkeypatch.setattr(indexer_module, "thread_trail", lambda action: action())
+    starter of their own (`ManualClock.group_commit`); one test runs the real thread.
+
+    Session-scoped, so that it is in place before any fixture opens a system: an indexer takes
+    its starter when it is built, and a module's system built before a per-test patch kept the
+    real thread (a console test raced it on a busy machine)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(indexer_module, "thread_trail", lambda action: action())
+        yield
 
 
 @pytest.fixture(scope="session")

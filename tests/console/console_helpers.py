@@ -53,11 +53,14 @@ class Tenant:
 
     def stored(self) -> dict[str, list[tuple[Any, ...]]]:
         """Every row the store holds for this tenant, table by table, read from the tables
-        themselves (not through the API): what a read-only page must leave exactly as it was."""
+        themselves (not through the API): what a read-only page must leave exactly as it was.
+        The index's work is settled first: its group commit marks outbox rows done on a timer of
+        its own, which a busy machine may fire between two snapshots (no page's doing)."""
         from sqlalchemy import select
 
         from mnemo_sea.archive.storage import schema
 
+        self.mnemo.sync()
         out: dict[str, list[tuple[Any, ...]]] = {}
         with self.mnemo.archive.store.read() as conn:
             for table in schema.metadata.sorted_tables:
