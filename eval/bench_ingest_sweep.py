@@ -11,7 +11,8 @@ per cell, alternating `rounds` times:
 Both use the hashing embedder, so the model is not the subject. Each side is its median over the
 rounds; `ratio` = mnemo docs/s / engine docs/s and `ratio_vs_flush_once` the same against the
 stricter reference, both measured in the same run. `targets` says, per cell, whether `ratio`
-reaches TARGET_RATIO (issue 31).
+reaches TARGET_RATIO (issue 31). Each cell also counts the flushes: the engine's, one per call,
+and the facade's in each round (`mnemo_flushes`, with their time), as its group commit decides.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,10 +53,30 @@ def _principal(tenant: int) -> Principal:
     return Principal(f"t{tenant}", "loader", frozenset({Role.AGENT}), Sensitivity.CONFIDENTIAL)
 
 
-def _mnemo_run(calls: Sequence[tuple[Principal, Sequence[EvidenceInput]]]) -> float:
+class _Flushes:
+    """Counts the index flushes of one run and their time: what the group commit saves against
+    the engine's flush per call is read off the report, not inferred from the totals."""
+
+    def __init__(self, flush: Callable[[], None]) -> None:
+        self._flush = flush
+        self.count = 0
+        self.seconds = 0.0
+
+    def __call__(self) -> None:
+        started = time.perf_counter()
+        try:
+            self._flush()
+        finally:
+            self.count += 1
+            self.seconds += time.perf_counter() - started
+
+
+def _mnemo_run(calls: Sequence[tuple[Principal, Sequence[EvidenceInput]]]) -> tuple[float, _Flushes]:
     with tempfile.TemporaryDirectory(prefix="bench-mnemo-") as tmp:
         mnemo = Mnemo.open(Path(tmp), embedder=HashingEmbedder())
         try:
+            flushes = _Flushes(mnemo.index.flush)
+            setattr(mnemo.index, "flush", flushes)  # noqa: B010 (this instance only, after the open)
             started = start_clock()
             for principal, batch in calls:
                 report = mnemo.ingest(principal, batch)
@@ -67,7 +88,7 @@ def _mnemo_run(calls: Sequence[tuple[Principal, Sequence[EvidenceInput]]]) -> fl
                 raise RuntimeError(f"sync left rows: {done}")
             principal, batch = calls[-1]
             check_searchable(mnemo, principal, batch[-1])
-            return elapsed
+            return elapsed, flushes
         finally:
             mnemo.close()
 
@@ -81,10 +102,13 @@ def _cell(batch_size: int, tenants: int, n: int, rounds: int) -> dict[str, Any]:
     engine: list[float] = []
     engine_once: list[float] = []
     mnemo: list[float] = []
+    flushes: list[_Flushes] = []
     for _ in range(rounds):
         engine.append(engine_ingest(HashingEmbedder(), doc_calls).wall)
         engine_once.append(engine_ingest(HashingEmbedder(), doc_calls, flush_each=False).wall)
-        mnemo.append(_mnemo_run(mnemo_calls))
+        elapsed, flushed = _mnemo_run(mnemo_calls)
+        mnemo.append(elapsed)
+        flushes.append(flushed)
     engine_s, once_s, mnemo_s = (statistics.median(xs) for xs in (engine, engine_once, mnemo))
     return {
         "batch_size": batch_size,
@@ -99,6 +123,10 @@ def _cell(batch_size: int, tenants: int, n: int, rounds: int) -> dict[str, Any]:
         "engine_seconds": [round(s, 3) for s in engine],
         "engine_flush_once_seconds": [round(s, 3) for s in engine_once],
         "mnemo_seconds": [round(s, 3) for s in mnemo],
+        # The engine flushes once per call; the facade as its group commit decides.
+        "engine_flushes": len(item_calls),
+        "mnemo_flushes": [f.count for f in flushes],
+        "mnemo_flush_seconds": [round(f.seconds, 3) for f in flushes],
     }
 
 

@@ -520,8 +520,8 @@ class Mnemo:
         # The batch is searchable when the call returns; its flush is left to the group commit as
         # a single write's is (mnemo_sea/system/projection/indexer.py): a batch shares one flush
         # with the calls around it (a flush costs as much as indexing a hundred records), until
-        # the rows awaiting it reach GROUP_COMMIT_ROWS (a batch writes an upsert per new version
-        # and one cache purge: two batches of 1,000 records reach it, so even those share a flush).
+        # the rows awaiting it reach GROUP_COMMIT_ROWS or a second has passed (a batch writes an
+        # upsert per new version and one cache purge: eight batches of 1,000 records reach it).
         # The indexer takes the versions the write made as committed instead of reading them back.
         return self._ingested(started, batch.records, progress, made=batch)
 

@@ -118,15 +118,16 @@ def test_an_ingest_batch_is_searchable_at_once_and_shares_the_flush(mnemo: Mnemo
     assert all(not applied and done for _, applied, done in _rows(mnemo))
 
 
-def test_batches_of_the_largest_share_a_flush_two_by_two(mnemo: Mnemo) -> None:
+def test_batches_of_the_largest_share_a_flush_eight_by_eight(mnemo: Mnemo) -> None:
     # The default bound: a batch of the archive's largest writes 1,001 rows (an upsert per
-    # record, one cache purge), which wait for the next call's; the second batch's reach it.
-    assert mnemo.indexer.group_commit_rows == GROUP_COMMIT_ROWS
-    first = mnemo.ingest(AGENT, _batch(0, BATCH_ITEMS))
-    assert first.index is not None and first.index.awaiting_flush == BATCH_ITEMS + 1
+    # record, one cache purge), which wait for the next calls'; the eighth batch's reach it.
+    assert mnemo.indexer.group_commit_rows == GROUP_COMMIT_ROWS == 8 * (BATCH_ITEMS + 1)
+    for k in range(7):
+        report = mnemo.ingest(AGENT, _batch(k * BATCH_ITEMS, BATCH_ITEMS))
+        assert report.index is not None and report.index.awaiting_flush == (k + 1) * (BATCH_ITEMS + 1)
     assert not any(done for _, _, done in _rows(mnemo))
-    second = mnemo.ingest(AGENT, _batch(BATCH_ITEMS, BATCH_ITEMS))
-    assert second.index is not None and second.index.awaiting_flush == 0
+    eighth = mnemo.ingest(AGENT, _batch(7 * BATCH_ITEMS, BATCH_ITEMS))
+    assert eighth.index is not None and eighth.index.awaiting_flush == 0
     assert all(not applied and done for _, applied, done in _rows(mnemo))
 
 

@@ -130,17 +130,17 @@ COMPACT_AFTER_DELETED = 1
 # so one pass and one index flush cover it.
 DRAIN_LIMIT = 2_001
 # Group commit (see the docstring): rows applied but not flushed that force the flush (at the end
-# of the pass that reaches them), and the longest a row waits for it. The row bound is that of
-# two ingest batches of the archive's largest (1,000 records, 1,001 rows each), so every batch
-# shares its flush with at least one other call: the second of two such batches reaches the
-# bound and flushes before it returns. A flush costs about the same
-# whatever it carries (the engine's 6,000 documents in batches of 1,000: 1.11 s flushing per
-# batch, 0.98 s flushing once, `mnemo-sea bench mnemo-ingest --sweep`, docs/figures.md), so a
-# batch of 1,000 flushed per call paid a tenth of its time for it, and batches of 100 ran at
-# 0.65x the speed of the same batches sharing flushes. The timer still bounds the wait, so the
-# replay after a kill -9 stays about a second of writing, and below this bound plus one pass's
-# rows (DRAIN_LIMIT): the bound is checked once a pass has applied its rows.
-GROUP_COMMIT_ROWS = 2 * (BATCH_ITEMS + 1)
+# of the pass that reaches them), and the longest a row waits for it. The timer is the bound that
+# matters: the rows wait at most a second, so the replay after a kill -9 stays about a second of
+# writing. The row bound only caps that for the fastest writers: eight ingest batches of the
+# archive's largest (1,000 records, 1,001 rows each), about a second of ingest with no model in
+# the loop (the engine loads 5,000-7,500 documents a second on this project's machine), checked
+# once a pass has applied its rows, so the replay stays below it plus one pass (DRAIN_LIMIT).
+# A flush has a fixed cost (tens of milliseconds) besides what it carries: the engine's 6,000
+# documents took 1.11 s flushing per batch of 1,000 and 0.98 s flushing once (`mnemo-sea bench
+# mnemo-ingest --sweep`, docs/figures.md); with a bound of two such batches, `Mnemo.ingest` of
+# the same batches flushed three times where the timer asks for one or two.
+GROUP_COMMIT_ROWS = 8 * (BATCH_ITEMS + 1)
 GROUP_COMMIT_SECONDS = 1.0
 # Pages of originals a pass of the worker applies between its passes over the writes (the
 # worker cannot see a write waiting in another process, so it takes one page at a time).
