@@ -286,7 +286,8 @@ class Mnemo:
         group_commit: GroupCommit | None = None,
     ) -> None:
         """`group_commit`: when deferred index flushes come (mnemo_sea/system/projection/indexer.py); the
-        default is 2,002 rows or 1 s of the monotonic clock, the timer a thread."""
+        default is 8,008 rows (eight ingest batches of the largest) or 1 s of the monotonic clock,
+        the timer a thread."""
         self.archive = archive
         self.index = index
         self.cache = cache

@@ -12,6 +12,10 @@ from console_helpers import SCREENSHOTS, Tenant, click_through, screenshot, sign
 
 from mnemo_sea.archive import render_stub
 from mnemo_sea.console.pages import PAGE_SIZE
+from mnemo_sea.system.projection import indexer as indexer_module
+
+# The real starter, read when this module is collected, before the suite's fixture replaces it.
+REAL_THREAD_TRAIL = indexer_module.thread_trail
 
 
 def _session(tenant: Tenant, results: int = 5) -> None:
@@ -98,6 +102,13 @@ def test_the_context_page_shows_what_went_in_what_was_left_out_and_the_candidate
     assert all(x.reason in html.unescape(tight.text) for x in assembled.left_out)
     refused = tenant.get("/ui/sessions/ctx/context?budget=0", key)
     assert refused.status_code == 422 and "budget" in refused.text
+
+
+def test_the_console_s_system_runs_the_trail_inline(tenant: Tenant) -> None:
+    """The snapshots of the raw tables below rely on it: the system, built once for the module,
+    took the suite's inline trail, not the thread that raced them (tests/conftest.py)."""
+    assert REAL_THREAD_TRAIL.__name__ == "thread_trail"
+    assert tenant.mnemo.indexer._start_trail is not REAL_THREAD_TRAIL
 
 
 def test_the_console_reads_only(tenant: Tenant) -> None:

@@ -27,11 +27,9 @@ def test_the_sweep_reports_every_cell_and_judges_each_by_its_ratio() -> None:
         sides = ("engine_seconds", "engine_flush_once_seconds", "mnemo_seconds")
         assert all(len(cell[side]) == 1 for side in sides)
         assert cell["ratio"] > 0 and cell["ratio_vs_flush_once"] > 0
-        # The engine flushes per call; the facade at least once (its closing sync), every one
-        # timed, in the one round.
-        assert cell["engine_flushes"] == cell["calls"]
+        # The facade flushes at least once (its closing sync), every flush timed, in the one round.
         assert len(cell["mnemo_flushes"]) == len(cell["mnemo_flush_seconds"]) == 1
-        assert cell["mnemo_flushes"][0] >= 1 and cell["mnemo_flush_seconds"][0] > 0
+        assert cell["mnemo_flushes"][0] >= 1 and cell["mnemo_flush_seconds"][0] >= 0
     targets = report["targets"]
     assert [t["pass"] for t in targets["cells"]] == [c["ratio"] >= TARGET_RATIO for c in cells]
     assert targets["all_pass"] == all(t["pass"] for t in targets["cells"])

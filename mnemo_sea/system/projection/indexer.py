@@ -133,8 +133,8 @@ DRAIN_LIMIT = 2_001
 # of the pass that reaches them), and the longest a row waits for it. The timer is the bound that
 # matters: the rows wait at most a second, so the replay after a kill -9 stays about a second of
 # writing. The row bound only caps that for the fastest writers: eight ingest batches of the
-# archive's largest (1,000 records, 1,001 rows each), about a second of ingest with no model in
-# the loop (the engine loads 5,000-7,500 documents a second on this project's machine), checked
+# archive's largest (1,000 records, 1,001 rows each), a little over a second of ingest with no
+# model in the loop (the engine loads 5,000-7,500 documents a second on this project's machine), checked
 # once a pass has applied its rows, so the replay stays below it plus one pass (DRAIN_LIMIT).
 # A flush has a fixed cost (tens of milliseconds) besides what it carries: the engine's 6,000
 # documents took 1.11 s flushing per batch of 1,000 and 0.98 s flushing once (`mnemo-sea bench
