@@ -134,8 +134,9 @@ DRAIN_LIMIT = 2_001
 # matters: the rows wait at most a second, so the replay after a kill -9 stays about a second of
 # writing. The row bound only caps that for the fastest writers: eight ingest batches of the
 # archive's largest (1,000 records, 1,001 rows each), a little over a second of ingest with no
-# model in the loop (the engine loads 5,000-7,500 documents a second on this project's machine), checked
-# once a pass has applied its rows, so the replay stays below it plus one pass (DRAIN_LIMIT).
+# model in the loop (the engine loads 5,000-7,500 documents a second on this project's
+# machine). It is checked once a pass has applied its rows, so the replay stays below it plus
+# one pass (DRAIN_LIMIT).
 # A flush has a fixed cost (tens of milliseconds) besides what it carries: the engine's 6,000
 # documents took 1.11 s flushing per batch of 1,000 and 0.98 s flushing once (`mnemo-sea bench
 # mnemo-ingest --sweep`, docs/figures.md); with a bound of two such batches, `Mnemo.ingest` of
@@ -601,7 +602,7 @@ class Indexer:
         went = 0
         for run in _runs(items):
             # Read without `_turns`: a drain that starts waiting just after costs one page more.
-            if yields and went and self._waiting:
+            if yields and went and self._a_drain_waits():
                 break
             kind = _run_kind(run[0])
             if kind == "pages":
@@ -626,7 +627,7 @@ class Indexer:
                 continue
             stop = False
             for item in run:
-                if yields and went and self._waiting:
+                if yields and went and self._a_drain_waits():
                     stop = True  # the pages of a failed pass, one by one: still a page at most
                     break
                 went += 1
