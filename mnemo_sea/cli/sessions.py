@@ -8,7 +8,7 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -27,9 +27,11 @@ from mnemo_sea.cli.target import (
     parse_as_of,
 )
 from mnemo_sea.curation.policy import CurationPolicy
-from mnemo_sea.rest.models import CurationOut, RecallOut
 from mnemo_sea.system.json_ready import content_fields, json_ready
 from mnemo_sea.system.json_text import parse_json
+
+if TYPE_CHECKING:
+    from mnemo_sea.rest.models import RecallOut
 
 
 def _arguments(value: str | None) -> dict[str, Any] | None:
@@ -293,6 +295,10 @@ def session_curate(
             around=around,
             idempotency_key=idempotency_key,
         )
+    # Imported here: the REST models cost a quarter of the CLI's start-up (pydantic builds them),
+    # which no other command needs.
+    from mnemo_sea.rest.models import CurationOut
+
     out = CurationOut.of(report)
     if as_json:
         emit(out.model_dump(mode="json"), as_json=True)
@@ -314,6 +320,8 @@ def session_recall(
 ) -> None:
     """Find the line of the session's results that holds a need and bring back only its excerpt;
     not_found (exit 0, nothing appended) when no line holds it."""
+    from mnemo_sea.rest.models import RecallOut  # see session_curate
+
     principal = target.principal()
     with open_mnemo(target) as mnemo:
         found = RecallOut.of(

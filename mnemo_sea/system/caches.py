@@ -58,16 +58,16 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import orjson
-import redis
-from redis.backoff import ExponentialBackoff
-from redis.retry import Retry
 
 from mnemo_sea.archive import InvalidInput
 from mnemo_sea.system.errors import CacheUnavailable
+
+if TYPE_CHECKING:
+    import redis
 
 T = TypeVar("T")
 
@@ -412,6 +412,12 @@ class RedisCache:
         self.prefix = prefix
         self.search_ttl = _check_ttl("search_ttl", search_ttl)
         self.url = _redacted(url)
+        # redis is imported by the cache that uses it: an embedded process (every command of the
+        # command line) never does, and the import costs it a tenth of its start-up.
+        import redis
+        from redis.backoff import ExponentialBackoff
+        from redis.retry import Retry
+
         if client is None:
             try:
                 client = redis.Redis.from_url(
@@ -442,6 +448,8 @@ class RedisCache:
         return f"{self.prefix}search:{{{_component(tenant)}}}:*"
 
     def _run(self, operation: str, fn: Callable[[], T]) -> T:
+        import redis  # imported by __init__ already (see there): a lookup in sys.modules
+
         try:
             return fn()
         except (redis.ConnectionError, redis.TimeoutError) as e:
