@@ -22,6 +22,7 @@ the functions with the most own time.
 
 from __future__ import annotations
 
+import contextlib
 import cProfile
 import os
 import statistics
@@ -42,7 +43,7 @@ from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 from .precomputed_embedder import PrecomputedEmbedder
 from .profiling import profile_report
 from .synthetic import SyntheticCorpus, build_corpus
-from .timing import start_clock
+from .timing import Collections, start_clock
 
 TARGET_DOCS_PER_S = 5_000.0
 ONE_CALL = "one_call"  # every document in one upsert, one flush: the workload the target is judged on
@@ -76,14 +77,18 @@ def engine_ingest(
     profiler: cProfile.Profile | None = None,
     *,
     flush_each: bool = True,
+    collections: Collections | None = None,
 ) -> Timing:
     """The time to upsert every batch into a fresh embedded index, flushing after each (the
-    engine path of issue 31) or once at the end (profiled by `profiler` if given); raises
-    RuntimeError unless every document is then indexed."""
+    engine path of issue 31) or once at the end (profiled by `profiler` if given, its garbage
+    collections counted by `collections`); raises RuntimeError unless every document is then
+    indexed."""
     with tempfile.TemporaryDirectory(prefix="bench-engine-") as tmp:
         index = HybridIndex.open(Path(tmp) / "index", embedder=embedder)
         try:
-            timing = _timed(batches, index.upsert, index.flush, profiler, flush_each=flush_each)
+            timing = _timed(
+                batches, index.upsert, index.flush, profiler, flush_each=flush_each, collections=collections
+            )
             expected = sum(len(batch) for batch in batches)
             if index.count() != expected:
                 raise RuntimeError(f"{index.count()} points indexed of {expected} documents")
@@ -115,20 +120,22 @@ def _timed(
     profiler: cProfile.Profile | None = None,
     *,
     flush_each: bool = True,
+    collections: Collections | None = None,
 ) -> Timing:
     """The time to write each batch in turn, flushing after each or once at the end."""
     started = start_clock()
     cpu = time.process_time()
-    if profiler is not None:
-        profiler.enable()
-    for batch in batches:
-        write(batch)
-        if flush_each:
+    with collections or contextlib.nullcontext():
+        if profiler is not None:
+            profiler.enable()
+        for batch in batches:
+            write(batch)
+            if flush_each:
+                flush()
+        if not flush_each:
             flush()
-    if not flush_each:
-        flush()
-    if profiler is not None:
-        profiler.disable()
+        if profiler is not None:
+            profiler.disable()
     return Timing(time.perf_counter() - started, time.process_time() - cpu)
 
 

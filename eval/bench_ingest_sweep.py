@@ -12,7 +12,9 @@ Both use the hashing embedder, so the model is not the subject. Each side is its
 rounds; `ratio` = mnemo docs/s / engine docs/s and `ratio_vs_flush_once` the same against the
 stricter reference, both measured in the same run. `targets` says, per cell, whether `ratio`
 reaches TARGET_RATIO (issue 31). Each cell also counts the flushes: the engine's, one per call,
-and the facade's in each round (`mnemo_flushes`, with their time), as its group commit decides.
+and the facade's in each round (`mnemo_flushes`, with their time), as its group commit decides,
+and each side's garbage collections in each round (`*_full_collections`, `*_collection_seconds`):
+the facade keeps more objects alive while a batch is indexed, and meets more full collections.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from mnemo_sea.system.wiring.hashing_embedder import HashingEmbedder
 
 from .bench_engine_ingest import engine_ingest
 from .bench_mnemo_ingest import batches, check_searchable, documents, inputs
-from .timing import start_clock
+from .timing import Collections, start_clock
 
 BATCH_SIZES = (1, 10, 100, 1_000)
 TENANT_COUNTS = (1, 100)
@@ -71,18 +73,21 @@ class _Flushes:
             self.seconds += time.perf_counter() - started
 
 
-def _mnemo_run(calls: Sequence[tuple[Principal, Sequence[EvidenceInput]]]) -> tuple[float, _Flushes]:
+def _mnemo_run(
+    calls: Sequence[tuple[Principal, Sequence[EvidenceInput]]], collections: Collections
+) -> tuple[float, _Flushes]:
     with tempfile.TemporaryDirectory(prefix="bench-mnemo-") as tmp:
         mnemo = Mnemo.open(Path(tmp), embedder=HashingEmbedder())
         try:
             flushes = _Flushes(mnemo.index.flush)
             setattr(mnemo.index, "flush", flushes)  # noqa: B010 (this instance only, after the open)
             started = start_clock()
-            for principal, batch in calls:
-                report = mnemo.ingest(principal, batch)
-                if report.index is None or report.index.pending or report.index.failed:
-                    raise RuntimeError(f"a batch was not indexed: {report.index}")
-            done = mnemo.sync()
+            with collections:
+                for principal, batch in calls:
+                    report = mnemo.ingest(principal, batch)
+                    if report.index is None or report.index.pending or report.index.failed:
+                        raise RuntimeError(f"a batch was not indexed: {report.index}")
+                done = mnemo.sync()
             elapsed = time.perf_counter() - started
             if done.pending or done.failed or done.awaiting_flush:
                 raise RuntimeError(f"sync left rows: {done}")
@@ -103,10 +108,14 @@ def _cell(batch_size: int, tenants: int, n: int, rounds: int) -> dict[str, Any]:
     engine_once: list[float] = []
     mnemo: list[float] = []
     flushes: list[_Flushes] = []
+    engine_gc: list[Collections] = []
+    mnemo_gc: list[Collections] = []
     for _ in range(rounds):
-        engine.append(engine_ingest(HashingEmbedder(), doc_calls).wall)
+        engine_gc.append(Collections())
+        engine.append(engine_ingest(HashingEmbedder(), doc_calls, collections=engine_gc[-1]).wall)
         engine_once.append(engine_ingest(HashingEmbedder(), doc_calls, flush_each=False).wall)
-        elapsed, flushed = _mnemo_run(mnemo_calls)
+        mnemo_gc.append(Collections())
+        elapsed, flushed = _mnemo_run(mnemo_calls, mnemo_gc[-1])
         mnemo.append(elapsed)
         flushes.append(flushed)
     engine_s, once_s, mnemo_s = (statistics.median(xs) for xs in (engine, engine_once, mnemo))
@@ -128,6 +137,12 @@ def _cell(batch_size: int, tenants: int, n: int, rounds: int) -> dict[str, Any]:
         "engine_flushes": len(item_calls),
         "mnemo_flushes": [f.count for f in flushes],
         "mnemo_flush_seconds": [round(f.seconds, 3) for f in flushes],
+        # Full garbage collections (each a walk of the heap) inside each side's timed run, and
+        # the time of every collection there.
+        "engine_full_collections": [c.full for c in engine_gc],
+        "mnemo_full_collections": [c.full for c in mnemo_gc],
+        "engine_collection_seconds": [round(c.seconds, 3) for c in engine_gc],
+        "mnemo_collection_seconds": [round(c.seconds, 3) for c in mnemo_gc],
     }
 
 

@@ -30,6 +30,11 @@ def test_the_sweep_reports_every_cell_and_judges_each_by_its_ratio() -> None:
         # The facade flushes at least once (its closing sync), every flush timed, in the one round.
         assert len(cell["mnemo_flushes"]) == len(cell["mnemo_flush_seconds"]) == 1
         assert cell["mnemo_flushes"][0] >= 1 and cell["mnemo_flush_seconds"][0] >= 0
+        # Garbage collections inside each side's run, one entry a round (how many depends on the
+        # heap, so only their shape and signs are asserted; eval/timing.py's test counts them).
+        for side in ("engine", "mnemo"):
+            full, seconds = cell[f"{side}_full_collections"], cell[f"{side}_collection_seconds"]
+            assert len(full) == len(seconds) == 1 and full[0] >= 0 and seconds[0] >= 0
     targets = report["targets"]
     assert [t["pass"] for t in targets["cells"]] == [c["ratio"] >= TARGET_RATIO for c in cells]
     assert targets["all_pass"] == all(t["pass"] for t in targets["cells"])

@@ -1,11 +1,12 @@
-"""A benchmark side's clock starts after a full collection (eval/timing.py)."""
+"""A benchmark side's clock starts after a full collection, and the collections inside a side
+are counted (eval/timing.py)."""
 
 from __future__ import annotations
 
 import gc
 import weakref
 
-from mnemo_sea.eval.timing import start_clock
+from mnemo_sea.eval.timing import Collections, start_clock
 
 
 class _Node:
@@ -26,3 +27,16 @@ def test_garbage_made_before_the_clock_is_collected_before_it_starts() -> None:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def test_collections_count_the_full_ones_made_while_entered_and_no_other() -> None:
+    gc.collect()  # before: not counted
+    with Collections() as counted:
+        gc.collect(0)
+        gc.collect(1)
+        gc.collect()
+        gc.collect()
+    gc.collect()  # after: not counted
+    assert counted.full == 2
+    assert counted.seconds > 0
+    assert counted._observe not in gc.callbacks  # nothing left behind
