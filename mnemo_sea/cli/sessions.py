@@ -283,6 +283,11 @@ def session_curate(
     oldest, each with an automatic note; never protected classes or the newest, and a recovered
     copy only once the task state cites it. With --need, first bring back only the excerpt that
     holds it."""
+    # Imported here, before anything is written: the REST models cost about a tenth of the
+    # command line's start-up (pydantic builds them), and only this command and `session recall`
+    # print them.
+    from mnemo_sea.rest.models import CurationOut
+
     principal = target.principal()
     with open_mnemo(target) as mnemo:
         report = mnemo.curate(
@@ -295,10 +300,6 @@ def session_curate(
             around=around,
             idempotency_key=idempotency_key,
         )
-    # Imported here: the REST models cost a quarter of the CLI's start-up (pydantic builds them),
-    # which no other command needs.
-    from mnemo_sea.rest.models import CurationOut
-
     out = CurationOut.of(report)
     if as_json:
         emit(out.model_dump(mode="json"), as_json=True)

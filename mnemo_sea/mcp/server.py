@@ -32,6 +32,7 @@ from mcp_types import (
 from mnemo_sea import __version__
 from mnemo_sea.archive import Principal
 from mnemo_sea.rest.admission import TenantAdmission, charged
+from mnemo_sea.retrieval.tokenizer import load_chinese_segmentation
 from mnemo_sea.system.json_text import check_json_depth
 from mnemo_sea.system.mnemo import Mnemo
 
@@ -69,6 +70,7 @@ def build_server(
 ) -> Server[dict[str, Any]]:
     """An MCP server exposing `TOOLS` over `mnemo`, each call run as `principal_of(ctx)`, in a
     turn of its tenant when `admission` is given."""
+    load_chinese_segmentation()  # now, not at a call's first Han text (see there)
     by_name = {tool.name: tool for tool in TOOLS}
     listed = [_published(tool) for tool in TOOLS]
 

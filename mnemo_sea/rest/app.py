@@ -26,6 +26,7 @@ from mnemo_sea.rest.admission import admission_of
 from mnemo_sea.rest.limits import BodyLimit
 from mnemo_sea.rest.routes import admin, deletion, evidence, health, memory, search, sessions, summaries
 from mnemo_sea.rest.threads import pool_lifespan
+from mnemo_sea.retrieval.tokenizer import load_chinese_segmentation
 from mnemo_sea.system.mnemo import Mnemo
 from mnemo_sea.system.wiring.settings import MnemoSettings
 
@@ -52,6 +53,7 @@ def create_app(
     mnemo: Mnemo, settings: MnemoSettings | None = None, *, close_on_shutdown: bool = False
 ) -> FastAPI:
     cfg = settings or MnemoSettings()
+    load_chinese_segmentation()  # now, not at a request's first Han text (see there)
     lifespan = pool_lifespan(cfg.api_threads, mnemo, close_on_shutdown=close_on_shutdown)
     app = FastAPI(
         title="mnemo-sea",

@@ -412,8 +412,9 @@ class RedisCache:
         self.prefix = prefix
         self.search_ttl = _check_ttl("search_ttl", search_ttl)
         self.url = _redacted(url)
-        # redis is imported by the cache that uses it: an embedded process (every command of the
-        # command line) never does, and the import costs it a tenth of its start-up.
+        # redis is imported by the cache that uses it: a process without a Redis cache (every
+        # embedded one) never needs it, the `embedded` extra does not install it, and the import
+        # costs a tenth of the command line's start-up.
         import redis
         from redis.backoff import ExponentialBackoff
         from redis.retry import Retry
