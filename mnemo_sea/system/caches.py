@@ -64,6 +64,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import orjson
 
 from mnemo_sea.archive import InvalidInput
+from mnemo_sea.extras import extra_missing
 from mnemo_sea.system.errors import CacheUnavailable
 
 if TYPE_CHECKING:
@@ -415,9 +416,12 @@ class RedisCache:
         # redis is imported by the cache that uses it: a process without a Redis cache (every
         # embedded one) never needs it, the `embedded` extra does not install it, and the import
         # costs a tenth of the command line's start-up.
-        import redis
-        from redis.backoff import ExponentialBackoff
-        from redis.retry import Retry
+        try:
+            import redis
+            from redis.backoff import ExponentialBackoff
+            from redis.retry import Retry
+        except ModuleNotFoundError as e:
+            raise (extra_missing(e, "a Redis cache") or e) from e
 
         if client is None:
             try:

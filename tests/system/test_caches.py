@@ -8,6 +8,7 @@ instead of looking like a miss.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import uuid
@@ -21,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mnemo_sea.archive import InvalidInput, StoreUnavailable
+from mnemo_sea.extras import ExtraMissing
 from mnemo_sea.system.caches import (
     Cache,
     CacheStats,
@@ -423,6 +425,15 @@ def test_redis_keys_live_under_the_prefix_with_ttls_only_on_results(
 def test_redis_refuses_a_bad_prefix() -> None:
     with pytest.raises(InvalidInput, match="prefix"):
         RedisCache(prefix="tests:*")
+
+
+def test_a_redis_cache_without_redis_installed_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """redis is imported when a Redis cache is opened (the `embedded` extra does not install it):
+    its absence is the typed error every surface maps, naming the extra to install."""
+    monkeypatch.setitem(sys.modules, "redis", None)  # as if not installed
+    with pytest.raises(ExtraMissing, match=r"a Redis cache needs the 'server' extra") as caught:
+        RedisCache()
+    assert (caught.value.extra, caught.value.module) == ("server", "redis")
 
 
 @pytest.mark.parametrize(
