@@ -154,8 +154,9 @@ def crash_writer(url: str, session_id: str, journal_path: str, seed: int, self_k
     Before each archive call it appends {"event": "send", "key", "targets"} to the journal and
     after it {"event": "done", "key"}; every batch uses its key as idempotency key, so the test
     can tie each committed batch to what was sent. With self_kill_batch >= 1, the batch of that
-    number (counting from 0 in this run) SIGKILLs its own process at a random point inside the
-    archive transaction (before a random statement, or just before COMMIT), after journalling
+    number (counting from 0 in this run), or the next if that one ran fewer statements than the
+    point drawn, SIGKILLs its own process at a random point inside the archive transaction
+    (before a random statement, or just before COMMIT), after journalling
     {"event": "self_kill", "key", "statement"}. Batch 0 of each run counts the statements.
     The test SIGKILLs the process from outside otherwise; it never ends on its own.
     """
@@ -188,6 +189,7 @@ def crash_writer(url: str, session_id: str, journal_path: str, seed: int, self_k
 
     print("ready", flush=True)
     statements_per_archive = 0
+    next_kill_at: int | None = None
     batch_no = 0
     recorded = 0
     while True:
@@ -210,11 +212,19 @@ def crash_writer(url: str, session_id: str, journal_path: str, seed: int, self_k
         if batch_no == self_kill_batch and statements_per_archive > 0:
             # 1..n: before that statement; 0: all statements ran, die just before COMMIT.
             state.update(armed=True, kill_at=rng.randint(0, statements_per_archive))
+        elif next_kill_at is not None:
+            state.update(armed=True, kill_at=next_kill_at)
         archive.archive_results(
             AGENT, session_id, [(r, f"note {r} of {key}") for r in targets], idempotency_key=key
         )
         if batch_no == 0:
             statements_per_archive = state["seen"]
+        # Still alive while armed: archive calls do not all run the same number of statements
+        # (14-16 seen on SQLite), so the kill point, drawn from the first call's count, may lie
+        # past the end of this one. Draw again from this call's count for the next call (the
+        # results recorded in between run disarmed): the run still dies inside an archive
+        # transaction, at a random statement.
+        next_kill_at = rng.randint(0, state["seen"]) if state["armed"] else None
         state.update(armed=False, counting=False)
         note({"event": "done", "key": key})
         batch_no += 1
