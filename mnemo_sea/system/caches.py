@@ -434,6 +434,9 @@ class RedisCache:
             except ValueError as e:
                 raise InvalidInput("url", f"{self.url!r} is not a Redis URL: {e}") from None
         self._client = client
+        # The errors `_run` maps, held here so the module that defines them is imported once.
+        self._unreachable = (redis.ConnectionError, redis.TimeoutError)
+        self._failed = redis.RedisError
         self._put_if_current = client.register_script(_PUT_IF_CURRENT)
         self._lookup = client.register_script(_LOOKUP)
         self._lock = threading.Lock()
@@ -453,11 +456,9 @@ class RedisCache:
         return f"{self.prefix}search:{{{_component(tenant)}}}:*"
 
     def _run(self, operation: str, fn: Callable[[], T]) -> T:
-        import redis  # imported by __init__ already (see there): a lookup in sys.modules
-
         try:
             return fn()
-        except (redis.ConnectionError, redis.TimeoutError) as e:
+        except self._unreachable as e:
             raise CacheUnavailable(
                 f"Redis cache at {self.url} is unreachable ({operation} failed: {e}); nothing was "
                 "read or invalidated, retry when Redis is back",
@@ -465,7 +466,7 @@ class RedisCache:
                 url=self.url,
                 operation=operation,
             ) from e
-        except redis.RedisError as e:
+        except self._failed as e:
             raise CacheUnavailable(
                 f"Redis cache at {self.url} failed during {operation}: {e}; treat the operation as not done",
                 backend="redis",
