@@ -65,9 +65,15 @@ class _Rendered:
     # None where the driver takes a mapping (psycopg's pyformat).
     order: tuple[str, ...] | None
     binds: tuple[tuple[str, _Processor], ...]
+    # The values the statement binds itself (a constant compared with, SQLite's OFFSET 0 after a
+    # LIMIT), by name: a caller gives the others.
+    constants: tuple[tuple[str, Any], ...]
 
     def parameters(self, values: Mapping[str, Any]) -> Sequence[Any] | Mapping[str, Any]:
-        """The driver's parameters for `values` (every name of the statement, unprocessed)."""
+        """The driver's parameters for `values` (every name of the statement the statement does
+        not bind itself, unprocessed)."""
+        if self.constants:
+            values = {**dict(self.constants), **values}
         if self.binds:
             values = dict(values)
             for name, processor in self.binds:
@@ -79,19 +85,22 @@ class _Rendered:
 
 def _render(
     statement: Select[Any] | Update, dialect: Dialect
-) -> tuple[str, tuple[str, ...] | None, tuple[tuple[str, _Processor], ...]]:
+) -> tuple[str, tuple[str, ...] | None, tuple[tuple[str, _Processor], ...], tuple[tuple[str, Any], ...]]:
     """`_Rendered`'s fields for `statement` on `dialect`."""
     compiled = statement.compile(dialect=dialect)
     if compiled.post_compile_params or compiled.literal_execute_params:
         # An expanding IN is rendered per execution; such a statement cannot be prepared.
         raise ValueError("a prepared statement cannot hold expanding or literal-execute parameters")
     binds = []
+    constants = []
     for name, bind in compiled.binds.items():
         processor = bind.type.dialect_impl(dialect).bind_processor(dialect)
         if processor is not None:
             binds.append((name, processor))
+        if not bind.required:
+            constants.append((name, bind.effective_value))
     order = tuple(compiled.positiontup) if compiled.positiontup is not None else None
-    return str(compiled), order, tuple(binds)
+    return str(compiled), order, tuple(binds), tuple(constants)
 
 
 @dataclass(frozen=True)
@@ -114,8 +123,7 @@ class PreparedSelect(_Rendered):
             if getattr(row, "_fields", None) != names:
                 raise ValueError(f"{row.__name__} does not name the columns {names}")
             make = _as_row(row)
-        sql, order, binds = _render(statement, dialect)
-        return cls(sql, order, binds, _result_processors(statement, dialect), make)
+        return cls(*_render(statement, dialect), _result_processors(statement, dialect), make)
 
     def processed(self, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
         """The driver's rows with each column's result processor applied (`_processed`)."""

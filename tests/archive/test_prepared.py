@@ -82,6 +82,25 @@ def test_rows_are_read_by_name_as_the_named_tuple_given(archive: Archive, agent:
         PreparedSelect.of(select(t.evidence.c.evidence_id, t.evidence.c.version), dialect, Shifted)
 
 
+def test_values_the_statement_binds_itself_are_kept(archive: Archive, agent: Principal) -> None:
+    """A constant compared with, and the OFFSET 0 that SQLite renders with a LIMIT, are bound by
+    the statement itself: the caller gives its own parameters only, and reads SQLAlchemy's rows."""
+    for n in range(4):
+        archive.put_evidence(agent, EvidenceInput(evidence_id=f"doc:{n}", body=f"body {n}", source="t"))
+    statement = (
+        select(t.evidence.c.evidence_id)
+        .where(t.evidence.c.tenant_id == bindparam("tenant"), t.evidence.c.evidence_id != "doc:1")
+        .order_by(t.evidence.c.evidence_id)
+        .limit(bindparam("limit"))
+    )
+    prepared = PreparedSelect.of(statement, archive.store.engine.dialect)
+    values = {"tenant": agent.tenant_id, "limit": 2}
+    with archive.store.read() as conn:
+        expected = [tuple(row) for row in conn.execute(statement, values)]
+    assert archive.store.select(prepared, values) == expected == [("doc:0",), ("doc:2",)]
+    assert archive.store.select(prepared, {**values, "limit": 9}) == [("doc:0",), ("doc:2",), ("doc:3",)]
+
+
 def test_an_expanding_in_cannot_be_prepared(archive: Archive) -> None:
     statement = select(t.evidence.c.evidence_id).where(t.evidence.c.evidence_id.in_(["a", "b"]))
     with pytest.raises(ValueError, match="expanding"):

@@ -138,7 +138,7 @@ def test_a_failed_read_drops_its_reader_and_is_typed(archive: Archive) -> None:
     pointers = [pointer(archive, "doc-1", "text 1")]
     assert read(archive, pointers) == ["text 1"]
     before = reader_of_this_thread(archive)
-    missing = PreparedSelect("SELECT * FROM no_such_table", None, (), (None,))
+    missing = PreparedSelect("SELECT * FROM no_such_table", None, (), (), (None,))
     with pytest.raises(StoreUnavailable, match="archive store"):
         archive.store.select(missing, {})
     assert is_closed(before)
@@ -305,7 +305,7 @@ def test_a_postgresql_connection_lost_during_a_read_is_store_unavailable(pg_migr
     try:
         pointers = [pointer(archive, "doc-1", "text 1")]
         assert read(archive, pointers) == ["text 1"]  # this thread keeps a reader from here on
-        suicide = PreparedSelect("SELECT pg_terminate_backend(pg_backend_pid())", None, (), (None,))
+        suicide = PreparedSelect("SELECT pg_terminate_backend(pg_backend_pid())", None, (), (), (None,))
         with pytest.raises(StoreUnavailable, match="archive store"):
             archive.store.select(suicide, {})
         assert read(archive, pointers) == ["text 1"]

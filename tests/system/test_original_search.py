@@ -553,6 +553,73 @@ def test_the_trail_flushes_its_pages_at_the_end_of_its_round_not_on_the_writes_t
     assert _page_rows(mnemo) == [(False, True)] * pages
 
 
+def test_the_last_pass_of_a_round_writes_its_pages_done_with_its_flush(
+    mnemo: Mnemo, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass that took the last pages of the lane ends the round: it flushes and writes its
+    pages done at once, never applied first; an earlier pass's pages are written applied, and
+    done by that same flush."""
+    pages = page_count(len(log_text().encode()))
+    assert pages > 2
+    monkeypatch.setattr(indexer_module, "TRAIL_PASS_PAGES", pages - 1)  # two passes, the last of one page
+    archive_log(mnemo)
+    clock.advance(indexer_module.GROUP_COMMIT_SECONDS)
+    applied: list[int] = []
+    flushes: list[int] = []
+    mark, flush = indexer_module.mark_applied, mnemo.indexer.index.flush
+    monkeypatch.setattr(
+        indexer_module, "mark_applied", lambda conn, ids: applied.extend(ids) or mark(conn, ids)
+    )
+    monkeypatch.setattr(mnemo.indexer.index, "flush", lambda: flushes.append(len(applied)) or flush())
+    with mnemo.archive.store.read() as conn:
+        page_ids = list(
+            conn.execute(select(t.outbox.c.id).where(t.outbox.c.entity == "result_original")).scalars()
+        )
+    clock.run_trails()
+    assert sorted(applied) == sorted(page_ids)[: pages - 1]  # the first pass's, not the last page
+    assert flushes == [pages - 1]  # one flush, after the first pass was written applied
+    assert _page_rows(mnemo) == [(False, True)] * pages and mnemo.indexer.awaiting_flush == 0
+
+
+def test_a_write_waiting_when_the_last_pass_ends_goes_before_the_rounds_flush(
+    mnemo: Mnemo, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The flush (tens of milliseconds) that ends a round is left until a write that waits for
+    the indexer has been applied: it waited for one page, not for the flush besides."""
+    from mnemo_sea.archive import EvidenceInput
+
+    monkeypatch.setattr(indexer_module, "TRAIL_PAGES_PER_CALL", 1)
+    pages = page_count(len(log_text().encode()))
+    assert 1 < pages <= indexer_module.TRAIL_PASS_PAGES  # one pass
+    archive_log(mnemo)
+    clock.advance(indexer_module.GROUP_COMMIT_SECONDS)
+    indexer = mnemo.indexer
+    index, upsert, flush = indexer.index, indexer.index.upsert, indexer.index.flush
+    events: list[str] = []
+    writers: list[threading.Thread] = []
+
+    def write() -> None:
+        policy = EvidenceInput(body="refund window is 30 days", source="policy", evidence_id="p-1")
+        mnemo.ingest(AGENT, [policy])
+
+    def watched(documents: Any, **kwargs: Any) -> Any:
+        kind = documents[0].kind
+        if kind == "archived_original" and events.count(kind) == pages - 1:  # the last page
+            writers.append(threading.Thread(target=write))
+            writers[0].start()
+            with indexer._turns:  # its drain waits for the indexer the trail holds
+                indexer._turns.wait_for(lambda: indexer._waiting == 1)
+        events.append(kind)
+        return upsert(documents, **kwargs)
+
+    monkeypatch.setattr(index, "upsert", watched)
+    monkeypatch.setattr(index, "flush", lambda: events.append("flush") or flush())
+    clock.run_trails()
+    writers[0].join()
+    assert events == ["archived_original"] * pages + ["knowledge", "flush"]
+    assert _page_rows(mnemo) == [(False, True)] * pages and pending_pages(mnemo) == 0
+
+
 def test_the_trail_flushes_every_trail_flush_pages_pages(
     mnemo: Mnemo, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -37,7 +37,8 @@ rows are claimed with `FOR UPDATE SKIP LOCKED` inside the transaction that marks
 each pass flushes (a no-op over a server, which acknowledges writes durably). With one drainer
 (a SQLite archive, or an embedded index on either archive: Edge admits one opening process),
 rows are read, applied, then marked, so no lock is held while text is being embedded, and the
-group commit applies.
+group commit applies; the read of the rows and the count of those left after a pass are each one
+statement outside a transaction (`outbox.pending_rows`, `outbox.pending_total`).
 
 The trail: pages of archived originals (archive/rules/original_pages.py) are indexed behind the
 writes, not by them. A 2 MB original is about a thousand chunks, seconds of the real model; an
@@ -57,6 +58,8 @@ an agent just committed. A page applied but not flushed is not lost by a crash e
 reclaimed and the next open's trail applies it again), so the trail flushes at the end of
 its round, or once TRAIL_FLUSH_PAGES of its rows await (the replay a crash may cost), or with
 the writes' rows when those flush (a timer armed by a write, the row bound, `sync()`, `close()`).
+The pass that goes through the last rows of its lane flushes and marks them done at once, rather
+than mark them applied for the round's end to mark them done (unless a drain waits by then).
 A deletion marks its result's pending pages done and removes every version of the result's
 index id, pages included; a page applied by a pass that read the original just before the
 deletion committed is removed by the deletion's own row, applied after that pass.
@@ -99,7 +102,8 @@ from mnemo_sea.archive.storage.outbox import (
     mark_applied,
     mark_done,
     mark_failed,
-    pending_count,
+    pending_rows,
+    pending_total,
     reclaim_applied,
     retry_set_aside,
 )
@@ -502,9 +506,8 @@ class Indexer:
                     with self.store.write() as conn:
                         reclaim_applied(conn)
                 self._reclaimed = True
-            with self.store.read() as conn:
-                items = claim_pending(conn, limit, lane, after)
-            done, problems, items = self._apply_all(items, on_applied, yields=lane == "trailing")
+            claimed = pending_rows(self.store, limit, lane, after)
+            done, problems, items = self._apply_all(claimed, on_applied, yields=lane == "trailing")
             deleting = any(item.op == "index_delete" for item in items) or self._compaction_due()
             # A set: rows whose flush failed are claimed and applied again by the next pass.
             self._awaiting.update(done)
@@ -512,7 +515,14 @@ class Indexer:
                 self._trail_awaiting += len(done)
             elif done and self._awaiting_since is None:
                 self._awaiting_since = self._clock()
-            if not defer_flush or deleting or self._closed or self._flush_due():
+            # The trail's pass that went through the last rows of its lane ends the round (see
+            # `_run_trail`), whose end flushes: it settles now, rather than write its rows
+            # applied for the round's end to write them done. Not while a drain waits: the
+            # flush (tens of milliseconds) is left to the round's end, after that drain.
+            ends_round = (
+                lane == "trailing" and len(items) == len(claimed) < limit and not self._a_drain_waits()
+            )
+            if not defer_flush or deleting or self._closed or self._flush_due() or ends_round:
                 self._settle(problems)
             else:
                 if done or problems:
@@ -529,8 +539,7 @@ class Indexer:
                     self.index.flush()
                     self._compact_if_due()
                 self._record(conn, done, problems)
-        with self.store.read() as conn:
-            pending = pending_count(conn, lane=lane)
+        pending = pending_total(self.store, lane)
         errors = tuple(f.error for f in problems[:20])
         return DrainReport(
             applied=len(done),
@@ -766,9 +775,12 @@ class Indexer:
         """Apply one row; its failure, if any. An evidence upsert reports its steps to
         `on_applied`, the row as its document is written (its id then added to `reported`)."""
         try:
-            with self.store.read() as conn:
-                self._apply(conn, item, on_applied, reported)
-                return None
+            if item.op == "cache_purge":
+                self._purge(item)  # reads nothing of the archive: no transaction
+            else:
+                with self.store.read() as conn:
+                    self._apply(conn, item, on_applied, reported)
+            return None
         except (MnemoError, ValueError, KeyError) as e:
             # A malformed or failing row stays pending with its error (and is retried up to
             # MAX_ATTEMPTS times); it never stops the rows behind it. An outage is not the
@@ -780,18 +792,8 @@ class Indexer:
     def _apply(
         self, conn: Connection, item: OutboxItem, on_applied: OnApplied | None, reported: set[int]
     ) -> None:
-        """Apply one row (see `_apply_one`)."""
+        """Apply one row but a cache purge, reading its target from the archive (see `_apply_one`)."""
         tenant = item.tenant_id
-        if item.op == "cache_purge":
-            if item.payload.get("drop_search"):
-                # A deletion: cached result pages name what was deleted; drop them, not only
-                # make them unreachable (Redis would keep them until their TTL).
-                self.cache.purge_tenant(tenant)
-            else:
-                self.cache.bump_generation(tenant)
-            # The payload's content hashes need nothing here: the index discards the embeddings
-            # of the deleted text itself when the row's index_delete siblings remove its points.
-            return
         if item.entity == "evidence":
             evidence_id, version = parse_version_ref(item.entity_ref)
             if item.op == "index_delete":
@@ -843,6 +845,17 @@ class Indexer:
                     self.index.upsert([summary_document(tenant, found, summary_owner)])
         else:
             raise ValueError(f"unknown outbox entity {item.entity!r}")
+
+    def _purge(self, item: OutboxItem) -> None:
+        """Apply a cache_purge row."""
+        if item.payload.get("drop_search"):
+            # A deletion: cached result pages name what was deleted; drop them, not only make
+            # them unreachable (Redis would keep them until their TTL).
+            self.cache.purge_tenant(item.tenant_id)
+        else:
+            self.cache.bump_generation(item.tenant_id)
+        # The payload's content hashes need nothing here: the index discards the embeddings of
+        # the deleted text itself when the row's index_delete siblings remove its points.
 
     def _apply_pages(self, run: list[OutboxItem], yields: bool) -> int | None:
         """Apply a run of pages of originals (rows of the trailing lane); how many rows it went
