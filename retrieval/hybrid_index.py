@@ -223,15 +223,18 @@ class HybridIndex:
         With `stop` (for a caller that must make way for others between documents: the
         indexer's trail) the documents are embedded one at a time and `stop()` is asked before
         each but the first that needs the model; once it answers true, the call writes what it
-        embedded and returns. The report's `documents` and `chunks` then count the documents
-        written, always the first ones of `documents`; a later call writes the rest (one written
-        again changes nothing). `payload_updates`, `unchanged` and `stale_removed_from` count
-        every document of the lookup batches the call began, since those writes come before any
-        embedding. The points are written once the embedding stops, a document's a write, back
-        to back (`_write_points`): planning and writing a few documents together, rather than a
-        call per document, is most of the gain (docs/figures.md). They are held until then, so
-        `stop` is for calls of a few documents (the trail hands 4 pages). `progress` and `stop`
-        are not taken together (ValueError).
+        embedded and returns. What needs no model, the chunks' sparse vectors, is encoded for
+        every document of a lookup batch first: a caller waits for the model's part, and the
+        tokenizer run over all the chunks at once, rather than between the model's steps,
+        keeps its code and data warm. The report's `documents` and `chunks` then count the
+        documents written, always the first ones of `documents`; a later call writes the rest
+        (one written again changes nothing). `payload_updates`, `unchanged` and
+        `stale_removed_from` count every document of the lookup batches the call began, since
+        those writes come before any embedding. The points are written once the embedding
+        stops, a document's a write, back to back (`_write_points`): planning and writing a few
+        documents together, rather than a call per document, is most of the gain
+        (docs/figures.md). They are held until then, so `stop` is for calls of a few documents
+        (the trail hands 4 pages). `progress` and `stop` are not taken together (ValueError).
         """
         if progress is not None and stop is not None:
             raise ValueError("upsert takes `progress` or `stop`, not both")
@@ -315,19 +318,21 @@ class HybridIndex:
 
     def _write_until(self, plans: list[UpsertPlan], stop: Callable[[], bool]) -> UpsertReport:
         """Carry out `plans` (one call's, in order) a document at a time until `stop()` answers
-        true before one (see `upsert`), then write the points embedded. A plan's writes without
-        the model come first, for all its documents (as `_write` makes them)."""
+        true before one (see `upsert`), then write the points embedded. A plan's work without
+        the model comes first, for all its documents: its writes (as `_write` makes them) and
+        its chunks' sparse vectors."""
         embedded: list[list[IndexPoint]] = []  # each document's points, in order
         report = UpsertReport()
         for plan in plans:
             self._write_without_model(plan)
+            sparse = self.encoder.encode_sparse(plan.to_encode)
             before = len(embedded)
             start = 0
             for end, position in plan.ends:
                 if embedded and stop():
                     self._write_points(embedded)
                     return report + _carried_out(plan, _points(embedded[before:]), until=position)
-                embedded.append(self.encoder.encode(plan.to_encode[start:end]))
+                embedded.append(self.encoder.encode(plan.to_encode[start:end], sparse[start:end]))
                 start = end
             report = report + _carried_out(plan, _points(embedded[before:]))
         self._write_points(embedded)

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .bm25 import Bm25Encoder, average_length
+from .bm25 import Bm25Encoder, SparseVector, average_length
 from .chunking import split_into_chunks
 from .embedding import Embedder, Vectors
 from .embedding_cache import CachingEmbedder
@@ -72,15 +72,23 @@ class PointEncoder:
             prepared.append(PreparedChunk(chunk, pid, payload, searched))
         return prepared
 
-    def encode(self, chunks: Sequence[PreparedChunk]) -> list[IndexPoint]:
-        """Points with both vectors for `chunks` (one batched embedding call)."""
+    def encode(
+        self, chunks: Sequence[PreparedChunk], sparse: Sequence[SparseVector] | None = None
+    ) -> list[IndexPoint]:
+        """Points with both vectors for `chunks` (one batched embedding call); `sparse`: their
+        sparse vectors, if the caller encoded them already (`encode_sparse`)."""
         texts = [c.searched for c in chunks]
         dense = self.embed(texts, [c.payload.chunk_sha256 for c in chunks])
-        points = []
-        for prepared, vector in zip(chunks, dense, strict=True):
-            sparse = self.bm25.encode_document(prepared.searched)
-            points.append(IndexPoint(prepared.point_id, prepared.payload, vector, sparse))
-        return points
+        if sparse is None:
+            sparse = self.encode_sparse(chunks)
+        return [
+            IndexPoint(prepared.point_id, prepared.payload, vector, terms)
+            for prepared, vector, terms in zip(chunks, dense, sparse, strict=True)
+        ]
+
+    def encode_sparse(self, chunks: Sequence[PreparedChunk]) -> list[SparseVector]:
+        """The BM25 vectors of `chunks` (no model involved)."""
+        return [self.bm25.encode_document(c.searched) for c in chunks]
 
     def embed(self, texts: Sequence[str], hashes: Sequence[str]) -> Vectors:
         if isinstance(self.embedder, CachingEmbedder):

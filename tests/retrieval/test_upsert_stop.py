@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from mnemo_sea.retrieval import EvidenceDocument, HybridIndex
@@ -85,11 +86,20 @@ def test_a_stop_ends_the_call_after_the_document_under_way_and_what_was_embedded
     rest = index.upsert(docs[report.documents :], stop=lambda: False)
     assert (rest.documents, rest.written) == (2, sizes[2] + sizes[3])
     assert writes.calls == sizes
-    # Cut in two, the documents are stored exactly as one plain upsert stores them.
+    # Cut in two, the documents are stored exactly as one plain upsert stores them, each chunk
+    # with its own vectors (the sparse ones are encoded for the call's documents before any is
+    # embedded, the dense ones a document at a time).
     whole = HybridIndex.open(tmp_path / "whole", embedder=embedder_factory())
     try:
         whole.upsert(docs)
         assert stored(index) == stored(whole) and len(stored(whole)) == sum(sizes)
+        ids = [pid for pid, _ in whole.backend.matching(tenant_filter("acme"))]
+        cut, plain = index.backend.vectors(ids), whole.backend.vectors(ids)
+        assert len(ids) == sum(sizes) and set(cut) == set(plain) == set(ids)
+        for pid in ids:
+            assert cut[pid].sparse.indices == plain[pid].sparse.indices, pid
+            assert np.allclose(cut[pid].sparse.values, plain[pid].sparse.values), pid
+            assert np.allclose(cut[pid].dense, plain[pid].dense, atol=1e-6), pid
     finally:
         whole.close()
 

@@ -735,12 +735,12 @@ def test_a_page_failing_inside_a_call_leaves_only_written_pages_done(
     encode = mnemo.index.encoder.encode
     failing_version = 3  # page 1, inside the trail's first call
 
-    def fail_on_page_one(chunks: Any) -> Any:
+    def fail_on_page_one(chunks: Any, *sparse: Any) -> Any:
         if any(
             c.payload.kind == "archived_original" and c.payload.version == failing_version for c in chunks
         ):
             raise ValueError("page 1 cannot be embedded")
-        return encode(chunks)
+        return encode(chunks, *sparse)
 
     monkeypatch.setattr(mnemo.index.encoder, "encode", fail_on_page_one)
     clock.run_trails()
