@@ -187,8 +187,9 @@ def pending_rows(
     """What `claim_pending` claims, read by the outbox's only drainer (a SQLite archive, or an
     embedded index: `claim_sole_drainer`) as one statement outside a transaction
     (`ArchiveStore.select`). No other drainer takes rows, so none need locking, and a drain
-    pass reads twice (these rows, then `pending_total`): a transaction's own work costs ten
-    times what SQLite spends on such a statement (0.1-0.3 ms against 10 us)."""
+    pass reads twice (these rows, then `pending_total`): a transaction's own work through
+    SQLAlchemy (connection, BEGIN, execution context, COMMIT) costs many times what SQLite
+    spends running such a statement (statements.py)."""
     prepared = prepared_select(
         f"outbox.pending_rows/{lane}",
         lambda: _claim_statement(lane, False),
