@@ -196,16 +196,18 @@ def pending_rows(
         store.engine.dialect,
         row=OutboxItem,
     )
-    return cast(list[OutboxItem], store.select(prepared, {"after": after, "limit": limit}))
+    # Pooled: a drain may run on a thread of its own (the trail's, one a round), which a
+    # reader connection kept for the thread would outlive by little.
+    return cast(list[OutboxItem], store.select(prepared, {"after": after, "limit": limit}, pooled=True))
 
 
 def pending_total(store: ArchiveStore, lane: Lane | None = None) -> int:
     """`pending_count` of every tenant, one lane or all, as one statement outside a transaction
-    (see `pending_rows`)."""
+    (see `pending_rows`): what a drain pass reports as left, whichever drainer it is."""
     prepared = prepared_select(
         f"outbox.pending_total/{lane}", lambda: _pending_count_statement(lane, False), store.engine.dialect
     )
-    return int(store.select(prepared, {})[0][0])
+    return int(store.select(prepared, {}, pooled=True)[0][0])
 
 
 # The statements every drain pass runs are built once (per lane, and per locking dialect):

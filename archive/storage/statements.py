@@ -58,7 +58,8 @@ _T = TypeVar("_T")
 
 @dataclass(frozen=True)
 class _Rendered:
-    """A statement as a dialect runs it: SQL text, parameter order and bind processors."""
+    """A statement as a dialect runs it: SQL text, parameter order, bind processors and the values
+    it binds itself."""
 
     sql: str
     # Parameter names in placeholder order for positional paramstyles (SQLite's qmark), or
@@ -91,14 +92,21 @@ def _render(
     if compiled.post_compile_params or compiled.literal_execute_params:
         # An expanding IN is rendered per execution; such a statement cannot be prepared.
         raise ValueError("a prepared statement cannot hold expanding or literal-execute parameters")
+    # `binds` also lists each parameter the statement binds itself under a key of SQLAlchemy's
+    # own, besides the name rendered into the SQL: only rendered names are parameters.
+    rendered = set(compiled.bind_names.values())
     binds = []
     constants = []
     for name, bind in compiled.binds.items():
+        if name not in rendered:
+            continue
+        if bind.callable is not None:
+            raise ValueError(f"a prepared statement cannot hold a value computed per execution ({name})")
         processor = bind.type.dialect_impl(dialect).bind_processor(dialect)
         if processor is not None:
             binds.append((name, processor))
         if not bind.required:
-            constants.append((name, bind.effective_value))
+            constants.append((name, bind.value))
     order = tuple(compiled.positiontup) if compiled.positiontup is not None else None
     return str(compiled), order, tuple(binds), tuple(constants)
 
@@ -183,7 +191,8 @@ class PreparedUpdate(_Rendered):
         return cls(*_render(statement, dialect))
 
     def execute(self, conn: Connection, values: Mapping[str, Any]) -> None:
-        """Run the statement with `values` (every name of the statement, unprocessed)."""
+        """Run the statement with `values` (every name of the statement but those it binds
+        itself, unprocessed)."""
         parameters = self.parameters(values)
         # A sequence of values is one row of parameters, not many (exec_driver_sql's reading of
         # a list of them): a tuple.

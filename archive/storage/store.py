@@ -148,14 +148,20 @@ class ArchiveStore:
         with self._transaction(immediate=False) as conn:
             yield conn
 
-    def select(self, prepared: PreparedSelect, values: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    def select(
+        self, prepared: PreparedSelect, values: Mapping[str, Any], *, pooled: bool = False
+    ) -> list[tuple[Any, ...]]:
         """The rows of one prepared SELECT (archive/storage/statements.py), with no transaction of its own
         (one statement reads one snapshot): on this thread's reader connection
         (archive/storage/readers.py) where it has one, else on a pooled driver connection. A reader
         kept from before that turns out lost (the server restarted since) is replaced and the
-        statement run once more. Fails as the transactions do: StoreUnavailable, StoreCorrupt."""
+        statement run once more. Fails as the transactions do: StoreUnavailable, StoreCorrupt.
+        `pooled`: on a pooled connection even where this thread could keep a reader, for a
+        thread that reads a few times and ends (the indexer's trail, a thread a round): opening
+        a connection for it would cost more than the reads it saves (on PostgreSQL a server
+        connection a round)."""
         parameters = prepared.parameters(values)
-        readers = self._readers
+        readers = None if pooled else self._readers
         while readers is not None:
             reader = self._connected(readers.connection)
             if reader is None:

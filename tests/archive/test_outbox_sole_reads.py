@@ -37,7 +37,7 @@ def test_the_sole_drainers_reads_are_the_claims_and_counts_of_a_transaction(arch
     assert len(ids) == len(rows)
     with archive.store.write() as conn:
         mark_done(conn, ids[0:2])
-        mark_applied(conn, ids[5:7])  # a write's row and a page, awaiting the flush
+        mark_applied(conn, ids[4:6])  # a page and a write's row, awaiting the flush
         conn.execute(update(t.outbox).where(t.outbox.c.id.in_(ids[9:11])).values(attempts=MAX_ATTEMPTS))
 
     for lane in (None, "writes", "trailing"):

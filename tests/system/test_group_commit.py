@@ -271,3 +271,28 @@ def test_a_second_process_with_its_own_embedded_index_is_refused(
         first.close()
     with Mnemo.from_settings(second, embedder=HashingEmbedder()) as m:
         assert m.index.owned_by_this_process
+
+
+def test_a_cache_purge_is_applied_without_reading_the_archive(
+    mnemo: Mnemo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache_purge row reads nothing of the archive, so its drain opens no transaction for it:
+    with every read transaction refused, it is applied (the tenant's generation bumped), while
+    a row that must read its target does open one (the refusal reaches the caller)."""
+    from mnemo_sea.archive.storage.outbox import enqueue_many
+
+    with mnemo.archive.store.write() as conn:
+        enqueue_many(conn, [("clinic-a", "cache_purge", "tenant", "clinic-a", {"drop_search": False})])
+    before = mnemo.cache.tenant_generation("clinic-a")
+
+    def refused() -> None:
+        raise AssertionError("a read transaction was opened")
+
+    monkeypatch.setattr(mnemo.indexer.store, "read", refused)
+    report = mnemo.indexer.drain(lane="writes")
+    assert (report.applied, report.failed, report.pending) == (1, 0, 0)
+    assert mnemo.cache.tenant_generation("clinic-a") == before + 1
+    with mnemo.archive.store.write() as conn:
+        enqueue_many(conn, [("clinic-a", "index_upsert", "evidence", "doc:9@1", None)])
+    with pytest.raises(AssertionError, match="read transaction"):
+        mnemo.indexer.drain(lane="writes")

@@ -37,8 +37,8 @@ rows are claimed with `FOR UPDATE SKIP LOCKED` inside the transaction that marks
 each pass flushes (a no-op over a server, which acknowledges writes durably). With one drainer
 (a SQLite archive, or an embedded index on either archive: Edge admits one opening process),
 rows are read, applied, then marked, so no lock is held while text is being embedded, and the
-group commit applies; the read of the rows and the count of those left after a pass are each one
-statement outside a transaction (`outbox.pending_rows`, `outbox.pending_total`).
+group commit applies, and the rows are read with one statement outside a transaction
+(`outbox.pending_rows`). Every drainer counts the rows left after a pass so (`outbox.pending_total`).
 
 The trail: pages of archived originals (archive/rules/original_pages.py) are indexed behind the
 writes, not by them. A 2 MB original is about a thousand chunks, seconds of the real model; an
@@ -518,10 +518,13 @@ class Indexer:
             # The trail's pass that went through the last rows of its lane ends the round (see
             # `_run_trail`), whose end flushes: it settles now, rather than write its rows
             # applied for the round's end to write them done. Not while a drain waits: the
-            # flush (tens of milliseconds) is left to the round's end, after that drain.
-            ends_round = (
-                lane == "trailing" and len(items) == len(claimed) < limit and not self._a_drain_waits()
-            )
+            # flush (tens of milliseconds) is left to the round's end, after that drain. (A flush
+            # that fails leaves the pass's rows pending, its failures unrecorded: the next round
+            # applies them all again, as after a crash.)
+            went_through_all = len(items) == len(claimed)
+            lane_emptied = len(claimed) < limit
+            trailing = lane == "trailing"
+            ends_round = trailing and went_through_all and lane_emptied and not self._a_drain_waits()
             if not defer_flush or deleting or self._closed or self._flush_due() or ends_round:
                 self._settle(problems)
             else:
