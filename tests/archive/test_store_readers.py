@@ -390,3 +390,24 @@ def test_a_sqlite_file_is_read_through_a_memory_map_on_every_connection(archive:
     q = pointer(archive, "doc-1", "potassium 3.9 mmol/L")
     found = archive.read_hits(AGENT, [q])[0]
     assert found is not None and found.snippet == "potassium 3.9 mmol/L"
+
+
+def test_a_pooled_read_keeps_no_reader_for_its_thread(archive: Archive) -> None:
+    """`select(pooled=True)` (the outbox reads of a drain, which may run on a thread of its own
+    each round) answers what a kept reader answers, without opening one for the thread."""
+    from mnemo_sea.archive.storage.outbox import pending_rows, pending_total
+
+    pointer(archive, "doc-0", "text 0")
+    readers = archive.store._readers
+    assert readers is not None  # a SQLite file or PostgreSQL: readers are kept
+    seen: list[tuple[int, int, int]] = []
+
+    def drain_thread() -> None:
+        before = len(readers._registry.open)
+        rows, total = pending_rows(archive.store, 100), pending_total(archive.store)
+        seen.append((len(rows), total, len(readers._registry.open) - before))
+
+    worker = threading.Thread(target=drain_thread)
+    worker.start()
+    worker.join()
+    assert seen == [(2, 2, 0)]  # the evidence's index row and cache purge; no reader opened
