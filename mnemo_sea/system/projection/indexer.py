@@ -506,12 +506,13 @@ class Indexer:
                     with self.store.write() as conn:
                         reclaim_applied(conn)
                 self._reclaimed = True
+            trailing = lane == "trailing"
             claimed = pending_rows(self.store, limit, lane, after)
-            done, problems, items = self._apply_all(claimed, on_applied, yields=lane == "trailing")
+            done, problems, items = self._apply_all(claimed, on_applied, yields=trailing)
             deleting = any(item.op == "index_delete" for item in items) or self._compaction_due()
             # A set: rows whose flush failed are claimed and applied again by the next pass.
             self._awaiting.update(done)
-            if lane == "trailing":
+            if trailing:
                 self._trail_awaiting += len(done)
             elif done and self._awaiting_since is None:
                 self._awaiting_since = self._clock()
@@ -523,7 +524,6 @@ class Indexer:
             # applies them all again, as after a crash.)
             went_through_all = len(items) == len(claimed)
             lane_emptied = len(claimed) < limit
-            trailing = lane == "trailing"
             ends_round = trailing and went_through_all and lane_emptied and not self._a_drain_waits()
             if not defer_flush or deleting or self._closed or self._flush_due() or ends_round:
                 self._settle(problems)
@@ -714,10 +714,7 @@ class Indexer:
             for tenant, evidence_id, version, doc in statuses:
                 self.index.set_status(tenant, evidence_id, version, doc.status, valid_until=doc.valid_until)
             for tenant, drop_search in purges.items():
-                if drop_search:
-                    self.cache.purge_tenant(tenant)
-                else:
-                    self.cache.bump_generation(tenant)
+                self._purge(tenant, drop_search)
         except (MnemoError, ValueError, KeyError) as e:
             log.info("a batch of %d outbox rows failed, applying them one by one: %s", len(run), e)
             return None
@@ -779,7 +776,8 @@ class Indexer:
         `on_applied`, the row as its document is written (its id then added to `reported`)."""
         try:
             if item.op == "cache_purge":
-                self._purge(item)  # reads nothing of the archive: no transaction
+                # Reads nothing of the archive: no transaction.
+                self._purge(item.tenant_id, bool(item.payload.get("drop_search")))
             else:
                 with self.store.read() as conn:
                     self._apply(conn, item, on_applied, reported)
@@ -849,14 +847,14 @@ class Indexer:
         else:
             raise ValueError(f"unknown outbox entity {item.entity!r}")
 
-    def _purge(self, item: OutboxItem) -> None:
-        """Apply a cache_purge row."""
-        if item.payload.get("drop_search"):
+    def _purge(self, tenant: str, drop_search: bool) -> None:
+        """Apply a tenant's cache_purge rows."""
+        if drop_search:
             # A deletion: cached result pages name what was deleted; drop them, not only make
             # them unreachable (Redis would keep them until their TTL).
-            self.cache.purge_tenant(item.tenant_id)
+            self.cache.purge_tenant(tenant)
         else:
-            self.cache.bump_generation(item.tenant_id)
+            self.cache.bump_generation(tenant)
         # The payload's content hashes need nothing here: the index discards the embeddings of
         # the deleted text itself when the row's index_delete siblings remove its points.
 
